@@ -1,0 +1,76 @@
+// Building blocks shared by every schema: names, phases, error codes, findings.
+// Nothing in contracts/ does I/O; coordinator and worker both import it.
+import { z } from 'zod';
+
+/** Names end up in job ids, queue names and metric labels, so they are short and plain. */
+export const NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const nameSchema = z
+  .string()
+  .regex(NAME_PATTERN, 'must be 1-63 characters of a-z, 0-9, "-" or "_", starting with a letter or digit');
+
+/** The request phases, with the names blackbox_exporter made familiar. */
+export const PHASES = ['resolve', 'connect', 'tls', 'processing', 'transfer', 'total'] as const;
+export type Phase = (typeof PHASES)[number];
+
+/** Durations of one request, in milliseconds. A phase that does not apply is absent;
+ * one that applies but was skipped (connect on a reused connection) is 0. */
+export const phaseTimesSchema = z.partialRecord(z.enum(PHASES), z.number().nonnegative());
+export type PhaseTimes = z.infer<typeof phaseTimesSchema>;
+
+export const percentilesSchema = z.strictObject({
+  p50: z.number(),
+  p95: z.number(),
+  n: z.int().nonnegative(),
+});
+export type Percentiles = z.infer<typeof percentilesSchema>;
+
+/**
+ * The closed set of failure codes. A target's failure is data: a result carries one of these,
+ * never a raw message to match on. Classification lives in worker/classify-error.ts.
+ */
+export const ERROR_CODES = [
+  'DNS_FAILED',
+  'CONNECTION_REFUSED',
+  'CONNECTION_RESET',
+  'CONNECT_TIMEOUT',
+  'RESPONSE_TIMEOUT',
+  'BODY_TIMEOUT',
+  'TLS_CERT_UNTRUSTED',
+  'TLS_CERT_EXPIRED',
+  'TLS_HOSTNAME_MISMATCH',
+  'TLS_VERSION_UNSUPPORTED',
+  'TLS_HANDSHAKE_FAILED',
+  'HTTP_PROTOCOL_ERROR',
+  'HTTP2_ERROR',
+  'SOCKET_CLOSED',
+  'DEADLINE_EXCEEDED',
+  'TARGET_REFUSED_BY_POLICY',
+  'INVALID_JOB',
+  'INTERNAL_ERROR',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export const probeErrorSchema = z.strictObject({
+  code: z.enum(ERROR_CODES),
+  message: z.string(),
+});
+export type ProbeError = z.infer<typeof probeErrorSchema>;
+
+export const SEVERITIES = ['info', 'warning', 'critical'] as const;
+export type Severity = (typeof SEVERITIES)[number];
+
+/** One measured HTTP request: what every request-issuing probe reports per request. */
+export const requestSampleSchema = z.strictObject({
+  /** 0-based position in the job's sequence. */
+  seq: z.int().nonnegative(),
+  status: z.int().optional(),
+  /** True when this request opened a connection (counted at the socket layer). */
+  newConnection: z.boolean(),
+  phases: phaseTimesSchema,
+  /** Body bytes received, after any content decoding the probe did. */
+  bodyBytes: z.int().nonnegative(),
+  /** The response said `Connection: close`. */
+  serverClosed: z.boolean().optional(),
+  error: probeErrorSchema.optional(),
+});
+export type RequestSample = z.infer<typeof requestSampleSchema>;

@@ -1,0 +1,63 @@
+// The job payload: what the coordinator puts on a region's queue and the worker checks
+// again on receipt (Redis is a trust boundary), and what the embedded runner hands over.
+import { z } from 'zod';
+import { nameSchema } from './common.js';
+import { targetSchema } from './plan.js';
+import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams, type ProbeVariant } from './probes/index.js';
+
+export const JOB_SCHEMA = 'probefleet.job/v1';
+
+/** BullMQ custom ids may not contain ":" and may not be integers. */
+export const jobIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,200}$/, 'may contain only A-Z, a-z, 0-9, ".", "_" and "-"')
+  .refine((id) => !/^\d+$/.test(id), 'may not be an integer');
+
+export const runIdSchema = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,119}$/, 'not a valid run id');
+
+/** TLS settings as the worker needs them: the CA travels as PEM, not as a path. */
+export const jobTlsSchema = z.strictObject({
+  insecure: z.boolean(),
+  caPem: z.string().optional(),
+  servername: z.string().optional(),
+});
+export type JobTls = z.infer<typeof jobTlsSchema>;
+
+export const jobTargetSchema = targetSchema.omit({ tls: true }).extend({ tls: jobTlsSchema.optional() });
+export type JobTarget = z.infer<typeof jobTargetSchema>;
+
+function jobSchemaFor<K extends ProbeKind>(kind: K) {
+  return z.strictObject({
+    schema: z.literal(JOB_SCHEMA),
+    jobId: jobIdSchema,
+    runId: runIdSchema,
+    plan: nameSchema,
+    region: nameSchema,
+    target: jobTargetSchema,
+    probe: z.literal(kind),
+    params: PROBES[kind].params,
+    variant: PROBES[kind].variant,
+    /** The job's time bound; the probe stops and reports what it has when it is reached. */
+    timeLimitMs: z.int().min(1).max(3_600_000),
+  });
+}
+
+export const jobPayloadSchema = z.discriminatedUnion(
+  'probe',
+  PROBE_KINDS.map(jobSchemaFor) as unknown as [
+    ReturnType<typeof jobSchemaFor<ProbeKind>>,
+    ...ReturnType<typeof jobSchemaFor<ProbeKind>>[],
+  ],
+);
+
+interface JobBase {
+  schema: typeof JOB_SCHEMA;
+  jobId: string;
+  runId: string;
+  plan: string;
+  region: string;
+  target: JobTarget;
+  timeLimitMs: number;
+}
+export type JobOf<K extends ProbeKind> = JobBase & { probe: K; params: ProbeParams<K>; variant: ProbeVariant<K> };
+export type JobPayload = { [K in ProbeKind]: JobOf<K> }[ProbeKind];

@@ -1,0 +1,145 @@
+// The experiment plan: what a user writes in YAML. The one source of truth for its shape;
+// contracts/plan.schema.json is generated from it for editors.
+import { CronExpressionParser } from 'cron-parser';
+import { z } from 'zod';
+import { nameSchema } from './common.js';
+import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
+
+const httpUrlSchema = z.string().superRefine((value, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `not a valid URL: "${value}"` });
+    return;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    ctx.addIssue({ code: 'custom', message: `unsupported URL scheme "${url.protocol}" (use http:// or https://)` });
+  } else if (url.username || url.password) {
+    ctx.addIssue({ code: 'custom', message: 'credentials in the URL are not allowed (use headers)' });
+  }
+});
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+export const targetTlsSchema = z.strictObject({
+  /** Accept any certificate: for self-signed lab targets only. */
+  insecure: z.boolean().default(false),
+  /** PEM file with the CA(s) to trust, relative to the plan file. */
+  ca: z.string().min(1).optional(),
+  /** SNI and certificate name, when it differs from the URL's host. */
+  servername: z.string().min(1).optional(),
+});
+
+export const targetSchema = z.strictObject({
+  name: nameSchema,
+  url: httpUrlSchema,
+  /** Extra request headers sent with every request to this target. */
+  headers: z
+    .record(z.string().regex(HEADER_NAME, 'not a valid header name'), z.string())
+    .optional(),
+  tls: targetTlsSchema.optional(),
+});
+export type Target = z.output<typeof targetSchema>;
+
+function experimentSchemaFor<K extends ProbeKind>(kind: K) {
+  return PROBES[kind].params.extend({
+    probe: z.literal(kind),
+    /** Target names this experiment runs against; all targets when absent. */
+    targets: z.array(nameSchema).min(1).optional(),
+  });
+}
+
+export const experimentSchema = z.discriminatedUnion(
+  'probe',
+  PROBE_KINDS.map(experimentSchemaFor) as unknown as [
+    ReturnType<typeof experimentSchemaFor<ProbeKind>>,
+    ...ReturnType<typeof experimentSchemaFor<ProbeKind>>[],
+  ],
+);
+export type Experiment = {
+  [K in ProbeKind]: ProbeParams<K> & { probe: K; targets?: string[] };
+}[ProbeKind];
+
+export const scheduleSchema = z
+  .strictObject({
+    /** Five-field cron expression, e.g. "0 2 * * *" for 02:00 every night. */
+    cron: z.string().min(1),
+    /** IANA time zone the cron expression is read in. */
+    tz: z.string().default('UTC'),
+  })
+  .superRefine((schedule, ctx) => {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: schedule.tz });
+    } catch {
+      ctx.addIssue({ code: 'custom', path: ['tz'], message: `unknown time zone "${schedule.tz}"` });
+      return;
+    }
+    if (schedule.cron.trim().split(/\s+/).length !== 5) {
+      ctx.addIssue({ code: 'custom', path: ['cron'], message: `cron needs 5 fields (minute hour day month weekday): "${schedule.cron}"` });
+      return;
+    }
+    try {
+      CronExpressionParser.parse(schedule.cron, { tz: schedule.tz });
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', path: ['cron'], message: `invalid cron expression "${schedule.cron}": ${(err as Error).message}` });
+    }
+  });
+
+export const planSchema = z
+  .strictObject({
+    name: nameSchema,
+    description: z.string().optional(),
+    /** Regions whose workers run every experiment; `local` is the embedded runner's region. */
+    regions: z.array(nameSchema).min(1).max(50).default(['local']),
+    targets: z.array(targetSchema).min(1).max(100),
+    experiments: z.array(experimentSchema).min(1).max(50),
+    schedule: scheduleSchema.optional(),
+    /** Time bound of each job; a probe still running then stops and reports what it has. */
+    jobTimeoutSeconds: z.int().min(1).max(3600).default(300),
+  })
+  .superRefine((plan, ctx) => {
+    reportDuplicates(plan.regions, ['regions'], 'region', ctx);
+    reportDuplicates(
+      plan.targets.map((t) => t.name),
+      ['targets'],
+      'target name',
+      ctx,
+      ['name'],
+    );
+    plan.targets.forEach((target, i) => {
+      if (target.tls && target.url.startsWith('http:')) {
+        ctx.addIssue({ code: 'custom', path: ['targets', i, 'tls'], message: 'tls settings apply to https:// targets only' });
+      }
+    });
+    const known = new Set(plan.targets.map((t) => t.name));
+    plan.experiments.forEach((experiment, i) => {
+      experiment.targets?.forEach((name, j) => {
+        if (!known.has(name)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['experiments', i, 'targets', j],
+            message: `unknown target "${name}" (targets: ${[...known].join(', ')})`,
+          });
+        }
+      });
+    });
+  });
+
+export type Plan = Omit<z.output<typeof planSchema>, 'experiments'> & { experiments: Experiment[] };
+
+function reportDuplicates(
+  values: string[],
+  path: (string | number)[],
+  what: string,
+  ctx: z.RefinementCtx,
+  suffix: (string | number)[] = [],
+): void {
+  const seen = new Set<string>();
+  values.forEach((value, i) => {
+    if (seen.has(value)) {
+      ctx.addIssue({ code: 'custom', path: [...path, i, ...suffix], message: `duplicate ${what} "${value}"` });
+    }
+    seen.add(value);
+  });
+}

@@ -1,0 +1,30 @@
+import type { z } from 'zod';
+
+/** What the plan, the splitter and the worker know about one probe kind. */
+export interface ProbeContract<
+  K extends string,
+  P extends z.ZodObject,
+  V extends z.ZodObject,
+  D extends z.ZodType,
+> {
+  kind: K;
+  summary: string;
+  /** The experiment's parameters in a plan (besides `probe` and `targets`). */
+  params: P;
+  /** What tells one job of an experiment from another (e.g. `{mode: "new"}`); part of the job id. */
+  variant: V;
+  /** The probe-specific part of its result (`results[].details`). */
+  details: D;
+  /** The variants one experiment makes for one target, in a stable order. */
+  variants(params: z.output<P>, target: { url: string }): z.output<V>[];
+}
+
+export function defineProbe<K extends string, P extends z.ZodObject, V extends z.ZodObject, D extends z.ZodType>(
+  contract: ProbeContract<K, P, V, D>,
+): ProbeContract<K, P, V, D> {
+  return contract;
+}
+
+export function schemeOf(url: string): 'http' | 'https' {
+  return new URL(url).protocol === 'https:' ? 'https' : 'http';
+}

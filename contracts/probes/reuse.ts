@@ -1,0 +1,30 @@
+// The `reuse` probe: what does a new connection cost compared with a reused one?
+import { z } from 'zod';
+import { requestSampleSchema } from '../common.js';
+import { defineProbe, schemeOf } from './define.js';
+
+export const REUSE_MODES = ['reused', 'new', 'cold'] as const;
+
+export const reuseProbe = defineProbe({
+  kind: 'reuse',
+  summary: 'N sequential requests over one kept-alive connection, a new connection each, or a new client process each',
+  params: z.strictObject({
+    /** Requests per mode. */
+    requests: z.int().min(1).max(10_000).default(100),
+    /** `reused`: one keep-alive connection; `new`: a new connection per request;
+     * `cold`: a new client process per request (the shell-loop anti-pattern). */
+    modes: z.array(z.enum(REUSE_MODES)).min(1).default(['reused', 'new']),
+    /** Per-request time bound. */
+    timeoutMs: z.int().min(1).max(120_000).default(10_000),
+    /** Offer the previous TLS session on each new connection (resumed handshakes). */
+    tlsResume: z.boolean().default(false),
+  }),
+  variant: z.strictObject({
+    mode: z.enum(REUSE_MODES),
+    scheme: z.enum(['http', 'https']),
+  }),
+  details: z.strictObject({
+    samples: z.array(requestSampleSchema),
+  }),
+  variants: (params, target) => params.modes.map((mode) => ({ mode, scheme: schemeOf(target.url) })),
+});

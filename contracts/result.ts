@@ -1,0 +1,98 @@
+// What a job returns (BullMQ return value, or in-process in embedded mode) and what a run
+// report holds. `probefleet.run/v1` is the JSON contract documented in docs/result-json.md.
+import { z } from 'zod';
+import { nameSchema, PHASES, percentilesSchema, probeErrorSchema, SEVERITIES } from './common.js';
+import { findingSchema } from './findings.js';
+import { jobIdSchema, runIdSchema } from './job.js';
+import { planSchema } from './plan.js';
+import { PROBE_KINDS, PROBES, type ProbeDetails, type ProbeKind, type ProbeVariant } from './probes/index.js';
+
+export const RESULT_SCHEMA = 'probefleet.result/v1';
+export const RUN_SCHEMA = 'probefleet.run/v1';
+
+export const summarySchema = z.strictObject({
+  /** Requests attempted (answered or failed). */
+  requests: z.int().nonnegative(),
+  errors: z.int().nonnegative(),
+  /** Connections opened, counted at the socket layer. */
+  connectionsOpened: z.int().nonnegative(),
+  /** Wall time of the whole measurement, first request to last byte. */
+  durationMs: z.number().nonnegative(),
+  /** Per phase, over the requests where the phase applies (milliseconds). */
+  phases: z.partialRecord(z.enum(PHASES), percentilesSchema),
+});
+export type Summary = z.infer<typeof summarySchema>;
+
+const isoTime = z.iso.datetime();
+
+function resultSchemaFor<K extends ProbeKind>(kind: K) {
+  return z.strictObject({
+    schema: z.literal(RESULT_SCHEMA),
+    jobId: jobIdSchema,
+    runId: runIdSchema,
+    region: nameSchema,
+    target: nameSchema,
+    probe: z.literal(kind),
+    variant: PROBES[kind].variant,
+    /** False when the probe could not measure what it was asked to; `error` says why. */
+    ok: z.boolean(),
+    error: probeErrorSchema.nullable(),
+    startedAt: isoTime,
+    finishedAt: isoTime,
+    /** Which worker ran the job. */
+    worker: z.strictObject({ host: z.string(), pid: z.int(), region: nameSchema }),
+    summary: summarySchema,
+    details: PROBES[kind].details.nullable(),
+    findings: z.array(findingSchema),
+  });
+}
+
+export const probeResultSchema = z.discriminatedUnion(
+  'probe',
+  PROBE_KINDS.map(resultSchemaFor) as unknown as [
+    ReturnType<typeof resultSchemaFor<ProbeKind>>,
+    ...ReturnType<typeof resultSchemaFor<ProbeKind>>[],
+  ],
+);
+
+type ResultBase = Omit<z.output<ReturnType<typeof resultSchemaFor<ProbeKind>>>, 'probe' | 'variant' | 'details'>;
+export type ResultOf<K extends ProbeKind> = ResultBase & { probe: K; variant: ProbeVariant<K>; details: ProbeDetails<K> | null };
+export type ProbeResult = { [K in ProbeKind]: ResultOf<K> }[ProbeKind];
+
+export const comparisonSchema = z.strictObject({
+  region: nameSchema,
+  target: nameSchema,
+  scheme: z.enum(['http', 'https']),
+  reusedMedianMs: z.number(),
+  newMedianMs: z.number(),
+  /** median(new) − median(reused) of per-request total time, with a bootstrap 95% interval. */
+  newConnectionCostMs: z.strictObject({
+    median: z.number(),
+    ci95: z.tuple([z.number(), z.number()]),
+  }),
+});
+export type Comparison = z.infer<typeof comparisonSchema>;
+
+export const decisionSchema = z.strictObject({
+  situation: z.string(),
+  action: z.string(),
+  /** The numbers from this run that say so. */
+  evidence: z.string(),
+  severity: z.enum(SEVERITIES),
+});
+export type Decision = z.infer<typeof decisionSchema>;
+
+export const runReportSchema = z.strictObject({
+  schema: z.literal(RUN_SCHEMA),
+  runId: runIdSchema,
+  mode: z.enum(['embedded', 'distributed']),
+  /** The plan as run, header values redacted. */
+  plan: planSchema,
+  startedAt: isoTime,
+  finishedAt: isoTime,
+  results: z.array(probeResultSchema),
+  comparisons: z.array(comparisonSchema),
+  findings: z.array(findingSchema),
+  decisions: z.array(decisionSchema),
+});
+export type RunReport = Omit<z.output<typeof runReportSchema>, 'results'> & { results: ProbeResult[] };

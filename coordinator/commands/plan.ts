@@ -1,0 +1,65 @@
+// `probefleet plan validate|expand FILE`: check a plan, and show the jobs it makes.
+import type { Argv, CommandModule } from 'yargs';
+import type { ArgsOf } from './args.js';
+import { planJsonSchema } from '../../contracts/plan-json-schema.js';
+import { loadPlanFile } from '../plan-loader.js';
+import { renderTable } from '../report/table.js';
+import { runIdFor, splitPlan } from '../split.js';
+
+const fileArg = (y: Argv) => y.positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
+const expandOptions = (y: Argv) =>
+  fileArg(y)
+    .option('run-id', { type: 'string', describe: 'run id to expand for (default: <plan>-preview)' })
+    .option('json', { type: 'boolean', describe: 'print the job payloads as JSON, one per line' });
+
+const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
+  command: 'validate <file>',
+  describe: 'Check a plan; print every problem with file:line:column and field (exit 2)',
+  builder: fileArg,
+  handler: async ({ file }) => {
+    const loaded = await loadPlanFile(file);
+    const jobs = splitPlan(loaded, runIdFor(loaded.plan.name, new Date(0)));
+    const { plan } = loaded;
+    process.stdout.write(
+      `${file}: plan "${plan.name}" is valid: ${plan.targets.length} targets, ${plan.experiments.length} experiments, ` +
+        `${plan.regions.length} regions (${plan.regions.join(', ')}), ${jobs.length} jobs per run` +
+        `${plan.schedule ? `, scheduled "${plan.schedule.cron}" ${plan.schedule.tz}` : ''}\n`,
+    );
+  },
+};
+
+const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
+  command: 'expand <file>',
+  describe: 'Print the jobs a run of the plan makes, with their deterministic ids',
+  builder: expandOptions,
+  handler: async ({ file, runId, json }) => {
+    const loaded = await loadPlanFile(file);
+    const jobs = splitPlan(loaded, runId ?? `${loaded.plan.name}-preview`);
+    if (json) {
+      process.stdout.write(jobs.map((j) => JSON.stringify({ ...j, target: { ...j.target, headers: j.target.headers && '[redacted]' } })).join('\n') + '\n');
+      return;
+    }
+    process.stdout.write(
+      `${renderTable(
+        ['job id', 'region', 'target', 'probe', 'variant'],
+        jobs.map((j) => [j.jobId, j.region, j.target.name, j.probe, JSON.stringify(j.variant)]),
+        'lllll',
+      )}\n${jobs.length} jobs\n`,
+    );
+  },
+};
+
+const schema: CommandModule = {
+  command: 'schema',
+  describe: 'Print the plan JSON Schema (for editors; committed as contracts/plan.schema.json)',
+  handler: () => {
+    process.stdout.write(`${JSON.stringify(planJsonSchema(), null, 2)}\n`);
+  },
+};
+
+export const planCommand: CommandModule = {
+  command: 'plan',
+  describe: 'Validate a plan, show the jobs it makes, or print its JSON Schema',
+  builder: (y) => y.command(validate).command(expand).command(schema).demandCommand(1, 'plan needs a subcommand: validate, expand or schema'),
+  handler: () => {},
+};

@@ -1,0 +1,21 @@
+// Embedded mode: the run's jobs executed in this process by the worker's own code, as region
+// `local`. Jobs run one at a time so that one measurement never competes with another.
+import type { JobPayload } from '../contracts/job.js';
+import type { ProbeResult } from '../contracts/result.js';
+import type { Logger } from '../common/log.js';
+import { executeJob } from '../worker/execute-job.js';
+import type { Progress } from './progress.js';
+
+export const EMBEDDED_REGION = 'local';
+
+export async function runEmbedded(jobs: JobPayload[], options: { log: Logger; progress: Progress; signal?: AbortSignal }): Promise<ProbeResult[]> {
+  const results: ProbeResult[] = [];
+  options.progress.start(jobs.length);
+  for (const job of jobs) {
+    if (options.signal?.aborted) break;
+    results.push(await executeJob(job, { region: EMBEDDED_REGION, log: options.log, signal: options.signal }));
+    options.progress.step(`${job.probe} ${Object.values(job.variant).join(' ')} ${job.target.name}`);
+  }
+  options.progress.done();
+  return results;
+}

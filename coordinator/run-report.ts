@@ -1,0 +1,34 @@
+// Assembles the run report (`probefleet.run/v1`): the same shape from embedded and distributed runs.
+import type { Plan } from '../contracts/plan.js';
+import { RUN_SCHEMA, type ProbeResult, type RunReport } from '../contracts/result.js';
+import { analyzeRun } from './analysis.js';
+
+/** Header values may be credentials; the report keeps their names only. */
+function redactPlan(plan: Plan): Plan {
+  return {
+    ...plan,
+    targets: plan.targets.map((t) =>
+      t.headers ? { ...t, headers: Object.fromEntries(Object.keys(t.headers).map((k) => [k, '[redacted]'])) } : t,
+    ),
+  };
+}
+
+export function buildRunReport(run: {
+  runId: string;
+  mode: RunReport['mode'];
+  plan: Plan;
+  startedAt: Date;
+  finishedAt: Date;
+  results: ProbeResult[];
+}): RunReport {
+  return {
+    schema: RUN_SCHEMA,
+    runId: run.runId,
+    mode: run.mode,
+    plan: redactPlan(run.plan),
+    startedAt: run.startedAt.toISOString(),
+    finishedAt: run.finishedAt.toISOString(),
+    results: run.results,
+    ...analyzeRun(run.results),
+  };
+}

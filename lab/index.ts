@@ -1,0 +1,117 @@
+// The lab target: reference servers for every probe, on loopback. `probefleet lab` runs it
+// from the command line; tests start it on port 0 and read how many connections it accepted.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createLogger, type Logger } from '../common/log.js';
+import { createLabCa } from './certs.js';
+import type { LabContext, LabServerSpec } from './server-spec.js';
+import { closeServer } from './servers/close.js';
+import { httpsServer } from './servers/https.js';
+import { keepaliveServer } from './servers/keepalive.js';
+
+export const LAB_SERVERS = [keepaliveServer, closeServer, httpsServer] as const satisfies readonly LabServerSpec[];
+export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
+
+/** The first port of `probefleet lab` and `run --lab`, as in the lecture's examples. */
+export const DEFAULT_LAB_PORT = 18170;
+
+export interface LabOptions {
+  host?: string;
+  /** 0 (the default) gives every server a free port; otherwise server i listens on basePort + offset. */
+  basePort?: number;
+  log?: Logger;
+}
+
+export interface RunningLabServer {
+  name: LabServerName;
+  description: string;
+  url: string;
+  port: number;
+  /** TCP connections accepted so far. */
+  connectionsAccepted(): number;
+}
+
+export interface Lab {
+  servers: Record<LabServerName, RunningLabServer>;
+  /** URL of a server, with an optional path. */
+  url(name: LabServerName, path?: string): string;
+  /** PEM of the lab CA, and a file holding it (for plans' `tls.ca`). */
+  caPem: string;
+  caFile: string;
+  close(): Promise<void>;
+}
+
+export class LabPortInUseError extends Error {
+  override name = 'LabPortInUseError';
+}
+
+function listen(server: net.Server, host: string, port: number, name: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new LabPortInUseError(`lab server "${name}" cannot listen on ${host}:${port}: the port is in use (is \`probefleet lab\` already running? choose another with --port)`)
+          : err,
+      ),
+    );
+    server.listen(port, host, () => resolve((server.address() as net.AddressInfo).port));
+  });
+}
+
+export async function startLab(options: LabOptions = {}): Promise<Lab> {
+  const host = options.host ?? '127.0.0.1';
+  const basePort = options.basePort ?? 0;
+  const log = options.log ?? createLogger('lab');
+  const ca = await createLabCa();
+  const ctx: LabContext = { host, ca, serverCert: await ca.issue({ hosts: ['localhost', '127.0.0.1', '::1'] }), log };
+  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-lab-'));
+  const caFile = path.join(dir, 'lab-ca.pem');
+  await writeFile(caFile, ca.certPem);
+
+  const started: { server: net.Server; sockets: Set<net.Socket> }[] = [];
+  const servers = {} as Record<LabServerName, RunningLabServer>;
+  const close = async () => {
+    for (const { server, sockets } of started) {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+
+  try {
+    for (const spec of LAB_SERVERS) {
+      const server = await spec.create(ctx);
+      const sockets = new Set<net.Socket>();
+      let accepted = 0;
+      server.on('connection', (socket: net.Socket) => {
+        accepted++;
+        sockets.add(socket);
+        socket.once('close', () => sockets.delete(socket));
+      });
+      started.push({ server, sockets });
+      const port = await listen(server, host, basePort === 0 ? 0 : basePort + spec.offset, spec.name);
+      const urlHost = host.includes(':') ? `[${host}]` : host;
+      servers[spec.name] = {
+        name: spec.name,
+        description: spec.description,
+        url: `${spec.scheme}://${urlHost}:${port}`,
+        port,
+        connectionsAccepted: () => accepted,
+      };
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  log.debug({ servers: Object.values(servers).map((s) => s.url) }, 'lab started');
+
+  return {
+    servers,
+    url: (name, urlPath = '/') => servers[name].url + urlPath,
+    caPem: ca.certPem,
+    caFile,
+    close,
+  };
+}

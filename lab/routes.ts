@@ -1,0 +1,38 @@
+// Paths every lab HTTP server answers. A server's own behaviour (closing, TLS) is in its
+// file under lab/servers/; what a path returns is here.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+const HELLO = Buffer.from('hello from the probefleet lab\n');
+
+type Route = (req: IncomingMessage, res: ServerResponse) => void;
+
+const routes: Record<string, Route> = {
+  '/': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': HELLO.length });
+    res.end(HELLO);
+  },
+
+  // Headers and body in two writes with Nagle on, like Python's http.server: on a reused
+  // connection the body waits for the client's delayed ACK of the headers (~40 ms on Linux).
+  '/nagle': (req, res) => {
+    req.socket.setNoDelay(false);
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': HELLO.length });
+    res.flushHeaders();
+    res.end(HELLO);
+  },
+};
+
+export function handleLabRequest(req: IncomingMessage, res: ServerResponse): void {
+  const path = (req.url ?? '/').split('?')[0];
+  const route = routes[path];
+  // A socket left with Nagle on by /nagle gets it back off for every other path.
+  if (path !== '/nagle') req.socket.setNoDelay(true);
+  if (!route) {
+    res.writeHead(404, { 'content-type': 'text/plain', 'content-length': 10 });
+    res.end('not found\n');
+    return;
+  }
+  route(req, res);
+}
+
+export const LAB_PATHS = Object.keys(routes);

@@ -1,0 +1,23 @@
+// The shape every lab server has: one file per server under lab/servers/, listed in lab/index.ts.
+import type net from 'node:net';
+import type { Logger } from '../common/log.js';
+import type { KeyAndCert, LabCa } from './certs.js';
+
+export interface LabContext {
+  host: string;
+  ca: LabCa;
+  /** The lab CA's certificate for `localhost`, 127.0.0.1 and ::1. */
+  serverCert: KeyAndCert;
+  log: Logger;
+}
+
+export interface LabServerSpec {
+  /** The server's name in `probefleet lab` output and in `lab.url(name)`. */
+  name: string;
+  /** Port = base port + offset when a base port is given (stable URLs for example plans). */
+  offset: number;
+  scheme: 'http' | 'https';
+  description: string;
+  /** Creates the server, not yet listening. */
+  create(ctx: LabContext): net.Server | Promise<net.Server>;
+}

@@ -1,0 +1,111 @@
+// The reuse probe against real loopback servers; connection counts are checked against
+// what the lab server itself accepted.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { ResultOf } from '../../contracts/result.js';
+import { analyzeRun } from '../../coordinator/analysis.js';
+import { createLogger } from '../../common/log.js';
+import { startLab, type Lab, type LabServerName } from '../../lab/index.js';
+import { executeJob } from '../../worker/execute-job.js';
+import { jobsOf } from '../helpers/plans.js';
+
+const log = createLogger('test', 'silent');
+let lab: Lab;
+
+before(async () => {
+  lab = await startLab({ log });
+});
+after(async () => {
+  await lab.close();
+});
+
+async function runReuse(server: LabServerName, mode: 'reused' | 'new' | 'cold', requests: number, path = '/') {
+  const [job] = await jobsOf(`
+name: reuse-test
+targets:
+  - name: ${server}
+    url: ${lab.url(server, path)}
+${lab.servers[server].url.startsWith('https') ? '    tls: { insecure: true }' : ''}
+experiments:
+  - { probe: reuse, requests: ${requests}, modes: [${mode}] }
+`);
+  const acceptedBefore = lab.servers[server].connectionsAccepted();
+  const result = (await executeJob(job, { region: 'local', log })) as ResultOf<'reuse'>;
+  return { result, serverAccepted: lab.servers[server].connectionsAccepted() - acceptedBefore };
+}
+
+describe('reuse probe', () => {
+  test('reused mode: 200 requests over 1 connection, and the server agrees', async () => {
+    const { result, serverAccepted } = await runReuse('keepalive', 'reused', 200);
+    assert.equal(result.ok, true, JSON.stringify(result.error));
+    assert.equal(result.summary.requests, 200);
+    assert.equal(result.summary.connectionsOpened, 1);
+    assert.equal(serverAccepted, 1);
+    assert.equal(result.details?.samples.filter((s) => s.newConnection).length, 1);
+    assert.deepEqual(result.findings, []);
+  });
+
+  test('new mode: 200 requests open 200 connections, and the server agrees', async () => {
+    const { result, serverAccepted } = await runReuse('keepalive', 'new', 200);
+    assert.equal(result.ok, true);
+    assert.equal(result.summary.connectionsOpened, 200);
+    assert.equal(serverAccepted, 200);
+    assert.ok(result.details?.samples.every((s) => s.newConnection && s.phases.connect! > 0));
+  });
+
+  test('against the always-close server, reused mode opens 200 and says why', async () => {
+    const { result, serverAccepted } = await runReuse('close', 'reused', 200);
+    assert.equal(result.summary.connectionsOpened, 200);
+    assert.equal(serverAccepted, 200);
+    assert.deepEqual(
+      result.findings.map((f) => [f.code, f.data.connectionsOpened, f.data.responsesWithClose]),
+      [['SERVER_CLOSES_EVERY_CONNECTION', 200, 200]],
+    );
+  });
+
+  test('HTTPS: new mode has a TLS phase on every request, reused mode on the first only', async () => {
+    const fresh = (await runReuse('https', 'new', 30)).result;
+    assert.equal(fresh.ok, true, JSON.stringify(fresh.error));
+    assert.ok(fresh.details?.samples.every((s) => s.phases.tls! > 0), 'every new connection did a handshake');
+
+    const reused = (await runReuse('https', 'reused', 30)).result;
+    const tls = reused.details!.samples.map((s) => s.phases.tls);
+    assert.ok(tls[0]! > 0, 'the first request paid the handshake');
+    assert.deepEqual(tls.slice(1), Array(29).fill(0));
+    assert.equal(reused.summary.connectionsOpened, 1);
+  });
+
+  test('cold mode: one process and one connection per request, slower than reused', async () => {
+    const cold = (await runReuse('keepalive', 'cold', 5)).result;
+    assert.equal(cold.ok, true, JSON.stringify(cold.error));
+    assert.equal(cold.summary.connectionsOpened, 5);
+    const reused = (await runReuse('keepalive', 'reused', 5)).result;
+    assert.ok(cold.summary.phases.total!.p50 > reused.summary.phases.total!.p50);
+  });
+
+  test('the Nagle endpoint is flagged NAGLE_DELAYED_ACK_STALL; the normal endpoint is not', async () => {
+    const analyse = async (path: string) => {
+      const reused = (await runReuse('keepalive', 'reused', 20, path)).result;
+      const fresh = (await runReuse('keepalive', 'new', 20, path)).result;
+      return analyzeRun([reused, fresh]);
+    };
+    const nagle = await analyse('/nagle');
+    assert.deepEqual(nagle.findings.map((f) => f.code), ['NAGLE_DELAYED_ACK_STALL']);
+    assert.ok((nagle.findings[0].data.reusedMedianMs as number) > 30);
+    const normal = await analyse('/');
+    assert.deepEqual(normal.findings, []);
+    assert.equal(normal.comparisons.length, 1);
+  });
+
+  test('a refused connection is a result with a code, not a crash', async () => {
+    const [job] = await jobsOf(`
+name: refused
+targets: [{ name: gone, url: "http://127.0.0.1:9/" }]
+experiments: [{ probe: reuse, requests: 10, modes: [new] }]
+`);
+    const result = await executeJob(job, { region: 'local', log });
+    assert.equal(result.ok, false);
+    assert.equal(result.error?.code, 'CONNECTION_REFUSED');
+    assert.equal(result.summary.requests, 3, 'stops after 3 failures in a row');
+  });
+});

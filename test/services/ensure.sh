@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs (Debian packages, as root) and starts what the test suite needs. Idempotent.
+# Outside CI a missing service is reported and the tests that need it skip with a message;
+# under CI=true they fail loudly instead.
+set -uo pipefail
+
+declare -A PACKAGE_OF=(
+  [redis-server]=redis-server
+  [redis-cli]=redis-tools
+)
+
+missing=()
+for cmd in "${!PACKAGE_OF[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${PACKAGE_OF[$cmd]}")
+done
+if ((${#missing[@]} > 0)); then
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "ensure-services: installing ${missing[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "ensure-services: missing ${missing[*]}; install with: sudo apt-get install ${missing[*]}"
+  fi
+fi
+
+# Redis at REDIS_URL (default redis://127.0.0.1:6379): start one when nothing answers.
+url=${REDIS_URL:-redis://127.0.0.1:6379}
+hostport=${url#*://}; hostport=${hostport#*@}; hostport=${hostport%%/*}
+host=${hostport%:*}; port=${hostport##*:}
+if command -v redis-cli >/dev/null 2>&1 && ! redis-cli -h "$host" -p "$port" ping >/dev/null 2>&1; then
+  if [[ $host == 127.0.0.1 || $host == localhost ]] && command -v redis-server >/dev/null 2>&1; then
+    echo "ensure-services: starting redis-server on $host:$port"
+    redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+      --dir /tmp --logfile "/tmp/probefleet-redis-$port.log"
+    for _ in $(seq 50); do redis-cli -h "$host" -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  else
+    echo "ensure-services: nothing answers at $url"
+  fi
+fi
+exit 0

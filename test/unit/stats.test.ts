@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { median, medianDifference, p50p95, percentile } from '../../common/stats.js';
+
+test('percentiles interpolate between closest ranks', () => {
+  assert.equal(percentile([1, 2, 3, 4], 50), 2.5);
+  assert.equal(percentile([10], 95), 10);
+  assert.equal(median([5, 1, 3]), 3);
+  assert.deepEqual(p50p95([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]), { p50: 11, p95: 20, n: 21 });
+  assert.equal(p50p95([]), undefined);
+});
+
+test('the median difference interval covers a known shift and excludes zero', () => {
+  // Two samples with a known shift of 3.0 and deterministic jitter.
+  const base = Array.from({ length: 200 }, (_, i) => 1 + ((i * 37) % 100) / 100);
+  const shifted = base.map((v) => v + 3);
+  const { median: diff, ci95 } = medianDifference(base, shifted);
+  assert.ok(Math.abs(diff - 3) < 1e-9);
+  assert.ok(ci95[0] <= 3 && 3 <= ci95[1], `${ci95}`);
+  assert.ok(ci95[0] > 2.8 && ci95[1] < 3.2, `${ci95}`);
+});
+
+test('equal samples give an interval around zero', () => {
+  const sample = Array.from({ length: 100 }, (_, i) => (i * 13) % 17);
+  const { median: diff, ci95 } = medianDifference(sample, [...sample].reverse());
+  assert.equal(diff, 0);
+  assert.ok(ci95[0] <= 0 && ci95[1] >= 0);
+});

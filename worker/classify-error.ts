@@ -1,0 +1,59 @@
+// Maps whatever a request threw to the closed set of codes in contracts/common.ts.
+// Codes are matched, never message text (undici's UND_ERR_*, Node's E* and ERR_*, OpenSSL's).
+import type { ErrorCode, ProbeError } from '../contracts/common.js';
+import { ConnectError } from './http/connector.js';
+
+const BY_CODE: Record<string, ErrorCode> = {
+  ENOTFOUND: 'DNS_FAILED',
+  EAI_AGAIN: 'DNS_FAILED',
+  EAI_FAIL: 'DNS_FAILED',
+  ECONNREFUSED: 'CONNECTION_REFUSED',
+  ECONNRESET: 'CONNECTION_RESET',
+  EPIPE: 'CONNECTION_RESET',
+  ETIMEDOUT: 'CONNECT_TIMEOUT',
+  UND_ERR_CONNECT_TIMEOUT: 'CONNECT_TIMEOUT',
+  UND_ERR_HEADERS_TIMEOUT: 'RESPONSE_TIMEOUT',
+  UND_ERR_BODY_TIMEOUT: 'BODY_TIMEOUT',
+  UND_ERR_SOCKET: 'SOCKET_CLOSED',
+  UND_ERR_CLOSED: 'SOCKET_CLOSED',
+  UND_ERR_HEADERS_OVERFLOW: 'HTTP_PROTOCOL_ERROR',
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'HTTP_PROTOCOL_ERROR',
+  UND_ERR_RESPONSE_EXCEEDED_MAX_SIZE: 'HTTP_PROTOCOL_ERROR',
+  UND_ERR_ABORTED: 'DEADLINE_EXCEEDED',
+  ABORT_ERR: 'DEADLINE_EXCEEDED',
+  CERT_HAS_EXPIRED: 'TLS_CERT_EXPIRED',
+  CERT_NOT_YET_VALID: 'TLS_CERT_EXPIRED',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'TLS_HOSTNAME_MISMATCH',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'TLS_CERT_UNTRUSTED',
+  SELF_SIGNED_CERT_IN_CHAIN: 'TLS_CERT_UNTRUSTED',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'TLS_CERT_UNTRUSTED',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'TLS_CERT_UNTRUSTED',
+  ERR_SSL_UNSUPPORTED_PROTOCOL: 'TLS_VERSION_UNSUPPORTED',
+  ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: 'TLS_VERSION_UNSUPPORTED',
+  ERR_SSL_NO_PROTOCOLS_AVAILABLE: 'TLS_VERSION_UNSUPPORTED',
+  ERR_SSL_WRONG_VERSION_NUMBER: 'TLS_VERSION_UNSUPPORTED',
+};
+
+function codesOf(err: unknown): string[] {
+  const codes: string[] = [];
+  for (let e = err as { code?: unknown; name?: unknown; cause?: unknown } | undefined; e && codes.length < 5; e = e.cause as typeof e) {
+    if (typeof e.code === 'string') codes.push(e.code);
+    if (e.name === 'AbortError' || e.name === 'TimeoutError') codes.push('ABORT_ERR');
+  }
+  return codes;
+}
+
+export function classifyError(err: unknown): ProbeError {
+  const message = err instanceof Error ? err.message : String(err);
+  const codes = codesOf(err);
+  for (const code of codes) {
+    const mapped = BY_CODE[code];
+    if (mapped) return { code: mapped, message };
+  }
+  if (err instanceof ConnectError && err.phase === 'tls') return { code: 'TLS_HANDSHAKE_FAILED', message };
+  if (err instanceof ConnectError && err.phase === 'resolve') return { code: 'DNS_FAILED', message };
+  if (codes.some((c) => c.startsWith('HPE_') || c === 'UND_ERR_INVALID_ARG')) return { code: 'HTTP_PROTOCOL_ERROR', message };
+  if (codes.some((c) => c.startsWith('ERR_HTTP2_'))) return { code: 'HTTP2_ERROR', message };
+  if (codes.some((c) => c.startsWith('ERR_SSL_'))) return { code: 'TLS_HANDSHAKE_FAILED', message };
+  return { code: 'INTERNAL_ERROR', message };
+}

@@ -1,0 +1,86 @@
+// Runs one job: the same code in the embedded runner and in a BullMQ worker. Validates the
+// payload (Redis is a trust boundary), bounds it in time, and wraps the outcome in a result.
+import { hostname } from 'node:os';
+import type { z } from 'zod';
+import { jobPayloadSchema, type JobOf, type JobPayload } from '../contracts/job.js';
+import type { ProbeKind } from '../contracts/probes/index.js';
+import { RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/result.js';
+import { formatIssuePath } from '../common/issue-path.js';
+import type { Logger } from '../common/log.js';
+import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
+import type { ProbeOutcome } from './probes/probe.js';
+
+/** A payload that can never run: retrying it cannot help. */
+export class InvalidJobError extends Error {
+  override name = 'InvalidJobError';
+}
+
+export interface ExecuteOptions {
+  /** The region this worker serves; a job for another region is refused. */
+  region: string;
+  log: Logger;
+  /** Shutdown of the worker; the job's own time bound is added to it. */
+  signal?: AbortSignal;
+}
+
+export function parseJobPayload(payload: unknown): JobPayload {
+  const parsed = jobPayloadSchema.safeParse(payload);
+  if (!parsed.success) {
+    throw new InvalidJobError(`invalid job payload: ${describeIssues(parsed.error)}`);
+  }
+  return parsed.data as JobPayload;
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => `${formatIssuePath(issue.path)}: ${issue.message}`)
+    .join('; ');
+}
+
+export async function executeJob(payload: unknown, options: ExecuteOptions): Promise<ProbeResult> {
+  const job = parseJobPayload(payload);
+  if (job.region !== options.region) {
+    throw new InvalidJobError(`job ${job.jobId} is for region "${job.region}", this worker serves "${options.region}"`);
+  }
+  const log = options.log.child({ jobId: job.jobId, probe: job.probe, target: job.target.name });
+  const signal = AbortSignal.any([AbortSignal.timeout(job.timeLimitMs), ...(options.signal ? [options.signal] : [])]);
+  const startedAt = new Date().toISOString();
+  log.debug({ variant: job.variant }, 'probe starting');
+  const outcome = await runProbe(job, signal, log);
+  const result = {
+    schema: RESULT_SCHEMA,
+    jobId: job.jobId,
+    runId: job.runId,
+    region: job.region,
+    target: job.target.name,
+    probe: job.probe,
+    variant: job.variant,
+    ok: outcome.error === null,
+    error: outcome.error,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    worker: { host: hostname(), pid: process.pid, region: options.region },
+    summary: outcome.summary,
+    details: outcome.details,
+    findings: outcome.findings,
+  } as ResultOf<ProbeKind> as ProbeResult;
+  log.info({ ok: result.ok, error: result.error?.code, requests: result.summary.requests }, 'probe finished');
+  return result;
+}
+
+async function runProbe<K extends ProbeKind>(job: JobOf<K>, signal: AbortSignal, log: Logger): Promise<ProbeOutcome<K> | ProbeOutcome<ProbeKind>> {
+  const probe = PROBE_IMPLEMENTATIONS[job.probe];
+  try {
+    return await probe(job, { signal, log });
+  } catch (err) {
+    // A throw from a probe is a bug, not a target failure: report it, keep the worker up.
+    log.error({ err }, 'probe failed unexpectedly');
+    return {
+      summary: { requests: 0, errors: 0, connectionsOpened: 0, durationMs: 0, phases: {} },
+      details: null,
+      findings: [],
+      error: { code: 'INTERNAL_ERROR', message: `probe ${job.probe} failed: ${(err as Error).message}` },
+    };
+  }
+}

@@ -1,0 +1,164 @@
+// A connector for undici that opens every socket itself, so each connection's resolve,
+// TCP connect and TLS handshake are timed separately (undici's diagnostics channels only
+// report "connected", after both). Connections are counted here, at the socket layer.
+import { lookup } from 'node:dns/promises';
+import net from 'node:net';
+import { performance } from 'node:perf_hooks';
+import tls from 'node:tls';
+import diagnostics from 'node:diagnostics_channel';
+import type { buildConnector } from 'undici';
+import type { JobTls } from '../../contracts/job.js';
+
+/** Raw timestamps (performance.now(), ms) of one connection; durations are derived later. */
+export interface ConnectionTimeline {
+  /** 1-based, in opening order. */
+  id: number;
+  start: number;
+  /** After DNS; absent when the host was an IP literal (no lookup happened). */
+  resolved?: number;
+  connected?: number;
+  /** After the TLS handshake; https only. */
+  secured?: number;
+  remoteAddress?: string;
+  tls?: { version: string | null; alpn: string | false; cipher: string; resumed: boolean };
+}
+
+export interface ConnectorOptions {
+  tls?: JobTls;
+  /** Offer the previous TLS session on the next connection (session resumption). */
+  resumeTlsSessions: boolean;
+  /** ALPN protocols offered on https. */
+  alpn: string[];
+  /** Bound on resolve + connect + handshake. */
+  timeoutMs: number;
+}
+
+export class ConnectError extends Error {
+  override name = 'ConnectError';
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly phase: 'resolve' | 'connect' | 'tls',
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+type UndiciConnect = buildConnector.connector;
+
+/** When undici last wrote request headers on a socket (`undici:client:sendHeaders`). */
+export interface RequestSent {
+  timeline: ConnectionTimeline;
+  at: number;
+}
+
+const owners = new WeakMap<net.Socket, TimedConnector>();
+diagnostics.subscribe('undici:client:sendHeaders', (message) => {
+  const { socket } = message as { socket: net.Socket };
+  owners.get(socket)?.noteRequestSent(socket, performance.now());
+});
+
+/** Opens and times connections for one client; `connections` lists every one it opened. */
+export class TimedConnector {
+  readonly connections: ConnectionTimeline[] = [];
+  private readonly timelines = new WeakMap<net.Socket, ConnectionTimeline>();
+  private tlsSession: Buffer | undefined;
+  /** The last request written on one of this connector's sockets. */
+  lastRequestSent: RequestSent | undefined;
+
+  constructor(private readonly options: ConnectorOptions) {}
+
+  /** The function undici's Client/Pool take as `connect`. */
+  readonly connect: UndiciConnect = (opts, callback) => {
+    this.open(opts.hostname, Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80), opts.protocol === 'https:').then(
+      (socket) => callback(null, socket),
+      (err: Error) => callback(err, null),
+    );
+  };
+
+  noteRequestSent(socket: net.Socket, at: number): void {
+    const timeline = this.timelines.get(socket);
+    if (timeline) this.lastRequestSent = { timeline, at };
+  }
+
+  private register(socket: net.Socket, timeline: ConnectionTimeline): void {
+    this.timelines.set(socket, timeline);
+    owners.set(socket, this);
+  }
+
+  async open(hostname: string, port: number, secure: boolean): Promise<net.Socket> {
+    const timeline: ConnectionTimeline = { id: this.connections.length + 1, start: performance.now() };
+    this.connections.push(timeline);
+    const deadline = AbortSignal.timeout(this.options.timeoutMs);
+    const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+
+    let address = host;
+    if (net.isIP(host) === 0) {
+      try {
+        address = (await lookup(host)).address;
+      } catch (err) {
+        throw new ConnectError(`resolving ${host}: ${(err as Error).message}`, (err as NodeJS.ErrnoException).code ?? 'EDNS', 'resolve', { cause: err });
+      }
+      timeline.resolved = performance.now();
+    }
+
+    const socket = await this.step(net.connect({ host: address, port, noDelay: true }), 'connect', deadline);
+    timeline.connected = performance.now();
+    timeline.remoteAddress = `${address}:${port}`;
+    if (!secure) {
+      this.register(socket, timeline);
+      return socket;
+    }
+
+    const settings = this.options.tls;
+    const tlsSocket = tls.connect({
+      socket,
+      servername: settings?.servername ?? (net.isIP(host) ? undefined : host),
+      ALPNProtocols: this.options.alpn,
+      rejectUnauthorized: !settings?.insecure,
+      ca: settings?.caPem,
+      session: this.options.resumeTlsSessions ? this.tlsSession : undefined,
+    });
+    if (this.options.resumeTlsSessions) {
+      // TLS 1.3 tickets arrive after the handshake (often two); keep the newest.
+      tlsSocket.on('session', (session: Buffer) => (this.tlsSession = session));
+    }
+    await this.step(tlsSocket, 'tls', deadline);
+    timeline.secured = performance.now();
+    timeline.tls = {
+      version: tlsSocket.getProtocol(),
+      alpn: tlsSocket.alpnProtocol ?? false,
+      cipher: tlsSocket.getCipher().name,
+      resumed: tlsSocket.isSessionReused(),
+    };
+    this.register(tlsSocket, timeline);
+    return tlsSocket;
+  }
+
+  /** Waits for `connect` (TCP) or `secureConnect` (TLS), bounded by the deadline. */
+  private step<S extends net.Socket>(socket: S, phase: 'connect' | 'tls', deadline: AbortSignal): Promise<S> {
+    const event = phase === 'tls' ? 'secureConnect' : 'connect';
+    return new Promise((resolve, reject) => {
+      const fail = (err: Error & { code?: string }) => {
+        cleanup();
+        socket.destroy();
+        reject(new ConnectError(`${phase === 'tls' ? 'TLS handshake' : 'TCP connect'}: ${err.message}`, err.code ?? 'ECONNECT', phase, { cause: err }));
+      };
+      const onTimeout = () => fail(Object.assign(new Error(`no answer within the connect time bound`), { code: 'ETIMEDOUT' }));
+      const onReady = () => {
+        cleanup();
+        resolve(socket);
+      };
+      const cleanup = () => {
+        socket.off(event, onReady);
+        socket.off('error', fail);
+        deadline.removeEventListener('abort', onTimeout);
+      };
+      if (deadline.aborted) return onTimeout();
+      socket.once(event, onReady);
+      socket.once('error', fail);
+      deadline.addEventListener('abort', onTimeout, { once: true });
+    });
+  }
+}

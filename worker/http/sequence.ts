@@ -1,0 +1,54 @@
+// Sequential request loops, bounded in count, in time (the job's signal) and by failures.
+import { performance } from 'node:perf_hooks';
+import { PHASES, type ProbeError, type RequestSample } from '../../contracts/common.js';
+import type { Summary } from '../../contracts/result.js';
+import { p50p95 } from '../../common/stats.js';
+
+/** A target that fails this many times in a row is not worth asking again. */
+export const MAX_CONSECUTIVE_FAILURES = 3;
+
+export interface SequenceOutcome {
+  samples: RequestSample[];
+  durationMs: number;
+  /** Why the loop stopped before `count`, if it did. */
+  stoppedEarly: ProbeError | null;
+}
+
+export async function runSequence(
+  count: number,
+  signal: AbortSignal,
+  request: (seq: number) => Promise<RequestSample>,
+): Promise<SequenceOutcome> {
+  const samples: RequestSample[] = [];
+  const start = performance.now();
+  let failuresInARow = 0;
+  let stoppedEarly: ProbeError | null = null;
+  for (let seq = 0; seq < count; seq++) {
+    if (signal.aborted) {
+      stoppedEarly = { code: 'DEADLINE_EXCEEDED', message: `time bound reached after ${seq} of ${count} requests` };
+      break;
+    }
+    const sample = await request(seq);
+    samples.push(sample);
+    failuresInARow = sample.error ? failuresInARow + 1 : 0;
+    if (failuresInARow >= MAX_CONSECUTIVE_FAILURES && sample.error) {
+      stoppedEarly = {
+        code: sample.error.code,
+        message: `stopped after ${failuresInARow} failed requests in a row: ${sample.error.message}`,
+      };
+      break;
+    }
+  }
+  return { samples, durationMs: performance.now() - start, stoppedEarly };
+}
+
+/** Percentiles per phase over the requests that succeeded. */
+export function summarize(samples: readonly RequestSample[], connectionsOpened: number, durationMs: number): Summary {
+  const answered = samples.filter((s) => !s.error);
+  const phases: Summary['phases'] = {};
+  for (const phase of PHASES) {
+    const stats = p50p95(answered.flatMap((s) => (s.phases[phase] === undefined ? [] : [s.phases[phase]])));
+    if (stats) phases[phase] = stats;
+  }
+  return { requests: samples.length, errors: samples.length - answered.length, connectionsOpened, durationMs, phases };
+}

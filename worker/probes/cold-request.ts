@@ -1,0 +1,81 @@
+// Entry point of the `cold` reuse mode: one fresh process, one connection, one request, then
+// exit; prints the sample as JSON. Spawned by probes/reuse.ts.
+// It speaks HTTP with node:http over the same timed connector rather than undici, because
+// loading undici alone takes longer than Node's own start; what is measured is the cost of a
+// process per request, not of one library's load time.
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { RequestSample } from '../../contracts/common.js';
+import type { JobTarget } from '../../contracts/job.js';
+import { classifyError } from '../classify-error.js';
+import { TimedConnector } from '../http/connector.js';
+
+export interface ColdRequestInput {
+  target: JobTarget;
+  timeoutMs: number;
+}
+
+export interface ColdRequestOutput {
+  sample: RequestSample;
+  connectionsOpened: number;
+}
+
+async function coldRequest({ target, timeoutMs }: ColdRequestInput): Promise<ColdRequestOutput> {
+  const url = new URL(target.url);
+  const secure = url.protocol === 'https:';
+  const connector = new TimedConnector({ tls: target.tls, resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs });
+  const start = performance.now();
+  const fail = (err: unknown): ColdRequestOutput => ({
+    sample: { seq: 0, newConnection: connector.connections.length > 0, phases: { total: performance.now() - start }, bodyBytes: 0, error: classifyError(err) },
+    connectionsOpened: connector.connections.length,
+  });
+  let socket;
+  try {
+    socket = await connector.open(url.hostname, Number(url.port) || (secure ? 443 : 80), secure);
+  } catch (err) {
+    return fail(err);
+  }
+  const c = connector.connections[0];
+  return new Promise((resolve) => {
+    let sentAt = 0;
+    const req = http.request(
+      { method: 'GET', path: url.pathname + url.search, headers: { ...target.headers, host: url.host, connection: 'close' }, createConnection: () => socket, timeout: timeoutMs },
+      (res) => {
+        const headersAt = performance.now();
+        let bodyBytes = 0;
+        res.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
+        res.on('error', (err) => resolve(fail(err)));
+        res.on('end', () => {
+          const end = performance.now();
+          resolve({
+            sample: {
+              seq: 0,
+              status: res.statusCode,
+              newConnection: true,
+              phases: {
+                ...(c.resolved !== undefined ? { resolve: c.resolved - c.start } : {}),
+                connect: c.connected! - (c.resolved ?? c.start),
+                ...(secure ? { tls: c.secured! - c.connected! } : {}),
+                processing: headersAt - sentAt,
+                transfer: end - headersAt,
+                total: end - start,
+              },
+              bodyBytes,
+              serverClosed: res.headers.connection === 'close',
+            },
+            connectionsOpened: connector.connections.length,
+          });
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(Object.assign(new Error('no response within the time bound'), { code: 'UND_ERR_HEADERS_TIMEOUT' })));
+    req.on('error', (err) => resolve(fail(err)));
+    req.end(() => (sentAt = performance.now()));
+  });
+}
+
+if (process.argv[2]) {
+  const output = await coldRequest(JSON.parse(process.argv[2]) as ColdRequestInput);
+  process.stdout.write(JSON.stringify(output));
+  process.exit(0);
+}

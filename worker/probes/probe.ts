@@ -1,0 +1,25 @@
+// The one shape every probe has: a job in, an outcome out. Probes never throw for a target's
+// failure (that is data, in `error` and the samples); a throw is a bug.
+import type { ProbeError } from '../../contracts/common.js';
+import type { Finding } from '../../contracts/findings.js';
+import type { JobOf } from '../../contracts/job.js';
+import type { ProbeDetails, ProbeKind } from '../../contracts/probes/index.js';
+import type { Summary } from '../../contracts/result.js';
+import type { Logger } from '../../common/log.js';
+
+export interface ProbeContext {
+  /** Aborted when the job's time bound is reached or the worker shuts down. */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export interface ProbeOutcome<K extends ProbeKind> {
+  summary: Summary;
+  /** Null only when the probe could not start. */
+  details: ProbeDetails<K> | null;
+  findings: Finding[];
+  /** Why the probe could not measure everything it was asked to; null when it did. */
+  error: ProbeError | null;
+}
+
+export type Probe<K extends ProbeKind> = (job: JobOf<K>, ctx: ProbeContext) => Promise<ProbeOutcome<K>>;
