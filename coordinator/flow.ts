@@ -1,7 +1,7 @@
 // A run as a BullMQ flow: one parent "run" job on the runs queue and one child per job of the
 // plan, each in its region's queue. Ids are deterministic (coordinator/split.ts), so submitting
 // the same run again adds nothing.
-import type { FlowJobNode } from 'bullmq';
+import type { FlowJob } from 'bullmq';
 import { JOB_NAMES, regionQueueName, reportKeys, RUNS_QUEUE } from '../contracts/queues.js';
 import type { JobPayload } from '../contracts/job.js';
 import type { JobRef } from '../contracts/result.js';
@@ -33,6 +33,31 @@ export function jobRefOf(job: JobPayload): JobRef {
   return { jobId: job.jobId, region: job.region, target: job.target.name, probe: job.probe, variant: job.variant };
 }
 
+const RETENTION = { removeOnComplete: { age: JOB_RETENTION_SECONDS }, removeOnFail: { age: JOB_RETENTION_SECONDS } };
+
+/** The flow of a run: adding it again (a retried submit) adds nothing, every id being fixed. */
+export function flowOf(data: RunJobData, jobs: JobPayload[]): FlowJob {
+  return {
+    name: JOB_NAMES.run,
+    queueName: RUNS_QUEUE,
+    data,
+    opts: { jobId: data.runId, ...RETENTION },
+    children: jobs.map((job) => ({
+      name: JOB_NAMES.probe,
+      queueName: regionQueueName(job.region),
+      data: job,
+      opts: {
+        jobId: job.jobId,
+        attempts: JOB_ATTEMPTS,
+        backoff: RETRY_BACKOFF,
+        // A child that fails for good is recorded on the parent, which goes on without it.
+        ignoreDependencyOnFailure: true,
+        ...RETENTION,
+      },
+    })),
+  };
+}
+
 export interface SubmittedRun {
   runId: string;
   jobs: JobPayload[];
@@ -62,21 +87,7 @@ export async function submitRun(
     deadline: new Date(now.getTime() + deadlineSeconds * 1000).toISOString(),
     jobs: jobs.map(jobRefOf),
   };
-  const retention = { removeOnComplete: { age: JOB_RETENTION_SECONDS }, removeOnFail: { age: JOB_RETENTION_SECONDS } };
-  const children: FlowJobNode[] = jobs.map((job) => ({
-    name: JOB_NAMES.probe,
-    queueName: regionQueueName(job.region),
-    data: job,
-    opts: {
-      jobId: job.jobId,
-      attempts: JOB_ATTEMPTS,
-      backoff: RETRY_BACKOFF,
-      // A child that fails for good is recorded on the parent, which goes on without it.
-      ignoreDependencyOnFailure: true,
-      ...retention,
-    },
-  }));
   await fleet.client.sadd(reportKeys.regions(fleet.prefix), ...loaded.plan.regions);
-  await fleet.flows.add({ name: JOB_NAMES.run, queueName: RUNS_QUEUE, data, opts: { jobId: runId, ...retention }, children });
+  await fleet.flows.add(flowOf(data, jobs));
   return { runId, jobs, data, added: true };
 }
