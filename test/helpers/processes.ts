@@ -11,6 +11,8 @@ export interface CliProcess {
   stderr(): string;
   /** Resolves when stderr matches, rejects after `timeoutMs` or if the process exits first. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Resolves with the exit code when the process ends by itself (null if killed by a signal). */
+  exited: Promise<number | null>;
   /** Sends the signal and resolves with the exit code (null if killed by a signal). */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
@@ -25,6 +27,7 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): CliProces
     child,
     pid: child.pid!,
     stderr: () => err,
+    exited,
     async waitFor(pattern, timeoutMs = 20_000) {
       const until = Date.now() + timeoutMs;
       while (!pattern.test(err)) {
