@@ -17,7 +17,26 @@ export interface CoordinatorMetrics {
 
 export function createCoordinatorMetrics(fleet: Fleet, regions: () => Promise<string[]>, log: Logger): CoordinatorMetrics {
   const registry = new Registry();
-  const workers = new Gauge({ name: M.queueWorkers.name, help: M.queueWorkers.help, labelNames: M.queueWorkers.labels, registers: [registry] });
+
+  // One read of Redis per scrape, shared by the gauges (the registry collects them concurrently).
+  let reading: Promise<Map<string, { counts: Record<string, number>; workers: number }>> | undefined;
+  const readQueues = () =>
+    (reading ??= (async () => {
+      const byRegion = new Map<string, { counts: Record<string, number>; workers: number }>();
+      try {
+        for (const region of await regions()) {
+          const queue = fleet.regionQueue(region);
+          const [counts, workers] = await Promise.all([queue.getJobCounts(...QUEUE_STATES), queue.getWorkersCount()]);
+          byRegion.set(region, { counts, workers });
+        }
+      } catch (err) {
+        // A scrape while Redis is away shows no queue series rather than stale ones.
+        log.warn({ err: (err as Error).message }, 'cannot read queue depths');
+        byRegion.clear();
+      }
+      return byRegion;
+    })().finally(() => (reading = undefined)));
+
   new Gauge({
     name: M.queueJobs.name,
     help: M.queueJobs.help,
@@ -25,18 +44,19 @@ export function createCoordinatorMetrics(fleet: Fleet, regions: () => Promise<st
     registers: [registry],
     async collect() {
       this.reset();
-      workers.reset();
-      try {
-        for (const region of await regions()) {
-          const queue = fleet.regionQueue(region);
-          const [counts, connected] = await Promise.all([queue.getJobCounts(...QUEUE_STATES), queue.getWorkersCount()]);
-          for (const state of QUEUE_STATES) this.set({ region, state }, counts[state] ?? 0);
-          workers.set({ region }, connected);
-        }
-      } catch (err) {
-        // A scrape while Redis is away shows no queue series rather than stale ones.
-        log.warn({ err: (err as Error).message }, 'cannot read queue depths');
+      for (const [region, { counts }] of await readQueues()) {
+        for (const state of QUEUE_STATES) this.set({ region, state }, counts[state] ?? 0);
       }
+    },
+  });
+  new Gauge({
+    name: M.queueWorkers.name,
+    help: M.queueWorkers.help,
+    labelNames: M.queueWorkers.labels,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [region, { workers }] of await readQueues()) this.set({ region }, workers);
     },
   });
   const jobs = new Counter({ name: M.jobsFinished.name, help: M.jobsFinished.help, labelNames: M.jobsFinished.labels, registers: [registry] });

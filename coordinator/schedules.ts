@@ -31,7 +31,8 @@ export interface ScheduleInfo {
 export function scheduleSpecFor(loaded: LoadedPlan, options: { cron?: string; tz?: string; everySeconds?: number }): ScheduleSpec {
   if (options.everySeconds !== undefined) {
     if (options.cron) throw new ScheduleError('give --cron or --every, not both');
-    if (!(options.everySeconds > 0)) throw new ScheduleError(`--every must be a positive number of seconds (got ${options.everySeconds})`);
+    // Run ids have a resolution of one second: two firings in one second would be one run.
+    if (!(options.everySeconds >= 1)) throw new ScheduleError(`--every must be at least 1 second (got ${options.everySeconds})`);
     return { everyMs: Math.round(options.everySeconds * 1000) };
   }
   const cron = options.cron ?? loaded.plan.schedule?.cron;
