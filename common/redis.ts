@@ -3,6 +3,7 @@
 // rediss:// (TLS) are understood here rather than by ioredis, so a CA given beside the URL
 // is not silently dropped (ioredis lets URL-derived options win over explicit ones).
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 
@@ -39,7 +40,8 @@ export function redisOptions(settings: RedisSettings): RedisOptions {
     db,
     ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-    ...(url.protocol === 'rediss:' ? { tls: { servername: host, ...(settings.caPem ? { ca: settings.caPem } : {}) } } : {}),
+    // SNI takes host names only; the certificate is still checked against an IP address.
+    ...(url.protocol === 'rediss:' ? { tls: { ...(isIP(host) ? {} : { servername: host }), ...(settings.caPem ? { ca: settings.caPem } : {}) } } : {}),
     maxRetriesPerRequest: null,
   };
 }

@@ -36,7 +36,10 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
           if (stored) return stored;
           throw new RunDataError(`run ${data.runId} is no longer in Redis and has no stored report`);
         }
-        if ((await parent.getState()) !== 'waiting-children') return (await finishRun(fleet, parent)).report;
+        if ((await parent.getState()) !== 'waiting-children') {
+          progress.update(totals); // nothing is pending any more
+          return (await finishRun(fleet, parent)).report;
+        }
         const pending = await pendingByRegion(fleet, parent);
         progress.update(new Map([...totals].map(([region, total]) => [region, total - (pending.get(region) ?? 0)])));
         const removed = await expireRunIfDue(parent, data);

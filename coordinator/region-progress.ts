@@ -17,16 +17,20 @@ export function regionProgressFor(totals: Map<string, number>, stream: NodeJS.Wr
       done: () => stream.write('\r\x1b[2K'),
     };
   }
-  let last = '';
-  let lastAt = 0;
+  let printed = '';
+  let latest = '';
+  let printedAt = 0;
+  const print = () => {
+    if (latest === printed) return;
+    stream.write(`jobs done per region: ${latest}\n`);
+    printed = latest;
+    printedAt = Date.now();
+  };
   return {
     update(done) {
-      const text = line(done);
-      if (text === last || Date.now() - lastAt < PLAIN_EVERY_MS) return;
-      stream.write(`jobs done per region: ${text}\n`);
-      last = text;
-      lastAt = Date.now();
+      latest = line(done);
+      if (Date.now() - printedAt >= PLAIN_EVERY_MS) print();
     },
-    done() {},
+    done: print,
   };
 }

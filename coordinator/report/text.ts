@@ -52,9 +52,8 @@ function section<K extends ProbeKind>(kind: K, results: ProbeResult[]): string |
 
 export function renderRunReport(report: RunReport): string {
   const jobs = report.results.length + report.unfinishedJobs.length;
-  const regions = [...new Set([...report.results, ...report.unfinishedJobs].map((r) => r.region))].sort();
-  const out: string[] = [`run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${jobs} jobs${report.mode === 'distributed' ? `, regions ${regions.join(', ')}` : ''}`];
-  const comparedRegions = [...new Set(report.comparisons.map((c) => c.region))].sort();
+  const out: string[] = [`run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${jobs} jobs${report.mode === 'distributed' ? `, regions ${report.plan.regions.join(', ')}` : ''}`];
+  const comparedRegions = report.plan.regions.filter((region) => report.comparisons.some((c) => c.region === region));
   if (comparedRegions.length > 1) {
     out.push('', 'New-connection cost per target and region: median(new) - median(reused) per request (95% CI)', costByRegionTable(report, comparedRegions));
   }

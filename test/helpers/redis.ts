@@ -13,8 +13,8 @@ import { DEFAULT_REDIS_URL, redisOptions } from '../../common/redis.js';
 
 export const TEST_REDIS_URL = process.env.REDIS_URL || DEFAULT_REDIS_URL;
 
-async function answers(url: string): Promise<boolean> {
-  const client = new Redis({ ...redisOptions({ url }), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+export async function answers(url: string, caPem?: string): Promise<boolean> {
+  const client = new Redis({ ...redisOptions({ url, ...(caPem ? { caPem } : {}) }), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -72,23 +72,35 @@ export async function freePort(): Promise<number> {
 export interface OwnRedis {
   url: string;
   port: number;
+  dir: string;
   /** Stops the server (SIGTERM: it writes its append-only file) and starts it again on the same port and data. */
   restart(downMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
+export interface OwnRedisOptions {
+  /** Arguments besides address, data and persistence, given the server's port and data folder. */
+  args?: (port: number, dir: string) => string[];
+  /** Writes what the server needs into its data folder (certificates) before it starts. */
+  prepare?: (dir: string) => Promise<void>;
+  /** How clients reach it (default redis://127.0.0.1:PORT). */
+  url?: (port: number) => string;
+  caPem?: string;
+}
+
 /** A redis-server of the test's own, persisting every write (appendonly, fsync always). */
-export async function startOwnRedis(extraArgs: string[] = [], urlOf?: (port: number) => string): Promise<OwnRedis> {
+export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnRedis> {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-redis-'));
   const port = await freePort();
-  const url = urlOf?.(port) ?? `redis://127.0.0.1:${port}`;
-  const args = ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', ...extraArgs];
+  const url = options.url?.(port) ?? `redis://127.0.0.1:${port}`;
+  const args = ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', ...(options.args?.(port, dir) ?? [])];
+  await options.prepare?.(dir);
   let server: ChildProcess | undefined;
   const start = async () => {
     server = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
     for (let i = 0; i < 100; i++) {
       if (server.exitCode !== null) throw new Error(`redis-server exited with ${server.exitCode} (args: ${args.join(' ')})`);
-      if (await answers(extraArgs.includes('--tls-port') ? url : `redis://127.0.0.1:${port}`)) return;
+      if (await answers(url, options.caPem)) return;
       await sleep(100);
     }
     throw new Error(`redis-server on port ${port} did not answer`);
@@ -104,6 +116,7 @@ export async function startOwnRedis(extraArgs: string[] = [], urlOf?: (port: num
   return {
     url,
     port,
+    dir,
     async restart(downMs = 500) {
       await stop();
       await sleep(downMs);
