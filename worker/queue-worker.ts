@@ -87,7 +87,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   worker.on('error', (err) => log.warn({ err: err.message }, 'worker error (reconnecting)'));
 
   const ready = worker.waitUntilReady().then(() => {
-    log.info({ region, queue: queueName, prefix: options.prefix, concurrency: options.concurrency, stalledInterval }, 'worker ready');
+    log.info({ queue: queueName, prefix: options.prefix, concurrency: options.concurrency, stalledInterval }, 'worker ready');
   });
   ready.catch((err: Error) => log.error({ err: err.message }, 'worker could not start'));
 
