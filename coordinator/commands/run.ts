@@ -42,8 +42,8 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan);
     if (redisUrlFrom(args)) return runDistributed(args, loaded, log);
-    for (const option of ['runId', 'deadline'] as const) {
-      if (args[option] !== undefined) throw new BadArgumentError(`--${option === 'runId' ? 'run-id' : option} needs --redis (or REDIS_URL)`);
+    for (const [given, option] of [[args.runId !== undefined, '--run-id'], [args.deadline !== undefined, '--deadline'], [args.detach, '--detach']] as const) {
+      if (given) throw new BadArgumentError(`${option} needs --redis (or REDIS_URL)`);
     }
     const { plan } = loaded;
     if (plan.regions.some((r) => r !== EMBEDDED_REGION)) {
