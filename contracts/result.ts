@@ -82,6 +82,25 @@ export const decisionSchema = z.strictObject({
 });
 export type Decision = z.infer<typeof decisionSchema>;
 
+/** Which job: enough to name it in a report without its result. */
+export const jobRefSchema = z.strictObject({
+  jobId: jobIdSchema,
+  region: nameSchema,
+  target: nameSchema,
+  probe: z.enum(PROBE_KINDS),
+  variant: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+});
+export type JobRef = z.infer<typeof jobRefSchema>;
+
+/** A job of a distributed run that has no result: it failed for good (`failed`: a malformed
+ * payload, a worker that died twice on it, its time bound overrun), or no worker took it before
+ * the run's deadline (`not-run`: typically a region without a live worker). */
+export const unfinishedJobSchema = jobRefSchema.extend({
+  status: z.enum(['failed', 'not-run']),
+  reason: z.string(),
+});
+export type UnfinishedJob = z.infer<typeof unfinishedJobSchema>;
+
 export const runReportSchema = z.strictObject({
   schema: z.literal(RUN_SCHEMA),
   runId: runIdSchema,
@@ -91,6 +110,8 @@ export const runReportSchema = z.strictObject({
   startedAt: isoTime,
   finishedAt: isoTime,
   results: z.array(probeResultSchema),
+  /** Jobs without a result (distributed runs only; always empty in embedded mode). */
+  unfinishedJobs: z.array(unfinishedJobSchema).default([]),
   comparisons: z.array(comparisonSchema),
   findings: z.array(findingSchema),
   decisions: z.array(decisionSchema),

@@ -4,6 +4,12 @@ import { hideBin } from 'yargs/helpers';
 import { labCommand } from './commands/lab.js';
 import { planCommand } from './commands/plan.js';
 import { runCommand } from './commands/run.js';
+import { coordinatorCommand } from './commands/coordinator.js';
+import { BadArgumentError } from './commands/redis-args.js';
+import { runsCommand } from './commands/runs.js';
+import { scheduleCommand } from './commands/schedule.js';
+import { workerCommand } from './commands/worker.js';
+import { RedisUrlError } from '../common/redis.js';
 import { PlanError } from './plan-loader.js';
 
 /** Exit codes: 0 done, 1 failed, 2 bad input (plan, arguments). */
@@ -25,6 +31,10 @@ export async function main(argv: string[]): Promise<void> {
     .command(runCommand)
     .command(planCommand)
     .command(labCommand)
+    .command(workerCommand)
+    .command(coordinatorCommand)
+    .command(scheduleCommand)
+    .command(runsCommand)
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .help()
@@ -41,7 +51,7 @@ export async function main(argv: string[]): Promise<void> {
 try {
   await main(hideBin(process.argv));
 } catch (err) {
-  if (err instanceof PlanError) {
+  if (err instanceof PlanError || err instanceof BadArgumentError || err instanceof RedisUrlError) {
     process.stderr.write(`${err.message}\n`);
     process.exitCode = EXIT_BAD_INPUT;
   } else {

@@ -1,10 +1,10 @@
 // Assembles the run report (`probefleet.run/v1`): the same shape from embedded and distributed runs.
 import type { Plan } from '../contracts/plan.js';
-import { RUN_SCHEMA, type ProbeResult, type RunReport } from '../contracts/result.js';
+import { RUN_SCHEMA, type ProbeResult, type RunReport, type UnfinishedJob } from '../contracts/result.js';
 import { analyzeRun } from './analysis.js';
 
 /** Header values may be credentials; the report keeps their names only. */
-function redactPlan(plan: Plan): Plan {
+export function redactPlan(plan: Plan): Plan {
   return {
     ...plan,
     targets: plan.targets.map((t) =>
@@ -20,6 +20,8 @@ export function buildRunReport(run: {
   startedAt: Date;
   finishedAt: Date;
   results: ProbeResult[];
+  /** Distributed runs: jobs without a result (failed for good, or not run by the deadline). */
+  unfinishedJobs?: UnfinishedJob[];
 }): RunReport {
   return {
     schema: RUN_SCHEMA,
@@ -29,6 +31,7 @@ export function buildRunReport(run: {
     startedAt: run.startedAt.toISOString(),
     finishedAt: run.finishedAt.toISOString(),
     results: run.results,
+    unfinishedJobs: run.unfinishedJobs ?? [],
     ...analyzeRun(run.results),
   };
 }

@@ -1,32 +1,50 @@
 // `probefleet run PLAN`: embedded (every job in this process, region `local`) unless a Redis
-// URL is given. Prints the report; --json writes the `probefleet.run/v1` document.
+// URL is given (--redis or REDIS_URL): then the run is submitted as a flow to the regions'
+// workers and waited for. Prints the report; --json writes the `probefleet.run/v1` document.
 import { randomBytes } from 'node:crypto';
-import type { Argv, CommandModule } from 'yargs';
+import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';
 import { DEFAULT_LAB_PORT, startLab, type Lab } from '../../lab/index.js';
+import { jobsPerRegion, waitForRun } from '../distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../embedded-runner.js';
-import { loadPlanFile } from '../plan-loader.js';
+import { submitRun } from '../flow.js';
+import { loadPlanFile, type LoadedPlan } from '../plan-loader.js';
 import { progressFor } from '../progress.js';
+import { regionProgressFor } from '../region-progress.js';
+import type { RunReport } from '../../contracts/result.js';
+import { runIdSchema } from '../../contracts/job.js';
+import type { Logger } from '../../common/log.js';
+import { redactRedisUrl } from '../../common/redis.js';
 import { renderRunReport } from '../report/text.js';
 import { buildRunReport } from '../run-report.js';
 import { runIdFor, splitPlan } from '../split.js';
+import { BadArgumentError, fleetOf, redisArgs, redisUrlFrom } from './redis-args.js';
 
 const options = (y: Argv) =>
-  y
+  redisArgs(y)
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('lab', { type: 'boolean', default: false, describe: 'start the lab target for the duration of the run' })
-    .option('lab-port', { type: 'number', default: DEFAULT_LAB_PORT, describe: 'first port of the lab target with --lab' });
+    .option('lab-port', { type: 'number', default: DEFAULT_LAB_PORT, describe: 'first port of the lab target with --lab' })
+    .option('run-id', { type: 'string', describe: 'with --redis: the run\'s id (default: <plan>-<UTC time>-<random>); submitting an existing id adds nothing' })
+    .option('deadline', { type: 'number', describe: 'with --redis: seconds after which jobs no worker took are reported as not run (default: jobs per region x jobTimeoutSeconds + 60)' })
+    .option('detach', { type: 'boolean', default: false, describe: 'with --redis: submit the run, print its id and exit (probefleet runs show ID reads the report)' });
+
+type RunArgs = ArgumentsCamelCase<ArgsOf<typeof options>>;
 
 export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   command: 'run <plan>',
-  describe: 'Run a plan and print the report (embedded: in this process, no Redis needed)',
+  describe: 'Run a plan and print the report (embedded in this process, or with --redis on the regions\' workers)',
   builder: options,
   handler: async (args) => {
     const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan);
+    if (redisUrlFrom(args)) return runDistributed(args, loaded, log);
+    for (const [given, option] of [[args.runId !== undefined, '--run-id'], [args.deadline !== undefined, '--deadline'], [args.detach, '--detach']] as const) {
+      if (given) throw new BadArgumentError(`${option} needs --redis (or REDIS_URL)`);
+    }
     const { plan } = loaded;
     if (plan.regions.some((r) => r !== EMBEDDED_REGION)) {
       log.warn({ regions: plan.regions }, `embedded mode runs every job here, as region "${EMBEDDED_REGION}"; use --redis and workers for regions`);
@@ -52,3 +70,48 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     }
   },
 };
+
+/** Submits the plan as a flow and waits for the regions' workers; the report is the stored one. */
+async function runDistributed(args: RunArgs, loaded: LoadedPlan, log: Logger): Promise<void> {
+  if (args.runId !== undefined && !runIdSchema.safeParse(args.runId).success) {
+    throw new BadArgumentError(`--run-id: "${args.runId}" is not a run id (a-z, 0-9, ".", "_", "-"; starting with a letter or digit)`);
+  }
+  if (args.deadline !== undefined && !(args.deadline >= 1)) throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
+  const fleet = fleetOf(args, log);
+  const stop = new AbortController();
+  const interrupt = () => stop.abort();
+  process.once('SIGINT', interrupt);
+  let lab: Lab | undefined;
+  try {
+    if (args.lab) lab = await startLab({ basePort: args.labPort, log });
+    const runId = args.runId ?? runIdFor(loaded.plan.name, new Date(), randomBytes(2).toString('hex'));
+    const submitted = await submitRun(fleet, loaded, runId, args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {});
+    const regions = [...jobsPerRegion(submitted.data)].map(([region, n]) => `${region} ${n}`).join(', ');
+    process.stderr.write(
+      `run ${runId} ${submitted.added ? 'submitted' : 'already submitted: nothing added'} to ${redactRedisUrl(fleet.redis.url)} (prefix ${fleet.prefix}); ` +
+        `jobs per region: ${regions}; deadline ${submitted.data.deadline}\n`,
+    );
+    if (args.detach) {
+      process.stdout.write(`${runId}\n`);
+      return;
+    }
+    const report: RunReport | undefined = await waitForRun(fleet, submitted.data, {
+      log,
+      progress: regionProgressFor(jobsPerRegion(submitted.data)),
+      signal: stop.signal,
+    });
+    if (!report) {
+      process.stderr.write(`stopped waiting; the run goes on in the fleet: probefleet runs show ${runId}\n`);
+      process.exitCode = 130;
+      return;
+    }
+    process.stdout.write(renderRunReport(report));
+    if (args.json) await writeFileAtomic(args.json, `${JSON.stringify(report, null, 2)}\n`);
+    // A run with jobs that have no result did not do what was asked: say so in the exit code.
+    if (report.unfinishedJobs.length > 0) process.exitCode = 1;
+  } finally {
+    process.off('SIGINT', interrupt);
+    await lab?.close();
+    await fleet.close();
+  }
+}

@@ -11,7 +11,8 @@ import { runCli } from '../helpers/repo.js';
 test('probefleet run --lab examples/lecture-keepalive.yaml prints the table and writes the run JSON', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
   const json = path.join(dir, 'run.json');
-  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/lecture-keepalive.yaml', '--json', json], { timeoutMs: 300_000 });
+  // REDIS_URL empty: embedded even where the environment names a Redis.
+  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/lecture-keepalive.yaml', '--json', json], { timeoutMs: 300_000, env: { REDIS_URL: '' } });
   assert.equal(code, 0, stderr);
 
   const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;

@@ -1,0 +1,66 @@
+// Names of what distributed mode keeps in Redis: queues, job names and the keys of stored run
+// reports. Coordinator and worker both derive them from here, so they always agree. Pure: no I/O.
+
+/** Every key lives under this prefix. The `{...}` is a Redis Cluster hash tag: all of a flow's
+ * queues (and the stored reports) hash to one slot, so a flow never crosses slots. */
+export const DEFAULT_QUEUE_PREFIX = '{probefleet}';
+
+/** The queue of parent "run" jobs and of fired schedules. */
+export const RUNS_QUEUE = 'runs';
+
+/** Job names, so one queue can hold more than one kind of job. */
+export const JOB_NAMES = {
+  /** The parent of a run's flow: processed once all its children are done. */
+  run: 'run',
+  /** A probe job in a region's queue. */
+  probe: 'probe',
+  /** What a job scheduler puts on the runs queue when it fires. */
+  scheduledRun: 'scheduled-run',
+} as const;
+
+const PREFIX_PATTERN = /^[^\s:{}]*\{[^\s:{}]+\}[^\s:{}]*$/;
+
+/** Why a prefix is unusable, or undefined when it is fine. */
+export function prefixProblem(prefix: string): string | undefined {
+  if (!PREFIX_PATTERN.test(prefix)) {
+    return `queue prefix "${prefix}" needs exactly one Redis Cluster hash tag such as "{probefleet}", and no ":" or spaces`;
+  }
+  return undefined;
+}
+
+/** BullMQ queue names may not contain ":"; region names (contracts/common.ts) never do. */
+export function regionQueueName(region: string): string {
+  return `probe.${region}`;
+}
+
+/** The region of a queue named by regionQueueName, or undefined. */
+export function regionOfQueue(queueName: string): string | undefined {
+  return queueName.startsWith('probe.') ? queueName.slice('probe.'.length) : undefined;
+}
+
+/** BullMQ's key of a job, `<prefix>:<queue>:<id>`, as `getChildrenValues()` and
+ * `getDependencies()` name children. */
+export function jobKey(prefix: string, queueName: string, jobId: string): string {
+  return `${prefix}:${queueName}:${jobId}`;
+}
+
+/** Parses a key made by jobKey; the prefix never contains ":", queue names neither. */
+export function parseJobKey(prefix: string, key: string): { queueName: string; jobId: string } | undefined {
+  if (!key.startsWith(`${prefix}:`)) return undefined;
+  const rest = key.slice(prefix.length + 1);
+  const colon = rest.indexOf(':');
+  return colon > 0 ? { queueName: rest.slice(0, colon), jobId: rest.slice(colon + 1) } : undefined;
+}
+
+/** Keys of stored run reports. They sit under the same hash tag as the queues, and their
+ * names cannot clash with BullMQ's (queue names never contain "~"). */
+export const reportKeys = {
+  /** The run report JSON (`probefleet.run/v1`), with a TTL. */
+  report: (prefix: string, runId: string) => `${prefix}:~run-report:${runId}`,
+  /** Sorted set of run ids, scored by the run's start (ms since the epoch). */
+  index: (prefix: string) => `${prefix}:~run-reports`,
+  /** Hash of run id → one-line summary JSON, for `runs list` without reading whole reports. */
+  summaries: (prefix: string) => `${prefix}:~run-summaries`,
+  /** Set of regions that runs were submitted to, so the coordinator can report queue depths. */
+  regions: (prefix: string) => `${prefix}:~regions`,
+};

@@ -1,0 +1,58 @@
+// What distributed mode puts on the runs queue besides probe jobs: the data of a flow's parent
+// "run" job, the data a job scheduler fires with, and the one-line summary of a stored run.
+// The coordinator checks each of them again when it reads them back (Redis is a trust boundary).
+import { z } from 'zod';
+import { jobTlsSchema, runIdSchema } from './job.js';
+import { nameSchema } from './common.js';
+import { planSchema } from './plan.js';
+import { jobRefSchema, RUN_SCHEMA } from './result.js';
+
+export const RUN_JOB_SCHEMA = 'probefleet.run-job/v1';
+export const SCHEDULED_RUN_SCHEMA = 'probefleet.scheduled-run/v1';
+
+const isoTime = z.iso.datetime();
+
+/** Data of the parent "run" job of a flow. */
+export const runJobDataSchema = z.strictObject({
+  schema: z.literal(RUN_JOB_SCHEMA),
+  runId: runIdSchema,
+  /** The plan as run, header values redacted (the report shows it; the jobs carry the values). */
+  plan: planSchema,
+  submittedAt: isoTime,
+  /** After this instant, jobs no worker has taken are reported as not run. */
+  deadline: isoTime,
+  /** Every child job, so jobs that never ran can still be named in the report. */
+  jobs: z.array(jobRefSchema).min(1),
+});
+export type RunJobData = z.output<typeof runJobDataSchema>;
+
+/** Data a plan's job scheduler fires with: the whole plan, CA files read into PEM. */
+export const scheduledRunDataSchema = z.strictObject({
+  schema: z.literal(SCHEDULED_RUN_SCHEMA),
+  plan: planSchema,
+  /** Per target name, TLS settings as the jobs carry them. */
+  tls: z.record(nameSchema, jobTlsSchema),
+  /** Seconds from firing to the run's deadline; derived from the plan when absent. */
+  deadlineSeconds: z.int().min(1).optional(),
+});
+export type ScheduledRunData = z.output<typeof scheduledRunDataSchema>;
+
+/** A stored run in one line, for `runs list`. */
+export const runSummarySchema = z.strictObject({
+  schema: z.literal(RUN_SCHEMA),
+  runId: runIdSchema,
+  plan: nameSchema,
+  mode: z.enum(['embedded', 'distributed']),
+  regions: z.array(nameSchema),
+  startedAt: isoTime,
+  finishedAt: isoTime,
+  jobs: z.int().nonnegative(),
+  /** Jobs whose probe measured everything it was asked to. */
+  ok: z.int().nonnegative(),
+  /** Jobs with a result whose probe reported an error (the target failed). */
+  errors: z.int().nonnegative(),
+  failed: z.int().nonnegative(),
+  notRun: z.int().nonnegative(),
+  findings: z.int().nonnegative(),
+});
+export type RunSummary = z.infer<typeof runSummarySchema>;

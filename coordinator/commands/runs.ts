@@ -1,0 +1,74 @@
+// `probefleet runs list|show`: the run reports stored in Redis (by the coordinator, or by the
+// `run` command that waited for its run).
+import type { Argv, CommandModule } from 'yargs';
+import type { ArgsOf } from './args.js';
+import { createLogger } from '../../common/log.js';
+import { renderRunReport } from '../report/text.js';
+import { renderTable } from '../report/table.js';
+import { fleetOf, redisArgs } from './redis-args.js';
+
+const listOptions = (y: Argv) =>
+  redisArgs(y)
+    .option('limit', { type: 'number', default: 20, describe: 'show the newest N runs' })
+    .option('json', { type: 'boolean', describe: 'print the summaries as JSON' });
+const showOptions = (y: Argv) =>
+  redisArgs(y)
+    .positional('id', { type: 'string', demandOption: true, describe: 'run id (see: probefleet runs list)' })
+    .option('json', { type: 'boolean', describe: 'print the whole run (probefleet.run/v1) as JSON' });
+
+const log = () => createLogger('runs', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
+
+const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
+  command: 'list',
+  describe: 'List stored runs, newest first',
+  builder: listOptions,
+  handler: async (args) => {
+    const fleet = fleetOf(args, log());
+    try {
+      const runs = await fleet.store.list(Math.max(1, Math.floor(args.limit)));
+      if (args.json) {
+        process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
+      } else if (runs.length === 0) {
+        process.stdout.write('no stored runs\n');
+      } else {
+        const seconds = (r: (typeof runs)[number]) => `${((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000).toFixed(1)} s`;
+        process.stdout.write(
+          `${renderTable(
+            ['run', 'mode', 'started (UTC)', 'took', 'regions', 'jobs', 'ok', 'target errors', 'failed', 'not run', 'findings'],
+            runs.map((r) => [r.runId, r.mode, r.startedAt, seconds(r), r.regions.join(', '), ...[r.jobs, r.ok, r.errors, r.failed, r.notRun, r.findings].map(String)]),
+            'lllrlrrrrrr',
+          )}\n`,
+        );
+      }
+    } finally {
+      await fleet.close();
+    }
+  },
+};
+
+const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
+  command: 'show <id>',
+  describe: 'Print a stored run\'s report (--json: the whole run)',
+  builder: showOptions,
+  handler: async (args) => {
+    const fleet = fleetOf(args, log());
+    try {
+      const report = await fleet.store.get(args.id);
+      if (!report) {
+        process.stderr.write(`probefleet: no stored run "${args.id}" (see: probefleet runs list; reports expire after the coordinator's retention)\n`);
+        process.exitCode = 1;
+        return;
+      }
+      process.stdout.write(args.json ? `${JSON.stringify(report, null, 2)}\n` : renderRunReport(report));
+    } finally {
+      await fleet.close();
+    }
+  },
+};
+
+export const runsCommand: CommandModule = {
+  command: 'runs',
+  describe: 'List and show run reports stored in Redis',
+  builder: (y) => y.command(list).command(show).demandCommand(1, 'runs needs a subcommand: list or show'),
+  handler: () => {},
+};

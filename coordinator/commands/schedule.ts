@@ -1,0 +1,97 @@
+// `probefleet schedule add|list|remove`: a plan's runs on a cron schedule (job schedulers on
+// Redis; `probefleet coordinator` turns each firing into a run).
+import type { Argv, CommandModule } from 'yargs';
+import type { ArgsOf } from './args.js';
+import { createLogger } from '../../common/log.js';
+import type { Fleet } from '../fleet.js';
+import { loadPlanFile } from '../plan-loader.js';
+import { renderTable } from '../report/table.js';
+import { addSchedule, listSchedules, removeSchedule, scheduleSpecFor, type ScheduleInfo } from '../schedules.js';
+import { BadArgumentError, fleetOf, redisArgs, type RedisArgs } from './redis-args.js';
+
+const addOptions = (y: Argv) =>
+  redisArgs(y)
+    .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
+    .option('cron', { type: 'string', describe: 'five-field cron expression, e.g. "0 2 * * *" (default: the plan\'s schedule.cron)' })
+    .option('tz', { type: 'string', describe: 'IANA time zone of the cron expression (default: the plan\'s schedule.tz, else UTC)' })
+    .option('every', { type: 'number', describe: 'fire every N seconds instead of on a cron expression' })
+    .option('deadline', { type: 'number', describe: 'seconds after firing when jobs no worker took are reported as not run (default: from the plan)' });
+const listOptions = (y: Argv) => redisArgs(y).option('json', { type: 'boolean', describe: 'print the schedules as JSON' });
+const removeOptions = (y: Argv) => redisArgs(y).positional('name', { type: 'string', demandOption: true, describe: 'schedule name (the plan\'s name)' });
+
+async function withFleet<T>(args: RedisArgs, work: (fleet: Fleet) => Promise<T>): Promise<T> {
+  const fleet = fleetOf(args, createLogger('schedule', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
+  try {
+    return await work(fleet);
+  } finally {
+    await fleet.close();
+  }
+}
+
+function when(info: ScheduleInfo): string {
+  return info.cron ? `cron "${info.cron}" ${info.tz}` : `every ${(info.everyMs ?? 0) / 1000} s`;
+}
+
+const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
+  command: 'add <plan>',
+  describe: 'Run a plan on a schedule (one schedule per plan name: adding again replaces it)',
+  builder: addOptions,
+  handler: async (args) => {
+    const loaded = await loadPlanFile(args.plan);
+    if (args.deadline !== undefined && !(args.deadline >= 1)) throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
+    let spec;
+    try {
+      spec = scheduleSpecFor(loaded, { cron: args.cron, tz: args.tz, everySeconds: args.every });
+    } catch (err) {
+      throw new BadArgumentError((err as Error).message);
+    }
+    const info = await withFleet(args, (fleet) => addSchedule(fleet, loaded, spec, args.deadline));
+    process.stdout.write(`schedule ${info.name}: ${when(info)}, ${info.jobs} jobs over ${info.regions.join(', ')}; next run ${info.next?.toISOString() ?? '-'}\n`);
+  },
+};
+
+const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
+  command: 'list',
+  describe: 'List schedules with their next fire time',
+  builder: listOptions,
+  handler: async (args) => {
+    const schedules = await withFleet(args, listSchedules);
+    if (args.json) {
+      process.stdout.write(`${JSON.stringify(schedules.map((s) => ({ ...s, next: s.next?.toISOString() })), null, 2)}\n`);
+      return;
+    }
+    if (schedules.length === 0) {
+      process.stdout.write('no schedules (add one with: probefleet schedule add PLAN --cron "0 2 * * *")\n');
+      return;
+    }
+    process.stdout.write(
+      `${renderTable(
+        ['name', 'when', 'next run (UTC)', 'regions', 'jobs'],
+        schedules.map((s) => [s.name, when(s), s.next?.toISOString() ?? '-', s.regions.join(', '), String(s.jobs)]),
+        'lllll',
+      )}\n`,
+    );
+  },
+};
+
+const remove: CommandModule<object, ArgsOf<typeof removeOptions>> = {
+  command: 'remove <name>',
+  describe: 'Remove a plan\'s schedule (runs already started go on)',
+  builder: removeOptions,
+  handler: async (args) => {
+    const removed = await withFleet(args, (fleet) => removeSchedule(fleet, args.name));
+    if (!removed) {
+      process.stderr.write(`probefleet: no schedule named "${args.name}" (see: probefleet schedule list)\n`);
+      process.exitCode = 1;
+      return;
+    }
+    process.stdout.write(`schedule ${args.name} removed\n`);
+  },
+};
+
+export const scheduleCommand: CommandModule = {
+  command: 'schedule',
+  describe: 'Run plans on a schedule (needs Redis and a running coordinator)',
+  builder: (y) => y.command(add).command(list).command(remove).demandCommand(1, 'schedule needs a subcommand: add, list or remove'),
+  handler: () => {},
+};

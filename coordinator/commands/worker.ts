@@ -1,0 +1,52 @@
+// `probefleet worker --region R`: takes jobs from region R's queue until SIGTERM or Ctrl-C.
+import type { Argv, CommandModule } from 'yargs';
+import type { ArgsOf } from './args.js';
+import { NAME_PATTERN } from '../../contracts/common.js';
+import { createLogger } from '../../common/log.js';
+import { redactRedisUrl } from '../../common/redis.js';
+import { startRegionWorker } from '../../worker/queue-worker.js';
+import { BadArgumentError, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
+
+const options = (y: Argv) =>
+  redisArgs(y)
+    .option('region', { type: 'string', demandOption: true, describe: 'the region this worker measures from; it takes only this region\'s jobs' })
+    .option('concurrency', { type: 'number', default: 1, describe: 'jobs at once (1 keeps measurements from competing for the CPU)' })
+    .option('stalled-interval-ms', {
+      type: 'number',
+      describe: 'how often to look for jobs whose worker died, and how long a job lock lasts; such jobs are taken again within about two intervals (default: $PROBEFLEET_STALLED_INTERVAL_MS, else 30000)',
+    })
+    .option('shutdown-grace-seconds', {
+      type: 'number',
+      default: 30,
+      describe: 'on SIGTERM, how long jobs in flight may finish before they are stopped and handed back to the queue',
+    });
+
+export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
+  command: 'worker',
+  describe: 'Run a region worker: take that region\'s jobs from Redis and measure',
+  builder: options,
+  handler: async (args) => {
+    if (!NAME_PATTERN.test(args.region)) throw new BadArgumentError(`--region: "${args.region}" is not a region name (a-z, 0-9, "-", "_")`);
+    if (!Number.isInteger(args.concurrency) || args.concurrency < 1) throw new BadArgumentError(`--concurrency must be a positive integer (got ${args.concurrency})`);
+    const stalledIntervalMs = args.stalledIntervalMs ?? (process.env.PROBEFLEET_STALLED_INTERVAL_MS ? Number(process.env.PROBEFLEET_STALLED_INTERVAL_MS) : undefined);
+    if (stalledIntervalMs !== undefined && !(stalledIntervalMs >= 100)) throw new BadArgumentError(`--stalled-interval-ms must be at least 100 (got ${stalledIntervalMs})`);
+    const log = createLogger(`worker`).child({ region: args.region });
+    const redis = redisSettingsOf(args);
+    log.info({ redis: redactRedisUrl(redis.url) }, 'connecting');
+    const worker = startRegionWorker({
+      redis,
+      prefix: prefixOf(args),
+      region: args.region,
+      concurrency: args.concurrency,
+      ...(stalledIntervalMs !== undefined ? { stalledIntervalMs } : {}),
+      log,
+    });
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      process.once('SIGTERM', () => resolve('SIGTERM'));
+      process.once('SIGINT', () => resolve('SIGINT'));
+    });
+    log.info({ signal, graceSeconds: args.shutdownGraceSeconds }, 'stopping: no new jobs; finishing the ones in flight');
+    const outcome = await worker.close(args.shutdownGraceSeconds * 1000);
+    log.info({ outcome }, 'worker stopped');
+  },
+};

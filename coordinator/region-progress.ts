@@ -1,0 +1,36 @@
+// Progress of a distributed run per region, on stderr: one line redrawn in place on a
+// terminal; otherwise a line whenever the counts change, at most every few seconds.
+export interface RegionProgress {
+  /** Jobs done per region out of the region's total. */
+  update(done: Map<string, number>): void;
+  done(): void;
+}
+
+const PLAIN_EVERY_MS = 5_000;
+
+export function regionProgressFor(totals: Map<string, number>, stream: NodeJS.WriteStream = process.stderr): RegionProgress {
+  const line = (done: Map<string, number>) =>
+    [...totals].map(([region, total]) => `${region} ${done.get(region) ?? 0}/${total}`).join('  ');
+  if (stream.isTTY) {
+    return {
+      update: (done) => stream.write(`\r\x1b[2K${`jobs done per region: ${line(done)}`.slice(0, (stream.columns || 80) - 1)}`),
+      done: () => stream.write('\r\x1b[2K'),
+    };
+  }
+  let printed = '';
+  let latest = '';
+  let printedAt = 0;
+  const print = () => {
+    if (latest === printed) return;
+    stream.write(`jobs done per region: ${latest}\n`);
+    printed = latest;
+    printedAt = Date.now();
+  };
+  return {
+    update(done) {
+      latest = line(done);
+      if (Date.now() - printedAt >= PLAIN_EVERY_MS) print();
+    },
+    done: print,
+  };
+}

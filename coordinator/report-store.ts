@@ -1,0 +1,83 @@
+// Run reports stored in Redis with bounded retention: each report under its own key with a
+// TTL, an index sorted by start time and a hash of one-line summaries for `runs list`. All keys
+// carry the queues' hash tag (contracts/queues.ts), so the multi-key updates stay in one slot.
+import type { Redis } from 'ioredis';
+import { reportKeys } from '../contracts/queues.js';
+import { runReportSchema, type RunReport } from '../contracts/result.js';
+import { runSummarySchema, type RunSummary } from '../contracts/run-job.js';
+import { RUN_SCHEMA } from '../contracts/result.js';
+
+export const DEFAULT_REPORT_RETENTION_DAYS = 30;
+
+export function summarizeReport(report: RunReport): RunSummary {
+  return {
+    schema: RUN_SCHEMA,
+    runId: report.runId,
+    plan: report.plan.name,
+    mode: report.mode,
+    regions: report.plan.regions,
+    startedAt: report.startedAt,
+    finishedAt: report.finishedAt,
+    jobs: report.results.length + report.unfinishedJobs.length,
+    ok: report.results.filter((r) => r.ok).length,
+    errors: report.results.filter((r) => !r.ok).length,
+    failed: report.unfinishedJobs.filter((j) => j.status === 'failed').length,
+    notRun: report.unfinishedJobs.filter((j) => j.status === 'not-run').length,
+    findings: report.findings.length,
+  };
+}
+
+export class ReportStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    /** How long a stored report is kept (only writes use it). */
+    private readonly retentionSeconds = DEFAULT_REPORT_RETENTION_DAYS * 86_400,
+  ) {}
+
+  /** Stores the report unless one is already stored for its run; returns the stored one.
+   * Two processes may finish the same run (the `run` command and the coordinator): the first wins. */
+  async saveIfAbsent(report: RunReport): Promise<{ report: RunReport; stored: boolean }> {
+    const key = reportKeys.report(this.prefix, report.runId);
+    const set = await this.redis.set(key, JSON.stringify(report), 'EX', this.retentionSeconds, 'NX');
+    if (set === null) {
+      const existing = await this.get(report.runId);
+      if (existing) return { report: existing, stored: false };
+      // Expired between the two calls: store ours.
+      await this.redis.set(key, JSON.stringify(report), 'EX', this.retentionSeconds);
+    }
+    const cutoff = Date.now() - this.retentionSeconds * 1000;
+    const index = reportKeys.index(this.prefix);
+    const summaries = reportKeys.summaries(this.prefix);
+    const expired = await this.redis.zrangebyscore(index, '-inf', `(${cutoff}`);
+    const tx = this.redis
+      .multi()
+      .zadd(index, Date.parse(report.startedAt), report.runId)
+      .hset(summaries, report.runId, JSON.stringify(summarizeReport(report)));
+    if (expired.length > 0) tx.zrem(index, ...expired).hdel(summaries, ...expired);
+    await tx.exec();
+    return { report, stored: true };
+  }
+
+  async get(runId: string): Promise<RunReport | undefined> {
+    const text = await this.redis.get(reportKeys.report(this.prefix, runId));
+    if (text === null) return undefined;
+    return runReportSchema.parse(JSON.parse(text)) as RunReport;
+  }
+
+  /** The newest stored runs first (the index is pruned on writes, so expired reports are skipped here). */
+  async list(limit: number): Promise<RunSummary[]> {
+    const ids = await this.redis.zrevrange(reportKeys.index(this.prefix), 0, limit * 2 - 1);
+    if (ids.length === 0) return [];
+    const read = this.redis.pipeline().hmget(reportKeys.summaries(this.prefix), ...ids);
+    for (const id of ids) read.exists(reportKeys.report(this.prefix, id));
+    const [[, rows], ...exists] = (await read.exec()) ?? [];
+    return (rows as (string | null)[])
+      .flatMap((row, i) => {
+        if (row === null || exists[i]?.[1] !== 1) return [];
+        const parsed = runSummarySchema.safeParse(JSON.parse(row));
+        return parsed.success ? [parsed.data] : [];
+      })
+      .slice(0, limit);
+  }
+}

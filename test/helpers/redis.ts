@@ -1,0 +1,130 @@
+// Redis for tests: the shared one at REDIS_URL (each test on its own key prefix, removed after),
+// or a redis-server of the test's own on a free port for tests that restart or reconfigure it.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { DEFAULT_REDIS_URL, redisOptions } from '../../common/redis.js';
+
+export const TEST_REDIS_URL = process.env.REDIS_URL || DEFAULT_REDIS_URL;
+
+export async function answers(url: string, caPem?: string): Promise<boolean> {
+  const client = new Redis({ ...redisOptions({ url, ...(caPem ? { caPem } : {}) }), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Why Redis-backed tests cannot run, or false. Outside CI they skip with this message; under
+ * CI=true `requireRedis` fails them instead, loudly.
+ */
+export const redisMissing: string | false = (await answers(TEST_REDIS_URL))
+  ? false
+  : `Redis does not answer at ${TEST_REDIS_URL}: run \`bash test/services/ensure.sh\` (starts redis-server, installing it when missing)`;
+
+/** Test options: skip outside CI when Redis is missing (under CI the test runs and fails). */
+export const needsRedis = { skip: process.env.CI === 'true' ? false : redisMissing };
+
+export function requireRedis(): void {
+  if (redisMissing) assert.fail(redisMissing);
+}
+
+/** A fresh key prefix with its own hash tag, so tests never see each other's queues. */
+export function testPrefix(): string {
+  return `{pftest-${randomUUID().slice(0, 8)}}`;
+}
+
+/** Deletes every key under the prefix. */
+export async function deletePrefix(url: string, prefix: string): Promise<void> {
+  const client = new Redis(redisOptions({ url }));
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      if (keys.length > 0) await client.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export interface OwnRedis {
+  url: string;
+  port: number;
+  dir: string;
+  /** Stops the server (SIGTERM: it writes its append-only file) and starts it again on the same port and data. */
+  restart(downMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface OwnRedisOptions {
+  /** Arguments besides address, data and persistence, given the server's port and data folder. */
+  args?: (port: number, dir: string) => string[];
+  /** Writes what the server needs into its data folder (certificates) before it starts. */
+  prepare?: (dir: string) => Promise<void>;
+  /** How clients reach it (default redis://127.0.0.1:PORT). */
+  url?: (port: number) => string;
+  caPem?: string;
+}
+
+/** A redis-server of the test's own, persisting every write (appendonly, fsync always). */
+export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnRedis> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-redis-'));
+  const port = await freePort();
+  const url = options.url?.(port) ?? `redis://127.0.0.1:${port}`;
+  const args = ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', ...(options.args?.(port, dir) ?? [])];
+  await options.prepare?.(dir);
+  let server: ChildProcess | undefined;
+  const start = async () => {
+    server = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    for (let i = 0; i < 100; i++) {
+      if (server.exitCode !== null) throw new Error(`redis-server exited with ${server.exitCode} (args: ${args.join(' ')})`);
+      if (await answers(url, options.caPem)) return;
+      await sleep(100);
+    }
+    throw new Error(`redis-server on port ${port} did not answer`);
+  };
+  const stop = async () => {
+    const running = server;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGTERM');
+    await exited;
+  };
+  await start();
+  return {
+    url,
+    port,
+    dir,
+    async restart(downMs = 500) {
+      await stop();
+      await sleep(downMs);
+      await start();
+    },
+    async stop() {
+      await stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,174 @@
+// Faults in a distributed run: a worker killed with SIGKILL in the middle of a job, a worker
+// stopped with SIGTERM while a job runs, and Redis restarted mid-run (a redis-server of the
+// test's own, append-only). Workers and coordinators are the real CLI in their own processes.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import type { Queue } from 'bullmq';
+import { runReportSchema, type RunReport } from '../../contracts/result.js';
+import { createLogger } from '../../common/log.js';
+import { waitForRun } from '../../coordinator/distributed-run.js';
+import { openFleet, type Fleet } from '../../coordinator/fleet.js';
+import { submitRun } from '../../coordinator/flow.js';
+import { parsePlan } from '../../coordinator/plan-loader.js';
+import { startLab, type Lab } from '../../lab/index.js';
+import { writePlan } from '../helpers/plans.js';
+import { spawnCli, startWorkerProcess, type CliProcess } from '../helpers/processes.js';
+import { deletePrefix, needsRedis, requireRedis, startOwnRedis, TEST_REDIS_URL, testPrefix, type OwnRedis } from '../helpers/redis.js';
+
+const log = createLogger('test', 'silent');
+const quiet = { update() {}, done() {} };
+const FAST_STALL = ['--stalled-interval-ms', '500'];
+
+/** Two jobs in region a: a slow one (reused requests to the Nagle endpoint wait ~40 ms each) first, then a quick one. */
+function slowPlan(lab: Lab, name: string, slowRequests: number): string {
+  return `
+name: ${name}
+regions: [a]
+jobTimeoutSeconds: 60
+targets:
+  - { name: slow, url: "${lab.url('keepalive', '/nagle')}" }
+  - { name: quick, url: "${lab.url('keepalive')}" }
+experiments:
+  - { probe: reuse, targets: [slow], requests: ${slowRequests}, modes: [reused] }
+  - { probe: reuse, targets: [quick], requests: 5, modes: [new] }
+`;
+}
+
+/** The first active job whose id matches, and the pid of the worker process holding it
+ * (workers are named <host>-<pid>, and BullMQ records the name on the job). */
+async function activeJob(queue: Queue, idPattern = /./, timeoutMs = 30_000): Promise<{ id: string; workerPid: number }> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const active = (await queue.getActive()).find((job) => job.id && idPattern.test(job.id));
+    if (active?.id && active.processedBy) return { id: active.id, workerPid: Number(active.processedBy.split('-').at(-1)) };
+    await sleep(50);
+  }
+  throw new Error(`no job matching ${idPattern} became active`);
+}
+
+describe('faults in distributed runs', needsRedis, () => {
+  const prefix = testPrefix();
+  let lab: Lab;
+  let fleet: Fleet;
+  const processes: CliProcess[] = [];
+
+  before(async () => {
+    requireRedis();
+    lab = await startLab({ log });
+    fleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
+  });
+  after(async () => {
+    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    await fleet?.close();
+    await lab?.close();
+    if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  test('kill -9 of a worker in the middle of a job: another worker takes it after the stall interval, every job counted once', async () => {
+    const pair = await Promise.all([startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL), startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL)]);
+    processes.push(...pair);
+    const run = await submitRun(fleet, await parsePlan(slowPlan(lab, 'killed', 100), 'inline.yaml'), 'killed-worker-run');
+    const { id: slowJob, workerPid } = await activeJob(fleet.regionQueue('a'), /\.slow\./);
+    const first = pair.find((w) => w.pid === workerPid)!;
+    const second = pair.find((w) => w.pid !== workerPid)!;
+    assert.ok(first, `the job is held by one of our workers (pid ${workerPid})`);
+    first.child.kill('SIGKILL');
+    assert.equal(await first.stop(), null, 'killed, not exited');
+
+    const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
+    assert.ok(report);
+    assert.deepEqual(report.unfinishedJobs, []);
+    assert.deepEqual(report.results.map((r) => r.jobId).sort(), run.jobs.map((j) => j.jobId).sort(), 'every job exactly once');
+    const slow = report.results.find((r) => r.jobId === slowJob)!;
+    assert.equal(slow.worker.pid, second.pid, 'the job was measured again, whole, by the surviving worker');
+    assert.equal(slow.summary.requests, 100);
+    const job = (await fleet.regionQueue('a').getJob(slowJob))!;
+    assert.equal(job.stalledCounter, 1, 'taken again because it stalled');
+    await second.stop();
+  });
+
+  test('SIGTERM while a job runs: the worker hands the job back within its grace period and exits 0; another worker finishes it', async () => {
+    const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix, ['--shutdown-grace-seconds', '1']);
+    processes.push(worker);
+    const run = await submitRun(fleet, await parsePlan(slowPlan(lab, 'stopped', 80), 'inline.yaml'), 'stopped-worker-run');
+    const { id: slowJob } = await activeJob(fleet.regionQueue('a'), /\.slow\./);
+    const stoppedAt = Date.now();
+    assert.equal(await worker.stop('SIGTERM'), 0);
+    assert.ok(Date.now() - stoppedAt < 8_000, 'within the grace period and the hand-back bound');
+    assert.match(worker.stderr(), /"outcome":"handed-back"/);
+    assert.equal(await (await fleet.regionQueue('a').getJob(slowJob))!.getState(), 'waiting', 'back in the queue, not failed');
+
+    const next = await startWorkerProcess('a', TEST_REDIS_URL, prefix);
+    processes.push(next);
+    const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
+    assert.ok(report);
+    assert.deepEqual(report.unfinishedJobs, []);
+    assert.equal(report.results.find((r) => r.jobId === slowJob)?.worker.pid, next.pid);
+    assert.equal(report.results.find((r) => r.jobId === slowJob)?.summary.requests, 80);
+    await next.stop();
+  });
+});
+
+describe('Redis restarted in the middle of a run', needsRedis, () => {
+  let redis: OwnRedis;
+  let lab: Lab;
+  const processes: CliProcess[] = [];
+
+  before(async () => {
+    requireRedis(); // redis-server comes with the same package
+    redis = await startOwnRedis();
+    lab = await startLab({ log });
+  });
+  after(async () => {
+    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    await lab?.close();
+    await redis?.stop();
+  });
+
+  test('workers, the coordinator and the waiting run command reconnect, and the run completes', async () => {
+    const prefix = testPrefix();
+    const redisArgs = ['--redis', redis.url, '--prefix', prefix];
+    const worker = await startWorkerProcess('a', redis.url, prefix);
+    const coordinator = spawnCli(['coordinator', ...redisArgs, '--port', '0', '--sweep-interval-ms', '500']);
+    processes.push(worker, coordinator);
+    await coordinator.waitFor(/"msg":"coordinator ready"/);
+
+    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-restart-'));
+    const json = path.join(dir, 'run.json');
+    const plan = await writePlan(slowPlan(lab, 'restarted', 80));
+    const run = spawnCli(['run', plan, ...redisArgs, '--run-id', 'restarted-run', '--json', json]);
+    processes.push(run);
+
+    const probe = openFleet({ redis: { url: redis.url }, prefix, log });
+    try {
+      await activeJob(probe.regionQueue('a'), /\.slow\./);
+    } finally {
+      await probe.close();
+    }
+    const restartedAt = Date.now();
+    await redis.restart(1_000);
+
+    assert.equal(await run.exited, 0, run.stderr());
+    const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
+    assert.equal(report.results.length, 2);
+    assert.ok(report.results.every((r) => r.ok && r.worker.pid === worker.pid));
+    assert.deepEqual(report.unfinishedJobs, []);
+    assert.ok(Date.parse(report.results.find((r) => r.target === 'slow')!.finishedAt) > restartedAt, 'the job in flight finished after the restart');
+
+    // The coordinator finished the flow too and stored the same report.
+    const fleet = openFleet({ redis: { url: redis.url }, prefix, log });
+    try {
+      for (let i = 0; i < 100 && (await fleet.runs.getJob('restarted-run'))?.finishedOn === undefined; i++) await sleep(100);
+      assert.equal(await (await fleet.runs.getJob('restarted-run'))!.getState(), 'completed');
+      assert.equal((await fleet.store.get('restarted-run'))?.finishedAt, report.finishedAt);
+    } finally {
+      await fleet.close();
+    }
+    assert.equal(worker.child.exitCode, null);
+    assert.equal(coordinator.child.exitCode, null);
+  });
+});

@@ -1,0 +1,158 @@
+// Distributed mode end to end on a real Redis: region workers as separate OS processes (the
+// real CLI), `probefleet run --redis`, and what happens to bad payloads, repeated submits and a
+// region nobody serves. Every test uses its own key prefix.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import { runReportSchema, type RunReport } from '../../contracts/result.js';
+import { createLogger } from '../../common/log.js';
+import { openFleet, type Fleet } from '../../coordinator/fleet.js';
+import { flowOf, submitRun } from '../../coordinator/flow.js';
+import { parsePlan } from '../../coordinator/plan-loader.js';
+import { startLab, type Lab } from '../../lab/index.js';
+import { writePlan } from '../helpers/plans.js';
+import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
+import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { runCli } from '../helpers/repo.js';
+
+const log = createLogger('test', 'silent');
+
+function planYaml(lab: Lab, name: string, regions: string[], requests = 10): string {
+  return `
+name: ${name}
+regions: [${regions.join(', ')}]
+jobTimeoutSeconds: 30
+targets:
+  - { name: http, url: "${lab.url('keepalive')}" }
+  - { name: https, url: "${lab.url('https')}", tls: { insecure: true } }
+experiments:
+  - { probe: reuse, requests: ${requests}, modes: [reused, new] }
+`;
+}
+
+async function readReport(file: string): Promise<RunReport> {
+  return runReportSchema.parse(JSON.parse(await readFile(file, 'utf8'))) as RunReport;
+}
+
+describe('distributed runs with region workers in their own processes', needsRedis, () => {
+  const prefix = testPrefix();
+  let lab: Lab;
+  let fleet: Fleet;
+  const workers: Record<string, CliProcess> = {};
+  const redisArgs = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
+
+  before(async () => {
+    requireRedis();
+    lab = await startLab({ log });
+    fleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
+    [workers.a, workers.b] = await Promise.all([startWorkerProcess('a', TEST_REDIS_URL, prefix), startWorkerProcess('b', TEST_REDIS_URL, prefix)]);
+  });
+
+  after(async () => {
+    await Promise.all(Object.values(workers).map((w) => w.stop()));
+    await fleet?.close();
+    await lab?.close();
+    if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  test('a plan over regions a and b completes with results from both, each job run by its own region\'s worker', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
+    const json = path.join(dir, 'run.json');
+    const plan = await writePlan(planYaml(lab, 'two-regions', ['a', 'b']));
+    const { code, stdout, stderr } = await runCli(['run', plan, ...redisArgs, '--json', json], { timeoutMs: 120_000 });
+    assert.equal(code, 0, stderr);
+
+    const report = await readReport(json);
+    assert.equal(report.mode, 'distributed');
+    assert.equal(report.results.length, 2 * 2 * 2);
+    assert.deepEqual(report.unfinishedJobs, []);
+    for (const r of report.results) {
+      assert.ok(r.ok, `${r.jobId}: ${r.error?.message}`);
+      assert.equal(r.worker.region, r.region);
+      assert.equal(r.worker.pid, workers[r.region].pid, `${r.jobId} ran in ${r.region}'s worker process`);
+    }
+    assert.equal(new Set(report.results.map((r) => r.jobId)).size, report.results.length);
+    assert.deepEqual(new Set(report.comparisons.map((c) => c.region)), new Set(['a', 'b']));
+    assert.equal(report.results.find((r) => r.region === 'b' && r.target === 'https' && r.variant.mode === 'new')?.summary.connectionsOpened, 10);
+
+    // The headline: new-connection cost per target, one column per region.
+    assert.match(stdout, /New-connection cost per target and region/);
+    assert.match(stdout, /target\s+scheme\s+a\s+b\n/);
+    assert.match(stdout, /https\s+https\s+[\d.]+ ms \([^)]*\)\s+[\d.]+ ms \([^)]*\)/);
+
+    // The run command stored the report; `runs show` reads it back unchanged, `runs list` lists it.
+    const shown = await runCli(['runs', 'show', report.runId, '--json', ...redisArgs]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.deepEqual(JSON.parse(shown.stdout), JSON.parse(await readFile(json, 'utf8')));
+    const listed = await runCli(['runs', 'list', ...redisArgs]);
+    assert.match(listed.stdout, new RegExp(`${report.runId}\\s+distributed\\s+`));
+  });
+
+  test('a malformed payload pushed into a region queue fails at once with the reason, and the worker goes on', async () => {
+    const queue = fleet.regionQueue('a');
+    const bad = await queue.add('probe', { schema: 'probefleet.job/v1', jobId: 'bad-1', region: 'a', probe: 'reuse', target: { name: 'x', url: 'ftp://nowhere' } }, { jobId: 'malformed-1', attempts: 3 });
+    let state = '';
+    for (let i = 0; i < 100 && state !== 'failed'; i++) {
+      await sleep(100);
+      state = await bad.getState();
+    }
+    assert.equal(state, 'failed');
+    const failed = (await queue.getJob('malformed-1'))!;
+    assert.equal(failed.attemptsMade, 1, 'not retried: it can never succeed');
+    assert.match(failed.failedReason, /^invalid job payload: /);
+    assert.match(failed.failedReason, /runId: /);
+    assert.match(failed.failedReason, /target\.url: unsupported URL scheme "ftp:"/);
+
+    assert.equal(workers.a.child.exitCode, null, 'the worker is still running');
+    const plan = await parsePlan(planYaml(lab, 'after-bad', ['a'], 3), 'inline.yaml');
+    const run = await submitRun(fleet, plan, 'after-bad-payload');
+    const parent = (await fleet.runs.getJob(run.runId))!;
+    for (let i = 0; i < 200 && (await parent.getState()) === 'waiting-children'; i++) await sleep(100);
+    assert.equal(Object.keys(await parent.getChildrenValues()).length, run.jobs.length, 'the next jobs are measured');
+  });
+
+  test('submitting the same run twice adds no jobs', async () => {
+    // Region "idle" has no worker, so the jobs stay where they were put.
+    const plan = await writePlan(planYaml(lab, 'same-twice', ['idle']));
+    const first = await runCli(['run', plan, ...redisArgs, '--run-id', 'same-run-1', '--detach']);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stderr, /run same-run-1 submitted/);
+    const queue = fleet.regionQueue('idle');
+    const counted = async () => ({ idle: await queue.getJobCountByTypes('waiting'), runs: await fleet.runs.getJobCountByTypes('waiting-children') });
+    const before = await counted();
+    assert.deepEqual(before, { idle: 4, runs: 1 });
+
+    const second = await runCli(['run', plan, ...redisArgs, '--run-id', 'same-run-1', '--detach']);
+    assert.equal(second.code, 0, second.stderr);
+    assert.match(second.stderr, /already submitted: nothing added/);
+    // A submit that crashed after adding and is retried adds the whole flow again: still nothing new.
+    const existing = await submitRun(fleet, await parsePlan(planYaml(lab, 'same-twice', ['idle']), 'inline.yaml'), 'same-run-1');
+    await fleet.flows.add(flowOf(existing.data, existing.jobs));
+    assert.deepEqual(await counted(), before);
+  });
+
+  test('a region without a worker: the run ends at its deadline and reports those jobs as not run', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
+    const json = path.join(dir, 'run.json');
+    const plan = await writePlan(planYaml(lab, 'missing-region', ['a', 'nobody'], 3));
+    const started = Date.now();
+    const { code, stdout, stderr } = await runCli(['run', plan, ...redisArgs, '--deadline', '3', '--json', json], { timeoutMs: 60_000 });
+    assert.equal(code, 1, `a run with jobs not run exits 1\n${stderr}`);
+    assert.ok(Date.now() - started >= 3_000, 'it waited for the deadline');
+
+    const report = await readReport(json);
+    assert.equal(report.results.length, 4);
+    assert.ok(report.results.every((r) => r.region === 'a' && r.ok));
+    assert.equal(report.unfinishedJobs.length, 4);
+    for (const job of report.unfinishedJobs) {
+      assert.equal(job.region, 'nobody');
+      assert.equal(job.status, 'not-run');
+      assert.match(job.reason, /no worker of region "nobody" took it before the run's deadline/);
+    }
+    assert.match(stdout, /Jobs that did not finish cleanly\n(  nobody \S+ reuse \S+ \S+: NOT RUN .*\n){4}/);
+    assert.equal(await fleet.regionQueue('nobody').getJobCountByTypes('waiting'), 0, 'the jobs left the queue');
+  });
+});

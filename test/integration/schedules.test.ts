@@ -1,0 +1,102 @@
+// Schedules end to end: `probefleet schedule add --every` fires through a running coordinator
+// into complete, stored runs; `schedule remove` stops it. Also the coordinator's /metrics and
+// /healthz. Coordinator and worker run in this process (the same code the CLI starts).
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import { COORDINATOR_METRICS } from '../../contracts/metric-names.js';
+import { createLogger } from '../../common/log.js';
+import { startCoordinator, type RunningCoordinator } from '../../coordinator/coordinator-service.js';
+import { openFleet, type Fleet } from '../../coordinator/fleet.js';
+import { startLab, type Lab } from '../../lab/index.js';
+import { startRegionWorker, type RegionWorker } from '../../worker/queue-worker.js';
+import { writePlan } from '../helpers/plans.js';
+import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { runCli } from '../helpers/repo.js';
+
+const log = createLogger('test', 'silent');
+
+describe('schedules', needsRedis, () => {
+  const prefix = testPrefix();
+  const redisArgs = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
+  let lab: Lab;
+  let fleet: Fleet;
+  let coordinator: RunningCoordinator;
+  let worker: RegionWorker;
+
+  before(async () => {
+    requireRedis();
+    lab = await startLab({ log });
+    fleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
+    coordinator = await startCoordinator({ fleet, log, listen: { host: '127.0.0.1', port: 0 }, sweepIntervalMs: 500, regions: ['a', 'quiet'] });
+    worker = startRegionWorker({ redis: { url: TEST_REDIS_URL }, prefix, region: 'a', concurrency: 1, log });
+    await worker.ready;
+  });
+  after(async () => {
+    await worker?.close(5_000);
+    await coordinator?.close();
+    await fleet?.close();
+    await lab?.close();
+    if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  test('a schedule with a short interval fires twice into two complete stored runs; schedule remove stops it', async () => {
+    const plan = await writePlan(`
+name: every-two
+regions: [a]
+targets: [{ name: http, url: "${lab.url('keepalive')}" }]
+experiments: [{ probe: reuse, requests: 5, modes: [reused, new] }]
+`);
+    const added = await runCli(['schedule', 'add', plan, '--every', '2', ...redisArgs]);
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stdout, /^schedule every-two: every 2 s, 2 jobs over a; next run \d{4}-\d\d-\d\dT/);
+    const listed = await runCli(['schedule', 'list', '--json', ...redisArgs]);
+    const [schedule] = JSON.parse(listed.stdout);
+    assert.equal(schedule.name, 'every-two');
+    assert.equal(schedule.everyMs, 2000);
+    assert.ok(Date.parse(schedule.next) > Date.now() - 5_000);
+
+    let runs = await fleet.store.list(10);
+    for (let i = 0; i < 300 && runs.length < 2; i++) {
+      await sleep(100);
+      runs = await fleet.store.list(10);
+    }
+    assert.ok(runs.length >= 2, `two stored runs (got ${runs.length})`);
+    const removed = await runCli(['schedule', 'remove', 'every-two', ...redisArgs]);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.equal((await runCli(['schedule', 'remove', 'every-two', ...redisArgs])).code, 1, 'nothing left to remove');
+
+    for (const summary of runs) {
+      const report = (await fleet.store.get(summary.runId))!;
+      assert.equal(report.mode, 'distributed');
+      assert.match(report.runId, /^every-two-\d{8}t\d{6}z$/);
+      assert.equal(report.results.length, 2);
+      assert.ok(report.results.every((r) => r.ok && r.region === 'a'));
+      assert.equal(report.comparisons.length, 1);
+    }
+    assert.equal(new Set(runs.map((r) => r.runId)).size, runs.length);
+
+    // Removed: a firing already under way may still finish, nothing after it.
+    await sleep(1_000);
+    const settled = (await fleet.store.list(100)).length;
+    await sleep(3_000);
+    assert.equal((await fleet.store.list(100)).length, settled, 'no runs after schedule remove');
+    assert.match((await runCli(['schedule', 'list', ...redisArgs])).stdout, /no schedules/);
+  });
+
+  test('the coordinator serves queue depths, job outcomes and run durations on /metrics, and /healthz', async () => {
+    const health = await fetch(`${coordinator.url}/healthz`);
+    assert.equal(health.status, 200);
+    assert.equal(await health.text(), 'ok\n');
+
+    const text = await (await fetch(`${coordinator.url}/metrics`)).text();
+    const M = COORDINATOR_METRICS;
+    assert.match(text, new RegExp(`^${M.queueJobs.name}\\{region="quiet",state="waiting"\\} 0$`, 'm'));
+    assert.match(text, new RegExp(`^${M.queueJobs.name}\\{region="a",state="active"\\} \\d+$`, 'm'));
+    assert.match(text, new RegExp(`^${M.queueWorkers.name}\\{region="a"\\} 1$`, 'm'));
+    assert.match(text, new RegExp(`^${M.jobsFinished.name}\\{region="a",outcome="ok"\\} ([2-9]|\\d\\d+)$`, 'm'));
+    assert.match(text, new RegExp(`^${M.runsFinished.name}\\{outcome="complete"\\} ([2-9]|\\d\\d+)$`, 'm'));
+    assert.match(text, new RegExp(`^${M.runDuration.name}_count ([2-9]|\\d\\d+)$`, 'm'));
+    assert.equal((await fetch(`${coordinator.url}/nothing`)).status, 404);
+  });
+});
