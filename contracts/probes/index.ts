@@ -1,9 +1,15 @@
 // The one list of probe kinds. Adding a probe: a contract file here, an implementation in
 // worker/probes/, and an entry in both lists; the compiler points at anything missed.
+import { compressionProbe } from './compression.js';
+import { corsProbe } from './cors.js';
+import { drainProbe } from './drain.js';
 import { reuseProbe } from './reuse.js';
 
 export const PROBES = {
   reuse: reuseProbe,
+  compression: compressionProbe,
+  cors: corsProbe,
+  drain: drainProbe,
 } as const;
 
 export type ProbeKind = keyof typeof PROBES;
