@@ -5,14 +5,17 @@ import { probeErrorSchema, requestSampleSchema } from '../common.js';
 import { defineProbe, schemeOf } from './define.js';
 
 /** An origin as a browser sends it: scheme://host[:port], nothing else. */
-const originSchema = z.string().refine((value) => {
+const originSchema = z.string().superRefine((value, ctx) => {
+  let url: URL | undefined;
   try {
-    const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value;
+    url = new URL(value);
   } catch {
-    return false;
+    // reported below
   }
-}, 'not an origin (scheme://host[:port], no path or trailing slash)');
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== value) {
+    ctx.addIssue({ code: 'custom', message: `"${value}" is not an origin (scheme://host[:port], no path or trailing slash)` });
+  }
+});
 
 /** The probe tags each GET with a unique id in this header, to find it in the server's request log. */
 export const REQUEST_ID_HEADER = 'x-probefleet-request-id';
