@@ -31,6 +31,8 @@ export const ASSET_PATHS = ['/assets/products.json', '/assets/tiny.json', '/asse
 
 /** The smallest body a sensible server compresses (nginx's gzip_min_length is often set to this). */
 const MIN_COMPRESS_BYTES = 1024;
+/** Which coding the server picks when the client accepts several equally. */
+const SERVER_PREFERENCE: ContentCoding[] = ['br', 'zstd', 'gzip'];
 const COMPRESSIBLE_TYPE = /^(text\/|application\/(json|javascript|xml)|image\/svg\+xml)/;
 
 /** Codings the client accepts with q > 0, best first (ties keep the server's order: br, zstd, gzip). */
@@ -79,7 +81,7 @@ export function serveAsset(req: IncomingMessage, res: ServerResponse): void {
   const headers: Record<string, string | number> = { 'content-type': asset.type };
   // The answer depends on Accept-Encoding exactly when the server may compress it.
   if (compresses && url.searchParams.get('vary') !== '0') headers.vary = 'Accept-Encoding';
-  const coding = compresses ? acceptedCodings(req.headers['accept-encoding'], ['br', 'zstd', 'gzip'].filter((c) => available.includes(c as ContentCoding)) as ContentCoding[])[0] : undefined;
+  const coding = compresses ? acceptedCodings(req.headers['accept-encoding'], SERVER_PREFERENCE.filter((c) => available.includes(c)))[0] : undefined;
   const body = coding ? compress(coding, asset.body, levels.get(coding)!) : asset.body;
   if (coding) headers['content-encoding'] = coding;
   headers['content-length'] = body.length;

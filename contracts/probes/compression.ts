@@ -93,6 +93,7 @@ export const compressionProbe = defineProbe({
     unavailable: z.array(z.strictObject({ encoding: z.enum(ACCEPT_ENCODINGS), reason: z.string() })),
     levelTable: z
       .strictObject({
+        /** Bytes compressed: the decoded body, or its first 4 MiB. */
         inputBytes: z.int().nonnegative(),
         contentType: z.string().nullable(),
         rows: z.array(levelRowSchema),

@@ -37,7 +37,7 @@ export interface TimedRequestOptions<T extends BodyRead = BodyRead> {
   method?: 'GET' | 'HEAD' | 'OPTIONS';
   /** Path and query on the target's origin; default the target URL's. */
   path?: string;
-  /** Headers for this request, on top of (and overriding) the target's. */
+  /** Headers for this request (lower-case names), on top of (and overriding) the target's. */
   headers?: Record<string, string>;
   /** Ask the server to close after this response (`Connection: close`), forcing a new connection next time. */
   closeAfter?: boolean;
@@ -75,9 +75,12 @@ export class TimedHttpClient {
   private readonly client: Client;
   private readonly url: URL;
   private readonly hostIsLiteral: boolean;
+  /** The target's headers with lower-case names, so a request's own headers replace them rather than doubling them. */
+  private readonly targetHeaders: Record<string, string>;
 
-  constructor(private readonly options: TimedClientOptions) {
+  constructor(options: TimedClientOptions) {
     this.url = new URL(options.target.url);
+    this.targetHeaders = Object.fromEntries(Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
     this.hostIsLiteral = /^[\d.]+$|^\[/.test(this.url.hostname);
     this.connector = new TimedConnector({
       tls: options.target.tls,
@@ -113,7 +116,7 @@ export class TimedHttpClient {
       const response = await this.client.request({
         method: opts.method ?? 'GET',
         path: opts.path ?? this.url.pathname + this.url.search,
-        headers: { ...this.options.target.headers, ...opts.headers },
+        headers: { ...this.targetHeaders, ...opts.headers },
         reset: opts.closeAfter ?? false,
         signal: opts.signal,
       });

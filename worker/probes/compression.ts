@@ -18,9 +18,11 @@ import type { Probe } from './probe.js';
 
 type Details = ProbeDetails<'compression'>;
 
-/** The most body the probe keeps in memory and compresses for its level table. */
+/** The most body the probe keeps in memory and decodes. */
 const MAX_BODY_BYTES = 32 << 20;
-/** Each level of the table stops after this long once it has MIN_LEVEL_RUNS runs. */
+/** The level table compresses at most this much of the body: brotli 11 takes seconds per MiB. */
+const MAX_TABLE_BYTES = 4 << 20;
+/** Each level of the table stops after this long once it has MIN_LEVEL_RUNS runs (or after one run three times as long). */
 const LEVEL_BUDGET_MS = 1000;
 const MIN_LEVEL_RUNS = 3;
 
@@ -162,11 +164,11 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal }) =>
   };
 };
 
-/** The identity body when it came back, else any decoded one. */
+/** The identity body when it came back, else any decoded one; at most MAX_TABLE_BYTES of it. */
 function pickLevelTableInput(rows: EncodingRow[], bodies: Map<AcceptEncoding, Buffer>): { body: Buffer; contentType: string | null } | undefined {
   const usable = rows.filter((r) => ok(r) && (bodies.get(r.acceptEncoding)?.length ?? 0) > 0);
   const row = usable.find((r) => r.contentEncoding === null) ?? usable[0];
-  return row ? { body: bodies.get(row.acceptEncoding)!, contentType: row.contentType } : undefined;
+  return row ? { body: bodies.get(row.acceptEncoding)!.subarray(0, MAX_TABLE_BYTES), contentType: row.contentType } : undefined;
 }
 
 /** Median time of `fn`, over `repetitions` runs or until the budget is spent (at least MIN_LEVEL_RUNS). */
@@ -178,7 +180,8 @@ async function timeRuns<T>(repetitions: number, signal: AbortSignal, fn: () => T
     const t = performance.now();
     last = fn();
     times.push(performance.now() - t);
-    if (signal.aborted || (times.length >= MIN_LEVEL_RUNS && performance.now() - start > LEVEL_BUDGET_MS)) break;
+    const elapsed = performance.now() - start;
+    if (signal.aborted || (elapsed > LEVEL_BUDGET_MS && (times.length >= MIN_LEVEL_RUNS || elapsed > 3 * LEVEL_BUDGET_MS))) break;
     // Compression is synchronous CPU work: let timers and sockets (a worker's lock renewals) run.
     await yieldToEventLoop();
   }
