@@ -119,7 +119,7 @@ function capWords(job: JobOf<'drain'>, samples: readonly DrainSample[]): string 
 async function http2Support(job: JobOf<'drain'>, signal: AbortSignal): Promise<ProbeDetails<'drain'>['http2']> {
   const url = new URL(job.target.url);
   if (url.protocol !== 'https:') {
-    return { checked: false, negotiated: null, note: 'plain http: clients speak HTTP/1.1 here (h2c is rare), so a closed-early body costs the connection' };
+    return { checked: false, negotiated: null, note: 'plain http: clients speak HTTP/1.1 here (h2c is rare), where a body closed early costs the connection; over HTTP/2 it would cost nothing and need no drain' };
   }
   if (signal.aborted) return { checked: false, negotiated: null, note: 'not checked: the time bound was reached' };
   const connector = new TimedConnector({ tls: job.target.tls, resumeTlsSessions: false, alpn: ['h2', 'http/1.1'], timeoutMs: job.params.timeoutMs });
