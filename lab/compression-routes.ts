@@ -9,6 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CODING_LEVELS, codingUnavailable, compress, CONTENT_CODINGS, type ContentCoding } from '../common/content-coding.js';
 import { productsJson, randomBytes, TINY_JSON } from './content.js';
+import { intParam, sendText } from './route-helpers.js';
 
 interface Asset {
   type: string;
@@ -48,31 +49,18 @@ export function acceptedCodings(header: string | undefined, offered: readonly Co
   return offered.filter((c) => weight(c) > 0).sort((a, b) => weight(b) - weight(a));
 }
 
-function levelFrom(query: URLSearchParams, coding: ContentCoding): number | string {
-  const raw = query.get(coding);
-  const { min, max, default: fallback } = CODING_LEVELS[coding];
-  if (raw === null) return fallback;
-  const level = Number(raw);
-  return Number.isInteger(level) && level >= min && level <= max ? level : `${coding} level must be ${min}..${max}, got "${raw}"`;
-}
-
-function badRequest(res: ServerResponse, message: string): void {
-  const body = Buffer.from(`${message}\n`);
-  res.writeHead(400, { 'content-type': 'text/plain', 'content-length': body.length });
-  res.end(body);
-}
-
 export function serveAsset(req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? '/', 'http://lab');
   const asset = assetsByPath()[url.pathname];
   const policy = url.searchParams.get('policy') ?? 'sensible';
-  if (!['sensible', 'always', 'never'].includes(policy)) return badRequest(res, `policy must be sensible, always or never, got "${policy}"`);
+  if (!['sensible', 'always', 'never'].includes(policy)) return sendText(res, 400, `policy must be sensible, always or never, got "${policy}"`);
 
   const available = CONTENT_CODINGS.filter((c) => !codingUnavailable(c));
   const levels = new Map<ContentCoding, number>();
   for (const coding of available) {
-    const level = levelFrom(url.searchParams, coding);
-    if (typeof level === 'string') return badRequest(res, level);
+    const { min, max, default: fallback } = CODING_LEVELS[coding];
+    const level = intParam(url.searchParams, coding, fallback, min, max);
+    if (typeof level === 'string') return sendText(res, 400, level);
     levels.set(coding, level);
   }
 

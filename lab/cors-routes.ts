@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { compress } from '../common/content-coding.js';
 import { REQUEST_ID_HEADER } from '../contracts/probes/cors.js';
 import { productsJson, TINY_JSON } from './content.js';
+import { sendText } from './route-helpers.js';
 
 /** The origin api.php allows. */
 export const LAB_ALLOWED_ORIGIN = 'https://app.example';
@@ -100,12 +101,7 @@ function faultyHeaders(fault: CorsFault, origin: string | undefined): { prefligh
 
 export function corsMisconfigured(req: IncomingMessage, res: ServerResponse): void {
   const fault = new URL(req.url ?? '/', 'http://lab').searchParams.get('fault');
-  if (!CORS_FAULTS.includes(fault as CorsFault)) {
-    const body = Buffer.from(`fault must be one of ${CORS_FAULTS.join(', ')}\n`);
-    res.writeHead(400, { 'content-type': 'text/plain', 'content-length': body.length });
-    res.end(body);
-    return;
-  }
+  if (!CORS_FAULTS.includes(fault as CorsFault)) return sendText(res, 400, `fault must be one of ${CORS_FAULTS.join(', ')}`);
   const headers = faultyHeaders(fault as CorsFault, req.headers.origin);
   if (req.method === 'OPTIONS') {
     res.writeHead(204, headers.preflight);

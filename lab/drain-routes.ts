@@ -8,16 +8,10 @@
 //                             at the closing brace leaves it on the wire
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { largeBody } from './content.js';
+import { intParam, sendText } from './route-helpers.js';
 
 const MAX_BYTES = 64 << 20;
 const MAX_INTERVAL_MS = 10_000;
-
-function intParam(query: URLSearchParams, name: string, fallback: number, min: number, max: number): number | string {
-  const raw = query.get(name);
-  if (raw === null) return fallback;
-  const value = Number(raw);
-  return Number.isInteger(value) && value >= min && value <= max ? value : `${name} must be an integer ${min}..${max}, got "${raw}"`;
-}
 
 /** Reads integer query parameters; answers 400 and returns undefined when one is out of range. */
 function params<K extends string>(req: IncomingMessage, res: ServerResponse, spec: Record<K, [fallback: number, min: number, max: number]>): Record<K, number> | undefined {
@@ -26,9 +20,7 @@ function params<K extends string>(req: IncomingMessage, res: ServerResponse, spe
   for (const [name, [fallback, min, max]] of Object.entries(spec) as [K, [number, number, number]][]) {
     const value = intParam(query, name, fallback, min, max);
     if (typeof value === 'string') {
-      const body = Buffer.from(`${value}\n`);
-      res.writeHead(400, { 'content-type': 'text/plain', 'content-length': body.length });
-      res.end(body);
+      sendText(res, 400, value);
       return undefined;
     }
     out[name] = value;
