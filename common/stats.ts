@@ -24,8 +24,8 @@ export function p50p95(values: readonly number[]): { p50: number; p95: number; n
   return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), n: values.length };
 }
 
-/** Deterministic PRNG (mulberry32) so a report's intervals are reproducible from its samples. */
-function prng(seed: number): () => number {
+/** Deterministic PRNG (mulberry32) so a report's intervals (and the lab's generated bodies) are reproducible. */
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

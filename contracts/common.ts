@@ -45,6 +45,8 @@ export const ERROR_CODES = [
   'SOCKET_CLOSED',
   'DEADLINE_EXCEEDED',
   'TARGET_REFUSED_BY_POLICY',
+  /** The body is not what the probe needs (not JSON for the drain probe's json mode, too large to decode). */
+  'UNEXPECTED_BODY',
   'INVALID_JOB',
   'INTERNAL_ERROR',
 ] as const;

@@ -52,11 +52,10 @@ function experimentSchemaFor<K extends ProbeKind>(kind: K) {
 
 export const experimentSchema = z.discriminatedUnion(
   'probe',
-  PROBE_KINDS.map(experimentSchemaFor) as unknown as [
-    ReturnType<typeof experimentSchemaFor<ProbeKind>>,
-    ...ReturnType<typeof experimentSchemaFor<ProbeKind>>[],
-  ],
-);
+  PROBE_KINDS.map(experimentSchemaFor) as [ReturnType<typeof experimentSchemaFor>, ...ReturnType<typeof experimentSchemaFor>[]],
+  // zod cannot tie each member's `probe` literal to its own parameters through a generic map;
+  // the hand-written type below does, and every member is built by the same function.
+) as unknown as z.ZodType<Experiment>;
 export type Experiment = {
   [K in ProbeKind]: ProbeParams<K> & { probe: K; targets?: string[] };
 }[ProbeKind];

@@ -49,11 +49,10 @@ function resultSchemaFor<K extends ProbeKind>(kind: K) {
 
 export const probeResultSchema = z.discriminatedUnion(
   'probe',
-  PROBE_KINDS.map(resultSchemaFor) as unknown as [
-    ReturnType<typeof resultSchemaFor<ProbeKind>>,
-    ...ReturnType<typeof resultSchemaFor<ProbeKind>>[],
-  ],
-);
+  PROBE_KINDS.map(resultSchemaFor) as [ReturnType<typeof resultSchemaFor>, ...ReturnType<typeof resultSchemaFor>[]],
+  // zod cannot tie each member's `probe` literal to its own parameters through a generic map;
+  // the hand-written type below does, and every member is built by the same function.
+) as unknown as z.ZodType<ProbeResult>;
 
 type ResultBase = Omit<z.output<ReturnType<typeof resultSchemaFor<ProbeKind>>>, 'probe' | 'variant' | 'details'>;
 export type ResultOf<K extends ProbeKind> = ResultBase & { probe: K; variant: ProbeVariant<K>; details: ProbeDetails<K> | null };

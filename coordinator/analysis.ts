@@ -3,6 +3,7 @@
 import { finding, FINDINGS, type Finding, type FindingCode } from '../contracts/findings.js';
 import type { Comparison, Decision, ProbeResult, ResultOf } from '../contracts/result.js';
 import { median, medianDifference } from '../common/stats.js';
+import { compressionDecision } from './analysis-compression.js';
 
 export interface RunAnalysis {
   comparisons: Comparison[];
@@ -105,6 +106,9 @@ function decide(results: ProbeResult[], comparisons: Comparison[], findings: Fin
     });
     break;
   }
+
+  const compression = compressionDecision(results);
+  if (compression) decisions.push(compression);
 
   const byCode = new Map<FindingCode, Finding[]>();
   for (const f of findings) byCode.set(f.code, [...(byCode.get(f.code) ?? []), f]);

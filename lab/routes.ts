@@ -1,6 +1,9 @@
 // Paths every lab HTTP server answers. A server's own behaviour (closing, TLS) is in its
 // file under lab/servers/; what a path returns is here.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ASSET_PATHS, serveAsset } from './compression-routes.js';
+import { apiProducts, apiRequests, corsMisconfigured } from './cors-routes.js';
+import { jsonNewline, large, trickle } from './drain-routes.js';
 
 const HELLO = Buffer.from('hello from the probefleet lab\n');
 
@@ -20,6 +23,17 @@ const routes: Record<string, Route> = {
     res.flushHeaders();
     res.end(HELLO);
   },
+
+  // Compression: lab/compression-routes.ts.
+  ...Object.fromEntries(ASSET_PATHS.map((path) => [path, serveAsset])),
+  // CORS, like the lecture's api.php: lab/cors-routes.ts.
+  '/api/products': apiProducts,
+  '/api/requests': apiRequests,
+  '/cors/misconfigured': corsMisconfigured,
+  // Drain: lab/drain-routes.ts.
+  '/large': large,
+  '/trickle': trickle,
+  '/json-newline': jsonNewline,
 };
 
 export function handleLabRequest(req: IncomingMessage, res: ServerResponse): void {

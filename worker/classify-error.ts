@@ -32,6 +32,8 @@ const BY_CODE: Record<string, ErrorCode> = {
   ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_NO_PROTOCOLS_AVAILABLE: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_WRONG_VERSION_NUMBER: 'TLS_VERSION_UNSUPPORTED',
+  // Thrown by probes' body consumers (worker/http/body.ts).
+  UNEXPECTED_BODY: 'UNEXPECTED_BODY',
 };
 
 function codesOf(err: unknown): string[] {

@@ -1,9 +1,15 @@
 // The one list of probe kinds. Adding a probe: a contract file here, an implementation in
 // worker/probes/, and an entry in both lists; the compiler points at anything missed.
+import { compressionProbe } from './compression.js';
+import { corsProbe } from './cors.js';
+import { drainProbe } from './drain.js';
 import { reuseProbe } from './reuse.js';
 
 export const PROBES = {
   reuse: reuseProbe,
+  compression: compressionProbe,
+  cors: corsProbe,
+  drain: drainProbe,
 } as const;
 
 export type ProbeKind = keyof typeof PROBES;
@@ -13,3 +19,4 @@ type Contract<K extends ProbeKind> = (typeof PROBES)[K];
 export type ProbeParams<K extends ProbeKind> = import('zod').output<Contract<K>['params']>;
 export type ProbeVariant<K extends ProbeKind> = import('zod').output<Contract<K>['variant']>;
 export type ProbeDetails<K extends ProbeKind> = import('zod').output<Contract<K>['details']>;
+

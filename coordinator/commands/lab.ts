@@ -3,6 +3,7 @@ import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
 import { DEFAULT_LAB_PORT, startLab } from '../../lab/index.js';
+import { LAB_PATHS } from '../../lab/routes.js';
 import { renderTable } from '../report/table.js';
 
 const options = (y: Argv) =>
@@ -21,7 +22,7 @@ export const labCommand: CommandModule<object, ArgsOf<typeof options>> = {
         ['server', 'url', 'what it is'],
         Object.values(lab.servers).map((s) => [s.name, s.url, s.description]),
         'lll',
-      )}\nlab CA certificate: ${lab.caFile}\nCtrl-C to stop.\n`,
+      )}\npaths on every server (README: The lab target): ${LAB_PATHS.join(' ')}\nlab CA certificate: ${lab.caFile}\nCtrl-C to stop.\n`,
     );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

@@ -76,7 +76,7 @@ describe('distributed runs with region workers in their own processes', needsRed
     }
     assert.equal(new Set(report.results.map((r) => r.jobId)).size, report.results.length);
     assert.deepEqual(new Set(report.comparisons.map((c) => c.region)), new Set(['a', 'b']));
-    assert.equal(report.results.find((r) => r.region === 'b' && r.target === 'https' && r.variant.mode === 'new')?.summary.connectionsOpened, 10);
+    assert.equal(report.results.find((r) => r.region === 'b' && r.target === 'https' && r.probe === 'reuse' && r.variant.mode === 'new')?.summary.connectionsOpened, 10);
 
     // The headline: new-connection cost per target, one column per region.
     assert.match(stdout, /New-connection cost per target and region/);

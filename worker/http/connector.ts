@@ -63,6 +63,8 @@ diagnostics.subscribe('undici:client:sendHeaders', (message) => {
 export class TimedConnector {
   readonly connections: ConnectionTimeline[] = [];
   private readonly timelines = new WeakMap<net.Socket, ConnectionTimeline>();
+  /** Each connection's TCP socket and its bytesRead once ready (after the TLS handshake on https). */
+  private readonly tcp = new WeakMap<ConnectionTimeline, { socket: net.Socket; readyBytes: number }>();
   private tlsSession: Buffer | undefined;
   /** The last request written on one of this connector's sockets. */
   lastRequestSent: RequestSent | undefined;
@@ -76,6 +78,15 @@ export class TimedConnector {
       (err: Error) => callback(err, null),
     );
   };
+
+  /**
+   * Bytes read from a connection's TCP socket since it was ready: HTTP bytes on http, TLS records
+   * on https (TLS 1.3 session tickets that arrive after the handshake included).
+   */
+  bytesReadOn(timeline: ConnectionTimeline): number {
+    const tcp = this.tcp.get(timeline);
+    return tcp ? tcp.socket.bytesRead - tcp.readyBytes : 0;
+  }
 
   noteRequestSent(socket: net.Socket, at: number): void {
     const timeline = this.timelines.get(socket);
@@ -107,6 +118,7 @@ export class TimedConnector {
     timeline.connected = performance.now();
     timeline.remoteAddress = `${address}:${port}`;
     if (!secure) {
+      this.tcp.set(timeline, { socket, readyBytes: 0 });
       this.register(socket, timeline);
       return socket;
     }
@@ -132,6 +144,7 @@ export class TimedConnector {
       cipher: tlsSocket.getCipher().name,
       resumed: tlsSocket.isSessionReused(),
     };
+    this.tcp.set(timeline, { socket, readyBytes: socket.bytesRead });
     this.register(tlsSocket, timeline);
     return tlsSocket;
   }

@@ -7,19 +7,19 @@ import { p50p95 } from '../../common/stats.js';
 /** A target that fails this many times in a row is not worth asking again. */
 export const MAX_CONSECUTIVE_FAILURES = 3;
 
-export interface SequenceOutcome {
-  samples: RequestSample[];
+export interface SequenceOutcome<S extends RequestSample = RequestSample> {
+  samples: S[];
   durationMs: number;
   /** Why the loop stopped before `count`, if it did. */
   stoppedEarly: ProbeError | null;
 }
 
-export async function runSequence(
+export async function runSequence<S extends RequestSample>(
   count: number,
   signal: AbortSignal,
-  request: (seq: number) => Promise<RequestSample>,
-): Promise<SequenceOutcome> {
-  const samples: RequestSample[] = [];
+  request: (seq: number) => Promise<S>,
+): Promise<SequenceOutcome<S>> {
+  const samples: S[] = [];
   const start = performance.now();
   let failuresInARow = 0;
   let stoppedEarly: ProbeError | null = null;

@@ -5,6 +5,7 @@ import { Client, type Dispatcher } from 'undici';
 import type { PhaseTimes, RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
+import { closeBody } from './body.js';
 import { TimedConnector, type ConnectionTimeline } from './connector.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
@@ -16,19 +17,57 @@ export interface TimedClientOptions {
   resumeTlsSessions?: boolean;
 }
 
-export interface TimedRequestOptions {
+/** Status and headers of a response, as the body consumer and the caller see them. */
+export interface ResponseHead {
+  statusCode: number;
+  /** Lower-case names. */
+  headers: Dispatcher.ResponseData['headers'];
+}
+
+/** What a body consumer reports; `bytes` are the body bytes the client read. */
+export interface BodyRead {
+  bytes: number;
+}
+
+export type BodyConsumer<T extends BodyRead> = (body: ResponseBody, head: ResponseHead) => Promise<T>;
+
+export interface TimedRequestOptions<T extends BodyRead = BodyRead> {
   seq: number;
+  /** Default GET. */
+  method?: 'GET' | 'HEAD' | 'OPTIONS';
+  /** Path and query on the target's origin; default the target URL's. */
+  path?: string;
+  /** Headers for this request (lower-case names), on top of (and overriding) the target's. */
+  headers?: Record<string, string>;
   /** Ask the server to close after this response (`Connection: close`), forcing a new connection next time. */
   closeAfter?: boolean;
   signal?: AbortSignal;
-  /** Reads (or deliberately does not read) the body; returns the bytes read. Default: read it all. */
-  consumeBody?: (body: ResponseBody) => Promise<number>;
+  /**
+   * Reads (or deliberately does not read) the body. Default: read it all. A body left unread
+   * holds the connection: undici completes a response it has fully buffered (about 64 KiB), and
+   * destroying the body of one it has not discards the connection.
+   */
+  consumeBody?: BodyConsumer<T>;
 }
 
-export async function readWholeBody(body: ResponseBody): Promise<number> {
+/** One request: its sample, and what a probe may need beyond it. */
+export interface TimedExchange<T extends BodyRead> {
+  sample: RequestSample;
+  /** Absent when no response arrived. */
+  head?: ResponseHead;
+  /** What the body consumer returned; absent when it did not finish. */
+  body?: T;
+  /**
+   * Bytes read from the TCP connection for this response (see TimedConnector.bytesReadOn).
+   * Exact when the previous response on the connection was read to its end.
+   */
+  wireBytes?: number;
+}
+
+export async function readWholeBody(body: ResponseBody): Promise<BodyRead> {
   let bytes = 0;
   for await (const chunk of body) bytes += (chunk as Buffer).length;
-  return bytes;
+  return { bytes };
 }
 
 export class TimedHttpClient {
@@ -36,9 +75,12 @@ export class TimedHttpClient {
   private readonly client: Client;
   private readonly url: URL;
   private readonly hostIsLiteral: boolean;
+  /** The target's headers with lower-case names, so a request's own headers replace them rather than doubling them. */
+  private readonly targetHeaders: Record<string, string>;
 
-  constructor(private readonly options: TimedClientOptions) {
+  constructor(options: TimedClientOptions) {
     this.url = new URL(options.target.url);
+    this.targetHeaders = Object.fromEntries(Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
     this.hostIsLiteral = /^[\d.]+$|^\[/.test(this.url.hostname);
     this.connector = new TimedConnector({
       tls: options.target.tls,
@@ -59,42 +101,62 @@ export class TimedHttpClient {
   }
 
   async request(opts: TimedRequestOptions): Promise<RequestSample> {
+    return (await this.exchange(opts)).sample;
+  }
+
+  async exchange<T extends BodyRead = BodyRead>(opts: TimedRequestOptions<T>): Promise<TimedExchange<T>> {
     const opened = this.connector.connections.length;
+    const previous = this.connector.lastRequestSent?.timeline;
+    const previousBytes = previous ? this.connector.bytesReadOn(previous) : 0;
     const start = performance.now();
-    let status: number | undefined;
+    let head: ResponseHead | undefined;
+    let body: ResponseBody | undefined;
     let serverClosed: boolean | undefined;
     try {
       const response = await this.client.request({
-        method: 'GET',
-        path: this.url.pathname + this.url.search,
-        headers: this.options.target.headers,
+        method: opts.method ?? 'GET',
+        path: opts.path ?? this.url.pathname + this.url.search,
+        headers: { ...this.targetHeaders, ...opts.headers },
         reset: opts.closeAfter ?? false,
         signal: opts.signal,
       });
       const headersAt = performance.now();
-      status = response.statusCode;
+      head = { statusCode: response.statusCode, headers: response.headers };
+      body = response.body;
       serverClosed = response.headers.connection === 'close';
-      const bodyBytes = await (opts.consumeBody ?? readWholeBody)(response.body);
+      const consume = (opts.consumeBody ?? readWholeBody) as BodyConsumer<T>;
+      const read = await consume(body, head);
       const end = performance.now();
       const sent = this.connector.lastRequestSent;
       const newConnection = this.connector.connections.length > opened;
+      const used = sent && sent.at >= start ? sent : undefined;
       return {
-        seq: opts.seq,
-        status,
-        newConnection,
-        phases: this.phases(start, sent && sent.at >= start ? sent : undefined, newConnection, headersAt, end),
-        bodyBytes,
-        serverClosed,
+        sample: {
+          seq: opts.seq,
+          status: head.statusCode,
+          newConnection,
+          phases: this.phases(start, used, newConnection, headersAt, end),
+          bodyBytes: read.bytes,
+          serverClosed,
+        },
+        head,
+        body: read,
+        wireBytes: used ? this.connector.bytesReadOn(used.timeline) - (used.timeline === previous ? previousBytes : 0) : undefined,
       };
     } catch (err) {
+      // A body its consumer gave up on would hold the connection; let it go.
+      if (body && !body.destroyed) closeBody(body);
       return {
-        seq: opts.seq,
-        status,
-        newConnection: this.connector.connections.length > opened,
-        phases: { total: performance.now() - start },
-        bodyBytes: 0,
-        serverClosed,
-        error: classifyError(err),
+        sample: {
+          seq: opts.seq,
+          status: head?.statusCode,
+          newConnection: this.connector.connections.length > opened,
+          phases: { total: performance.now() - start },
+          bodyBytes: 0,
+          serverClosed,
+          error: classifyError(err),
+        },
+        head,
       };
     }
   }

@@ -1,8 +1,14 @@
 // Every probe kind's implementation; the mapped type makes a missing one a compile error.
 import type { ProbeKind } from '../../contracts/probes/index.js';
+import { compressionProbe } from './compression.js';
+import { corsProbe } from './cors.js';
+import { drainProbe } from './drain.js';
 import type { Probe } from './probe.js';
 import { reuseProbe } from './reuse.js';
 
 export const PROBE_IMPLEMENTATIONS: { [K in ProbeKind]: Probe<K> } = {
   reuse: reuseProbe,
+  compression: compressionProbe,
+  cors: corsProbe,
+  drain: drainProbe,
 };

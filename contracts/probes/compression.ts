@@ -1,0 +1,116 @@
+// The `compression` probe: is compression worth it for this response and link?
+import { z } from 'zod';
+import { requestSampleSchema } from '../common.js';
+import { defineProbe, schemeOf } from './define.js';
+
+/** What the probe may ask for in Accept-Encoding; zstd is measured only where the runtime has it. */
+export const ACCEPT_ENCODINGS = ['identity', 'gzip', 'br', 'zstd'] as const;
+export type AcceptEncoding = (typeof ACCEPT_ENCODINGS)[number];
+export const LEVEL_TABLE_CODINGS = ['gzip', 'br', 'zstd'] as const;
+
+const levels = (min: number, max: number, fallback: number[]) =>
+  z.array(z.int().min(min).max(max)).max(12).default(fallback);
+
+/** One Accept-Encoding asked for: what came back, over `requests` requests. */
+export const encodingRowSchema = z.strictObject({
+  acceptEncoding: z.enum(ACCEPT_ENCODINGS),
+  /** Requests that were answered (with any status). */
+  answered: z.int().nonnegative(),
+  status: z.int().optional(),
+  /** The Content-Encoding of the answer; null when the body came unencoded. */
+  contentEncoding: z.string().nullable(),
+  contentType: z.string().nullable(),
+  vary: z.string().nullable(),
+  /** Body bytes as sent, before decoding (curl's size_download). */
+  encodedBytes: z.int().nonnegative(),
+  /** Every byte of the response read from the TCP connection: status line, headers, framing, body (and TLS records on https). */
+  wireBytes: z.int().nonnegative().optional(),
+  decodedBytes: z.int().nonnegative().optional(),
+  /** Median time to decode the body here (0 for an unencoded body). */
+  decodeMs: z.number().nonnegative().optional(),
+  /** Median time to first byte of the response, from the request being written. */
+  processingMs: z.number().nonnegative().optional(),
+  /** First bytes of the body as sent, hex: "1f8b..." is raw gzip, what a client that does not decode sees. */
+  firstBytesHex: z.string(),
+  /** Why the body could not be decoded, when it could not. */
+  decodeError: z.string().optional(),
+});
+export type EncodingRow = z.infer<typeof encodingRowSchema>;
+
+export const levelRowSchema = z.strictObject({
+  coding: z.enum(LEVEL_TABLE_CODINGS),
+  level: z.int(),
+  bytes: z.int().nonnegative(),
+  /** bytes / input bytes. */
+  ratio: z.number().nonnegative(),
+  compressMs: z.number().nonnegative(),
+  decompressMs: z.number().nonnegative(),
+  /** Repetitions the medians are over (bounded in count and time). */
+  runs: z.int().positive(),
+});
+export type LevelRow = z.infer<typeof levelRowSchema>;
+
+export const linkRowSchema = z.strictObject({
+  acceptEncoding: z.enum(ACCEPT_ENCODINGS),
+  contentEncoding: z.string().nullable(),
+  wireBytes: z.int().nonnegative(),
+  /** The server's extra time to first byte over identity (its compression), floored at 0. */
+  compressMs: z.number().nonnegative(),
+  transferMs: z.number().nonnegative(),
+  decodeMs: z.number().nonnegative(),
+  totalMs: z.number().nonnegative(),
+});
+
+export const compressionProbe = defineProbe({
+  kind: 'compression',
+  summary: 'Bytes on the wire and decode time per Accept-Encoding, Vary, a local level table, and a link model',
+  params: z.strictObject({
+    /** Accept-Encoding values asked for, one at a time. */
+    encodings: z
+      .array(z.enum(ACCEPT_ENCODINGS))
+      .min(1)
+      .refine((list) => new Set(list).size === list.length, 'lists an encoding twice')
+      .default(['identity', 'gzip', 'br', 'zstd']),
+    /** Requests per encoding (interleaved), for the medians. */
+    requests: z.int().min(1).max(100).default(5),
+    /** Levels of the local level table, on the decoded body. */
+    gzipLevels: levels(1, 9, [1, 6, 9]),
+    brotliLevels: levels(0, 11, [1, 5, 11]),
+    zstdLevels: levels(1, 22, [1, 3, 19]),
+    /** Compress and decompress runs per level for the medians; each level stops after about a second. */
+    repetitions: z.int().min(1).max(200).default(20),
+    /** Link speeds of the link model, in MB/s (10^6 bytes per second). */
+    linkSpeedsMBps: z.array(z.number().positive().max(100_000)).min(1).max(10).default([1, 100]),
+    /** Bodies under this many bytes are "tiny": compressing them adds bytes. */
+    tinyBytes: z.int().min(1).max(1 << 20).default(1024),
+    /** Per-request time bound. */
+    timeoutMs: z.int().min(1).max(120_000).default(10_000),
+  }),
+  variant: z.strictObject({ scheme: z.enum(['http', 'https']) }),
+  details: z.strictObject({
+    encodings: z.array(encodingRowSchema),
+    /** Encodings asked for that this runtime cannot decode (zstd before Node 22.15), with why. */
+    unavailable: z.array(z.strictObject({ encoding: z.enum(ACCEPT_ENCODINGS), reason: z.string() })),
+    levelTable: z
+      .strictObject({
+        /** Bytes compressed: the decoded body, or its first 4 MiB. */
+        inputBytes: z.int().nonnegative(),
+        contentType: z.string().nullable(),
+        rows: z.array(levelRowSchema),
+        /** The table level whose size is nearest the server's gzip answer (within 2%), if any. */
+        serverGzipLevel: z.int().nullable(),
+      })
+      .nullable(),
+    linkModel: z.array(
+      z.strictObject({
+        linkMBps: z.number(),
+        rows: z.array(linkRowSchema),
+        fastest: z.enum(ACCEPT_ENCODINGS),
+        /** One sentence: what to do on this link, and by how much. */
+        recommendation: z.string(),
+      }),
+    ),
+    samples: z.array(requestSampleSchema.extend({ acceptEncoding: z.enum(ACCEPT_ENCODINGS) })),
+  }),
+  variants: (_params, target) => [{ scheme: schemeOf(target.url) }],
+});

@@ -1,0 +1,95 @@
+// The `cors` probe: does the preflight answer what a browser needs, and what does a refused
+// origin still get?
+import { z } from 'zod';
+import { probeErrorSchema, requestSampleSchema } from '../common.js';
+import { defineProbe, schemeOf } from './define.js';
+
+/** An origin as a browser sends it: scheme://host[:port], nothing else. */
+const originSchema = z.string().superRefine((value, ctx) => {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    // reported below
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== value) {
+    ctx.addIssue({ code: 'custom', message: `"${value}" is not an origin (scheme://host[:port], no path or trailing slash)` });
+  }
+});
+
+/** The probe tags each GET with a unique id in this header, to find it in the server's request log. */
+export const REQUEST_ID_HEADER = 'x-probefleet-request-id';
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+export const CORS_ROLES = ['allowed', 'refused', 'random'] as const;
+
+/** The CORS-relevant headers of one response. Absent header = field absent. */
+export const corsAnswerSchema = z.strictObject({
+  status: z.int().optional(),
+  allowOrigin: z.string().optional(),
+  allowCredentials: z.string().optional(),
+  allowMethods: z.string().optional(),
+  allowHeaders: z.string().optional(),
+  maxAge: z.string().optional(),
+  vary: z.string().optional(),
+  error: probeErrorSchema.optional(),
+});
+export type CorsAnswer = z.infer<typeof corsAnswerSchema>;
+
+export const corsOriginSchema = z.strictObject({
+  origin: z.string(),
+  /** What the plan says this origin should be; `random` is a made-up origin no allowlist holds. */
+  role: z.enum(CORS_ROLES),
+  preflight: corsAnswerSchema,
+  get: corsAnswerSchema.extend({
+    bodyBytes: z.int().nonnegative(),
+    /** Sent as X-Probefleet-Request-Id, to find this request in the server's log. */
+    requestId: z.string(),
+    /** The server's log shows this request ran; absent when no log was read. */
+    ranOnServer: z.boolean().optional(),
+  }),
+  /** What a browser would conclude from the preflight. */
+  verdict: z.strictObject({
+    /** The preflight let this origin send the request (status ok and origin allowed). */
+    preflightAllowsOrigin: z.boolean(),
+    /** The method is allowed (or CORS-safelisted). */
+    methodAllowed: z.boolean(),
+    /** Requested headers the preflight did not allow. */
+    headersMissing: z.array(z.string()),
+    /** The page may read the GET's response. */
+    getReadable: z.boolean(),
+  }),
+});
+export type CorsOriginResult = z.infer<typeof corsOriginSchema>;
+
+export const corsProbe = defineProbe({
+  kind: 'cors',
+  summary: 'Preflight and simple GET per allowed, refused and random origin: what a browser needs, and what the server still runs',
+  params: z.strictObject({
+    /** Origins the API should allow, e.g. https://app.example. */
+    allowedOrigins: z.array(originSchema).max(20).default([]),
+    /** Origins the API should refuse, e.g. https://evil.example. */
+    refusedOrigins: z.array(originSchema).max(20).default([]),
+    /** The method the page wants to send (Access-Control-Request-Method). */
+    method: z.string().regex(TOKEN, 'not an HTTP method').default('PUT'),
+    /** Non-safelisted headers the page sends (Access-Control-Request-Headers). */
+    requestHeaders: z.array(z.string().regex(TOKEN, 'not a valid header name')).max(20).default(['content-type']),
+    /** The page sends cookies or Authorization: a wildcard then allows nothing. */
+    credentials: z.boolean().default(false),
+    /** A path on the target that returns the server's request log (any text); the probe looks for its request ids in it. */
+    serverLogPath: z.string().startsWith('/', 'must be a path starting with "/"').optional(),
+    /** Per-request time bound. */
+    timeoutMs: z.int().min(1).max(120_000).default(10_000),
+  }),
+  variant: z.strictObject({ scheme: z.enum(['http', 'https']) }),
+  details: z.strictObject({
+    method: z.string(),
+    requestHeaders: z.array(z.string()),
+    credentials: z.boolean(),
+    origins: z.array(corsOriginSchema),
+    serverLog: z.strictObject({ path: z.string(), status: z.int().optional(), error: probeErrorSchema.optional() }).nullable(),
+    samples: z.array(requestSampleSchema),
+  }),
+  variants: (_params, target) => [{ scheme: schemeOf(target.url) }],
+});

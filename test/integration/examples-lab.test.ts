@@ -1,0 +1,103 @@
+// The example plans reproduce their articles' tables against the lab. The plans name the lab's
+// fixed ports (18170 + offset) so `probefleet run --lab` works; here the same plans run against
+// a lab on free ports, so the test never collides with another run on 18170.
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createLogger } from '../../common/log.js';
+import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
+import { runReportSchema } from '../../contracts/result.js';
+import { runEmbedded } from '../../coordinator/embedded-runner.js';
+import { parsePlan } from '../../coordinator/plan-loader.js';
+import { renderRunReport } from '../../coordinator/report/text.js';
+import { buildRunReport } from '../../coordinator/run-report.js';
+import { splitPlan } from '../../coordinator/split.js';
+import { DEFAULT_LAB_PORT, LAB_SERVERS, startLab, type Lab } from '../../lab/index.js';
+import { REPO_ROOT } from '../helpers/repo.js';
+
+const log = createLogger('test', 'silent');
+let lab: Lab;
+
+before(async () => {
+  lab = await startLab({ log });
+});
+after(async () => {
+  await lab.close();
+});
+
+/** Runs an example plan against this test's lab, the way `probefleet run --lab` runs it against the fixed ports. */
+async function runExample(file: string): Promise<{ report: RunReport; text: string }> {
+  const original = await readFile(path.join(REPO_ROOT, 'examples', file), 'utf8');
+  const text = original.replace(/127\.0\.0\.1:(\d+)/g, (match, port: string) => {
+    const spec = LAB_SERVERS.find((s) => DEFAULT_LAB_PORT + s.offset === Number(port));
+    assert.ok(spec, `${file}: ${match} is not one of the lab's fixed ports`);
+    return `127.0.0.1:${lab.servers[spec.name].port}`;
+  });
+  const loaded = await parsePlan(text, file);
+  const results = await runEmbedded(splitPlan(loaded, 'example-run'), { log, progress: { start() {}, step() {}, done() {} } });
+  const report = runReportSchema.parse(
+    JSON.parse(JSON.stringify(buildRunReport({ runId: 'example-run', mode: 'embedded', plan: loaded.plan, startedAt: new Date(), finishedAt: new Date(), results }))),
+  ) as RunReport;
+  return { report, text: renderRunReport(report) };
+}
+
+function only<K extends ProbeResult['probe']>(report: RunReport, probe: K, target: string, mode?: string): ResultOf<K> {
+  const found = report.results.filter((r) => r.probe === probe && r.target === target && (!mode || (r.variant as { mode?: string }).mode === mode));
+  assert.equal(found.length, 1, `${probe} ${target} ${mode ?? ''}`);
+  return found[0] as ResultOf<K>;
+}
+
+describe('example plans against the lab', () => {
+  test("go-drain.yaml: the article's 100 GETs, ~100 connections unread vs 1 drained", async () => {
+    const { report, text } = await runExample('go-drain.yaml');
+    assert.ok(report.results.every((r) => r.ok), JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)));
+    const conns = (target: string, mode: string) => only(report, 'drain', target, mode).summary.connectionsOpened;
+    assert.equal(conns('body-200k', 'full'), 1);
+    assert.equal(conns('body-200k', 'unread'), 100);
+    assert.equal(conns('body-200k', 'drain'), 1);
+    // The newline trails the JSON by 10 ms; a client process stalled longer than that (a busy
+    // machine) reads both at once and keeps its connection: hence "about" 100 and 1.
+    assert.ok(conns('json-newline', 'json') >= 90, `json: ${conns('json-newline', 'json')} connections`);
+    assert.ok(conns('json-newline', 'drain') <= 3, `json drained: ${conns('json-newline', 'drain')} connections`);
+    assert.equal(conns('trickle', 'drain'), 20);
+    assert.equal(conns('close', 'drain'), 20);
+    assert.deepEqual(report.findings.map((f) => `${f.code} ${f.target}`).sort(), [
+      'UNREAD_BODY_BREAKS_REUSE body-200k',
+      'UNREAD_BODY_BREAKS_REUSE json-newline',
+      'UNREAD_BODY_BREAKS_REUSE trickle',
+    ]);
+    assert.match(text, /Drain: sequential HTTP\/1\.1 requests/);
+    assert.match(text, /local\s+body-200k\s+unread\s+100\s+100\s+99\s/);
+    assert.match(text, /Decision table/);
+  });
+
+  test("lecture-compression-cors.yaml: the lecture's gzip table, its mistakes, and the CORS section", async () => {
+    const { report, text } = await runExample('lecture-compression-cors.yaml');
+    assert.ok(report.results.every((r) => r.ok), JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)));
+
+    const api = only(report, 'compression', 'api');
+    const gzip = api.details!.levelTable!.rows.filter((r) => r.coding === 'gzip');
+    assert.equal(api.details!.levelTable!.inputBytes, 179_500);
+    assert.ok(gzip[0].bytes > gzip[1].bytes && gzip[1].bytes > gzip[2].bytes);
+    assert.equal(api.details!.levelTable!.serverGzipLevel, 6);
+
+    const byTarget = (code: string) => report.findings.filter((f) => f.code === code).map((f) => f.target).sort();
+    assert.deepEqual(byTarget('COMPRESSES_TINY_RESPONSE'), ['tiny']);
+    assert.deepEqual(byTarget('COMPRESSES_INCOMPRESSIBLE'), ['random']);
+    assert.deepEqual(byTarget('NO_COMPRESSION_FOR_TEXT'), ['uncompressed']);
+    assert.deepEqual(byTarget('COMPRESSION_WITHOUT_VARY'), ['no-vary']);
+    assert.deepEqual(byTarget('CORS_WILDCARD_WITH_CREDENTIALS'), ['cors-wildcard']);
+    assert.deepEqual(byTarget('CORS_REFLECTS_ANY_ORIGIN'), ['cors-reflect']);
+    assert.deepEqual(byTarget('CORS_MISSING_VARY_ORIGIN'), ['cors-no-vary']);
+    assert.deepEqual(byTarget('CORS_PREFLIGHT_MISSING_METHOD'), ['cors-narrow']);
+    assert.deepEqual(byTarget('CORS_PREFLIGHT_MISSING_HEADER'), ['cors-narrow']);
+    assert.deepEqual(byTarget('CORS_REFUSED_ORIGIN_STILL_SERVED'), ['api']);
+    assert.equal(report.findings.find((f) => f.code === 'CORS_REFUSED_ORIGIN_STILL_SERVED')?.data.ranOnServer, true);
+    assert.ok(report.decisions.some((d) => d.situation.startsWith('Text over 1 KB') && d.evidence.includes('api from local')));
+
+    assert.match(text, /Level table for api \(local\): 179,500 B of application\/json/);
+    assert.match(text, /Raw gzip: asked for gzip, .* sent bodies starting 1f 8b/);
+    assert.match(text, /local\s+api\s+refused\s+https:\/\/evil\.example\s+204\s+-/);
+  });
+});

@@ -1,0 +1,135 @@
+// Ways a client handles a response body, as TimedHttpClient body consumers: keep it, close it
+// unread, drain it within a cap, or decode one JSON value and stop. How each ends decides
+// whether the connection can carry the next request (see TimedRequestOptions.consumeBody).
+import { performance } from 'node:perf_hooks';
+import type { BodyRead, ResponseBody, ResponseHead } from './timed-client.js';
+
+export class UnexpectedBodyError extends Error {
+  override name = 'UnexpectedBodyError';
+  readonly code = 'UNEXPECTED_BODY';
+}
+
+/** Destroys a body the client will not read; undici then drops the connection unless the response was already complete. */
+export function closeBody(body: ResponseBody): void {
+  // Destroying emits an abort error on the body; nobody else listens for it.
+  body.on('error', () => {});
+  body.destroy();
+}
+
+export function contentLength(head: ResponseHead): number | undefined {
+  const value = Number(head.headers['content-length']);
+  return Number.isInteger(value) && value >= 0 ? value : undefined;
+}
+
+/** The whole body in memory, up to `maxBytes`. */
+export function collectBody(maxBytes: number) {
+  return async (body: ResponseBody): Promise<BodyRead & { data: Buffer }> => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of body) {
+      bytes += (chunk as Buffer).length;
+      if (bytes > maxBytes) {
+        closeBody(body);
+        throw new UnexpectedBodyError(`body larger than ${maxBytes} bytes, the most this probe keeps`);
+      }
+      chunks.push(chunk as Buffer);
+    }
+    return { bytes, data: Buffer.concat(chunks, bytes) };
+  };
+}
+
+export interface DrainOutcome extends BodyRead {
+  /** The body was read to its end. */
+  complete: boolean;
+  capHit?: 'bytes' | 'time';
+  drainMs: number;
+}
+
+/**
+ * Reads and discards the body, at most `maxBytes` and for at most `maxMs`, then closes it (Go
+ * 1.27's drain of an unread body). A declared length over the byte cap is not even started.
+ */
+export async function drainBody(body: ResponseBody, head: ResponseHead, cap: { maxBytes: number; maxMs: number }): Promise<DrainOutcome> {
+  const start = performance.now();
+  const declared = contentLength(head);
+  if (declared !== undefined && declared > cap.maxBytes) {
+    closeBody(body);
+    return { bytes: 0, complete: false, capHit: 'bytes', drainMs: 0 };
+  }
+  let bytes = 0;
+  let capHit: DrainOutcome['capHit'];
+  const timer = setTimeout(() => {
+    capHit = 'time';
+    closeBody(body);
+  }, cap.maxMs);
+  try {
+    for await (const chunk of body) {
+      bytes += (chunk as Buffer).length;
+      if (bytes > cap.maxBytes) {
+        capHit = 'bytes';
+        closeBody(body);
+        break;
+      }
+    }
+  } catch (err) {
+    // Destroyed at the time cap: the loop ends with the abort error; anything else is real.
+    if (capHit !== 'time') throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  return { bytes, complete: capHit === undefined, ...(capHit ? { capHit } : {}), drainMs: performance.now() - start };
+}
+
+/** Largest JSON value the json mode decodes. */
+const MAX_JSON_BYTES = 16 << 20;
+
+/**
+ * Reads until one JSON object or array is complete, parses it, and closes the body without
+ * reading further, like Go's json.Decoder: whatever follows the closing bracket (a trailing
+ * newline) is left unread. `bytes` counts the body up to and including the closing bracket.
+ */
+export async function decodeJsonValue(body: ResponseBody): Promise<BodyRead> {
+  const parts: Buffer[] = [];
+  let depth = 0;
+  let started = false;
+  let inString = false;
+  let escaped = false;
+  let length = 0;
+  const iterator = body[Symbol.asyncIterator]();
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done) throw new UnexpectedBodyError(started ? 'the body ended inside a JSON value' : 'the body holds no JSON object or array');
+    const chunk = next.value as Buffer;
+    for (let i = 0; i < chunk.length; i++) {
+      const c = chunk[i];
+      if (!started) {
+        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+        if (c !== 0x7b && c !== 0x5b) throw new UnexpectedBodyError('the body does not start with a JSON object or array');
+        started = true;
+      }
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (c === 0x5c) escaped = true;
+        else if (c === 0x22) inString = false;
+      } else if (c === 0x22) inString = true;
+      else if (c === 0x7b || c === 0x5b) depth++;
+      else if (c === 0x7d || c === 0x5d) depth--;
+      if (started && depth === 0) {
+        parts.push(chunk.subarray(0, i + 1));
+        length += i + 1;
+        const text = Buffer.concat(parts, length).toString('utf8');
+        try {
+          JSON.parse(text);
+        } catch (err) {
+          throw new UnexpectedBodyError(`the body is not valid JSON: ${(err as Error).message}`);
+        }
+        // The decoder is done: stop reading, as a client that only wanted the value would.
+        closeBody(body);
+        return { bytes: length };
+      }
+    }
+    parts.push(chunk);
+    length += chunk.length;
+    if (length > MAX_JSON_BYTES) throw new UnexpectedBodyError(`JSON value larger than ${MAX_JSON_BYTES} bytes`);
+  }
+}

@@ -1,0 +1,345 @@
+// `compression`: is compression worth it for this response and link?
+// Asks for each Accept-Encoding in turn (interleaved, over one connection), decodes what came
+// back with node:zlib here (undici neither asks for nor decodes encodings by itself, so the
+// decode is timed on its own), builds the lecture's level table on the decoded body, and models
+// identity against each encoding at the plan's link speeds.
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { performance } from 'node:perf_hooks';
+import { codingUnavailable, compress, CONTENT_CODINGS, decompress, isContentCoding, type ContentCoding } from '../../common/content-coding.js';
+import { median } from '../../common/stats.js';
+import { finding, type Finding } from '../../contracts/findings.js';
+import type { JobOf } from '../../contracts/job.js';
+import type { AcceptEncoding, EncodingRow, LevelRow } from '../../contracts/probes/compression.js';
+import type { ProbeDetails } from '../../contracts/probes/index.js';
+import { collectBody } from '../http/body.js';
+import { runSequence, summarize } from '../http/sequence.js';
+import { TimedHttpClient, type TimedExchange } from '../http/timed-client.js';
+import type { Probe } from './probe.js';
+
+type Details = ProbeDetails<'compression'>;
+
+/** The most body the probe keeps in memory and decodes. */
+const MAX_BODY_BYTES = 32 << 20;
+/** The level table compresses at most this much of the body: brotli 11 takes seconds per MiB. */
+const MAX_TABLE_BYTES = 4 << 20;
+/** Each level of the table stops after this long once it has MIN_LEVEL_RUNS runs (or after one run three times as long). */
+const LEVEL_BUDGET_MS = 1000;
+const MIN_LEVEL_RUNS = 3;
+
+const TEXT_TYPE = /^(text\/|application\/([\w.+-]*\+)?(json|javascript|xml)|image\/svg\+xml)/i;
+const ALREADY_COMPRESSED_TYPE = /^(image\/(?!svg)|video\/|audio\/|font\/woff2?|application\/(zip|gzip|x-gzip|zstd|x-7z-compressed|x-rar-compressed|x-bzip2|x-xz|pdf))/i;
+/** An encoded body at least this fraction of the decoded one saved next to nothing. */
+const NO_SAVING_RATIO = 0.97;
+/** GZIP_LEVEL_WASTE: the higher level costs at least this many times the CPU ... */
+const WASTE_CPU_FACTOR = 2.5;
+/** ... for at most this fraction of bytes saved. */
+const WASTE_MAX_SAVING = 0.08;
+
+interface Observation {
+  status: number;
+  contentEncoding: string | null;
+  contentType: string | null;
+  vary: string | null;
+  encodedBytes: number;
+  /** The first bytes as sent: 1f 8b is gzip. */
+  firstBytesHex: string;
+  wireBytes?: number;
+  processingMs?: number;
+  decodedBytes?: number;
+  decodeMs?: number;
+  decodeError?: string;
+}
+
+function header(value: string | string[] | undefined): string | null {
+  if (value === undefined) return null;
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** Decodes a body by its Content-Encoding (`x-gzip` is gzip; identity and none need nothing). */
+function decodeBody(encoded: Buffer, contentEncoding: string | null): { decoded?: Buffer; decodeMs?: number; decodeError?: string } {
+  const coding = contentEncoding?.trim().toLowerCase().replace(/^x-gzip$/, 'gzip');
+  if (!coding || coding === 'identity') return { decoded: encoded, decodeMs: 0 };
+  if (!isContentCoding(coding)) return { decodeError: `cannot decode Content-Encoding "${contentEncoding}"` };
+  const unavailable = codingUnavailable(coding);
+  if (unavailable) return { decodeError: unavailable };
+  try {
+    const start = performance.now();
+    const decoded = decompress(coding, encoded);
+    return { decoded, decodeMs: performance.now() - start };
+  } catch (err) {
+    return { decodeError: `${coding} body does not decode: ${(err as Error).message}` };
+  }
+}
+
+/** What one answer showed, and its decoded body (kept apart: only one per encoding is kept). */
+function observe(exchange: TimedExchange<{ bytes: number; data: Buffer }>): { observation: Observation; decoded?: Buffer } | undefined {
+  const { head, body, sample } = exchange;
+  if (!head || !body) return undefined;
+  const contentEncoding = header(head.headers['content-encoding']);
+  const { decoded, decodeMs, decodeError } = decodeBody(body.data, contentEncoding);
+  return {
+    observation: {
+      status: head.statusCode,
+      contentEncoding,
+      contentType: header(head.headers['content-type']),
+      vary: header(head.headers.vary),
+      encodedBytes: body.data.length,
+      firstBytesHex: body.data.subarray(0, 4).toString('hex'),
+      wireBytes: exchange.wireBytes,
+      processingMs: sample.phases.processing,
+      ...(decoded ? { decodedBytes: decoded.length, decodeMs } : { decodeError }),
+    },
+    decoded,
+  };
+}
+
+const medianOf = (values: (number | undefined)[]) => {
+  const present = values.filter((v): v is number => v !== undefined);
+  return present.length > 0 ? median(present) : undefined;
+};
+
+function encodingRow(acceptEncoding: AcceptEncoding, seen: Observation[]): EncodingRow {
+  const last = seen.at(-1);
+  const decodedBytes = medianOf(seen.map((o) => o.decodedBytes));
+  const wireBytes = medianOf(seen.map((o) => o.wireBytes));
+  const decodeMs = medianOf(seen.map((o) => o.decodeMs));
+  const processingMs = medianOf(seen.map((o) => o.processingMs));
+  const decodeError = seen.find((o) => o.decodeError)?.decodeError;
+  return {
+    acceptEncoding,
+    answered: seen.length,
+    ...(last ? { status: last.status } : {}),
+    contentEncoding: last?.contentEncoding ?? null,
+    contentType: last?.contentType ?? null,
+    vary: last?.vary ?? null,
+    encodedBytes: Math.round(medianOf(seen.map((o) => o.encodedBytes)) ?? 0),
+    ...(wireBytes !== undefined ? { wireBytes: Math.round(wireBytes) } : {}),
+    ...(decodedBytes !== undefined ? { decodedBytes: Math.round(decodedBytes) } : {}),
+    ...(decodeMs !== undefined ? { decodeMs } : {}),
+    ...(processingMs !== undefined ? { processingMs } : {}),
+    firstBytesHex: last?.firstBytesHex ?? '',
+    ...(decodeError ? { decodeError } : {}),
+  };
+}
+
+const ok = (row: EncodingRow) => row.status !== undefined && row.status >= 200 && row.status < 300 && !row.decodeError && row.decodedBytes !== undefined;
+const compressed = (row: EncodingRow) => ok(row) && row.contentEncoding !== null && row.contentEncoding.toLowerCase() !== 'identity';
+
+export const compressionProbe: Probe<'compression'> = async (job, { signal }) => {
+  const { params } = job;
+  const unavailable = params.encodings.flatMap((encoding) => {
+    const reason = encoding === 'identity' ? undefined : codingUnavailable(encoding);
+    return reason ? [{ encoding, reason }] : [];
+  });
+  const asked = params.encodings.filter((e) => !unavailable.some((u) => u.encoding === e));
+  const seen = new Map<AcceptEncoding, Observation[]>(asked.map((e) => [e, []]));
+  const bodies = new Map<AcceptEncoding, Buffer>();
+
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs });
+  let run;
+  try {
+    run = await runSequence(asked.length === 0 ? 0 : params.requests * asked.length, signal, async (seq) => {
+      const acceptEncoding = asked[seq % asked.length];
+      const exchange = await client.exchange({ seq, signal, headers: { 'accept-encoding': acceptEncoding }, consumeBody: collectBody(MAX_BODY_BYTES) });
+      const observed = observe(exchange);
+      if (observed) {
+        seen.get(acceptEncoding)!.push(observed.observation);
+        if (observed.decoded) bodies.set(acceptEncoding, observed.decoded);
+      }
+      return { ...exchange.sample, bodyBytes: observed?.decoded?.length ?? exchange.sample.bodyBytes, acceptEncoding };
+    });
+  } finally {
+    await client.close();
+  }
+
+  const encodings = asked.map((e) => encodingRow(e, seen.get(e)!));
+  const input = pickLevelTableInput(encodings, bodies);
+  const levelTable = input ? await buildLevelTable(input.body, input.contentType, encodings, params, signal) : null;
+  const details: Details = { encodings, unavailable, levelTable, linkModel: linkModel(encodings, params.linkSpeedsMBps), samples: run.samples };
+  return {
+    summary: summarize(run.samples, client.connections.length, run.durationMs),
+    details,
+    findings: compressionFindings(job, details),
+    error: run.stoppedEarly ?? (asked.length === 0 ? { code: 'INVALID_JOB', message: `none of the encodings asked for can be decoded here: ${unavailable.map((u) => u.reason).join('; ')}` } : null),
+  };
+};
+
+/** The identity body when it came back, else any decoded one; at most MAX_TABLE_BYTES of it. */
+function pickLevelTableInput(rows: EncodingRow[], bodies: Map<AcceptEncoding, Buffer>): { body: Buffer; contentType: string | null } | undefined {
+  const usable = rows.filter((r) => ok(r) && (bodies.get(r.acceptEncoding)?.length ?? 0) > 0);
+  const row = usable.find((r) => r.contentEncoding === null) ?? usable[0];
+  return row ? { body: bodies.get(row.acceptEncoding)!.subarray(0, MAX_TABLE_BYTES), contentType: row.contentType } : undefined;
+}
+
+/** Median time of `fn`, over `repetitions` runs or until the budget is spent (at least MIN_LEVEL_RUNS). */
+async function timeRuns<T>(repetitions: number, signal: AbortSignal, fn: () => T): Promise<{ medianMs: number; runs: number; last: T }> {
+  const times: number[] = [];
+  const start = performance.now();
+  let last!: T;
+  while (times.length < repetitions) {
+    const t = performance.now();
+    last = fn();
+    times.push(performance.now() - t);
+    const elapsed = performance.now() - start;
+    if (signal.aborted || (elapsed > LEVEL_BUDGET_MS && (times.length >= MIN_LEVEL_RUNS || elapsed > 3 * LEVEL_BUDGET_MS))) break;
+    // Compression is synchronous CPU work: let timers and sockets (a worker's lock renewals) run.
+    await yieldToEventLoop();
+  }
+  return { medianMs: median(times), runs: times.length, last };
+}
+
+async function buildLevelTable(
+  input: Buffer,
+  contentType: string | null,
+  rows: EncodingRow[],
+  params: JobOf<'compression'>['params'],
+  signal: AbortSignal,
+): Promise<NonNullable<Details['levelTable']>> {
+  const levels: Record<ContentCoding, number[]> = { gzip: params.gzipLevels, br: params.brotliLevels, zstd: params.zstdLevels };
+  const table: LevelRow[] = [];
+  for (const coding of CONTENT_CODINGS) {
+    if (codingUnavailable(coding)) continue;
+    for (const level of levels[coding]) {
+      if (signal.aborted) break;
+      const packed = await timeRuns(params.repetitions, signal, () => compress(coding, input, level));
+      const unpacked = await timeRuns(packed.runs, signal, () => decompress(coding, packed.last));
+      table.push({
+        coding,
+        level,
+        bytes: packed.last.length,
+        ratio: packed.last.length / input.length,
+        compressMs: packed.medianMs,
+        decompressMs: unpacked.medianMs,
+        runs: Math.min(packed.runs, unpacked.runs),
+      });
+    }
+  }
+  return { inputBytes: input.length, contentType, rows: table, serverGzipLevel: serverGzipLevel(rows, table) };
+}
+
+/** The gzip level of the table whose size is within 2% of what the server sent, if exactly one is nearest. */
+function serverGzipLevel(rows: EncodingRow[], table: LevelRow[]): number | null {
+  const served = rows.find((r) => compressed(r) && r.contentEncoding?.toLowerCase() === 'gzip');
+  if (!served) return null;
+  const distance = (r: LevelRow) => Math.abs(r.bytes - served.encodedBytes);
+  const [nearest, next] = table.filter((r) => r.coding === 'gzip').sort((a, b) => distance(a) - distance(b));
+  // Levels that give the same size (a tiny body) say nothing about which one the server used.
+  if (!nearest || (next && distance(next) === distance(nearest))) return null;
+  return distance(nearest) <= 0.02 * served.encodedBytes ? nearest.level : null;
+}
+
+const fmtBytes = (n: number) => `${Math.round(n).toLocaleString('en-US')} B`;
+const fmtMs = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
+const percent = (part: number, whole: number) => `${((part / whole) * 100).toFixed(1)}%`;
+
+/** Identity against each distinct encoding served: server compression + transfer + decode. */
+function linkModel(rows: EncodingRow[], speeds: number[]): Details['linkModel'] {
+  const distinct: EncodingRow[] = [];
+  for (const row of rows.filter(ok)) {
+    if (!distinct.some((d) => (d.contentEncoding ?? 'identity') === (row.contentEncoding ?? 'identity'))) distinct.push(row);
+  }
+  if (distinct.length === 0) return [];
+  const identity = distinct.find((r) => !compressed(r));
+  return speeds.map((linkMBps) => {
+    const modelled = distinct.map((row) => {
+      const wireBytes = row.wireBytes ?? row.encodedBytes;
+      const compressMs = identity && compressed(row) ? Math.max(0, (row.processingMs ?? 0) - (identity.processingMs ?? 0)) : 0;
+      const transferMs = (wireBytes / (linkMBps * 1e6)) * 1000;
+      const decodeMs = row.decodeMs ?? 0;
+      return { acceptEncoding: row.acceptEncoding, contentEncoding: row.contentEncoding, wireBytes, compressMs, transferMs, decodeMs, totalMs: compressMs + transferMs + decodeMs };
+    });
+    const fastest = modelled.reduce((a, b) => (b.totalMs < a.totalMs ? b : a));
+    const plain = modelled.find((m) => m.contentEncoding === null);
+    let recommendation: string;
+    if (!plain) recommendation = `${fastest.contentEncoding} is the fastest of the encodings served (no identity answer to compare with)`;
+    else if (fastest === plain) {
+      const rival = modelled.filter((m) => m !== plain).sort((a, b) => a.totalMs - b.totalMs)[0];
+      recommendation = rival
+        ? `identity is faster by ${fmtMs(rival.totalMs - plain.totalMs)} than ${rival.contentEncoding} (${fmtMs(plain.totalMs)} vs ${fmtMs(rival.totalMs)}): compressing costs more time than the bytes it saves`
+        : `only identity was served (${fmtMs(plain.totalMs)} per response)`;
+    } else {
+      recommendation = `${fastest.contentEncoding} saves ${fmtMs(plain.totalMs - fastest.totalMs)} per response (${fmtMs(fastest.totalMs)} vs ${fmtMs(plain.totalMs)} identity)`;
+    }
+    return { linkMBps, rows: modelled, fastest: fastest.acceptEncoding, recommendation };
+  });
+}
+
+function compressionFindings(job: JobOf<'compression'>, details: Details): Finding[] {
+  const where = { region: job.region, target: job.target.name, probe: job.probe };
+  const { tinyBytes } = job.params;
+  const findings: Finding[] = [];
+  const answered = details.encodings.filter(ok);
+  const packed = answered.filter(compressed);
+  const describe = (r: EncodingRow) => `${r.contentEncoding} ${fmtBytes(r.encodedBytes)} (${percent(r.encodedBytes, r.decodedBytes!)})`;
+
+  const codings = new Set(answered.map((r) => r.contentEncoding?.toLowerCase() ?? 'identity'));
+  const noVary = answered.filter((r) => !/(^|,)\s*(accept-encoding|\*)\s*(,|$)/i.test(r.vary ?? ''));
+  if (codings.size > 1 && noVary.length > 0) {
+    findings.push(
+      finding(
+        'COMPRESSION_WITHOUT_VARY',
+        where,
+        `the answer's encoding depends on Accept-Encoding (${answered.map((r) => `${r.acceptEncoding} → ${r.contentEncoding ?? 'identity'}`).join(', ')}), ` +
+          `but ${noVary.length} of ${answered.length} answers lack Vary: Accept-Encoding (${noVary.map((r) => `${r.acceptEncoding}: ${r.vary === null ? 'no Vary' : `Vary: ${r.vary}`}`).join(', ')})`,
+        { encodingsServed: [...codings].join(','), answersWithoutVary: noVary.length },
+      ),
+    );
+  }
+
+  const tiny = packed.filter((r) => r.decodedBytes! < tinyBytes);
+  if (tiny.length > 0) {
+    findings.push(
+      finding(
+        'COMPRESSES_TINY_RESPONSE',
+        where,
+        `${fmtBytes(tiny[0].decodedBytes!)} of ${tiny[0].contentType ?? 'body'} sent compressed: ${tiny.map(describe).join(', ')}`,
+        { decodedBytes: tiny[0].decodedBytes!, encodedBytes: Math.min(...tiny.map((r) => r.encodedBytes)) },
+      ),
+    );
+  }
+
+  const wasted = packed.filter((r) => r.decodedBytes! >= tinyBytes && (ALREADY_COMPRESSED_TYPE.test(r.contentType ?? '') || r.encodedBytes >= NO_SAVING_RATIO * r.decodedBytes!));
+  if (wasted.length > 0) {
+    findings.push(
+      finding(
+        'COMPRESSES_INCOMPRESSIBLE',
+        where,
+        `${fmtBytes(wasted[0].decodedBytes!)} of ${wasted[0].contentType ?? 'body'} sent compressed: ${wasted.map(describe).join(', ')}`,
+        { decodedBytes: wasted[0].decodedBytes!, encodedBytes: Math.min(...wasted.map((r) => r.encodedBytes)), contentType: wasted[0].contentType ?? '' },
+      ),
+    );
+  }
+
+  const table = details.levelTable;
+  const askedCompression = answered.filter((r) => r.acceptEncoding !== 'identity');
+  const gzipDefault = table?.rows.find((r) => r.coding === 'gzip' && r.level === 6) ?? table?.rows.find((r) => r.coding === 'gzip');
+  if (packed.length === 0 && askedCompression.length > 0 && table && gzipDefault && TEXT_TYPE.test(table.contentType ?? '') && table.inputBytes >= tinyBytes && gzipDefault.ratio < 0.9) {
+    findings.push(
+      finding(
+        'NO_COMPRESSION_FOR_TEXT',
+        where,
+        `${fmtBytes(table.inputBytes)} of ${table.contentType} sent uncompressed to Accept-Encoding ${askedCompression.map((r) => r.acceptEncoding).join(', ')}; ` +
+          `gzip level ${gzipDefault.level} makes it ${fmtBytes(gzipDefault.bytes)} (${percent(gzipDefault.bytes, table.inputBytes)}) in ${fmtMs(gzipDefault.compressMs)} here`,
+        { decodedBytes: table.inputBytes, gzipBytes: gzipDefault.bytes, gzipLevel: gzipDefault.level, gzipCompressMs: gzipDefault.compressMs },
+      ),
+    );
+  }
+
+  if (table?.serverGzipLevel != null) {
+    const gzipRows = table.rows.filter((r) => r.coding === 'gzip');
+    const used = gzipRows.find((r) => r.level === table.serverGzipLevel)!;
+    const lower = gzipRows.filter((r) => r.level < used.level).sort((a, b) => Math.abs(a.level - 6) - Math.abs(b.level - 6))[0];
+    if (lower && used.compressMs >= WASTE_CPU_FACTOR * lower.compressMs && (lower.bytes - used.bytes) / lower.bytes <= WASTE_MAX_SAVING) {
+      findings.push(
+        finding(
+          'GZIP_LEVEL_WASTE',
+          where,
+          `the server's gzip answer matches level ${used.level} (${fmtBytes(used.bytes)}); here level ${used.level} took ${fmtMs(used.compressMs)} against ${fmtMs(lower.compressMs)} ` +
+            `for level ${lower.level} (${(used.compressMs / lower.compressMs).toFixed(1)}x the CPU) for ${percent(lower.bytes - used.bytes, lower.bytes)} fewer bytes`,
+          { serverLevel: used.level, serverLevelCompressMs: used.compressMs, lowerLevel: lower.level, lowerLevelCompressMs: lower.compressMs, bytesSaved: lower.bytes - used.bytes },
+        ),
+      );
+    }
+  }
+  return findings;
+}
