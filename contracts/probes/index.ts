@@ -1,9 +1,13 @@
 // The one list of probe kinds. Adding a probe: a contract file here, an implementation in
 // worker/probes/, and an entry in both lists; the compiler points at anything missed.
+import { http2Probe } from './http2.js';
 import { reuseProbe } from './reuse.js';
+import { tlsProbe } from './tls.js';
 
 export const PROBES = {
   reuse: reuseProbe,
+  tls: tlsProbe,
+  http2: http2Probe,
 } as const;
 
 export type ProbeKind = keyof typeof PROBES;

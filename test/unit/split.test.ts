@@ -29,7 +29,7 @@ describe('splitting a plan into jobs', () => {
     assert.equal(jobs.length, 2 * (2 * 3 + 2));
     for (const job of jobs) assert.ok(jobPayloadSchema.safeParse(job).success, job.jobId);
     assert.deepEqual(new Set(jobs.map((j) => j.region)), new Set(['eu-west', 'ap-south']));
-    const apiHttps = jobs.find((j) => j.target.name === 'api' && j.variant.mode === 'new');
+    const apiHttps = jobs.find((j) => j.target.name === 'api' && j.probe === 'reuse' && j.variant.mode === 'new');
     assert.deepEqual(apiHttps?.variant, { mode: 'new', scheme: 'https' });
     assert.deepEqual(apiHttps?.target.tls, { insecure: true });
   });

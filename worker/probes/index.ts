@@ -1,8 +1,12 @@
 // Every probe kind's implementation; the mapped type makes a missing one a compile error.
 import type { ProbeKind } from '../../contracts/probes/index.js';
+import { http2Probe } from './http2.js';
 import type { Probe } from './probe.js';
 import { reuseProbe } from './reuse.js';
+import { tlsProbe } from './tls.js';
 
 export const PROBE_IMPLEMENTATIONS: { [K in ProbeKind]: Probe<K> } = {
   reuse: reuseProbe,
+  tls: tlsProbe,
+  http2: http2Probe,
 };
