@@ -47,6 +47,11 @@ export async function runSequence<S extends Sample = RequestSample>(
       break;
     }
   }
+  const last = samples.at(-1);
+  if (!stoppedEarly && last?.error && samples.every((s) => s.error)) {
+    // Too few to stop early, but nothing was measured: that is a failure too.
+    stoppedEarly = { code: last.error.code, message: `all ${samples.length} ${noun} failed: ${last.error.message}` };
+  }
   return { samples, durationMs: performance.now() - start, stoppedEarly };
 }
 

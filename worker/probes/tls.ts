@@ -195,15 +195,16 @@ function findingsOf(
   const thresholdDays = job.params.certExpiryWarningDays;
   if (cert && cert.daysLeft < thresholdDays) {
     const day = cert.notAfter.slice(0, 10);
-    const days = Math.floor(Math.abs(cert.daysLeft));
+    const whole = Math.floor(Math.abs(cert.daysLeft));
+    const days = `${whole} day${whole === 1 ? '' : 's'}`;
     // The same sentence from every version's job, so the run keeps one copy (coordinator/analysis.ts).
     findings.push(
       finding(
         'CERT_EXPIRES_SOON',
         where,
         cert.daysLeft < 0
-          ? `certificate ${cert.subject} (issuer ${cert.issuer}) expired on ${day}, ${days} days ago`
-          : `certificate ${cert.subject} (issuer ${cert.issuer}) expires on ${day}, in ${days} days (warning below ${thresholdDays} days)`,
+          ? `certificate ${cert.subject} (issuer ${cert.issuer}) expired on ${day}, ${days} ago`
+          : `certificate ${cert.subject} (issuer ${cert.issuer}) expires on ${day}, in ${days} (warning below ${thresholdDays} days)`,
         { notAfter: cert.notAfter, daysLeft: cert.daysLeft, thresholdDays },
       ),
     );
