@@ -24,7 +24,7 @@ export const h2cServer: LabServerSpec = {
   name: 'h2c',
   offset: 4,
   scheme: 'http',
-  description: 'HTTP/2 without TLS: by prior knowledge, and Upgrade: h2c (101, the answer on stream 1, then GOAWAY); HTTP/1.1 otherwise',
+  description: 'HTTP/2 without TLS: prior knowledge, and Upgrade: h2c (101, the answer on stream 1, GOAWAY); else HTTP/1.1',
   create: () => {
     const h2 = http2.createServer(handleLabH2Request);
     const h1 = http.createServer({ keepAliveTimeout: 60_000 }, handleLabRequest);
