@@ -31,7 +31,8 @@ const BY_CODE: Record<string, ErrorCode> = {
   ERR_SSL_UNSUPPORTED_PROTOCOL: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_NO_PROTOCOLS_AVAILABLE: 'TLS_VERSION_UNSUPPORTED',
-  ERR_SSL_WRONG_VERSION_NUMBER: 'TLS_VERSION_UNSUPPORTED',
+  // Not here: ERR_SSL_WRONG_VERSION_NUMBER is what an answer that is not TLS at all looks like
+  // (https:// to an HTTP port), so it stays a failed handshake rather than a version question.
   // worker/http/wire.ts: hand-driven exchanges (raw HTTP/1.1 heads, HTTP/2 sessions)
   EWIRE_CLOSED: 'SOCKET_CLOSED',
   EWIRE_TIMEOUT: 'RESPONSE_TIMEOUT',

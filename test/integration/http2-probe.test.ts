@@ -160,6 +160,27 @@ describe('http2 probe', () => {
     }
   });
 
+  test("the job's time bound stops the probe mid-step and skips the steps after it", async () => {
+    const plain = await silentServer();
+    try {
+      const [job] = await jobsOf(`
+name: http2-deadline
+jobTimeoutSeconds: 1
+targets: [{ name: target, url: "${plain.url}" }]
+experiments: [{ probe: http2, timeoutMs: 60000 }]
+`);
+      const r = (await executeJob(job, { region: 'local', log })) as ResultOf<'http2'>;
+      assert.ok(r.summary.durationMs < 5000, `took ${r.summary.durationMs} ms`);
+      assert.equal(r.error?.code, 'DEADLINE_EXCEEDED');
+      assert.deepEqual(r.details?.errors.map((e) => [e.step, e.code]), [['h2-headers', 'DEADLINE_EXCEEDED']]);
+      assert.equal(r.details?.h2cPriorKnowledge, null, 'cut short, not answered');
+      assert.equal(r.details?.multiplexing.h1, null);
+      assert.equal(r.summary.connectionsOpened, 1);
+    } finally {
+      plain.close();
+    }
+  });
+
   test('a target that refuses connections is an error with a code, not a crash', async () => {
     const r = await runHttp2('http://127.0.0.1:9/');
     assert.equal(r.ok, false);

@@ -143,6 +143,7 @@ describe('tls probe', () => {
       [labUrl('self-signed'), 'TLS_CERT_UNTRUSTED'],
       [labUrl('wrong-host'), 'TLS_HOSTNAME_MISMATCH'],
       ['https://127.0.0.1:9/', 'CONNECTION_REFUSED'],
+      [lab.url('keepalive').replace('http:', 'https:'), 'TLS_HANDSHAKE_FAILED'], // an HTTP port answers no TLS
     ];
     for (const [url, code] of cases) {
       const [r] = await runTls(url, 'samples: 5, versions: ["1.3"]');

@@ -16,7 +16,6 @@ import type http2 from 'node:http2';
 import type net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
-import type { ProbeError } from '../../contracts/common.js';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import type { H2cAttempt, HTTP2_STEPS, MultiplexRun } from '../../contracts/probes/http2.js';
@@ -162,10 +161,17 @@ class Http2Run {
     return socket;
   }
 
-  private fail(step: Step, err: unknown): ProbeError {
-    const error = classifyError(err);
-    this.errors.push({ step, ...error });
-    return error;
+  /** True once the job's time bound is reached: later steps are skipped, and the first one skipped says why. */
+  private deadlineReached(step: Step): boolean {
+    if (!this.signal.aborted) return false;
+    if (!this.errors.some((e) => e.code === 'DEADLINE_EXCEEDED')) {
+      this.errors.push({ step, code: 'DEADLINE_EXCEEDED', message: "the job's time bound was reached; this step and the ones after it did not run" });
+    }
+    return true;
+  }
+
+  private fail(step: Step, err: unknown): void {
+    this.errors.push({ step, ...classifyError(err) });
   }
 
   /** One HTTP/2 request, counted; its failure is counted by the step, which knows whether it is one. */
@@ -186,7 +192,7 @@ class Http2Run {
         try {
           response = await this.get(session);
         } catch (err) {
-          if (seq === 0 && !this.secure) {
+          if (seq === 0 && !this.secure && !this.signal.aborted) {
             // Refused prior knowledge is the answer to "is h2c supported?", not a failure.
             priorKnowledge = { supported: false, answer: this.refusal(err, tap.firstBytesIn) };
           } else {
@@ -217,6 +223,7 @@ class Http2Run {
 
   /** Step 3: one hand-written HTTP/1.1 request; its head and the response's, byte for byte. */
   private async h1HeaderBytes(): Promise<HeaderBytes | null> {
+    if (this.deadlineReached('h1-headers')) return null;
     let socket: net.Socket | undefined;
     this.requests++;
     try {
@@ -236,6 +243,7 @@ class Http2Run {
 
   /** Step 4 (http): `Upgrade: h2c`. A 101 counts only if the response then comes as HTTP/2 on stream 1. */
   private async h2cUpgrade(): Promise<H2cAttempt | null> {
+    if (this.deadlineReached('h2c-upgrade')) return null;
     let socket: net.Socket;
     this.requests++;
     try {
@@ -277,7 +285,8 @@ class Http2Run {
   }
 
   /** Step 5a: N concurrent requests over HTTP/1.1, at most `h1Connections` connections (a browser's pool). */
-  private async multiplexH1(): Promise<MultiplexRun> {
+  private async multiplexH1(): Promise<MultiplexRun | null> {
+    if (this.deadlineReached('multiplex-h1')) return null;
     const connector = this.connector(['http/1.1']);
     const pool = new Pool(this.url.origin, {
       connections: this.job.params.h1Connections,
@@ -304,7 +313,8 @@ class Http2Run {
   }
 
   /** Step 5b: the same N requests over one new HTTP/2 connection. */
-  private async multiplexH2(): Promise<MultiplexRun> {
+  private async multiplexH2(): Promise<MultiplexRun | null> {
+    if (this.deadlineReached('multiplex-h2')) return null;
     const connector = this.connector(['h2']);
     const start = performance.now();
     let session: http2.ClientHttp2Session | undefined;
