@@ -138,7 +138,7 @@ export class TimedConnector {
       ...(this.options.tlsVersion ? { minVersion: this.options.tlsVersion, maxVersion: this.options.tlsVersion } : {}),
     });
     if (this.options.resumeTlsSessions) {
-      // Sessions arrive after `secureConnect` (TLS 1.3 tickets often two, TLS 1.2 too); keep the newest.
+      // Sessions arrive after `secureConnect` (TLS 1.3: often two tickets; on Node, TLS 1.2 too); keep the newest.
       tlsSocket.on('session', (session: Buffer) => {
         this.tlsSession = session;
         timeline.sessionReceived ??= performance.now();

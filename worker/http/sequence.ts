@@ -16,7 +16,7 @@ interface Sample {
 export interface SequenceOutcome<S extends Sample = RequestSample> {
   samples: S[];
   durationMs: number;
-  /** Why the loop stopped before `count`, if it did. */
+  /** Why the loop stopped before `count`, or why nothing it did succeeded; null otherwise. */
   stoppedEarly: ProbeError | null;
 }
 
