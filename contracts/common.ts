@@ -40,6 +40,8 @@ export const ERROR_CODES = [
   'TLS_HOSTNAME_MISMATCH',
   'TLS_VERSION_UNSUPPORTED',
   'TLS_HANDSHAKE_FAILED',
+  /** The connection was reset or closed during the TLS handshake, with no TLS alert. */
+  'TLS_HANDSHAKE_RESET',
   'HTTP_PROTOCOL_ERROR',
   'HTTP2_ERROR',
   'SOCKET_CLOSED',

@@ -108,6 +108,44 @@ export const FINDINGS = {
     situation: 'An HTTP/1.1 client closes response bodies without reading them to the end',
     advice: 'Read bodies to the end, or drain them within a cap (Go 1.27: 256 KB / 50 ms) before closing; skip the drain on Connection: close; HTTP/2 needs none',
   },
+  // tls
+  TLS13_UNAVAILABLE: {
+    severity: 'warning',
+    title: 'The server does not speak TLS 1.3',
+    situation: 'Server refuses TLS 1.3 (TLS 1.2 costs one more round trip per new connection)',
+    advice: 'Enable TLS 1.3 on the server or the proxy terminating TLS; keep 1.2 for old clients',
+  },
+  NO_SESSION_RESUMPTION: {
+    severity: 'warning',
+    title: 'The server does not resume TLS sessions',
+    situation: 'Server never resumes a TLS session, so every new connection pays a full handshake',
+    advice: 'Enable session tickets (or a shared session cache across the servers behind the name)',
+  },
+  CERT_EXPIRES_SOON: {
+    severity: 'warning',
+    title: 'The server certificate expires soon',
+    situation: 'Server certificate expires within the warning threshold',
+    advice: 'Renew the certificate (and automate renewal); alert on its expiry time',
+  },
+  // http2
+  H2_NOT_NEGOTIATED: {
+    severity: 'warning',
+    title: 'HTTP/2 is not negotiated over TLS (ALPN)',
+    situation: 'Server does not offer h2 by ALPN, so browsers and clients stay on HTTP/1.1',
+    advice: 'Enable HTTP/2 on the server or proxy terminating TLS (ALPN h2 and http/1.1)',
+  },
+  H2C_UNSUPPORTED: {
+    severity: 'info',
+    title: 'HTTP/2 without TLS (h2c) is not supported',
+    situation: 'Server speaks no h2c: neither prior knowledge nor Upgrade: h2c',
+    advice: 'Fine for browsers (they never use h2c); for service-to-service calls over plain HTTP, enable h2c prior knowledge if you want multiplexing',
+  },
+  HTTP1_ONLY_MANY_CONNECTIONS: {
+    severity: 'info',
+    title: 'HTTP/1.1 only: concurrent requests need one connection each',
+    situation: 'Server speaks only HTTP/1.1, so concurrent requests open several connections where HTTP/2 needs one',
+    advice: 'Offer HTTP/2 so concurrent requests share one connection (one handshake); meanwhile keep HTTP/1.1 connections alive and pooled',
+  },
 } as const satisfies Record<string, FindingSpec>;
 
 export type FindingCode = keyof typeof FINDINGS;

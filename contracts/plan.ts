@@ -3,6 +3,7 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { nameSchema } from './common.js';
+import { schemeOf } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
 
 const httpUrlSchema = z.string().superRefine((value, ctx) => {
@@ -111,6 +112,7 @@ export const planSchema = z
         ctx.addIssue({ code: 'custom', path: ['targets', i, 'tls'], message: 'tls settings apply to https:// targets only' });
       }
     });
+    plan.experiments.forEach((experiment, i) => reportUnmeasurableTargets(plan.targets, experiment, i, ctx));
     const known = new Set(plan.targets.map((t) => t.name));
     plan.experiments.forEach((experiment, i) => {
       experiment.targets?.forEach((name, j) => {
@@ -126,6 +128,30 @@ export const planSchema = z
   });
 
 export type Plan = Omit<z.output<typeof planSchema>, 'experiments'> & { experiments: Experiment[] };
+
+/** A probe that measures only some URL schemes (tls: https) refuses a target it cannot measure. */
+function reportUnmeasurableTargets(
+  targets: Target[],
+  experiment: { probe: ProbeKind; targets?: string[] },
+  i: number,
+  ctx: z.RefinementCtx,
+): void {
+  const schemes = PROBES[experiment.probe].schemes;
+  if (!schemes) return;
+  for (const target of targets) {
+    const listedAt = experiment.targets?.indexOf(target.name);
+    if (listedAt === -1 || !URL.canParse(target.url)) continue;
+    const scheme = schemeOf(target.url);
+    if (schemes.includes(scheme)) continue;
+    ctx.addIssue({
+      code: 'custom',
+      path: listedAt === undefined ? ['experiments', i, 'probe'] : ['experiments', i, 'targets', listedAt],
+      message:
+        `probe ${experiment.probe} measures ${schemes.map((s) => `${s}://`).join(' and ')} targets only; target "${target.name}" is ${scheme}://` +
+        (listedAt === undefined ? ` (name the targets it runs on in experiments[${i}].targets)` : ''),
+    });
+  }
+}
 
 function reportDuplicates(
   values: string[],

@@ -40,9 +40,20 @@ function reuseGroups(results: ProbeResult[]): Map<string, Partial<Record<ReuseRe
 
 const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 
+/** Jobs of one target can see the same thing (every TLS version's job reads the certificate): keep one. */
+function withoutRepeats(findings: Finding[]): Finding[] {
+  const seen = new Set<string>();
+  return findings.filter((f) => {
+    const key = [f.code, f.region, f.target, f.probe, f.evidence].join('\u0000');
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 export function analyzeRun(results: ProbeResult[]): RunAnalysis {
   const comparisons: Comparison[] = [];
-  const findings: Finding[] = results.flatMap((r) => r.findings);
+  const findings: Finding[] = withoutRepeats(results.flatMap((r) => r.findings));
 
   for (const { reused, new: fresh } of reuseGroups(results).values()) {
     if (!reused || !fresh) continue;

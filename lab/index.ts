@@ -6,12 +6,32 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger, type Logger } from '../common/log.js';
 import { createLabCa } from './certs.js';
-import type { LabContext, LabServerSpec } from './server-spec.js';
+import { LAB_CERT_HOSTS, type LabContext, type LabServerSpec } from './server-spec.js';
 import { closeServer } from './servers/close.js';
+import { expiredCertServer } from './servers/expired-cert.js';
+import { h2Server } from './servers/h2.js';
+import { h2cServer } from './servers/h2c.js';
 import { httpsServer } from './servers/https.js';
 import { keepaliveServer } from './servers/keepalive.js';
+import { noAlpnServer } from './servers/no-alpn.js';
+import { noResumeServer } from './servers/no-resume.js';
+import { selfSignedServer } from './servers/self-signed.js';
+import { tls12Server } from './servers/tls12.js';
+import { wrongHostServer } from './servers/wrong-host.js';
 
-export const LAB_SERVERS = [keepaliveServer, closeServer, httpsServer] as const satisfies readonly LabServerSpec[];
+export const LAB_SERVERS = [
+  keepaliveServer,
+  closeServer,
+  httpsServer,
+  h2Server,
+  h2cServer,
+  tls12Server,
+  noAlpnServer,
+  expiredCertServer,
+  selfSignedServer,
+  wrongHostServer,
+  noResumeServer,
+] as const satisfies readonly LabServerSpec[];
 export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
 
 /** The first port of `probefleet lab` and `run --lab`, as in the lecture's examples. */
@@ -65,7 +85,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const basePort = options.basePort ?? 0;
   const log = options.log ?? createLogger('lab');
   const ca = await createLabCa();
-  const ctx: LabContext = { host, ca, serverCert: await ca.issue({ hosts: ['localhost', '127.0.0.1', '::1'] }), log };
+  const ctx: LabContext = { host, ca, serverCert: await ca.issue({ hosts: LAB_CERT_HOSTS }), log };
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-lab-'));
   const caFile = path.join(dir, 'lab-ca.pem');
   await writeFile(caFile, ca.certPem);

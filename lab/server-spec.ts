@@ -3,6 +3,9 @@ import type net from 'node:net';
 import type { Logger } from '../common/log.js';
 import type { KeyAndCert, LabCa } from './certs.js';
 
+/** The names the lab's own certificates are valid for. */
+export const LAB_CERT_HOSTS = ['localhost', '127.0.0.1', '::1'];
+
 export interface LabContext {
   host: string;
   ca: LabCa;

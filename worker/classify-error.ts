@@ -31,10 +31,19 @@ const BY_CODE: Record<string, ErrorCode> = {
   ERR_SSL_UNSUPPORTED_PROTOCOL: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_NO_PROTOCOLS_AVAILABLE: 'TLS_VERSION_UNSUPPORTED',
-  ERR_SSL_WRONG_VERSION_NUMBER: 'TLS_VERSION_UNSUPPORTED',
   // Thrown by probes' body consumers (worker/http/body.ts).
   UNEXPECTED_BODY: 'UNEXPECTED_BODY',
+
+  // Not here: ERR_SSL_WRONG_VERSION_NUMBER is what an answer that is not TLS at all looks like
+  // (https:// to an HTTP port), so it stays a failed handshake rather than a version question.
+  // worker/http/wire.ts: hand-driven exchanges (raw HTTP/1.1 heads, HTTP/2 sessions)
+  EWIRE_CLOSED: 'SOCKET_CLOSED',
+  EWIRE_TIMEOUT: 'RESPONSE_TIMEOUT',
+  EWIRE_MALFORMED: 'HTTP_PROTOCOL_ERROR',
 };
+
+/** The peer dropped the connection in the middle of the TLS handshake (no alert: a reset or a bare close). */
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 function codesOf(err: unknown): string[] {
   const codes: string[] = [];
@@ -48,6 +57,7 @@ function codesOf(err: unknown): string[] {
 export function classifyError(err: unknown): ProbeError {
   const message = err instanceof Error ? err.message : String(err);
   const codes = codesOf(err);
+  if (err instanceof ConnectError && err.phase === 'tls' && RESET_CODES.has(err.code)) return { code: 'TLS_HANDSHAKE_RESET', message };
   for (const code of codes) {
     const mapped = BY_CODE[code];
     if (mapped) return { code: mapped, message };

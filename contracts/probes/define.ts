@@ -15,6 +15,8 @@ export interface ProbeContract<
   variant: V;
   /** The probe-specific part of its result (`results[].details`). */
   details: D;
+  /** The target URL schemes the probe can measure; any when absent. The plan refuses others. */
+  schemes?: readonly Scheme[];
   /** The variants one experiment makes for one target, in a stable order. */
   variants(params: z.output<P>, target: { url: string }): z.output<V>[];
 }
@@ -25,6 +27,8 @@ export function defineProbe<K extends string, P extends z.ZodObject, V extends z
   return contract;
 }
 
-export function schemeOf(url: string): 'http' | 'https' {
+export type Scheme = 'http' | 'https';
+
+export function schemeOf(url: string): Scheme {
   return new URL(url).protocol === 'https:' ? 'https' : 'http';
 }

@@ -3,13 +3,17 @@
 import { compressionProbe } from './compression.js';
 import { corsProbe } from './cors.js';
 import { drainProbe } from './drain.js';
+import { http2Probe } from './http2.js';
 import { reuseProbe } from './reuse.js';
+import { tlsProbe } from './tls.js';
 
 export const PROBES = {
   reuse: reuseProbe,
   compression: compressionProbe,
   cors: corsProbe,
   drain: drainProbe,
+  tls: tlsProbe,
+  http2: http2Probe,
 } as const;
 
 export type ProbeKind = keyof typeof PROBES;

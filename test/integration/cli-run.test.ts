@@ -5,7 +5,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { runReportSchema, type RunReport } from '../../contracts/result.js';
+import { runReportSchema, type ResultOf, type RunReport } from '../../contracts/result.js';
 import { runCli } from '../helpers/repo.js';
 
 test('probefleet run --lab examples/lecture-keepalive.yaml prints the table and writes the run JSON', async () => {
@@ -57,4 +57,55 @@ test('unknown options are refused with exit 2', async () => {
   const { code, stderr } = await runCli(['run', 'examples/lecture-keepalive.yaml', '--no-such-option']);
   assert.equal(code, 2);
   assert.match(stderr, /Unknown argument/);
+});
+
+test('probefleet run --lab examples/lecture-http2.yaml reproduces the lecture\'s HTTP/2 section', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
+  const json = path.join(dir, 'run.json');
+  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/lecture-http2.yaml', '--json', json], { timeoutMs: 120_000 });
+  assert.equal(code, 0, stderr);
+  const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
+  assert.ok(report.results.every((r) => r.ok), JSON.stringify(report.results.map((r) => r.error)));
+  const details = (target: string) => (report.results.find((r) => r.probe === 'http2' && r.target === target) as ResultOf<'http2'>).details!;
+
+  // h1.1 vs h2 header bytes for the same request: HPACK on the first request, indexes on repeats.
+  const h2 = details('h2');
+  for (const side of ['request', 'response'] as const) {
+    assert.ok(h2.h2HeaderBytesRepeat![side] < h2.h2HeaderBytesFirst![side], side);
+    assert.ok(h2.h2HeaderBytesFirst![side] < h2.h1HeaderBytes![side], side);
+  }
+  // The plain HTTP/1.1 server: the upgrade ignored, prior knowledge refused.
+  assert.deepEqual(details('h1').h2cUpgrade, { supported: false, answer: 'answered HTTP/1.1 200, ignored the upgrade' });
+  assert.equal(details('h1').h2cPriorKnowledge?.supported, false);
+  assert.equal(details('h2c').h2cPriorKnowledge?.supported, true);
+  assert.deepEqual(report.findings.map((f) => `${f.code} ${f.target}`).sort(), [
+    'H2C_UNSUPPORTED h1',
+    'H2_NOT_NEGOTIATED h1-tls',
+    'HTTP1_ONLY_MANY_CONNECTIONS h1',
+    'HTTP1_ONLY_MANY_CONNECTIONS h1-tls',
+  ]);
+  assert.match(stdout, /HTTP\/1\.1 vs HTTP\/2: header bytes per request/);
+  assert.match(stdout, /local h1, Upgrade: h2c: answered HTTP\/1\.1 200, ignored the upgrade/);
+  assert.match(stdout, /Concurrent requests: HTTP\/1\.1/);
+});
+
+test('probefleet run --lab examples/tls-handshakes.yaml measures both versions and names what the lab servers lack', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
+  const json = path.join(dir, 'run.json');
+  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/tls-handshakes.yaml', '--json', json], { timeoutMs: 120_000 });
+  assert.equal(code, 0, stderr);
+  const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
+  const tls = report.results.filter((r): r is ResultOf<'tls'> => r.probe === 'tls');
+  assert.equal(tls.length, 9);
+  const https13 = tls.find((r) => r.target === 'https' && r.variant.version === '1.3')!;
+  assert.equal(https13.details?.tlsVersion, 'TLSv1.3');
+  assert.deepEqual(https13.details?.resumption, { attempted: 30, sessionsOffered: 30, resumed: 30 });
+  assert.deepEqual(report.findings.map((f) => `${f.code} ${f.target} ${String(f.data.tlsVersion ?? '')}`.trim()).sort(), [
+    'CERT_EXPIRES_SOON expired',
+    'NO_SESSION_RESUMPTION no-resume 1.2',
+    'NO_SESSION_RESUMPTION no-resume 1.3',
+    'TLS13_UNAVAILABLE tls12',
+  ]);
+  assert.match(stdout, /TLS handshakes: full/);
+  assert.match(stdout, /local\s+tls12\s+1\.2\s+TLSv1\.2/);
 });

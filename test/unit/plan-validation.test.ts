@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { PROBE_KINDS } from '../../contracts/probes/index.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
 
 // One fixture per validation rule, with the exact message `plan validate` prints (exit 2).
@@ -21,7 +22,8 @@ const EXPECTED: Record<string, string[]> = {
   'invalid-invalid-url.yaml': ['4:10: targets[0].url: not a valid URL: "http//127.0.0.1:18170/"'],
   'invalid-missing-ca-file.yaml': ['6:11: targets[0].tls.ca: cannot read CA file test/fixtures/plans/no-such-ca.pem: ENOENT'],
   'invalid-missing-name.yaml': ['1:1: name: is required'],
-  'invalid-missing-probe.yaml': ['6:5: experiments[0].probe: is required (one of reuse, compression, cors, drain)'],
+  // The list of probes grows with every probe; the message names them all.
+  'invalid-missing-probe.yaml': [`6:5: experiments[0].probe: is required (one of ${PROBE_KINDS.join(', ')})`],
   'invalid-negative-count.yaml': ['7:15: experiments[0].requests: must be at least 1 (got -5)'],
   'invalid-no-experiments.yaml': ['5:14: experiments: needs at least 1 item'],
   'invalid-no-targets.yaml': ['2:10: targets: needs at least 1 item'],
@@ -31,7 +33,12 @@ const EXPECTED: Record<string, string[]> = {
   'invalid-unknown-experiment-target.yaml': ['7:20: experiments[0].targets[1]: unknown target "web" (targets: api)'],
   'invalid-unknown-key.yaml': ['7:1: retries: unknown field "retries"'],
   'invalid-unknown-mode.yaml': ['7:21: experiments[0].modes[1]: must be one of "reused", "new", "cold" (got "sometimes")'],
-  'invalid-unknown-probe.yaml': ['6:12: experiments[0].probe: unknown probe "ping" (known probes: reuse, compression, cors, drain)'],
+  'invalid-unknown-probe.yaml': [`6:12: experiments[0].probe: unknown probe "ping" (known probes: ${PROBE_KINDS.join(', ')})`],
+  'invalid-probe-scheme-listed.yaml': ['9:20: experiments[0].targets[1]: probe tls measures https:// targets only; target "web" is http://'],
+  'invalid-probe-scheme-all-targets.yaml': [
+    '8:12: experiments[0].probe: probe tls measures https:// targets only; target "web" is http:// (name the targets it runs on in experiments[0].targets)',
+  ],
+  'invalid-unknown-tls-version.yaml': ['7:23: experiments[0].versions[1]: must be one of "1.2", "1.3" (got "1.1")'],
   'invalid-unknown-target-key.yaml': ['3:5: targets[0].url: is required', '4:5: targets[0].ulr: unknown field "ulr"'],
   'invalid-unsupported-scheme.yaml': ['4:10: targets[0].url: unsupported URL scheme "ftp:" (use http:// or https://)'],
   'invalid-url-credentials.yaml': ['4:10: targets[0].url: credentials in the URL are not allowed (use headers)'],

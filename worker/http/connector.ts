@@ -21,6 +21,8 @@ export interface ConnectionTimeline {
   secured?: number;
   remoteAddress?: string;
   tls?: { version: string | null; alpn: string | false; cipher: string; resumed: boolean };
+  /** When the first TLS session (ticket or id) arrived on this connection; only kept with `resumeTlsSessions`. */
+  sessionReceived?: number;
 }
 
 export interface ConnectorOptions {
@@ -31,6 +33,8 @@ export interface ConnectorOptions {
   alpn: string[];
   /** Bound on resolve + connect + handshake. */
   timeoutMs: number;
+  /** Offer and accept only this TLS version; Node's defaults (1.2 to 1.3) when absent. */
+  tlsVersion?: tls.SecureVersion;
 }
 
 export class ConnectError extends Error {
@@ -88,6 +92,16 @@ export class TimedConnector {
     return tcp ? tcp.socket.bytesRead - tcp.readyBytes : 0;
   }
 
+  /** A session to offer on the next connection is kept (`resumeTlsSessions`). */
+  get hasTlsSession(): boolean {
+    return this.tlsSession !== undefined;
+  }
+
+  /** The next connection makes a full handshake; its own session is kept for the one after. */
+  forgetTlsSession(): void {
+    this.tlsSession = undefined;
+  }
+
   noteRequestSent(socket: net.Socket, at: number): void {
     const timeline = this.timelines.get(socket);
     if (timeline) this.lastRequestSent = { timeline, at };
@@ -126,15 +140,21 @@ export class TimedConnector {
     const settings = this.options.tls;
     const tlsSocket = tls.connect({
       socket,
+      // With `socket` given, `host` is what the certificate is checked against (else "localhost").
+      host,
       servername: settings?.servername ?? (net.isIP(host) ? undefined : host),
       ALPNProtocols: this.options.alpn,
       rejectUnauthorized: !settings?.insecure,
       ca: settings?.caPem,
       session: this.options.resumeTlsSessions ? this.tlsSession : undefined,
+      ...(this.options.tlsVersion ? { minVersion: this.options.tlsVersion, maxVersion: this.options.tlsVersion } : {}),
     });
     if (this.options.resumeTlsSessions) {
-      // TLS 1.3 tickets arrive after the handshake (often two); keep the newest.
-      tlsSocket.on('session', (session: Buffer) => (this.tlsSession = session));
+      // Sessions arrive after `secureConnect` (TLS 1.3: often two tickets; on Node, TLS 1.2 too); keep the newest.
+      tlsSocket.on('session', (session: Buffer) => {
+        this.tlsSession = session;
+        timeline.sessionReceived ??= performance.now();
+      });
     }
     await this.step(tlsSocket, 'tls', deadline);
     timeline.secured = performance.now();
@@ -156,7 +176,7 @@ export class TimedConnector {
       const fail = (err: Error & { code?: string }) => {
         cleanup();
         socket.destroy();
-        reject(new ConnectError(`${phase === 'tls' ? 'TLS handshake' : 'TCP connect'}: ${err.message}`, err.code ?? 'ECONNECT', phase, { cause: err }));
+        reject(new ConnectError(`${phase === 'tls' ? 'TLS handshake' : 'TCP connect'}: ${readableMessage(err.message)}`, err.code ?? 'ECONNECT', phase, { cause: err }));
       };
       const onTimeout = () => fail(Object.assign(new Error(`no answer within the connect time bound`), { code: 'ETIMEDOUT' }));
       const onReady = () => {
@@ -174,4 +194,15 @@ export class TimedConnector {
       deadline.addEventListener('abort', onTimeout, { once: true });
     });
   }
+}
+
+/**
+ * OpenSSL's messages carry a queue dump ("80BC...:error:0A00042E:SSL routines:ssl3_read_bytes:tlsv1
+ * alert protocol version:../deps/openssl/...:SSL alert number 70"); keep the reason and the alert.
+ */
+function readableMessage(message: string): string {
+  const openssl = /^[0-9A-F]+:error:[0-9A-F]+:[^:]+:[^:]+:([^:]+):[^:]*:\d+:?(.*)$/s.exec(message.trim());
+  if (!openssl) return message;
+  const alert = openssl[2].trim();
+  return alert ? `${openssl[1]} (${alert})` : openssl[1];
 }

@@ -1,23 +1,31 @@
 // Sequential request loops, bounded in count, in time (the job's signal) and by failures.
 import { performance } from 'node:perf_hooks';
-import { PHASES, type ProbeError, type RequestSample } from '../../contracts/common.js';
+import { PHASES, type PhaseTimes, type ProbeError, type RequestSample } from '../../contracts/common.js';
 import type { Summary } from '../../contracts/result.js';
 import { p50p95 } from '../../common/stats.js';
 
 /** A target that fails this many times in a row is not worth asking again. */
 export const MAX_CONSECUTIVE_FAILURES = 3;
 
-export interface SequenceOutcome<S extends RequestSample = RequestSample> {
+/** What a sequence step returns: a sample that may carry its failure. */
+interface Sample {
+  error?: ProbeError;
+  phases: PhaseTimes;
+}
+
+export interface SequenceOutcome<S extends Sample = RequestSample> {
   samples: S[];
   durationMs: number;
-  /** Why the loop stopped before `count`, if it did. */
+  /** Why the loop stopped before `count`, or why nothing it did succeeded; null otherwise. */
   stoppedEarly: ProbeError | null;
 }
 
-export async function runSequence<S extends RequestSample>(
+export async function runSequence<S extends Sample = RequestSample>(
   count: number,
   signal: AbortSignal,
   request: (seq: number) => Promise<S>,
+  /** What one step is, for messages. */
+  noun = 'requests',
 ): Promise<SequenceOutcome<S>> {
   const samples: S[] = [];
   const start = performance.now();
@@ -25,7 +33,7 @@ export async function runSequence<S extends RequestSample>(
   let stoppedEarly: ProbeError | null = null;
   for (let seq = 0; seq < count; seq++) {
     if (signal.aborted) {
-      stoppedEarly = { code: 'DEADLINE_EXCEEDED', message: `time bound reached after ${seq} of ${count} requests` };
+      stoppedEarly = { code: 'DEADLINE_EXCEEDED', message: `time bound reached after ${seq} of ${count} ${noun}` };
       break;
     }
     const sample = await request(seq);
@@ -34,16 +42,21 @@ export async function runSequence<S extends RequestSample>(
     if (failuresInARow >= MAX_CONSECUTIVE_FAILURES && sample.error) {
       stoppedEarly = {
         code: sample.error.code,
-        message: `stopped after ${failuresInARow} failed requests in a row: ${sample.error.message}`,
+        message: `stopped after ${failuresInARow} failed ${noun} in a row: ${sample.error.message}`,
       };
       break;
     }
+  }
+  const last = samples.at(-1);
+  if (!stoppedEarly && last?.error && samples.every((s) => s.error)) {
+    // Too few to stop early, but nothing was measured: that is a failure too.
+    stoppedEarly = { code: last.error.code, message: `all ${samples.length} ${noun} failed: ${last.error.message}` };
   }
   return { samples, durationMs: performance.now() - start, stoppedEarly };
 }
 
 /** Percentiles per phase over the requests that succeeded. */
-export function summarize(samples: readonly RequestSample[], connectionsOpened: number, durationMs: number): Summary {
+export function summarize(samples: readonly Sample[], connectionsOpened: number, durationMs: number): Summary {
   const answered = samples.filter((s) => !s.error);
   const phases: Summary['phases'] = {};
   for (const phase of PHASES) {

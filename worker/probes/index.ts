@@ -3,12 +3,16 @@ import type { ProbeKind } from '../../contracts/probes/index.js';
 import { compressionProbe } from './compression.js';
 import { corsProbe } from './cors.js';
 import { drainProbe } from './drain.js';
+import { http2Probe } from './http2.js';
 import type { Probe } from './probe.js';
 import { reuseProbe } from './reuse.js';
+import { tlsProbe } from './tls.js';
 
 export const PROBE_IMPLEMENTATIONS: { [K in ProbeKind]: Probe<K> } = {
   reuse: reuseProbe,
   compression: compressionProbe,
   cors: corsProbe,
   drain: drainProbe,
+  tls: tlsProbe,
+  http2: http2Probe,
 };

@@ -1,0 +1,92 @@
+// The `tls` probe: what does the handshake cost, and can it be avoided?
+import { z } from 'zod';
+import { percentilesSchema, phaseTimesSchema, probeErrorSchema } from '../common.js';
+import { defineProbe } from './define.js';
+
+export const TLS_VERSIONS = ['1.2', '1.3'] as const;
+export type TlsVersion = (typeof TLS_VERSIONS)[number];
+
+/** Node's name of a version, as `getProtocol()` reports it and `minVersion` takes it. */
+export const TLS_PROTOCOL_NAME = { '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' } as const satisfies Record<TlsVersion, string>;
+
+export const handshakeSampleSchema = z.strictObject({
+  /** 0-based position in the job's sequence; with resumption, full and resumed alternate. */
+  seq: z.int().nonnegative(),
+  /** `full`: no session offered; `resumed`: the session of the full handshake just before offered. */
+  kind: z.enum(['full', 'resumed']),
+  /** A session was there to offer (false when the server issued none after the full handshake). */
+  sessionOffered: z.boolean(),
+  /** The server accepted the offered session (`isSessionReused()`). */
+  resumed: z.boolean(),
+  /** `resolve` (host names only), `connect` (TCP), `tls` (the handshake), `total`. */
+  phases: phaseTimesSchema,
+  tlsVersion: z.string().nullable(),
+  /** The protocol the server selected by ALPN; null when it selected none. */
+  alpn: z.string().nullable(),
+  cipher: z.string().nullable(),
+  error: probeErrorSchema.optional(),
+});
+export type HandshakeSample = z.infer<typeof handshakeSampleSchema>;
+
+export const certificateSchema = z.strictObject({
+  /** e.g. "CN=localhost" */
+  subject: z.string(),
+  issuer: z.string(),
+  notBefore: z.iso.datetime(),
+  notAfter: z.iso.datetime(),
+  /** Days from the handshake to `notAfter`; negative once expired. */
+  daysLeft: z.number(),
+  /** Why the certificate would have been refused, when the target's `tls.insecure` let the handshake through. */
+  verifyError: z.string().nullable(),
+});
+export type CertificateInfo = z.infer<typeof certificateSchema>;
+
+export const tlsProbe = defineProbe({
+  kind: 'tls',
+  summary: 'N fresh TCP + TLS handshakes per TLS version, full and resumed, with connect and handshake timed apart',
+  schemes: ['https'],
+  params: z.strictObject({
+    /** Full handshakes per version; as many resumed ones again when `resumption` is on. */
+    samples: z.int().min(1).max(1000).default(20),
+    /** One job per version; each offers and accepts only that version. */
+    versions: z.array(z.enum(TLS_VERSIONS)).min(1).default(['1.2', '1.3']),
+    /** Measure resumed handshakes beside the full ones. */
+    resumption: z.boolean().default(true),
+    /** ALPN protocols offered, in order (what a browser offers by default). */
+    alpn: z.array(z.string().min(1).max(255)).min(1).max(8).default(['h2', 'http/1.1']),
+    /** Bound on each connection: resolve, connect and handshake. */
+    timeoutMs: z.int().min(1).max(120_000).default(10_000),
+    /** CERT_EXPIRES_SOON when the certificate has fewer days left than this. */
+    certExpiryWarningDays: z.int().min(0).max(3650).default(21),
+  }),
+  variant: z.strictObject({
+    version: z.enum(TLS_VERSIONS),
+  }),
+  details: z.strictObject({
+    /** Negotiated on the full handshakes (the first that succeeded); null when none did. */
+    tlsVersion: z.string().nullable(),
+    alpn: z.string().nullable(),
+    cipher: z.string().nullable(),
+    /** TCP connect of the full handshakes. */
+    connectMs: percentilesSchema.nullable(),
+    /** The TLS handshake alone (after TCP connect), full handshakes. */
+    handshakeMs: percentilesSchema.nullable(),
+    /** The TLS handshake alone, handshakes the server resumed; null when none was. */
+    resumedHandshakeMs: percentilesSchema.nullable(),
+    /** median(full) − median(resumed) handshake: what resumption saves per connection. */
+    resumptionSavingMs: z.number().nullable(),
+    /** Null when resumption was not asked for. */
+    resumption: z
+      .strictObject({
+        attempted: z.int().nonnegative(),
+        sessionsOffered: z.int().nonnegative(),
+        resumed: z.int().nonnegative(),
+      })
+      .nullable(),
+    /** Read on a full handshake (a resumed one does not show it). */
+    certificate: certificateSchema.nullable(),
+    certNotAfter: z.iso.datetime().nullable(),
+    samples: z.array(handshakeSampleSchema),
+  }),
+  variants: (params) => params.versions.map((version) => ({ version })),
+});

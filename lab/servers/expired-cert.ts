@@ -1,0 +1,13 @@
+import { labHttpsServer } from '../https-server.js';
+import { LAB_CERT_HOSTS, type LabServerSpec } from '../server-spec.js';
+
+const DAY_MS = 86_400_000;
+
+export const expiredCertServer: LabServerSpec = {
+  name: 'expired',
+  offset: 7,
+  scheme: 'https',
+  description: 'HTTPS with a lab-CA certificate that expired yesterday',
+  create: async ({ ca }) =>
+    labHttpsServer(await ca.issue({ hosts: LAB_CERT_HOSTS, notBefore: new Date(Date.now() - 90 * DAY_MS), notAfter: new Date(Date.now() - DAY_MS) })),
+};

@@ -1,0 +1,52 @@
+// Failures of the hand-driven exchanges (raw HTTP/1.1 heads, node:http2 sessions), with codes
+// that worker/classify-error.ts maps, and the time bound every such exchange runs under.
+
+export type WireErrorCode =
+  /** The peer closed the connection before answering. */
+  | 'EWIRE_CLOSED'
+  /** No answer within the attempt's time bound. */
+  | 'EWIRE_TIMEOUT'
+  /** The answer was not what the protocol allows. */
+  | 'EWIRE_MALFORMED';
+
+export class WireError extends Error {
+  override name = 'WireError';
+  constructor(
+    message: string,
+    readonly code: WireErrorCode,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Settles with `work`, or rejects when `timeoutMs` passes (EWIRE_TIMEOUT) or `signal` aborts
+ * (the job's own bound). `onGiveUp` runs when it rejects for either, so sockets are not left open.
+ */
+export function bounded<T>(work: Promise<T>, timeoutMs: number, signal: AbortSignal, what: string, onGiveUp: () => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const giveUp = (err: Error) => {
+      cleanup();
+      onGiveUp();
+      reject(err);
+    };
+    const onAbort = () => giveUp(signal.reason instanceof Error ? signal.reason : new DOMException('aborted', 'AbortError'));
+    const timer = setTimeout(() => giveUp(new WireError(`${what}: no answer within ${timeoutMs} ms`, 'EWIRE_TIMEOUT')), timeoutMs);
+    const cleanup = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    };
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        cleanup();
+        resolve(value);
+      },
+      (err: unknown) => {
+        cleanup();
+        reject(err);
+      },
+    );
+  });
+}

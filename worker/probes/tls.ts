@@ -1,0 +1,213 @@
+// `tls`: what does the handshake cost, and can it be avoided?
+// One job per TLS version. N full handshakes on fresh TCP connections; with resumption on,
+// each is followed by one offering the session the full handshake left, so full and resumed
+// alternate and any drift in the machine's load hits both alike. The connector times TCP
+// connect and the handshake apart; the certificate is read on a full handshake, because a
+// resumed one does not show it.
+import { performance } from 'node:perf_hooks';
+import type tls from 'node:tls';
+import type { PhaseTimes } from '../../contracts/common.js';
+import { finding, type Finding } from '../../contracts/findings.js';
+import type { JobOf } from '../../contracts/job.js';
+import { TLS_PROTOCOL_NAME, type CertificateInfo, type HandshakeSample } from '../../contracts/probes/tls.js';
+import { median, p50p95 } from '../../common/stats.js';
+import { classifyError } from '../classify-error.js';
+import { TimedConnector, type ConnectionTimeline } from '../http/connector.js';
+import { runSequence, summarize } from '../http/sequence.js';
+import type { Probe } from './probe.js';
+
+const DAY_MS = 86_400_000;
+/** A session ticket comes about one round trip after the handshake; TCP connect took one. This is the least we wait. */
+const SESSION_WAIT_FLOOR_MS = 200;
+
+export const tlsProbe: Probe<'tls'> = async (job, { signal }) => {
+  const { params, variant } = job;
+  const url = new URL(job.target.url);
+  const port = Number(url.port) || 443;
+  const connector = new TimedConnector({
+    tls: job.target.tls,
+    resumeTlsSessions: params.resumption,
+    alpn: params.alpn,
+    timeoutMs: params.timeoutMs,
+    tlsVersion: TLS_PROTOCOL_NAME[variant.version],
+  });
+  // Written by the handshakes as they go.
+  const seen = { certificate: null as CertificateInfo | null, longestSessionWaitMs: 0 };
+
+  const handshake = async (seq: number): Promise<HandshakeSample> => {
+    const kind = params.resumption && seq % 2 === 1 ? 'resumed' : 'full';
+    if (kind === 'full') connector.forgetTlsSession();
+    const sessionOffered = connector.hasTlsSession;
+    const start = performance.now();
+    let socket: tls.TLSSocket;
+    try {
+      socket = (await connector.open(url.hostname, port, true)) as tls.TLSSocket;
+    } catch (err) {
+      const failed = { phases: { total: performance.now() - start }, tlsVersion: null, alpn: null, cipher: null, error: classifyError(err) };
+      return { seq, kind, sessionOffered, resumed: false, ...failed };
+    }
+    // Nothing is sent on this socket; a late reset must not become an uncaught error.
+    socket.on('error', () => {});
+    const timeline = connector.connections.at(-1)!;
+    try {
+      if (kind === 'full') {
+        seen.certificate ??= readCertificate(socket);
+        if (params.resumption) {
+          const waitMs = Math.min(params.timeoutMs, SESSION_WAIT_FLOOR_MS + 4 * (timeline.connected! - timeline.start));
+          seen.longestSessionWaitMs = Math.max(seen.longestSessionWaitMs, waitMs);
+          await sessionArrival(socket, timeline, waitMs, signal);
+        }
+      }
+    } finally {
+      // close_notify first: a server may drop a session from its cache when the connection just dies.
+      socket.end(() => socket.destroy());
+    }
+    const info = timeline.tls!;
+    return {
+      seq,
+      kind,
+      sessionOffered,
+      resumed: info.resumed,
+      phases: handshakePhases(timeline),
+      tlsVersion: info.version,
+      alpn: info.alpn || null,
+      cipher: info.cipher,
+    };
+  };
+
+  const samples = params.resumption ? 2 * params.samples : params.samples;
+  const run = await runSequence(samples, signal, handshake, 'handshakes');
+  const answered = run.samples.filter((s) => !s.error);
+  const full = answered.filter((s) => s.kind === 'full');
+  const resumedKind = answered.filter((s) => s.kind === 'resumed');
+  const resumed = resumedKind.filter((s) => s.resumed);
+  const tlsOf = (list: HandshakeSample[]) => list.map((s) => s.phases.tls!);
+  const handshakeMs = p50p95(tlsOf(full)) ?? null;
+  const resumedHandshakeMs = p50p95(tlsOf(resumed)) ?? null;
+
+  const details = {
+    tlsVersion: full[0]?.tlsVersion ?? null,
+    alpn: full[0]?.alpn ?? null,
+    cipher: full[0]?.cipher ?? null,
+    connectMs: p50p95(full.map((s) => s.phases.connect!)) ?? null,
+    handshakeMs,
+    resumedHandshakeMs,
+    resumptionSavingMs: handshakeMs && resumedHandshakeMs ? median(tlsOf(full)) - median(tlsOf(resumed)) : null,
+    resumption: params.resumption
+      ? { attempted: resumedKind.length, sessionsOffered: resumedKind.filter((s) => s.sessionOffered).length, resumed: resumed.length }
+      : null,
+    certificate: seen.certificate,
+    certNotAfter: seen.certificate?.notAfter ?? null,
+    samples: run.samples,
+  };
+  return {
+    // Phases summarise the full handshakes; resumed ones are in `details`.
+    summary: { ...summarize(full, connector.connections.length, run.durationMs), requests: run.samples.length, errors: run.samples.length - answered.length },
+    details,
+    findings: findingsOf(job, run.samples, details, seen.longestSessionWaitMs),
+    error: run.stoppedEarly,
+  };
+};
+
+function handshakePhases(c: ConnectionTimeline): PhaseTimes {
+  return {
+    ...(c.resolved !== undefined ? { resolve: c.resolved - c.start } : {}),
+    connect: c.connected! - (c.resolved ?? c.start),
+    tls: c.secured! - c.connected!,
+    total: c.secured! - c.start,
+  };
+}
+
+/** Waits (bounded) until the connection has delivered a session to resume, unless it already has. */
+function sessionArrival(socket: tls.TLSSocket, timeline: ConnectionTimeline, waitMs: number, signal: AbortSignal): Promise<void> {
+  if (timeline.sessionReceived !== undefined || signal.aborted) return Promise.resolve();
+  // Without a session by then, the resumed handshake after this one has nothing to offer, and says so.
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      socket.off('session', done);
+      socket.off('close', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, waitMs);
+    socket.once('session', done);
+    socket.once('close', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+function distinguishedName(name: tls.Certificate | undefined): string {
+  return Object.entries(name ?? {})
+    .map(([key, value]) => `${key}=${Array.isArray(value) ? value.join('+') : String(value)}`)
+    .join(', ');
+}
+
+function readCertificate(socket: tls.TLSSocket): CertificateInfo | null {
+  const cert = socket.getPeerCertificate();
+  if (!cert?.valid_to) return null;
+  const notAfter = new Date(cert.valid_to);
+  return {
+    subject: distinguishedName(cert.subject),
+    issuer: distinguishedName(cert.issuer),
+    notBefore: new Date(cert.valid_from).toISOString(),
+    notAfter: notAfter.toISOString(),
+    daysLeft: Math.round(((notAfter.getTime() - Date.now()) / DAY_MS) * 10) / 10,
+    verifyError: socket.authorized ? null : String(socket.authorizationError ?? 'not authorized'),
+  };
+}
+
+function findingsOf(
+  job: JobOf<'tls'>,
+  samples: HandshakeSample[],
+  details: { certificate: CertificateInfo | null; resumption: { attempted: number; sessionsOffered: number; resumed: number } | null },
+  sessionWaitMs: number,
+): Finding[] {
+  const where = { region: job.region, target: job.target.name, probe: job.probe };
+  const version = job.variant.version;
+  const findings: Finding[] = [];
+
+  const answered = samples.filter((s) => !s.error);
+  if (version === '1.3' && answered.length === 0 && samples[0]?.error?.code === 'TLS_VERSION_UNSUPPORTED') {
+    findings.push(
+      finding('TLS13_UNAVAILABLE', where, `${samples.length} handshakes offering only TLS 1.3 were refused (TLS_VERSION_UNSUPPORTED)`, {
+        refusedHandshakes: samples.length,
+      }),
+    );
+  }
+
+  const resumption = details.resumption;
+  if (resumption && resumption.attempted > 0 && resumption.resumed === 0) {
+    const fullHandshakes = answered.filter((s) => s.kind === 'full').length;
+    findings.push(
+      finding(
+        'NO_SESSION_RESUMPTION',
+        where,
+        resumption.sessionsOffered > 0
+          ? `offered the session of the full TLS ${version} handshake before it ${resumption.sessionsOffered} times; the server resumed none`
+          : `the server issued no session ticket or id within ${Math.round(sessionWaitMs)} ms of ${fullHandshakes} full TLS ${version} handshakes: nothing to resume`,
+        { tlsVersion: version, attempted: resumption.attempted, sessionsOffered: resumption.sessionsOffered, resumed: 0 },
+      ),
+    );
+  }
+
+  const cert = details.certificate;
+  const thresholdDays = job.params.certExpiryWarningDays;
+  if (cert && cert.daysLeft < thresholdDays) {
+    const day = cert.notAfter.slice(0, 10);
+    const whole = Math.floor(Math.abs(cert.daysLeft));
+    const days = `${whole} day${whole === 1 ? '' : 's'}`;
+    // The same sentence from every version's job, so the run keeps one copy (coordinator/analysis.ts).
+    findings.push(
+      finding(
+        'CERT_EXPIRES_SOON',
+        where,
+        cert.daysLeft < 0
+          ? `certificate ${cert.subject} (issuer ${cert.issuer}) expired on ${day}, ${days} ago`
+          : `certificate ${cert.subject} (issuer ${cert.issuer}) expires on ${day}, in ${days} (warning below ${thresholdDays} days)`,
+        { notAfter: cert.notAfter, daysLeft: cert.daysLeft, thresholdDays },
+      ),
+    );
+  }
+  return findings;
+}
