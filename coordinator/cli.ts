@@ -3,6 +3,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { labCommand } from './commands/lab.js';
 import { planCommand } from './commands/plan.js';
+import { regionsCommand } from './commands/regions.js';
 import { runCommand } from './commands/run.js';
 import { PlanError } from './plan-loader.js';
 
@@ -25,6 +26,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(runCommand)
     .command(planCommand)
     .command(labCommand)
+    .command(regionsCommand)
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .help()

@@ -65,7 +65,9 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const basePort = options.basePort ?? 0;
   const log = options.log ?? createLogger('lab');
   const ca = await createLabCa();
-  const ctx: LabContext = { host, ca, serverCert: await ca.issue({ hosts: ['localhost', '127.0.0.1', '::1'] }), log };
+  // Valid for the listen address too, so clients in emulated regions can verify it (regions/).
+  const certHosts = [...new Set(['localhost', '127.0.0.1', '::1', host])];
+  const ctx: LabContext = { host, ca, serverCert: await ca.issue({ hosts: certHosts }), log };
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-lab-'));
   const caFile = path.join(dir, 'lab-ca.pem');
   await writeFile(caFile, ca.certPem);

@@ -6,7 +6,7 @@ import type { KeyAndCert, LabCa } from './certs.js';
 export interface LabContext {
   host: string;
   ca: LabCa;
-  /** The lab CA's certificate for `localhost`, 127.0.0.1 and ::1. */
+  /** The lab CA's certificate for `localhost`, 127.0.0.1, ::1 and the listen address. */
   serverCert: KeyAndCert;
   log: Logger;
 }
