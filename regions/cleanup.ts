@@ -47,8 +47,8 @@ function pidsIn(namespace: string): number[] {
   }
 }
 
-/** Exited processes stay zombies until their parent reaps them; they hold nothing. */
-function isRunning(pid: number): boolean {
+/** True while a process exists and has not exited: a zombie (not yet reaped) holds nothing. */
+export function isRunning(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';

@@ -11,7 +11,7 @@
 // link where the kernel has it, otherwise by the NFQUEUE helper (delay/nfq-delay.c) holding the
 // region's outgoing and incoming link packets. Ports of this machine's loopback (Redis) are
 // relayed into every region at 127.0.0.1, without delay (port-relay.ts). Cleanup: cleanup.ts.
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +30,9 @@ const MAX_RTT_MS = 10_000;
 /** Interface names inside the namespaces (fixed: each namespace has its own). */
 const REGION_LINK = 'wan';
 const targetLink = (index: number) => `r${index}`;
+/** Real-time priority (SCHED_RR) of measured processes: below the delay helper's (SCHED_FIFO 10),
+ * above all ordinary work, so a busy machine does not show up as network time. */
+const MEASURED_PRIORITY = ['chrt', '--rr', '5'];
 const linkPrefix = (index: number) => `10.77.${index + 1}`;
 
 export interface RegionSpec {
@@ -61,6 +64,12 @@ export interface EmulatedRegion extends RegionSpec {
   address: string;
 }
 
+export interface InNamespaceOptions {
+  /** Run at a real-time priority (when the machine allows it: see `Regions.realtime`), for
+   * processes whose timing is measured: the lab target, probes, curl. */
+  realtime?: boolean;
+}
+
 export interface Regions {
   /** `<pid>-<tag>`, part of every namespace name. */
   id: string;
@@ -69,9 +78,13 @@ export interface Regions {
   /** How delay was added; 'none' when every RTT is 0. */
   delay: DelayMechanism | 'none';
   forwardPorts: number[];
+  /** Whether measured processes get a real-time priority here (needs CAP_SYS_NICE). */
+  realtime: boolean;
   region(name: string): EmulatedRegion;
   /** Starts a command inside one of the namespaces (`ip netns exec`). */
-  spawn(namespace: string, command: string, args: string[], options?: SpawnOptions): ChildProcess;
+  spawn(namespace: string, command: string, args: string[], options?: SpawnOptions & InNamespaceOptions): ChildProcess;
+  /** Runs a command inside one of the namespaces to its end; resolves with its stdout. */
+  exec(namespace: string, command: string, args: string[], options?: InNamespaceOptions & { timeoutMs?: number }): Promise<string>;
   /** Stops the helpers and removes every namespace; safe to call more than once. */
   close(): Promise<void>;
 }
@@ -167,8 +180,23 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
   const helpers: Helper[] = [];
   let closed: Promise<void> | undefined;
 
-  const spawnIn: Regions['spawn'] = (namespace, command, args, spawnOptions = {}) =>
-    spawn('ip', ['netns', 'exec', namespace, command, ...args], spawnOptions);
+  let realtime = false;
+  const inNamespace = (namespace: string, command: string, args: string[], options: InNamespaceOptions) => [
+    'netns',
+    'exec',
+    namespace,
+    ...(options.realtime && realtime ? MEASURED_PRIORITY : []),
+    command,
+    ...args,
+  ];
+  const spawnIn: Regions['spawn'] = (namespace, command, args, { realtime: wanted, ...spawnOptions } = {}) =>
+    spawn('ip', inNamespace(namespace, command, args, { realtime: wanted }), spawnOptions);
+  const execIn: Regions['exec'] = (namespace, command, args, options = {}) =>
+    new Promise((resolve, reject) => {
+      execFile('ip', inNamespace(namespace, command, args, options), { timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
+        err ? reject(new Error(`${command} in ${namespace}: ${err.message.split('\n')[0]}${stderr ? `\n${stderr.trim()}` : ''}`)) : resolve(stdout),
+      );
+    });
 
   const close = () =>
     (closed ??= (async () => {
@@ -181,6 +209,13 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
   trackInstance(instance);
   try {
     await mkdir(instance.runDir, { recursive: true, mode: 0o700 });
+    realtime = await run(MEASURED_PRIORITY[0], [...MEASURED_PRIORITY.slice(1), 'true']).then(
+      () => true,
+      (err: Error) => {
+        log.warn({ err: err.message }, 'no real-time priority for measured processes here; other work on this machine will show in the timings');
+        return false;
+      },
+    );
     await createNamespace(targetNamespace);
     await run('ip', ['-n', targetNamespace, 'addr', 'add', `${TARGET_ADDRESS}/32`, 'dev', 'lo']);
     for (const [index, region] of regions.entries()) {
@@ -243,12 +278,14 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
       regions,
       delay: mechanism,
       forwardPorts,
+      realtime,
       region(name) {
         const found = regions.find((r) => r.name === name);
         if (!found) throw new Error(`no emulated region "${name}" (regions: ${regions.map((r) => r.name).join(', ')})`);
         return found;
       },
       spawn: spawnIn,
+      exec: execIn,
       close,
     };
   } catch (err) {

@@ -18,6 +18,7 @@ const LAB_ENTRY = fileURLToPath(new URL('./lab-entry.js', import.meta.url));
 export async function startTargetLab(regions: Regions, basePort = DEFAULT_LAB_PORT): Promise<TargetLab> {
   const child = regions.spawn(regions.target.namespace, process.execPath, [LAB_ENTRY, regions.target.address, String(basePort)], {
     stdio: ['pipe', 'pipe', 'pipe'],
+    realtime: true,
   });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
