@@ -22,6 +22,8 @@ export interface InstanceResources {
   id: string;
   namespaces: string[];
   runDir: string;
+  /** Called first: the owner learns that its processes are about to be stopped on purpose. */
+  beforeRemove?: () => void;
 }
 
 export function runDirFor(id: string): string {
@@ -76,6 +78,7 @@ function stopAll(pids: number[], signal: NodeJS.Signals, waitMs: number): number
 
 /** Removes one instance's namespaces (and everything in them) and its run directory. Idempotent. */
 export function removeInstanceSync(instance: InstanceResources, log?: Logger): void {
+  instance.beforeRemove?.();
   const existing = new Set(safeListNamespaces());
   for (const namespace of instance.namespaces) {
     if (!existing.has(namespace)) continue;

@@ -107,6 +107,7 @@ interface Helper {
   what: string;
   child: ChildProcess;
   stderr: string[];
+  stopping: boolean;
 }
 
 const RELAY_ENTRY = fileURLToPath(new URL('./relay-entry.js', import.meta.url));
@@ -114,34 +115,43 @@ const RELAY_ENTRY = fileURLToPath(new URL('./relay-entry.js', import.meta.url));
 const relayArgs = (pairs: [RelayEnd, RelayEnd][]) => [RELAY_ENTRY, ...pairs.map(([listen, connect]) => `${formatRelayEnd(listen)}=${formatRelayEnd(connect)}`)];
 
 /** Starts a helper (in a namespace, or in this one with namespace null) and waits for its "ready" line on stdout. */
-function startHelper(spawnIn: Regions['spawn'], namespace: string | null, what: string, command: string, args: string[]): Promise<Helper> {
+function startHelper(spawnIn: Regions['spawn'], namespace: string | null, what: string, command: string, args: string[], log: Logger): Promise<Helper> {
   const stdio: SpawnOptions = { stdio: ['pipe', 'pipe', 'pipe'] };
   const child = namespace === null ? spawn(command, args, stdio) : spawnIn(namespace, command, args, stdio);
-  const helper: Helper = { what, child, stderr: [] };
+  const helper: Helper = { what, child, stderr: [], stopping: false };
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => helper.stderr.push(chunk));
+  const stderrText = () => (helper.stderr.length ? `: ${helper.stderr.join('').trim()}` : '');
   return new Promise((resolve, reject) => {
+    let ready = false;
     const timer = setTimeout(() => fail(new Error(`${what} did not start within 10 s`)), 10_000);
     const fail = (err: Error) => {
       clearTimeout(timer);
       child.kill('SIGKILL');
-      reject(new Error(`${err.message}${helper.stderr.length ? `: ${helper.stderr.join('').trim()}` : ''}`));
+      reject(new Error(`${err.message}${stderrText()}`));
     };
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
-      if (out.includes('ready\n')) {
+      if (!ready && out.includes('ready\n')) {
+        ready = true;
         clearTimeout(timer);
         resolve(helper);
       }
     });
     child.once('error', fail);
-    child.once('exit', (code, signal) => fail(new Error(`${what} exited (${signal ?? `code ${code}`}) while starting`)));
+    child.once('exit', (code, signal) => {
+      const how = signal ?? `code ${code}`;
+      if (!ready) fail(new Error(`${what} exited (${how}) while starting`));
+      // A delay helper gone means undelayed packets (--queue-bypass): never silently.
+      else if (!helper.stopping) log.error({ helper: what, exit: how, stderr: helper.stderr.join('').trim() }, 'a region helper exited early; its region is no longer emulated faithfully');
+    });
   });
 }
 
 /** Ends a helper by closing its stdin (it exits on end of file), then waits for it briefly. */
 async function stopHelper(helper: Helper, log: Logger): Promise<void> {
   const { child } = helper;
+  helper.stopping = true;
   if (child.exitCode === null && child.signalCode === null) {
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.stdin?.end();
@@ -176,8 +186,13 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
     namespace: `pf-${id}-region-${spec.name}`,
     address: `${linkPrefix(index)}.2`,
   }));
-  const instance: InstanceResources = { id, namespaces: [targetNamespace, ...regions.map((r) => r.namespace)], runDir: runDirFor(id) };
   const helpers: Helper[] = [];
+  const instance: InstanceResources = {
+    id,
+    namespaces: [targetNamespace, ...regions.map((r) => r.namespace)],
+    runDir: runDirFor(id),
+    beforeRemove: () => helpers.forEach((helper) => (helper.stopping = true)),
+  };
   let closed: Promise<void> | undefined;
 
   let realtime = false;
@@ -248,7 +263,7 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
       }
       if (mechanism === 'nfqueue' && region.rttMs > 0) {
         // The helper first: with --queue-bypass, packets queued before anyone listens pass undelayed.
-        helpers.push(await startHelper(spawnIn, region.namespace, `nfq-delay in ${region.name}`, await nfqDelayBinary(), ['--queue', '0', '--delay-us', String(oneWayUs)]));
+        helpers.push(await startHelper(spawnIn, region.namespace, `nfq-delay in ${region.name}`, await nfqDelayBinary(), ['--queue', '0', '--delay-us', String(oneWayUs)], log));
         for (const rule of [
           ['OUTPUT', '-o'],
           ['INPUT', '-i'],
@@ -262,9 +277,9 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
       const sockets = forwardPorts.map((port) => ({ port, path: relaySocketPath(instance.runDir, port) }));
       const rootSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ path }, { port }]);
       const regionSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ port }, { path }]);
-      helpers.push(await startHelper(spawnIn, null, 'port relay on this machine', process.execPath, relayArgs(rootSide)));
+      helpers.push(await startHelper(spawnIn, null, 'port relay on this machine', process.execPath, relayArgs(rootSide), log));
       for (const region of regions) {
-        helpers.push(await startHelper(spawnIn, region.namespace, `port relay in ${region.name}`, process.execPath, relayArgs(regionSide)));
+        helpers.push(await startHelper(spawnIn, region.namespace, `port relay in ${region.name}`, process.execPath, relayArgs(regionSide), log));
       }
     }
 

@@ -8,7 +8,7 @@
 // experiment to FIDELITY_PLAN and one line per figure to EXPECTATIONS.
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { createLogger } from '../../common/log.js';
 import { median } from '../../common/stats.js';
 import type { Phase } from '../../contracts/common.js';
@@ -71,16 +71,17 @@ const EXPECTATIONS: { what: string; rtts: number; measure: Measure }[] = [
   { what: 'new-connection cost over https (TLS 1.3)', rtts: 2, measure: newConnectionCost('https') },
 ];
 
-/** base + rtts x RTT, within ±10 % or ±3 ms, whichever is larger. */
-function assertRoundTrips(measured: number | undefined, base: number | undefined, rtts: number, rttMs: number, what: string): void {
+/** base + rtts x RTT, within ±10 % or ±3 ms, whichever is larger. The figures go to the test
+ * log either way (node:test diagnostics), so a passing run shows its margins too. */
+function assertRoundTrips(t: TestContext, measured: number | undefined, base: number | undefined, rtts: number, rttMs: number, what: string): void {
   assert.ok(measured !== undefined && base !== undefined, `${what}: not measured (${measured}, base ${base})`);
   const expected = base + rtts * rttMs;
   const tolerance = Math.max(0.1 * expected, 3);
-  assert.ok(
-    Math.abs(measured - expected) <= tolerance,
+  const figures =
     `${what}: measured ${measured.toFixed(2)} ms, expected ${expected.toFixed(2)} ms ` +
-      `(${base.toFixed(2)} ms without delay + ${rtts} x ${rttMs} ms) ± ${tolerance.toFixed(2)} ms`,
-  );
+    `(${base.toFixed(2)} ms without delay + ${rtts} x ${rttMs} ms) ± ${tolerance.toFixed(2)} ms`;
+  t.diagnostic(figures);
+  assert.ok(Math.abs(measured - expected) <= tolerance, figures);
 }
 
 /** Echo server on this machine's loopback: what a region reaches through a forwarded port. */
@@ -128,9 +129,9 @@ describe('emulated regions: measured times are the added round trips', { skip },
   });
 
   for (const { what, rtts, measure } of EXPECTATIONS) {
-    test(`${what} ≈ ${rtts} RTT`, () => {
+    test(`${what} ≈ ${rtts} RTT`, (t) => {
       for (const { name, rttMs } of DELAYED) {
-        assertRoundTrips(measure(report, name), measure(report, 'base'), rtts, rttMs, `${what} from ${name}`);
+        assertRoundTrips(t, measure(report, name), measure(report, 'base'), rtts, rttMs, `${what} from ${name}`);
       }
     });
   }
@@ -153,7 +154,7 @@ describe('emulated regions: measured times are the added round trips', { skip },
     }
   });
 
-  test('curl -w in the same namespaces agrees: connect, TLS 1.3 and a reused request ≈ 1 RTT each', async () => {
+  test('curl -w in the same namespaces agrees: connect, TLS 1.3 and a reused request ≈ 1 RTT each', async (t) => {
     const url = `${lab.servers.https}/`;
     const timings = async (namespace: string) => {
       const runs: number[][] = [];
@@ -173,9 +174,9 @@ describe('emulated regions: measured times are the added round trips', { skip },
     const base = await timings(regions.region('base').namespace);
     for (const { name, rttMs } of DELAYED) {
       const [connect, tls, reused] = await timings(regions.region(name).namespace);
-      assertRoundTrips(connect, base[0], 1, rttMs, `curl time_connect from ${name}`);
-      assertRoundTrips(tls, base[1], 1, rttMs, `curl TLS 1.3 handshake (time_appconnect - time_connect) from ${name}`);
-      assertRoundTrips(reused, base[2], 1, rttMs, `curl reused request (second transfer's time_starttransfer) from ${name}`);
+      assertRoundTrips(t, connect, base[0], 1, rttMs, `curl time_connect from ${name}`);
+      assertRoundTrips(t, tls, base[1], 1, rttMs, `curl TLS 1.3 handshake (time_appconnect - time_connect) from ${name}`);
+      assertRoundTrips(t, reused, base[2], 1, rttMs, `curl reused request (second transfer's time_starttransfer) from ${name}`);
     }
   });
 
