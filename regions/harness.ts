@@ -55,6 +55,9 @@ export interface RegionsOptions {
    * without added delay (Redis for the workers).
    * @defaultValue [] */
   forwardPorts?: number[];
+  /** Give measured processes a real-time priority (see InNamespaceOptions.realtime).
+   * @defaultValue true */
+  realtime?: boolean;
   log?: Logger;
 }
 
@@ -224,13 +227,15 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
   trackInstance(instance);
   try {
     await mkdir(instance.runDir, { recursive: true, mode: 0o700 });
-    realtime = await run(MEASURED_PRIORITY[0], [...MEASURED_PRIORITY.slice(1), 'true']).then(
-      () => true,
-      (err: Error) => {
-        log.warn({ err: err.message }, 'no real-time priority for measured processes here; other work on this machine will show in the timings');
-        return false;
-      },
-    );
+    if (options.realtime ?? true) {
+      realtime = await run(MEASURED_PRIORITY[0], [...MEASURED_PRIORITY.slice(1), 'true']).then(
+        () => true,
+        (err: Error) => {
+          log.warn({ err: err.message }, 'no real-time priority for measured processes here; other work on this machine will show in the timings');
+          return false;
+        },
+      );
+    }
     await createNamespace(targetNamespace);
     await run('ip', ['-n', targetNamespace, 'addr', 'add', `${TARGET_ADDRESS}/32`, 'dev', 'lo']);
     for (const [index, region] of regions.entries()) {

@@ -32,6 +32,11 @@ const regionOptions = (y: Argv) =>
       choices: ['auto', 'netem', 'nfqueue'] as const,
       default: 'auto' as const,
       describe: 'how to add delay: netem where the kernel has it, else an NFQUEUE helper',
+    })
+    .option('realtime', {
+      type: 'boolean',
+      default: true,
+      describe: 'run the lab and the probes at a real-time priority, so other work on this machine does not show as network time (--no-realtime: ordinary priority)',
     });
 
 const runOptions = (y: Argv) =>
@@ -67,7 +72,8 @@ function describeRegions(regions: Regions): string {
     ['region', 'RTT to target', 'rate limit', 'namespace', 'address'],
     regions.regions.map((r) => [r.name, `${r.rttMs} ms`, formatRate(r.rateBytesPerSecond), r.namespace, r.address]),
     'lrrll',
-  )}\ntarget host ${regions.target.address} in namespace ${regions.target.namespace}; delay added by ${regions.delay}\n`;
+  )}\ntarget host ${regions.target.address} in namespace ${regions.target.namespace}; delay added by ${regions.delay}` +
+    `${regions.realtime ? '' : '; measured processes at ordinary priority'}\n`;
 }
 
 const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
@@ -79,7 +85,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
     const loaded = await loadPlanFile(args.plan);
     const specs = regionSpecs(args.region);
     if (!specs) return;
-    const regions = await startRegions({ regions: specs, delay: args.delay, log });
+    const regions = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, log });
     let lab: TargetLab | undefined;
     try {
       lab = await startTargetLab(regions);
@@ -106,7 +112,7 @@ const up: CommandModule<object, ArgsOf<typeof upOptions>> = {
     const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const specs = regionSpecs(args.region);
     if (!specs) return;
-    const regions = await startRegions({ regions: specs, delay: args.delay, forwardPorts: args.forwardPort, log });
+    const regions = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, forwardPorts: args.forwardPort, log });
     let lab: TargetLab | undefined;
     try {
       if (args.lab) lab = await startTargetLab(regions);
