@@ -3,7 +3,7 @@
 // so and exits non-zero; bad region specs are bad input (exit 2).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -15,8 +15,9 @@ import { regionsSkipReason } from '../helpers/regions.js';
 const skip = regionsSkipReason();
 
 describe('probefleet regions', () => {
-  test('regions run: one report with every region, the slower region slower, and nothing left behind', { skip }, async () => {
+  test('regions run: one report with every region, the slower region slower, and nothing left behind', { skip }, async (t) => {
     const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-regions-cli-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
     const plan = path.join(dir, 'plan.yaml');
     const json = path.join(dir, 'run.json');
     await writeFile(
