@@ -3,6 +3,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { labCommand } from './commands/lab.js';
 import { planCommand } from './commands/plan.js';
+import { regionsCommand } from './commands/regions.js';
 import { runCommand } from './commands/run.js';
 import { coordinatorCommand } from './commands/coordinator.js';
 import { BadArgumentError } from './commands/redis-args.js';
@@ -35,6 +36,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(coordinatorCommand)
     .command(scheduleCommand)
     .command(runsCommand)
+    .command(regionsCommand)
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .help()

@@ -8,12 +8,13 @@ import type { Progress } from './progress.js';
 
 export const EMBEDDED_REGION = 'local';
 
-export async function runEmbedded(jobs: JobPayload[], options: { log: Logger; progress: Progress; signal?: AbortSignal }): Promise<ProbeResult[]> {
+/** `region`: the region the jobs are for (an emulated region runs its own jobs); default `local`. */
+export async function runEmbedded(jobs: JobPayload[], options: { log: Logger; progress: Progress; signal?: AbortSignal; region?: string }): Promise<ProbeResult[]> {
   const results: ProbeResult[] = [];
   options.progress.start(jobs.length);
   for (const job of jobs) {
     if (options.signal?.aborted) break;
-    results.push(await executeJob(job, { region: EMBEDDED_REGION, log: options.log, signal: options.signal }));
+    results.push(await executeJob(job, { region: options.region ?? EMBEDDED_REGION, log: options.log, signal: options.signal }));
     options.progress.step(`${job.probe} ${Object.values(job.variant).join(' ')} ${job.target.name}`);
   }
   options.progress.done();

@@ -85,7 +85,9 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const basePort = options.basePort ?? 0;
   const log = options.log ?? createLogger('lab');
   const ca = await createLabCa();
-  const ctx: LabContext = { host, ca, serverCert: await ca.issue({ hosts: LAB_CERT_HOSTS }), log };
+  // Valid for the listen address too, so clients in emulated regions can verify it (regions/).
+  const certHosts = [...new Set([...LAB_CERT_HOSTS, host])];
+  const ctx: LabContext = { host, ca, certHosts, serverCert: await ca.issue({ hosts: certHosts }), log };
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-lab-'));
   const caFile = path.join(dir, 'lab-ca.pem');
   await writeFile(caFile, ca.certPem);

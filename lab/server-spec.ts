@@ -3,13 +3,15 @@ import type net from 'node:net';
 import type { Logger } from '../common/log.js';
 import type { KeyAndCert, LabCa } from './certs.js';
 
-/** The names the lab's own certificates are valid for. */
+/** The names the lab's own certificates are always valid for (the listen address is added). */
 export const LAB_CERT_HOSTS = ['localhost', '127.0.0.1', '::1'];
 
 export interface LabContext {
   host: string;
   ca: LabCa;
-  /** The lab CA's certificate for `localhost`, 127.0.0.1 and ::1. */
+  /** Names and addresses the lab's certificates are issued for: LAB_CERT_HOSTS and the listen address. */
+  certHosts: string[];
+  /** The lab CA's certificate for `localhost`, 127.0.0.1, ::1 and the listen address. */
   serverCert: KeyAndCert;
   log: Logger;
 }

@@ -1,5 +1,5 @@
 import { labHttpsServer } from '../https-server.js';
-import { LAB_CERT_HOSTS, type LabServerSpec } from '../server-spec.js';
+import type { LabServerSpec } from '../server-spec.js';
 
 const DAY_MS = 86_400_000;
 
@@ -8,6 +8,6 @@ export const expiredCertServer: LabServerSpec = {
   offset: 7,
   scheme: 'https',
   description: 'HTTPS with a lab-CA certificate that expired yesterday',
-  create: async ({ ca }) =>
-    labHttpsServer(await ca.issue({ hosts: LAB_CERT_HOSTS, notBefore: new Date(Date.now() - 90 * DAY_MS), notAfter: new Date(Date.now() - DAY_MS) })),
+  create: async ({ ca, certHosts }) =>
+    labHttpsServer(await ca.issue({ hosts: certHosts, notBefore: new Date(Date.now() - 90 * DAY_MS), notAfter: new Date(Date.now() - DAY_MS) })),
 };

@@ -8,11 +8,23 @@ declare -A PACKAGE_OF=(
   [redis-server]=redis-server
   [redis-cli]=redis-tools
 )
+# Emulated regions (regions/): namespaces and tc, the NFQUEUE delay helper (compiled with gcc at
+# setup, for kernels without netem), real-time priority (chrt), curl as a second opinion.
+PACKAGE_OF+=(
+  [ip]=iproute2
+  [tc]=iproute2
+  [iptables-legacy]=iptables
+  [gcc]=gcc
+  [chrt]=util-linux
+  [setpriv]=util-linux
+  [curl]=curl
+)
 
 missing=()
 for cmd in "${!PACKAGE_OF[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${PACKAGE_OF[$cmd]}")
 done
+[[ -e /usr/include/libnetfilter_queue/libnetfilter_queue.h ]] || missing+=(libnetfilter-queue-dev)
 if ((${#missing[@]} > 0)); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then

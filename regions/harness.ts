@@ -1,0 +1,342 @@
+// Emulated regions on one Linux machine: network namespaces joined by veth links with a fixed
+// added round-trip time per region and an optional rate limit.
+//
+//            region "near" (ns)                         target (ns)
+//   wan 10.77.1.2/24 ──veth, +RTT/2 each way──▶ r0 10.77.1.1/24
+//            region "far" (ns)                          lo  10.77.0.1/32  ◀─ the lab target listens here
+//   wan 10.77.2.2/24 ──veth, +RTT/2 each way──▶ r1 10.77.2.1/24
+//
+// Every region reaches the target at the same address (TARGET_ADDRESS) over its own link, so one
+// plan serves all regions. Half the RTT is added in each direction: with netem on both ends of the
+// link where the kernel has it, otherwise by the NFQUEUE helper (delay/nfq-delay.c) holding the
+// region's outgoing and incoming link packets. Ports of this machine's loopback (Redis) are
+// relayed into every region at 127.0.0.1, without delay (port-relay.ts). Cleanup: cleanup.ts.
+import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { createLogger, type Logger } from '../common/log.js';
+import { NAME_PATTERN } from '../contracts/common.js';
+import { cleanupStaleRegions, removeInstanceSync, runDirFor, trackInstance, untrackInstance, type InstanceResources } from './cleanup.js';
+import { nfqDelayBinary } from './delay/nfq-delay-binary.js';
+import { formatRelayEnd, relaySocketPath, type RelayEnd } from './port-relay.js';
+import { checkNfqueueSupported, checkRegionsSupported, RegionsUnavailableError } from './preflight.js';
+import { CommandError, run } from './system.js';
+
+/** Where the target host answers, from every region. Exists only inside the harness's namespaces. */
+export const TARGET_ADDRESS = '10.77.0.1';
+export const MAX_REGIONS = 200;
+const MAX_RTT_MS = 10_000;
+/** Interface names inside the namespaces (fixed: each namespace has its own). */
+const REGION_LINK = 'wan';
+const targetLink = (index: number) => `r${index}`;
+/** Real-time priority (SCHED_RR) of measured processes: below the delay helper's (SCHED_FIFO 10),
+ * above all ordinary work, so a busy machine does not show up as network time. */
+const MEASURED_PRIORITY = ['chrt', '--rr', '5'];
+const linkPrefix = (index: number) => `10.77.${index + 1}`;
+
+export interface RegionSpec {
+  /** a-z, 0-9, "-", "_" (a plan's region name). */
+  name: string;
+  /** Round-trip time added between this region and the target; 0 adds nothing. */
+  rttMs: number;
+  /** Rate limit of the link in each direction (tbf), bytes per second; none when absent. */
+  rateBytesPerSecond?: number;
+}
+
+export type DelayMechanism = 'netem' | 'nfqueue';
+
+export interface RegionsOptions {
+  regions: RegionSpec[];
+  /** How to add delay: netem where the kernel has it, else the NFQUEUE helper.
+   * @defaultValue 'auto' */
+  delay?: 'auto' | DelayMechanism;
+  /** TCP ports of this machine's 127.0.0.1 that every region reaches at its own 127.0.0.1,
+   * without added delay (Redis for the workers).
+   * @defaultValue [] */
+  forwardPorts?: number[];
+  /** Give measured processes a real-time priority (see InNamespaceOptions.realtime).
+   * @defaultValue true */
+  realtime?: boolean;
+  log?: Logger;
+}
+
+export interface EmulatedRegion extends RegionSpec {
+  namespace: string;
+  /** The region's own address on its link. */
+  address: string;
+}
+
+export interface InNamespaceOptions {
+  /** Run at a real-time priority (when the machine allows it: see `Regions.realtime`), for
+   * processes whose timing is measured: the lab target, probes, curl. */
+  realtime?: boolean;
+}
+
+export interface Regions {
+  /** `<pid>-<tag>`, part of every namespace name. */
+  id: string;
+  target: { namespace: string; address: string };
+  regions: EmulatedRegion[];
+  /** How delay was added; 'none' when every RTT is 0. */
+  delay: DelayMechanism | 'none';
+  forwardPorts: number[];
+  /** Whether measured processes get a real-time priority here (needs CAP_SYS_NICE). */
+  realtime: boolean;
+  region(name: string): EmulatedRegion;
+  /** Starts a command inside one of the namespaces (`ip netns exec`). */
+  spawn(namespace: string, command: string, args: string[], options?: SpawnOptions & InNamespaceOptions): ChildProcess;
+  /** Runs a command inside one of the namespaces to its end; resolves with its stdout. */
+  exec(namespace: string, command: string, args: string[], options?: InNamespaceOptions & { timeoutMs?: number }): Promise<string>;
+  /** Stops the helpers and removes every namespace; safe to call more than once. */
+  close(): Promise<void>;
+}
+
+export function validateRegionSpecs(specs: RegionSpec[]): void {
+  if (specs.length === 0 || specs.length > MAX_REGIONS) throw new RangeError(`between 1 and ${MAX_REGIONS} regions, got ${specs.length}`);
+  const seen = new Set<string>();
+  for (const spec of specs) {
+    if (!NAME_PATTERN.test(spec.name)) throw new RangeError(`region name "${spec.name}": use 1-63 characters of a-z, 0-9, "-" or "_"`);
+    if (seen.has(spec.name)) throw new RangeError(`region "${spec.name}" is listed twice`);
+    seen.add(spec.name);
+    if (!(spec.rttMs >= 0 && spec.rttMs <= MAX_RTT_MS)) throw new RangeError(`region "${spec.name}": RTT must be 0..${MAX_RTT_MS} ms, got ${spec.rttMs}`);
+    if (spec.rateBytesPerSecond !== undefined && !(spec.rateBytesPerSecond >= 1000)) {
+      throw new RangeError(`region "${spec.name}": rate must be at least 1000 bytes/s, got ${spec.rateBytesPerSecond}`);
+    }
+  }
+}
+
+interface Helper {
+  what: string;
+  child: ChildProcess;
+  stderr: string[];
+  stopping: boolean;
+}
+
+const RELAY_ENTRY = fileURLToPath(new URL('./relay-entry.js', import.meta.url));
+
+const relayArgs = (pairs: [RelayEnd, RelayEnd][]) => [RELAY_ENTRY, ...pairs.map(([listen, connect]) => `${formatRelayEnd(listen)}=${formatRelayEnd(connect)}`)];
+
+/** Starts a helper (in a namespace, or in this one with namespace null) and waits for its "ready" line on stdout. */
+function startHelper(spawnIn: Regions['spawn'], namespace: string | null, what: string, command: string, args: string[], log: Logger): Promise<Helper> {
+  const stdio: SpawnOptions = { stdio: ['pipe', 'pipe', 'pipe'] };
+  const child = namespace === null ? spawn(command, args, stdio) : spawnIn(namespace, command, args, stdio);
+  const helper: Helper = { what, child, stderr: [], stopping: false };
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => helper.stderr.push(chunk));
+  const stderrText = () => (helper.stderr.length ? `: ${helper.stderr.join('').trim()}` : '');
+  return new Promise((resolve, reject) => {
+    let ready = false;
+    const timer = setTimeout(() => fail(new Error(`${what} did not start within 10 s`)), 10_000);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`${err.message}${stderrText()}`));
+    };
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      if (!ready && out.includes('ready\n')) {
+        ready = true;
+        clearTimeout(timer);
+        resolve(helper);
+      }
+    });
+    child.once('error', fail);
+    child.once('exit', (code, signal) => {
+      const how = signal ?? `code ${code}`;
+      if (!ready) fail(new Error(`${what} exited (${how}) while starting`));
+      // A delay helper gone means undelayed packets (--queue-bypass): never silently.
+      else if (!helper.stopping) log.error({ helper: what, exit: how, stderr: helper.stderr.join('').trim() }, 'a region helper exited early; its region is no longer emulated faithfully');
+    });
+  });
+}
+
+/** Ends a helper by closing its stdin (it exits on end of file), then waits for it briefly. */
+async function stopHelper(helper: Helper, log: Logger): Promise<void> {
+  const { child } = helper;
+  helper.stopping = true;
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.stdin?.end();
+    const timer = setTimeout(() => child.kill('SIGTERM'), 2_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  const report = helper.stderr.join('').trim();
+  if (report) log.debug({ helper: helper.what, report }, 'helper stopped');
+}
+
+function tbfArgs(rateBytesPerSecond: number): string[] {
+  // Burst: 10 ms of the rate, at least 16 KiB (tbf needs more than one GSO segment's worth).
+  const burst = Math.max(16_384, Math.round(rateBytesPerSecond / 100));
+  return ['tbf', 'rate', `${Math.round(rateBytesPerSecond * 8)}bit`, 'burst', String(burst), 'latency', '300ms'];
+}
+
+export async function startRegions(options: RegionsOptions): Promise<Regions> {
+  const log = options.log ?? createLogger('regions');
+  validateRegionSpecs(options.regions);
+  const forwardPorts = [...new Set(options.forwardPorts ?? [])];
+  for (const port of forwardPorts) {
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError(`cannot forward port ${port}`);
+  }
+  checkRegionsSupported();
+  cleanupStaleRegions(log);
+
+  const id = `${process.pid}-${randomBytes(2).toString('hex')}`;
+  const targetNamespace = `pf-${id}-target`;
+  const regions: EmulatedRegion[] = options.regions.map((spec, index) => ({
+    ...spec,
+    namespace: `pf-${id}-region-${spec.name}`,
+    address: `${linkPrefix(index)}.2`,
+  }));
+  const helpers: Helper[] = [];
+  const instance: InstanceResources = {
+    id,
+    namespaces: [targetNamespace, ...regions.map((r) => r.namespace)],
+    runDir: runDirFor(id),
+    beforeRemove: () => helpers.forEach((helper) => (helper.stopping = true)),
+  };
+  let closed: Promise<void> | undefined;
+
+  let realtime = false;
+  const inNamespace = (namespace: string, command: string, args: string[], options: InNamespaceOptions) => [
+    'netns',
+    'exec',
+    namespace,
+    ...(options.realtime && realtime ? MEASURED_PRIORITY : []),
+    command,
+    ...args,
+  ];
+  const spawnIn: Regions['spawn'] = (namespace, command, args, { realtime: wanted, ...spawnOptions } = {}) =>
+    spawn('ip', inNamespace(namespace, command, args, { realtime: wanted }), spawnOptions);
+  const execIn: Regions['exec'] = (namespace, command, args, options = {}) =>
+    new Promise((resolve, reject) => {
+      execFile('ip', inNamespace(namespace, command, args, options), { timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
+        err ? reject(new Error(`${command} in ${namespace}: ${err.message.split('\n')[0]}${stderr ? `\n${stderr.trim()}` : ''}`)) : resolve(stdout),
+      );
+    });
+
+  const close = () =>
+    (closed ??= (async () => {
+      await Promise.all(helpers.map((helper) => stopHelper(helper, log)));
+      removeInstanceSync(instance, log);
+      untrackInstance(id);
+      log.debug({ id }, 'emulated regions removed');
+    })());
+
+  trackInstance(instance);
+  try {
+    await mkdir(instance.runDir, { recursive: true, mode: 0o700 });
+    if (options.realtime ?? true) {
+      realtime = await run(MEASURED_PRIORITY[0], [...MEASURED_PRIORITY.slice(1), 'true']).then(
+        () => true,
+        (err: Error) => {
+          log.warn({ err: err.message }, 'no real-time priority for measured processes here; other work on this machine will show in the timings');
+          return false;
+        },
+      );
+    }
+    await createNamespace(targetNamespace);
+    await run('ip', ['-n', targetNamespace, 'addr', 'add', `${TARGET_ADDRESS}/32`, 'dev', 'lo']);
+    for (const [index, region] of regions.entries()) {
+      await createNamespace(region.namespace);
+      await run('ip', ['-n', targetNamespace, 'link', 'add', targetLink(index), 'type', 'veth', 'peer', 'name', REGION_LINK, 'netns', region.namespace]);
+      await run('ip', ['-n', targetNamespace, 'addr', 'add', `${linkPrefix(index)}.1/24`, 'dev', targetLink(index)]);
+      await run('ip', ['-n', targetNamespace, 'link', 'set', 'dev', targetLink(index), 'up']);
+      await run('ip', ['-n', region.namespace, 'addr', 'add', `${region.address}/24`, 'dev', REGION_LINK]);
+      await run('ip', ['-n', region.namespace, 'link', 'set', 'dev', REGION_LINK, 'up']);
+      await run('ip', ['-n', region.namespace, 'route', 'add', `${TARGET_ADDRESS}/32`, 'via', `${linkPrefix(index)}.1`, 'dev', REGION_LINK]);
+    }
+
+    const delayed = regions.filter((r) => r.rttMs > 0);
+    const mechanism = delayed.length === 0 ? 'none' : await chooseDelay(options.delay ?? 'auto', delayed[0]);
+    for (const [index, region] of regions.entries()) {
+      const oneWayUs = Math.round(region.rttMs * 500);
+      if (mechanism === 'netem' && region.rttMs > 0) {
+        for (const [namespace, dev] of [
+          [region.namespace, REGION_LINK],
+          [targetNamespace, targetLink(index)],
+        ]) {
+          await run('tc', ['-n', namespace, 'qdisc', 'replace', 'dev', dev, 'root', 'handle', '1:', 'netem', 'delay', `${oneWayUs}us`, 'limit', '100000']);
+          if (region.rateBytesPerSecond) await run('tc', ['-n', namespace, 'qdisc', 'add', 'dev', dev, 'parent', '1:1', 'handle', '10:', ...tbfArgs(region.rateBytesPerSecond)]);
+        }
+        continue;
+      }
+      if (region.rateBytesPerSecond) {
+        await run('tc', ['-n', region.namespace, 'qdisc', 'add', 'dev', REGION_LINK, 'root', ...tbfArgs(region.rateBytesPerSecond)]);
+        await run('tc', ['-n', targetNamespace, 'qdisc', 'add', 'dev', targetLink(index), 'root', ...tbfArgs(region.rateBytesPerSecond)]);
+      }
+      if (mechanism === 'nfqueue' && region.rttMs > 0) {
+        // The helper first: with --queue-bypass, packets queued before anyone listens pass undelayed.
+        helpers.push(await startHelper(spawnIn, region.namespace, `nfq-delay in ${region.name}`, await nfqDelayBinary(), ['--queue', '0', '--delay-us', String(oneWayUs)], log));
+        for (const rule of [
+          ['OUTPUT', '-o'],
+          ['INPUT', '-i'],
+        ]) {
+          await run('ip', ['netns', 'exec', region.namespace, 'iptables-legacy', '-w', '10', '-A', rule[0], rule[1], REGION_LINK, '-j', 'NFQUEUE', '--queue-num', '0', '--queue-bypass']);
+        }
+      }
+    }
+
+    if (forwardPorts.length > 0) {
+      const sockets = forwardPorts.map((port) => ({ port, path: relaySocketPath(instance.runDir, port) }));
+      const rootSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ path }, { port }]);
+      const regionSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ port }, { path }]);
+      helpers.push(await startHelper(spawnIn, null, 'port relay on this machine', process.execPath, relayArgs(rootSide), log));
+      for (const region of regions) {
+        helpers.push(await startHelper(spawnIn, region.namespace, `port relay in ${region.name}`, process.execPath, relayArgs(regionSide), log));
+      }
+    }
+
+    log.info(
+      { id, delay: mechanism, regions: regions.map((r) => ({ name: r.name, rttMs: r.rttMs, rateBytesPerSecond: r.rateBytesPerSecond })) },
+      'emulated regions up',
+    );
+    return {
+      id,
+      target: { namespace: targetNamespace, address: TARGET_ADDRESS },
+      regions,
+      delay: mechanism,
+      forwardPorts,
+      realtime,
+      region(name) {
+        const found = regions.find((r) => r.name === name);
+        if (!found) throw new Error(`no emulated region "${name}" (regions: ${regions.map((r) => r.name).join(', ')})`);
+        return found;
+      },
+      spawn: spawnIn,
+      exec: execIn,
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+
+  async function chooseDelay(wanted: 'auto' | DelayMechanism, probe: EmulatedRegion): Promise<DelayMechanism> {
+    if (wanted !== 'nfqueue') {
+      try {
+        await run('tc', ['-n', probe.namespace, 'qdisc', 'add', 'dev', REGION_LINK, 'root', 'netem', 'delay', '1ms']);
+        await run('tc', ['-n', probe.namespace, 'qdisc', 'del', 'dev', REGION_LINK, 'root']);
+        return 'netem';
+      } catch (err) {
+        if (!(err instanceof CommandError)) throw err;
+        if (wanted === 'netem') throw new RegionsUnavailableError(`netem was asked for, but this kernel cannot add it: ${err.stderr.trim()}`);
+        log.debug({ tc: err.stderr.trim() }, 'no netem here; delaying with the NFQUEUE helper');
+      }
+    }
+    checkNfqueueSupported();
+    return 'nfqueue';
+  }
+}
+
+async function createNamespace(name: string): Promise<void> {
+  try {
+    await run('ip', ['netns', 'add', name]);
+  } catch (err) {
+    throw new RegionsUnavailableError(
+      `cannot create network namespace ${name} (in a container this needs CAP_SYS_ADMIN, e.g. --privileged): ${(err as Error).message}`,
+    );
+  }
+  await run('ip', ['-n', name, 'link', 'set', 'dev', 'lo', 'up']);
+}

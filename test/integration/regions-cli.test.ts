@@ -1,0 +1,77 @@
+// `probefleet regions ...` end to end: the real binary brings up regions, runs a plan from each
+// against the lab on the target host, prints the report and tears down; without root it says
+// so and exits non-zero; bad region specs are bad input (exit 2).
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { runReportSchema, type RunReport } from '../../contracts/result.js';
+import { listNamespaces } from '../../regions/cleanup.js';
+import { CLI, REPO_ROOT, runCli } from '../helpers/repo.js';
+import { regionsSkipReason } from '../helpers/regions.js';
+
+const skip = regionsSkipReason();
+
+describe('probefleet regions', () => {
+  test('regions run: one report with every region, the slower region slower, and nothing left behind', { skip }, async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-regions-cli-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const plan = path.join(dir, 'plan.yaml');
+    const json = path.join(dir, 'run.json');
+    await writeFile(
+      plan,
+      (await readFile(path.join(REPO_ROOT, 'examples/regions-reuse.yaml'), 'utf8')).replace('requests: 20', 'requests: 5'),
+    );
+    const { code, stdout, stderr } = await runCli(['regions', 'run', plan, '--region', 'near=10ms', '--region', 'far=40ms,10MB/s', '--json', json]);
+    assert.equal(code, 0, stderr);
+
+    assert.match(stdout, /Emulated regions\n\s+region\s+RTT to target\s+rate limit\s+namespace\s+address/);
+    assert.match(stdout, /\n\s+near\s+10 ms\s+-\s+pf-\d+-[0-9a-f]{4}-region-near\s+10\.77\.1\.2\n/);
+    assert.match(stdout, /\n\s+far\s+40 ms\s+10 MB\/s\s+pf-\d+-[0-9a-f]{4}-region-far\s+10\.77\.2\.2\n/);
+    assert.match(stdout, /target host 10\.77\.0\.1 in namespace pf-\d+-[0-9a-f]{4}-target; delay added by (netem|nfqueue)/);
+    assert.match(stdout, /New-connection cost/);
+
+    const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
+    assert.deepEqual(report.plan.regions, ['near', 'far']);
+    assert.equal(report.results.length, 8);
+    assert.ok(report.results.every((r) => r.ok), JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)));
+    for (const target of ['http', 'https']) {
+      const cost = (region: string) => report.comparisons.find((c) => c.region === region && c.target === target)!.newConnectionCostMs.median;
+      assert.ok(cost('far') > cost('near'), `${target}: far ${cost('far')} ms, near ${cost('near')} ms`);
+    }
+    const id = /pf-(\d+-[0-9a-f]{4})-target/.exec(stdout)![1];
+    assert.deepEqual(listNamespaces().filter((ns) => ns.includes(id)), [], 'namespaces left behind');
+  });
+
+  test('a bad region spec is bad input (exit 2) and creates nothing', async () => {
+    // Every parsing rule is in test/unit/regions.test.ts; here, that the CLI says exit 2.
+    for (const [spec, message] of [
+      ['near=20parsecs', /is not a time/],
+      ['Near=20ms', /region name "Near"/],
+    ] as const) {
+      const { code, stderr } = await runCli(['regions', 'run', 'examples/regions-reuse.yaml', '--region', spec]);
+      assert.equal(code, 2, `${spec}: ${stderr}`);
+      assert.match(stderr, message);
+    }
+  });
+
+  test('without root it says so and exits non-zero', async () => {
+    // As root, drop to nobody for this one command; otherwise run it as we are.
+    const asUser = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI] : [process.execPath, CLI];
+    for (const args of [['regions', 'run', 'examples/regions-reuse.yaml'], ['regions', 'cleanup']]) {
+      const { code, stderr } = await runAs(asUser, args);
+      assert.equal(code, 1, `${args.join(' ')}: ${stderr}`);
+      assert.match(stderr, /^probefleet: emulated regions need root: they create network namespaces/);
+    }
+  });
+});
+
+function runAs(command: string[], args: string[]): Promise<{ code: number; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(command[0], [...command.slice(1), ...args], { cwd: REPO_ROOT, timeout: 60_000 }, (err, _stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stderr }),
+    );
+  });
+}
