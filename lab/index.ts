@@ -10,8 +10,9 @@ import type { LabContext, LabServerSpec } from './server-spec.js';
 import { closeServer } from './servers/close.js';
 import { httpsServer } from './servers/https.js';
 import { keepaliveServer } from './servers/keepalive.js';
+import { loadH2Server } from './servers/load-h2.js';
 
-export const LAB_SERVERS = [keepaliveServer, closeServer, httpsServer] as const satisfies readonly LabServerSpec[];
+export const LAB_SERVERS = [keepaliveServer, closeServer, httpsServer, loadH2Server] as const satisfies readonly LabServerSpec[];
 export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
 
 /** The first port of `probefleet lab` and `run --lab`, as in the lecture's examples. */

@@ -1,9 +1,11 @@
 // The one list of probe kinds. Adding a probe: a contract file here, an implementation in
 // worker/probes/, and an entry in both lists; the compiler points at anything missed.
+import { loadProbe } from './load.js';
 import { reuseProbe } from './reuse.js';
 
 export const PROBES = {
   reuse: reuseProbe,
+  load: loadProbe,
 } as const;
 
 export type ProbeKind = keyof typeof PROBES;

@@ -1,0 +1,140 @@
+// One function per tool and benchmark: run it against a lab URL, parse what it printed.
+// probefleet runs as a child process with the worker's own code (bench/probe-process.ts), so
+// every tool is a process of its own and is measured the same way.
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import type { JobPayload } from '../contracts/job.js';
+import type { ResultOf } from '../contracts/result.js';
+import { parsePlan } from '../coordinator/plan-loader.js';
+import { runIdFor, splitPlan } from '../coordinator/split.js';
+import { median } from '../common/stats.js';
+import { measure, type Measured } from './measure.js';
+
+const PROBE_PROCESS = fileURLToPath(new URL('./probe-process.js', import.meta.url));
+export const AUTOCANNON_CLI = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+
+export interface ToolContext {
+  /** The lab server's process, whose CPU time is recorded alongside. */
+  serverPid: number;
+  /** Write a CPU profile of the probefleet child's job to this file (not for timed runs). */
+  profileFile?: string;
+}
+
+export interface SequentialRun {
+  tool: 'probefleet' | 'curl';
+  requests: number;
+  /** Median per-request time. */
+  medianMs: number;
+  measured: Measured;
+}
+
+export interface LoadRun {
+  tool: 'probefleet' | 'autocannon' | 'wrk';
+  requests: number;
+  seconds: number;
+  requestsPerSecond: number;
+  p99Ms: number;
+  errors: number;
+  measured: Measured;
+}
+
+async function jobFor(planYaml: string): Promise<JobPayload> {
+  const [job] = splitPlan(await parsePlan(planYaml, 'bench.yaml'), runIdFor('bench', new Date()));
+  return job;
+}
+
+async function runProbefleet<K extends 'reuse' | 'load'>(job: JobPayload, ctx: ToolContext, timeoutMs: number): Promise<{ result: ResultOf<K>; measured: Measured }> {
+  const measured = await measure(process.execPath, [PROBE_PROCESS, JSON.stringify(job)], {
+    serverPid: ctx.serverPid,
+    timeoutMs,
+    env: ctx.profileFile ? { PROBEFLEET_BENCH_PROFILE: ctx.profileFile } : {},
+  });
+  const result = JSON.parse(measured.stdout) as ResultOf<K>;
+  if (!result.ok) throw new Error(`probefleet ${job.probe} failed: ${result.error?.code} ${result.error?.message}`);
+  return { result, measured };
+}
+
+/** `reuse` in `reused` mode: N sequential requests over one keep-alive connection. */
+export async function probefleetSequential(url: string, requests: number, ctx: ToolContext): Promise<SequentialRun> {
+  const job = await jobFor(`
+name: bench-sequential
+targets: [{ name: lab, url: "${url}" }]
+experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
+`);
+  const { result, measured } = await runProbefleet<'reuse'>(job, ctx, 120_000);
+  return { tool: 'probefleet', requests: result.summary.requests, medianMs: result.summary.phases.total!.p50, measured };
+}
+
+/** One curl process, N URLs from a glob: curl reuses its connection; `%{time_total}` per transfer. */
+export async function curlSequential(url: string, requests: number, ctx: ToolContext): Promise<SequentialRun> {
+  const measured = await measure('curl', ['-s', '-o', '/dev/null', '-w', '%{time_total}\\n', `${url}?n=[1-${requests}]`], { serverPid: ctx.serverPid, timeoutMs: 120_000 });
+  const times = measured.stdout.trim().split('\n').map((line) => Number(line) * 1000);
+  if (times.length !== requests || times.some((t) => !Number.isFinite(t))) throw new Error(`curl printed ${times.length} times, expected ${requests}`);
+  return { tool: 'curl', requests, medianMs: median(times), measured };
+}
+
+export async function probefleetLoad(url: string, connections: number, seconds: number, ctx: ToolContext): Promise<LoadRun> {
+  const job = await jobFor(`
+name: bench-load
+jobTimeoutSeconds: ${Math.ceil(seconds) + 60}
+targets: [{ name: lab, url: "${url}" }]
+experiments: [{ probe: load, connections: ${connections}, durationSeconds: ${seconds}, modes: [reused] }]
+`);
+  const { result, measured } = await runProbefleet<'load'>(job, ctx, (seconds + 60) * 1000);
+  const d = result.details!;
+  return {
+    tool: 'probefleet',
+    requests: d.completed,
+    seconds: result.summary.durationMs / 1000,
+    requestsPerSecond: d.requestsPerSecond,
+    p99Ms: d.latencyMs.p99,
+    errors: result.summary.errors,
+    measured,
+  };
+}
+
+export async function autocannonLoad(url: string, connections: number, seconds: number, ctx: ToolContext): Promise<LoadRun> {
+  const measured = await measure(process.execPath, [AUTOCANNON_CLI, '-c', String(connections), '-d', String(seconds), '-j', url], {
+    serverPid: ctx.serverPid,
+    timeoutMs: (seconds + 60) * 1000,
+  });
+  const out = JSON.parse(measured.stdout) as { requests: { total: number }; duration: number; latency: { p99: number }; errors: number; timeouts: number };
+  return {
+    tool: 'autocannon',
+    requests: out.requests.total,
+    seconds: out.duration,
+    requestsPerSecond: out.requests.total / out.duration,
+    p99Ms: out.latency.p99,
+    errors: out.errors + out.timeouts,
+    measured,
+  };
+}
+
+const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000 };
+
+function wrkDuration(text: string): number {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(text);
+  if (!m) throw new Error(`unreadable wrk duration "${text}"`);
+  return Number(m[1]) * UNIT_MS[m[2]];
+}
+
+/** wrk with one thread (like the other two tools' one event loop), latency distribution on. */
+export async function wrkLoad(url: string, connections: number, seconds: number, ctx: ToolContext): Promise<LoadRun> {
+  const measured = await measure('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url], { serverPid: ctx.serverPid, timeoutMs: (seconds + 60) * 1000 });
+  const out = measured.stdout;
+  const total = /(\d+) requests in ([\d.]+\w+),/.exec(out);
+  const p99 = /^\s*99%\s+([\d.]+\w+)\s*$/m.exec(out);
+  if (!total || !p99) throw new Error(`unreadable wrk output:\n${out}`);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const requests = Number(total[1]);
+  const runSeconds = wrkDuration(total[2]) / 1000;
+  return {
+    tool: 'wrk',
+    requests,
+    seconds: runSeconds,
+    requestsPerSecond: requests / runSeconds,
+    p99Ms: wrkDuration(p99[1]),
+    errors: socketErrors ? socketErrors.slice(1).reduce((n, v) => n + Number(v), 0) : 0,
+    measured,
+  };
+}
