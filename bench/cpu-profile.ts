@@ -30,7 +30,8 @@ function describe(frame: ProfileNode['callFrame']): string {
 export async function summarizeCpuProfile(file: string, count: number): Promise<ProfileLine[]> {
   const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
   const timeOf = new Map<number, number>();
-  profile.samples.forEach((id, i) => timeOf.set(id, (timeOf.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  // A sample lasts until the next one (as DevTools counts): timeDeltas[0] is the profiler's own start.
+  profile.samples.forEach((id, i) => timeOf.set(id, (timeOf.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0)));
   const byPlace = new Map<string, number>();
   let total = 0;
   for (const node of profile.nodes) {
