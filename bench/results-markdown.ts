@@ -2,7 +2,7 @@
 // the targets, and where a target was missed, by how much and what a CPU profile shows.
 import { median } from '../common/stats.js';
 import type { ProfileLine } from './cpu-profile.js';
-import type { LoadRun, SequentialRun } from './tools.js';
+import { SEQUENTIAL_RUNS, type LoadRun, type SequentialRun } from './tools.js';
 
 export interface Machine {
   date: string;
@@ -57,14 +57,16 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
 
   const seqRatios = r.sequential.map((round) => find(round, 'probefleet').medianMs / find(round, 'curl').medianMs);
   const seqRatio = median(seqRatios);
-  const firstRunRatio = median(r.sequential.map((round) => find(round, 'probefleet').firstRunMedianMs! / find(round, 'curl').medianMs));
+  const runRatio = (run: number) => median(r.sequential.map((round) => find(round, 'probefleet').runMediansMs![run] / find(round, 'curl').medianMs));
+  const firstRunRatio = runRatio(0);
+  const secondRunRatio = runRatio(1);
   const acRatios = r.load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'autocannon').requestsPerSecond);
   const wrkRatios = r.load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'wrk').requestsPerSecond);
   const acRatio = median(acRatios);
   const wrkRatio = median(wrkRatios);
   const seqRssKb = Math.max(...r.sequential.map((round) => find(round, 'probefleet').measured.maxRssKb));
   const loadRssKb = Math.max(...r.load.map((round) => find(round, 'probefleet').measured.maxRssKb));
-  const missed = { sequential: seqRatio > SEQUENTIAL_LIMIT || firstRunRatio > SEQUENTIAL_LIMIT, load: acRatio < 1 || wrkRatio < 0.5 };
+  const missed = { sequential: [seqRatio, secondRunRatio, firstRunRatio].some((x) => x > SEQUENTIAL_LIMIT), load: acRatio < 1 || wrkRatio < 0.5 };
 
   const out: string[] = [];
   out.push(
@@ -106,8 +108,9 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     '',
     '| target | measured | |',
     '|---|---:|---|',
-    `| sequential per-request time within ${SEQUENTIAL_LIMIT}x curl's (worker past its first job) | ${fixed(seqRatio)}x | ${verdict(seqRatio, SEQUENTIAL_LIMIT, true)} |`,
-    `| the same, as the first job of a fresh process | ${fixed(firstRunRatio)}x | ${verdict(firstRunRatio, SEQUENTIAL_LIMIT, true)} |`,
+    `| sequential per-request time within ${SEQUENTIAL_LIMIT}x curl's: a warm worker (job ${SEQUENTIAL_RUNS} in its process) | ${fixed(seqRatio)}x | ${verdict(seqRatio, SEQUENTIAL_LIMIT, true)} |`,
+    `| the same: the second job in a process | ${fixed(secondRunRatio)}x | ${verdict(secondRunRatio, SEQUENTIAL_LIMIT, true)} |`,
+    `| the same: the first job of a fresh process | ${fixed(firstRunRatio)}x | ${verdict(firstRunRatio, SEQUENTIAL_LIMIT, true)} |`,
     `| load throughput at least autocannon's (${s.connections} connections) | ${fixed(acRatio)}x | ${verdict(acRatio, 1, false)} |`,
     `| load throughput at least half of wrk's (${s.connections} connections) | ${fixed(wrkRatio)}x | ${verdict(wrkRatio, 0.5, false)} |`,
     `| worker peak RSS under ${RSS_LIMIT_MB} MB, ${s.requests}-request probe | ${mb(seqRssKb)} | ${verdict(seqRssKb / 1024, RSS_LIMIT_MB, true)} |`,
@@ -119,23 +122,24 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     `## Sequential: ${s.requests} reused HTTP/1.1 requests`,
     '',
     `probefleet: the \`reuse\` probe in \`reused\` mode (one keep-alive connection), median of its`,
-    'per-request `total`, run twice in one process: the first run is the first thing a fresh process',
-    'does (code not yet compiled by the JIT), the second is what a worker measures from then on.',
-    'curl: one process, a URL glob (`?n=[1-N]`) so it reuses its connection, median of',
-    '`%{time_total}`. Neither includes process start-up.',
+    `per-request \`total\`, run ${SEQUENTIAL_RUNS} times in one process, as a worker runs job after job: the`,
+    'first run is the first thing a fresh process does (its request path not yet compiled by the',
+    'JIT), the last is what a long-lived worker measures. curl: one process, a URL glob',
+    '(`?n=[1-N]`) so it reuses its connection, median of `%{time_total}`. Neither includes process',
+    'start-up.',
     '',
-    '| round | tool | median per request | first run in a fresh process | process CPU | peak RSS | load avg |',
-    '|---:|---|---:|---:|---:|---:|---:|',
+    `| round | tool | median per request (job ${SEQUENTIAL_RUNS}) | job 1 | job 2 | process CPU | peak RSS | load avg |`,
+    '|---:|---|---:|---:|---:|---:|---:|---:|',
     ...r.sequential.flatMap((round, i) =>
       round.map(
         (run) =>
-          `| ${i + 1} | ${run.tool} | ${ms(run.medianMs)} | ${run.firstRunMedianMs === undefined ? '' : ms(run.firstRunMedianMs)} | ` +
+          `| ${i + 1} | ${run.tool} | ${ms(run.medianMs)} | ${run.runMediansMs ? ms(run.runMediansMs[0]) : ''} | ${run.runMediansMs ? ms(run.runMediansMs[1]) : ''} | ` +
           `${fixed(run.measured.cpuSeconds)} s | ${mb(run.measured.maxRssKb)} | ${fixed(run.measured.loadAverage)} |`,
       ),
     ),
     '',
     `Median over rounds: probefleet ${ms(median(r.sequential.map((x) => find(x, 'probefleet').medianMs)))} ` +
-      `(first run in a fresh process ${ms(median(r.sequential.map((x) => find(x, 'probefleet').firstRunMedianMs!)))}), ` +
+      `(job 1: ${ms(median(r.sequential.map((x) => find(x, 'probefleet').runMediansMs![0])))}), ` +
       `curl ${ms(median(r.sequential.map((x) => find(x, 'curl').medianMs)))}; ` +
       `probefleet / curl per round: ${seqRatios.map((x) => fixed(x)).join(', ')} (median **${fixed(seqRatio)}x**).`,
     '',
@@ -184,7 +188,7 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
   );
 
   if (r.profiles.sequential || r.profiles.load) {
-    out.push('## CPU profiles', '', 'V8 CPU profile of the probefleet job alone (run once more, untimed; for the sequential run, the warm second run), top entries by self time.', '');
+    out.push('## CPU profiles', '', 'V8 CPU profile of the probefleet job alone (run once more, untimed; for the sequential job, its last run in the process), top entries by self time.', '');
     if (r.profiles.sequential) out.push(`### Sequential (${s.requests} requests)`, '', profileTable(r.profiles.sequential), '');
     if (r.profiles.load) out.push(`### Load (${s.connections} connections, ${s.seconds} s)`, '', profileTable(r.profiles.load), '');
   }

@@ -11,6 +11,8 @@ import { median } from '../common/stats.js';
 import { measure, type Measured } from './measure.js';
 
 const PROBE_PROCESS = fileURLToPath(new URL('./probe-process.js', import.meta.url));
+/** Runs of the sequential job in one probefleet process. */
+export const SEQUENTIAL_RUNS = 10;
 export const AUTOCANNON_CLI = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
 export interface ToolContext {
@@ -23,10 +25,10 @@ export interface ToolContext {
 export interface SequentialRun {
   tool: 'probefleet' | 'curl';
   requests: number;
-  /** Median per-request time; for probefleet, of a warm worker (the job's second run in its process). */
+  /** Median per-request time; for probefleet, of its last run (a warm worker). */
   medianMs: number;
-  /** probefleet: the same job as the first thing a fresh process does (JIT not warm yet). */
-  firstRunMedianMs?: number;
+  /** probefleet: the median of each run of the job in one process, first (a fresh process) to last. */
+  runMediansMs?: number[];
   measured: Measured;
 }
 
@@ -70,10 +72,11 @@ name: bench-sequential
 targets: [{ name: lab, url: "${url}" }]
 experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
 `);
-  // A worker is a long-lived process: the second run is what it measures after its first job.
-  const { results, measured } = await runProbefleet<'reuse'>(job, 2, ctx, 120_000);
-  const [first, warm] = results;
-  return { tool: 'probefleet', requests: warm.summary.requests, medianMs: warm.summary.phases.total!.p50, firstRunMedianMs: first.summary.phases.total!.p50, measured };
+  // A worker is a long-lived process: its first jobs run while the JIT is still compiling the
+  // request path; later ones show what it measures from then on.
+  const { results, measured } = await runProbefleet<'reuse'>(job, SEQUENTIAL_RUNS, ctx, 300_000);
+  const runMediansMs = results.map((r) => r.summary.phases.total!.p50);
+  return { tool: 'probefleet', requests: results.at(-1)!.summary.requests, medianMs: runMediansMs.at(-1)!, runMediansMs, measured };
 }
 
 /** One curl process, N URLs from a glob: curl reuses its connection; `%{time_total}` per transfer. */
