@@ -60,6 +60,8 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
   const runRatio = (run: number) => median(r.sequential.map((round) => find(round, 'probefleet').runMediansMs![run] / find(round, 'curl').medianMs));
   const firstRunRatio = runRatio(0);
   const secondRunRatio = runRatio(1);
+  const overUndici = median(r.sequential.map((round) => find(round, 'probefleet').medianMs / find(round, 'undici').medianMs));
+  const undiciOverCurl = median(r.sequential.map((round) => find(round, 'undici').medianMs / find(round, 'curl').medianMs));
   const acRatios = r.load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'autocannon').requestsPerSecond);
   const wrkRatios = r.load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'wrk').requestsPerSecond);
   const acRatio = median(acRatios);
@@ -108,9 +110,11 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     '',
     '| target | measured | |',
     '|---|---:|---|',
-    `| sequential per-request time within ${SEQUENTIAL_LIMIT}x curl's: a warm worker (job ${SEQUENTIAL_RUNS} in its process) | ${fixed(seqRatio)}x | ${verdict(seqRatio, SEQUENTIAL_LIMIT, true)} |`,
+    `| sequential per-request time within ${SEQUENTIAL_LIMIT}x curl's: a long-lived worker (job ${SEQUENTIAL_RUNS} in its process) | ${fixed(seqRatio)}x | ${verdict(seqRatio, SEQUENTIAL_LIMIT, true)} |`,
     `| the same: the second job in a process | ${fixed(secondRunRatio)}x | ${verdict(secondRunRatio, SEQUENTIAL_LIMIT, true)} |`,
     `| the same: the first job of a fresh process | ${fixed(firstRunRatio)}x | ${verdict(firstRunRatio, SEQUENTIAL_LIMIT, true)} |`,
+    `| (for context) probefleet over a bare undici loop, warm | ${fixed(overUndici)}x | |`,
+    `| (for context) a bare undici loop over curl, warm | ${fixed(undiciOverCurl)}x | |`,
     `| load throughput at least autocannon's (${s.connections} connections) | ${fixed(acRatio)}x | ${verdict(acRatio, 1, false)} |`,
     `| load throughput at least half of wrk's (${s.connections} connections) | ${fixed(wrkRatio)}x | ${verdict(wrkRatio, 0.5, false)} |`,
     `| worker peak RSS under ${RSS_LIMIT_MB} MB, ${s.requests}-request probe | ${mb(seqRssKb)} | ${verdict(seqRssKb / 1024, RSS_LIMIT_MB, true)} |`,
@@ -124,9 +128,10 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     `probefleet: the \`reuse\` probe in \`reused\` mode (one keep-alive connection), median of its`,
     `per-request \`total\`, run ${SEQUENTIAL_RUNS} times in one process, as a worker runs job after job: the`,
     'first run is the first thing a fresh process does (its request path not yet compiled by the',
-    'JIT), the last is what a long-lived worker measures. curl: one process, a URL glob',
-    '(`?n=[1-N]`) so it reuses its connection, median of `%{time_total}`. Neither includes process',
-    'start-up.',
+    'JIT), the last is what a long-lived worker measures. undici: the floor under probefleet, a',
+    'bare undici `Client.dispatch` loop (no timing phases, no samples, body discarded), run the same',
+    'way (`bench/undici-process.ts`). curl: one process, a URL glob (`?n=[1-N]`) so it reuses its',
+    'connection, median of `%{time_total}`. None includes process start-up.',
     '',
     `| round | tool | median per request (job ${SEQUENTIAL_RUNS}) | job 1 | job 2 | process CPU | peak RSS | load avg |`,
     '|---:|---|---:|---:|---:|---:|---:|---:|',
@@ -140,8 +145,10 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     '',
     `Median over rounds: probefleet ${ms(median(r.sequential.map((x) => find(x, 'probefleet').medianMs)))} ` +
       `(job 1: ${ms(median(r.sequential.map((x) => find(x, 'probefleet').runMediansMs![0])))}), ` +
+      `undici ${ms(median(r.sequential.map((x) => find(x, 'undici').medianMs)))}, ` +
       `curl ${ms(median(r.sequential.map((x) => find(x, 'curl').medianMs)))}; ` +
-      `probefleet / curl per round: ${seqRatios.map((x) => fixed(x)).join(', ')} (median **${fixed(seqRatio)}x**).`,
+      `probefleet / curl per round: ${seqRatios.map((x) => fixed(x)).join(', ')} (median **${fixed(seqRatio)}x**); ` +
+      `probefleet / undici: median **${fixed(overUndici)}x**; undici / curl: median **${fixed(undiciOverCurl)}x**.`,
     '',
   );
 

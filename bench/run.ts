@@ -1,6 +1,7 @@
 // `npm run bench`: probefleet against the tools people would otherwise use, side by side in one
 // run, against a lab target on loopback that this run starts in its own process.
-//   sequential: 200 reused HTTP/1.1 requests, probefleet `reuse` vs one curl process (URL glob)
+//   sequential: 200 reused HTTP/1.1 requests, probefleet `reuse` vs one curl process (URL glob),
+//               with a bare undici loop as the floor under probefleet
 //   load:       probefleet `load` vs autocannon vs wrk, same connections and duration
 //   peak RSS:   of the probefleet (worker code) processes in both
 // Tools alternate within each round so that whatever else runs on the machine hits them alike.
@@ -23,6 +24,7 @@ import {
   curlSequential,
   probefleetLoad,
   probefleetSequential,
+  undiciSequential,
   wrkLoad,
   type LoadRun,
   type SequentialRun,
@@ -166,10 +168,11 @@ async function main(): Promise<void> {
     await wrkLoad(url, connections, 2, ctx);
 
     const sequential: SequentialRun[][] = [];
+    const sequentialTools = { probefleet: probefleetSequential, undici: undiciSequential, curl: curlSequential };
     for (let round = 0; round < rounds; round++) {
       const runs: SequentialRun[] = [];
-      for (const tool of orderFor(['probefleet', 'curl'] as const, round)) {
-        runs.push(await (tool === 'probefleet' ? probefleetSequential : curlSequential)(url, requests, ctx));
+      for (const tool of orderFor(['probefleet', 'undici', 'curl'] as const, round)) {
+        runs.push(await sequentialTools[tool](url, requests, ctx));
         say(`sequential round ${round + 1}/${rounds}: ${tool} median ${runs.at(-1)!.medianMs.toFixed(3)} ms`);
       }
       sequential.push(runs);

@@ -11,8 +11,9 @@ import { median } from '../common/stats.js';
 import { measure, type Measured } from './measure.js';
 
 const PROBE_PROCESS = fileURLToPath(new URL('./probe-process.js', import.meta.url));
+const UNDICI_PROCESS = fileURLToPath(new URL('./undici-process.js', import.meta.url));
 /** Runs of the sequential job in one probefleet process. */
-export const SEQUENTIAL_RUNS = 10;
+export const SEQUENTIAL_RUNS = 30;
 export const AUTOCANNON_CLI = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
 export interface ToolContext {
@@ -23,11 +24,11 @@ export interface ToolContext {
 }
 
 export interface SequentialRun {
-  tool: 'probefleet' | 'curl';
+  tool: 'probefleet' | 'undici' | 'curl';
   requests: number;
   /** Median per-request time; for probefleet, of its last run (a warm worker). */
   medianMs: number;
-  /** probefleet: the median of each run of the job in one process, first (a fresh process) to last. */
+  /** probefleet, undici: the median of each run in one process, first (a fresh process) to last. */
   runMediansMs?: number[];
   measured: Measured;
 }
@@ -77,6 +78,13 @@ experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
   const { results, measured } = await runProbefleet<'reuse'>(job, SEQUENTIAL_RUNS, ctx, 300_000);
   const runMediansMs = results.map((r) => r.summary.phases.total!.p50);
   return { tool: 'probefleet', requests: results.at(-1)!.summary.requests, medianMs: runMediansMs.at(-1)!, runMediansMs, measured };
+}
+
+/** A bare undici Client in a loop, run as often as probefleet's job: the floor under probefleet. */
+export async function undiciSequential(url: string, requests: number, ctx: ToolContext): Promise<SequentialRun> {
+  const measured = await measure(process.execPath, [UNDICI_PROCESS, url, String(requests), String(SEQUENTIAL_RUNS)], { serverPid: ctx.serverPid, timeoutMs: 300_000 });
+  const runMediansMs = JSON.parse(measured.stdout) as number[];
+  return { tool: 'undici', requests, medianMs: runMediansMs.at(-1)!, runMediansMs, measured };
 }
 
 /** One curl process, N URLs from a glob: curl reuses its connection; `%{time_total}` per transfer. */
