@@ -2,6 +2,7 @@
 // the targets, and where a target was missed, by how much and what a CPU profile shows.
 import { median } from '../common/stats.js';
 import type { ProfileLine } from './cpu-profile.js';
+import type { LayerCost } from './overhead-process.js';
 import { SEQUENTIAL_RUNS, type LoadRun, type SequentialRun } from './tools.js';
 
 export interface Machine {
@@ -23,6 +24,8 @@ export interface BenchResults {
   settings: { rounds: number; requests: number; connections: number; seconds: number };
   /** Per round, the runs in the order they ran. */
   sequential: SequentialRun[][];
+  /** Per-request cost of each layer over undici, in one warm process. */
+  layers: LayerCost[];
   load: LoadRun[][];
   profiles: { sequential?: ProfileLine[]; load?: ProfileLine[] };
 }
@@ -149,6 +152,23 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
       `curl ${ms(median(r.sequential.map((x) => find(x, 'curl').medianMs)))}; ` +
       `probefleet / curl per round: ${seqRatios.map((x) => fixed(x)).join(', ')} (median **${fixed(seqRatio)}x**); ` +
       `probefleet / undici: median **${fixed(overUndici)}x**; undici / curl: median **${fixed(undiciOverCurl)}x**.`,
+    '',
+  );
+
+  const floor = r.layers[0];
+  out.push(
+    '### Where the sequential time goes',
+    '',
+    '`bench/overhead-process.ts`: one process, 1,000 sequential reused requests through each layer',
+    'probefleet puts on top of undici, the layers alternating, 10 warm-up rounds and then the median',
+    'of 15. CPU is the client process\'s own (user + system) per request; wall includes the server.',
+    '',
+    '| layer | client CPU / request | over the floor | wall / request | over the floor |',
+    '|---|---:|---:|---:|---:|',
+    ...r.layers.map(
+      (l) =>
+        `| ${l.layer} | ${Math.round(l.cpuMicros)} µs | ${fixed(l.cpuMicros / floor.cpuMicros)}x | ${Math.round(l.wallMicros)} µs | ${fixed(l.wallMicros / floor.wallMicros)}x |`,
+    ),
     '',
   );
 

@@ -23,6 +23,7 @@ import {
   autocannonLoad,
   curlSequential,
   probefleetLoad,
+  probefleetOverhead,
   probefleetSequential,
   undiciSequential,
   wrkLoad,
@@ -178,6 +179,9 @@ async function main(): Promise<void> {
       sequential.push(runs);
     }
 
+    say('measuring where the sequential time goes, layer by layer');
+    const layers = await probefleetOverhead(url, 1000, ctx);
+
     const load: LoadRun[][] = [];
     const loadTools = { probefleet: probefleetLoad, autocannon: autocannonLoad, wrk: wrkLoad };
     for (let round = 0; round < rounds; round++) {
@@ -189,7 +193,7 @@ async function main(): Promise<void> {
       load.push(runs);
     }
 
-    const results: BenchResults = { machine, settings: { rounds, requests, connections, seconds }, sequential, load, profiles: {} };
+    const results: BenchResults = { machine, settings: { rounds, requests, connections, seconds }, sequential, layers, load, profiles: {} };
     const missed = renderResults(results).missed;
     if (missed.sequential || values.profile) {
       say('profiling a probefleet sequential run');

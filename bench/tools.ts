@@ -9,9 +9,11 @@ import { parsePlan } from '../coordinator/plan-loader.js';
 import { runIdFor, splitPlan } from '../coordinator/split.js';
 import { median } from '../common/stats.js';
 import { measure, type Measured } from './measure.js';
+import type { LayerCost } from './overhead-process.js';
 
 const PROBE_PROCESS = fileURLToPath(new URL('./probe-process.js', import.meta.url));
 const UNDICI_PROCESS = fileURLToPath(new URL('./undici-process.js', import.meta.url));
+const OVERHEAD_PROCESS = fileURLToPath(new URL('./overhead-process.js', import.meta.url));
 /** Runs of the sequential job in one probefleet process. */
 export const SEQUENTIAL_RUNS = 30;
 export const AUTOCANNON_CLI = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
@@ -78,6 +80,17 @@ experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
   const { results, measured } = await runProbefleet<'reuse'>(job, SEQUENTIAL_RUNS, ctx, 300_000);
   const runMediansMs = results.map((r) => r.summary.phases.total!.p50);
   return { tool: 'probefleet', requests: results.at(-1)!.summary.requests, medianMs: runMediansMs.at(-1)!, runMediansMs, measured };
+}
+
+/** CPU and wall time per request of each layer probefleet adds on top of undici, in one warm process. */
+export async function probefleetOverhead(url: string, requests: number, ctx: ToolContext): Promise<LayerCost[]> {
+  const job = await jobFor(`
+name: bench-overhead
+targets: [{ name: lab, url: "${url}" }]
+experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
+`);
+  const measured = await measure(process.execPath, [OVERHEAD_PROCESS, JSON.stringify(job)], { serverPid: ctx.serverPid, timeoutMs: 600_000 });
+  return JSON.parse(measured.stdout) as LayerCost[];
 }
 
 /** A bare undici Client in a loop, run as often as probefleet's job: the floor under probefleet. */
