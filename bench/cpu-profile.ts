@@ -14,14 +14,14 @@ interface CpuProfile {
 }
 
 export interface ProfileLine {
-  /** `functionName file:line`, with (idle), (program), (garbage collector) as V8 names them. */
+  /** `functionName file:line`; `name (native)` for built-ins; (idle), (program), (garbage collector) as V8 names them. */
   where: string;
   selfPercent: number;
 }
 
 function describe(frame: ProfileNode['callFrame']): string {
   const name = frame.functionName || '(anonymous)';
-  if (!frame.url) return name;
+  if (!frame.url) return name.startsWith('(') ? name : `${name} (native)`;
   const file = frame.url.replace(/^file:\/\//, '').split('/node_modules/').pop()!.split('/').slice(-3).join('/');
   return `${name} ${file}:${frame.lineNumber + 1}`;
 }
