@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import type net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { request } from 'undici';
 import { runReportSchema, type ResultOf } from '../../contracts/result.js';
 import { decodeHistogram } from '../../common/latency-histogram.js';
 import { createLogger } from '../../common/log.js';
@@ -62,7 +63,8 @@ describe('load probe', () => {
     assert.equal(details.concurrency, 8);
     assert.equal(details.latencyMs.n, 2000);
     assert.equal(decodeHistogram(details.latencyHistogram).totalCount, 2000, 'the histogram travels with the result');
-    assert.equal(details.bodyBytes, 2000 * 30);
+    const body = await (await request(lab.url('keepalive'))).body.arrayBuffer();
+    assert.equal(details.bodyBytes, 2000 * body.byteLength);
     assert.ok(details.latencyMs.p50 <= details.latencyMs.p99 && details.latencyMs.p99 <= details.latencyMs.max);
     assert.ok(details.requestsPerSecond > 0);
   });
