@@ -27,6 +27,8 @@ export interface BenchResults {
   /** Per-request cost of each layer over undici, in one warm process. */
   layers: LayerCost[];
   load: LoadRun[][];
+  /** Peak RSS of a bare Node process and of one that only loaded the worker's code. */
+  baseline: { nodeKb: number; workerCodeKb: number };
   profiles: { sequential?: ProfileLine[]; load?: ProfileLine[] };
 }
 
@@ -209,8 +211,10 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     '',
     `The probefleet child loads the worker's code (contracts, undici, pino, the probes) and runs one job;`,
     `its peak RSS is the kernel's high-water mark for the whole process. Largest over rounds: ${mb(seqRssKb)}`,
-    `during a ${s.requests}-request \`reuse\` probe, ${mb(loadRssKb)} during a ${s.seconds} s load run`,
-    'with ' + `${s.connections} connections. (A BullMQ worker process adds its Redis client on top.)`,
+    `for the process that ran the ${s.requests}-request \`reuse\` probe (${SEQUENTIAL_RUNS} times over, so the peak covers`,
+    `all of them), ${mb(loadRssKb)} during a ${s.seconds} s load run with ${s.connections} connections. For scale: a`,
+    `bare Node.js process peaks at ${mb(r.baseline.nodeKb)}, one that only loads the worker's code at ${mb(r.baseline.workerCodeKb)}.`,
+    '(A BullMQ worker process adds its Redis client on top.)',
     '',
   );
 

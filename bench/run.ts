@@ -21,6 +21,7 @@ import { renderResults, type BenchResults, type Machine } from './results-markdo
 import {
   AUTOCANNON_CLI,
   autocannonLoad,
+  baselineRss,
   curlSequential,
   probefleetLoad,
   probefleetOverhead,
@@ -193,7 +194,8 @@ async function main(): Promise<void> {
       load.push(runs);
     }
 
-    const results: BenchResults = { machine, settings: { rounds, requests, connections, seconds }, sequential, layers, load, profiles: {} };
+    const baseline = await baselineRss(ctx);
+    const results: BenchResults = { machine, settings: { rounds, requests, connections, seconds }, sequential, layers, load, baseline, profiles: {} };
     const missed = renderResults(results).missed;
     if (missed.sequential || values.profile) {
       say('profiling a probefleet sequential run');

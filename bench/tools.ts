@@ -82,6 +82,14 @@ experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
   return { tool: 'probefleet', requests: results.at(-1)!.summary.requests, medianMs: runMediansMs.at(-1)!, runMediansMs, measured };
 }
 
+/** Peak RSS of a bare Node process, and of one that has only loaded the worker's code. */
+export async function baselineRss(ctx: ToolContext): Promise<{ nodeKb: number; workerCodeKb: number }> {
+  const executeJob = new URL('../worker/execute-job.js', import.meta.url).href;
+  const node = await measure(process.execPath, ['-e', ''], { serverPid: ctx.serverPid, timeoutMs: 60_000 });
+  const worker = await measure(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(executeJob)})`], { serverPid: ctx.serverPid, timeoutMs: 60_000 });
+  return { nodeKb: node.maxRssKb, workerCodeKb: worker.maxRssKb };
+}
+
 /** CPU and wall time per request of each layer probefleet adds on top of undici, in one warm process. */
 export async function probefleetOverhead(url: string, requests: number, ctx: ToolContext): Promise<LayerCost[]> {
   const job = await jobFor(`
