@@ -1,6 +1,7 @@
 // The load probe against real loopback servers: connection counts are checked against what the
 // server itself accepted; runs are short and bounded by request counts where they can be.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import http2 from 'node:http2';
 import type net from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -67,6 +68,38 @@ describe('load probe', () => {
     assert.equal(details.bodyBytes, 2000 * body.byteLength);
     assert.ok(details.latencyMs.p50 <= details.latencyMs.p99 && details.latencyMs.p99 <= details.latencyMs.max);
     assert.ok(details.requestsPerSecond > 0);
+  });
+
+  test('HTTP/1.1: never more than one request in flight on a connection, also when the server closes them', async () => {
+    let inFlight = 0;
+    let maxInFlightOnOneSocket = 0;
+    const perSocket = new WeakMap<net.Socket, number>();
+    const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+      const n = (perSocket.get(req.socket) ?? 0) + 1;
+      perSocket.set(req.socket, n);
+      maxInFlightOnOneSocket = Math.max(maxInFlightOnOneSocket, n);
+      inFlight++;
+      setTimeout(() => {
+        perSocket.set(req.socket, perSocket.get(req.socket)! - 1);
+        inFlight--;
+        res.writeHead(200, { 'content-length': 2, ...(req.url === '/close' ? { connection: 'close' } : {}) });
+        res.end('ok');
+      }, 1);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+      for (const path of ['/', '/close']) {
+        const [job] = await jobsOf(planFor(base + path, 'connections: 4, requests: 200'));
+        const result = (await executeJob(job, { region: 'local', log })) as LoadResult;
+        assert.equal(result.ok, true, JSON.stringify(result.error));
+        assert.equal(result.details!.completed, 200, path);
+      }
+      assert.equal(maxInFlightOnOneSocket, 1);
+      assert.equal(inFlight, 0);
+    } finally {
+      server.close();
+    }
   });
 
   test('new mode: about one connection per request, and the server agrees', async () => {

@@ -1,5 +1,5 @@
-// The load probe's engine: `concurrency` lanes over one undici Pool, each lane one request in
-// flight at a time. Closed loop: a lane sends its next request when the previous one is
+// The load probe's engine: `concurrency` lanes over C undici Clients (one connection each), each
+// lane one request in flight at a time, lanes spread evenly over the connections. Closed loop: a lane sends its next request when the previous one is
 // answered. Open loop: lanes take requests from one schedule (request n is due at n / rate) in
 // order, like a client queueing for a free connection; a request sent late is timed from when
 // it was due, so a stalled target shows in the latency (coordinated omission corrected).
@@ -8,7 +8,7 @@
 // histogram records and counters. A lane is its own undici dispatch handler (no promise, no
 // body stream, no per-request allocation of ours); errors are classified when they happen.
 import { performance } from 'node:perf_hooks';
-import { Pool, type Dispatcher } from 'undici';
+import { Client, type Dispatcher } from 'undici';
 import type { ErrorCode, ProbeError } from '../../contracts/common.js';
 import type { JobTls } from '../../contracts/job.js';
 import type { LoadMode } from '../../contracts/probes/load.js';
@@ -65,20 +65,26 @@ export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
   const url = new URL(options.url);
   const h2 = options.mode === 'h2';
   const connector = new CountingConnector({ tls: options.tls, h2, resumeTlsSessions: options.tlsResume, timeoutMs: options.timeoutMs });
-  const pool = new Pool(url.origin, {
-    connections: options.connections,
-    pipelining: h2 ? options.streams : 1,
-    allowH2: h2,
-    ...(h2 ? { maxConcurrentStreams: options.streams } : {}),
-    connect: connector.connect,
-    headersTimeout: options.timeoutMs,
-    bodyTimeout: options.timeoutMs,
-  });
-  const run = new LoadRun(options, pool, h2 ? options.connections * options.streams : options.connections);
+  const clients = Array.from(
+    { length: options.connections },
+    () =>
+      new Client(url.origin, {
+        // h2: `streams` lanes share each connection. HTTP/1.1: one lane per connection, which sends
+        // its next request only when the previous one is answered; allowing a second lets undici
+        // write it in that same tick (as wrk and autocannon do) instead of one event-loop turn later.
+        pipelining: h2 ? options.streams : 2,
+        allowH2: h2,
+        ...(h2 ? { maxConcurrentStreams: options.streams } : {}),
+        connect: connector.connect,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+      }),
+  );
+  const run = new LoadRun(options, clients, h2 ? options.streams : 1);
   try {
     await run.start();
   } finally {
-    await pool.destroy();
+    await Promise.all(clients.map((client) => client.destroy()));
   }
   return {
     concurrency: run.lanes.length,
@@ -128,23 +134,23 @@ class LoadRun {
 
   constructor(
     private readonly options: LoadOptions,
-    readonly pool: Pool,
-    concurrency: number,
+    private readonly clients: Client[],
+    lanesPerClient: number,
   ) {
     const url = new URL(options.url);
     this.dispatchOptions = {
       path: url.pathname + url.search,
       method: 'GET',
       headers: options.headers,
-      // `new`: Connection: close, so the next request on this pool slot opens a connection.
+      // `new`: Connection: close, so the next request on this connection opens a new one.
       reset: options.mode === 'new',
     };
     this.intervalMs = options.rate === undefined ? 0 : 1000 / options.rate;
     const due = options.rate === undefined ? Infinity : Math.ceil(options.durationMs / this.intervalMs);
     this.limit = Math.min(options.maxRequests ?? Infinity, due);
     this.serviceTime = options.rate === undefined ? undefined : newLatencyHistogram();
-    this.maxFailuresInARow = MAX_CONSECUTIVE_FAILURES * concurrency;
-    for (let i = 0; i < concurrency; i++) this.lanes.push(new Lane(this));
+    this.maxFailuresInARow = MAX_CONSECUTIVE_FAILURES * clients.length * lanesPerClient;
+    for (let i = 0; i < lanesPerClient; i++) for (const client of clients) this.lanes.push(new Lane(this, client));
   }
 
   start(): Promise<void> {
@@ -170,7 +176,7 @@ class LoadRun {
     this.stoppedBy = reason;
     if (reason === 'duration' || reason === 'requests') return;
     for (const lane of this.lanes) lane.cancelWait();
-    if (reason === 'deadline') void this.pool.destroy().catch(() => {});
+    if (reason === 'deadline') for (const client of this.clients) void client.destroy().catch(() => {});
   }
 
   /** Takes the next request index, or -1 when the run is over. */
@@ -203,7 +209,7 @@ class LoadRun {
 
 /** One request in flight at a time; the lane is the request's dispatch handler. */
 class Lane implements Dispatcher.DispatchHandler {
-  /** When the current request was due (open loop) or sent (closed loop). */
+  /** Open loop: when the current request was due. */
   private dueAt = 0;
   private sentAt = 0;
   private status = 0;
@@ -213,16 +219,16 @@ class Lane implements Dispatcher.DispatchHandler {
     this.send();
   };
 
-  constructor(private readonly run: LoadRun) {}
+  constructor(
+    private readonly run: LoadRun,
+    private readonly client: Client,
+  ) {}
 
   next(): void {
     const run = this.run;
     const n = run.take();
     if (n < 0) return run.laneDone();
-    if (run.intervalMs === 0) {
-      this.dueAt = performance.now();
-      return this.send();
-    }
+    if (run.intervalMs === 0) return this.send();
     this.dueAt = run.startedAt + n * run.intervalMs;
     const ahead = this.dueAt - performance.now();
     if (ahead >= 1) this.wait = setTimeout(this.sendNow, ahead);
@@ -240,7 +246,7 @@ class Lane implements Dispatcher.DispatchHandler {
     const run = this.run;
     run.sent++;
     this.sentAt = performance.now();
-    run.pool.dispatch(run.dispatchOptions, this);
+    this.client.dispatch(run.dispatchOptions, this);
   }
 
   onConnect(): void {}
@@ -258,8 +264,9 @@ class Lane implements Dispatcher.DispatchHandler {
   onComplete(): void {
     const end = performance.now();
     const run = this.run;
-    // A timer may wake a lane a little early; such a request is timed from when it was sent.
-    recordMs(run.latency, end - (this.sentAt < this.dueAt ? this.sentAt : this.dueAt));
+    // Closed loop: from the send. Open loop: from when it was due, or from the send if a timer
+    // woke the lane a little early.
+    recordMs(run.latency, end - (run.intervalMs === 0 || this.sentAt < this.dueAt ? this.sentAt : this.dueAt));
     if (run.serviceTime) recordMs(run.serviceTime, end - this.sentAt);
     run.completed++;
     run.statusClasses[(this.status / 100) | 0]++;
