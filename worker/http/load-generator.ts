@@ -1,11 +1,12 @@
 // The load probe's engine: `concurrency` lanes over C undici Clients (one connection each), each
-// lane one request in flight at a time, lanes spread evenly over the connections. Closed loop: a lane sends its next request when the previous one is
-// answered. Open loop: lanes take requests from one schedule (request n is due at n / rate) in
-// order, like a client queueing for a free connection; a request sent late is timed from when
-// it was due, so a stalled target shows in the latency (coordinated omission corrected).
+// lane one request in flight at a time, lanes spread evenly over the connections. Closed loop:
+// a lane sends its next request when the previous one is answered. Open loop: lanes take
+// requests from one schedule (request n is due at n / rate) in order, like a client queueing
+// for a free connection; a request sent late is timed from when it was due, so a stalled target
+// shows in the latency (coordinated omission corrected).
 //
-// The timed path does per request only what the numbers need: two performance.now() calls,
-// histogram records and counters. A lane is its own undici dispatch handler (no promise, no
+// The timed path does per request only what the numbers need: performance.now() at send and at
+// completion (and once more in the open loop), histogram records and counters. A lane is its own undici dispatch handler (no promise, no
 // body stream, no per-request allocation of ours); errors are classified when they happen.
 import { performance } from 'node:perf_hooks';
 import { Client, type Dispatcher } from 'undici';
