@@ -6,6 +6,7 @@ import { findingSchema } from './findings.js';
 import { jobIdSchema, runIdSchema } from './job.js';
 import { planSchema } from './plan.js';
 import { PROBE_KINDS, PROBES, type ProbeDetails, type ProbeKind, type ProbeVariant } from './probes/index.js';
+import { loadTotalSchema } from './probes/load.js';
 
 export const RESULT_SCHEMA = 'probefleet.result/v1';
 export const RUN_SCHEMA = 'probefleet.run/v1';
@@ -114,5 +115,7 @@ export const runReportSchema = z.strictObject({
   comparisons: z.array(comparisonSchema),
   findings: z.array(findingSchema),
   decisions: z.array(decisionSchema),
+  /** Per load experiment and target, every region's histograms merged. */
+  loadTotals: z.array(loadTotalSchema).default([]),
 });
 export type RunReport = Omit<z.output<typeof runReportSchema>, 'results'> & { results: ProbeResult[] };

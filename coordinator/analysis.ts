@@ -1,15 +1,19 @@
 // Turns a run's job results into what people act on: the new-connection cost per region and
 // target (with an interval), findings that need more than one job to see, and the decision table.
 import { finding, FINDINGS, type Finding, type FindingCode } from '../contracts/findings.js';
+import type { LoadTotal } from '../contracts/probes/load.js';
 import type { Comparison, Decision, ProbeResult, ResultOf } from '../contracts/result.js';
 import { median, medianDifference } from '../common/stats.js';
 import { compressionDecision } from './analysis-compression.js';
+import { loadTotals } from './load-totals.js';
 
 export interface RunAnalysis {
   comparisons: Comparison[];
   /** Every finding: the probes' own and the run-level ones. */
   findings: Finding[];
   decisions: Decision[];
+  /** Load results per experiment and target, every region merged. */
+  loadTotals: LoadTotal[];
 }
 
 /** A reused request slower than a new one by this much is not the network: something waits. */
@@ -84,7 +88,7 @@ export function analyzeRun(results: ProbeResult[]): RunAnalysis {
     }
   }
 
-  return { comparisons, findings, decisions: decide(results, comparisons, findings) };
+  return { comparisons, findings, decisions: decide(results, comparisons, findings), loadTotals: loadTotals(results) };
 }
 
 function decide(results: ProbeResult[], comparisons: Comparison[], findings: Finding[]): Decision[] {

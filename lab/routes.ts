@@ -34,6 +34,14 @@ const routes: Record<string, Route> = {
   '/large': large,
   '/trickle': trickle,
   '/json-newline': jsonNewline,
+  // Answers after ?ms= milliseconds (at most 10 s): a slow backend, for latency under load.
+  '/delay': (req, res) => {
+    const ms = Math.min(Number(new URL(req.url ?? '/', 'http://lab').searchParams.get('ms')) || 0, 10_000);
+    setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': HELLO.length });
+      res.end(HELLO);
+    }, ms);
+  },
 };
 
 export function handleLabRequest(req: IncomingMessage, res: ServerResponse): void {

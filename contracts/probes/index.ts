@@ -4,6 +4,7 @@ import { compressionProbe } from './compression.js';
 import { corsProbe } from './cors.js';
 import { drainProbe } from './drain.js';
 import { http2Probe } from './http2.js';
+import { loadProbe } from './load.js';
 import { reuseProbe } from './reuse.js';
 import { tlsProbe } from './tls.js';
 
@@ -14,6 +15,7 @@ export const PROBES = {
   drain: drainProbe,
   tls: tlsProbe,
   http2: http2Probe,
+  load: loadProbe,
 } as const;
 
 export type ProbeKind = keyof typeof PROBES;

@@ -4,6 +4,7 @@ import { compressionProbe } from './compression.js';
 import { corsProbe } from './cors.js';
 import { drainProbe } from './drain.js';
 import { http2Probe } from './http2.js';
+import { loadProbe } from './load.js';
 import type { Probe } from './probe.js';
 import { reuseProbe } from './reuse.js';
 import { tlsProbe } from './tls.js';
@@ -15,4 +16,5 @@ export const PROBE_IMPLEMENTATIONS: { [K in ProbeKind]: Probe<K> } = {
   drain: drainProbe,
   tls: tlsProbe,
   http2: http2Probe,
+  load: loadProbe,
 };

@@ -5,6 +5,7 @@ import { compressionSection } from './compression.js';
 import { corsSection } from './cors.js';
 import { drainSection } from './drain.js';
 import { http2Section } from './http2.js';
+import { loadSection } from './load.js';
 import { reuseSection } from './reuse.js';
 import { tlsSection } from './tls.js';
 
@@ -15,4 +16,5 @@ export const REPORT_SECTIONS: { [K in ProbeKind]: (results: ResultOf<K>[]) => st
   drain: drainSection,
   tls: tlsSection,
   http2: http2Section,
+  load: loadSection,
 };

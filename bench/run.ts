@@ -1,0 +1,215 @@
+// `npm run bench`: probefleet against the tools people would otherwise use, side by side in one
+// run, against a lab target on loopback that this run starts in its own process.
+//   sequential: 200 reused HTTP/1.1 requests, probefleet `reuse` vs one curl process (URL glob),
+//               with a bare undici loop as the floor under probefleet
+//   load:       probefleet `load` vs autocannon vs wrk, same connections and duration
+//   peak RSS:   of the probefleet (worker code) processes in both
+// Tools alternate within each round so that whatever else runs on the machine hits them alike.
+// Writes bench/results.md (or --out); not part of `npm test`.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { cpus, release, tmpdir, totalmem, type as osType } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { writeFileAtomic } from '../common/write-file-atomic.js';
+import { summarizeCpuProfile } from './cpu-profile.js';
+import { renderResults, type BenchResults, type Machine } from './results-markdown.js';
+import {
+  AUTOCANNON_CLI,
+  autocannonLoad,
+  baselineRss,
+  curlSequential,
+  probefleetLoad,
+  probefleetOverhead,
+  probefleetSequential,
+  undiciSequential,
+  wrkLoad,
+  type LoadRun,
+  type SequentialRun,
+  type ToolContext,
+} from './tools.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const LAB_PROCESS = fileURLToPath(new URL('./lab-process.js', import.meta.url));
+
+function positiveNumber(name: string, value: string, max: number): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n > max) {
+    process.stderr.write(`bench: --${name} must be a number in (0, ${max}], got "${value}"\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+function onPath(command: string): boolean {
+  return (process.env.PATH ?? '').split(':').some((dir) => existsSync(path.join(dir, command)));
+}
+
+/** What this benchmark needs besides Node; each with how to get it. */
+function missingPrerequisites(): string[] {
+  const missing: string[] = [];
+  if (!onPath('curl')) missing.push('curl (apt-get install curl)');
+  if (!onPath('wrk')) missing.push('wrk (apt-get install wrk)');
+  if (!existsSync('/usr/bin/time')) missing.push('/usr/bin/time (apt-get install time)');
+  if (!existsSync(AUTOCANNON_CLI)) missing.push('autocannon (a devDependency: npm ci)');
+  return missing;
+}
+
+function firstLine(command: string, args: string[]): string {
+  try {
+    return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).split('\n')[0].trim();
+  } catch (err) {
+    // wrk -v prints its version and exits 1.
+    return String((err as { stdout?: string }).stdout ?? '').split('\n')[0].trim();
+  }
+}
+
+function packageVersion(name: string): string {
+  const require = createRequire(import.meta.url);
+  let dir = path.dirname(require.resolve(name));
+  while (!existsSync(path.join(dir, 'package.json')) || JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).name !== name) dir = path.dirname(dir);
+  return (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+function describeMachine(): Machine {
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    if (execFileSync('git', ['status', '--porcelain'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim()) commit += ' (with uncommitted changes)';
+  } catch {
+    // Not a git checkout: the versions below still say what ran.
+  }
+  return {
+    date: new Date().toISOString(),
+    cpu: `${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores`,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    os: `${osType()} ${release()}`,
+    node: process.version,
+    undici: packageVersion('undici'),
+    hdrHistogram: packageVersion('hdr-histogram-js'),
+    autocannon: packageVersion('autocannon'),
+    curl: firstLine('curl', ['--version']),
+    wrk: firstLine('wrk', ['-v']),
+    commit,
+  };
+}
+
+interface LabProcess {
+  pid: number;
+  urls: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+async function startLabProcess(): Promise<LabProcess> {
+  const child = spawn(process.execPath, [LAB_PROCESS], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`the lab process exited (${code}) before it was ready`)));
+  });
+  return {
+    pid: child.pid!,
+    urls: JSON.parse(line) as Record<string, string>,
+    stop: async () => {
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
+
+/** Rotations of `items`, one per round, so each tool runs first, middle and last alike. */
+function orderFor<T>(items: readonly T[], round: number): T[] {
+  const k = round % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
+
+async function profileOf(run: (ctx: ToolContext) => Promise<unknown>, ctx: ToolContext) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-bench-profile-'));
+  try {
+    const profileFile = path.join(dir, 'job.cpuprofile');
+    await run({ ...ctx, profileFile });
+    return await summarizeCpuProfile(profileFile, 15);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      rounds: { type: 'string', default: '5' },
+      requests: { type: 'string', default: '200' },
+      connections: { type: 'string', default: '10' },
+      duration: { type: 'string', default: '10' },
+      out: { type: 'string', default: path.join(REPO_ROOT, 'bench', 'results.md') },
+      profile: { type: 'boolean', default: false },
+    },
+  });
+  const rounds = positiveNumber('rounds', values.rounds, 50);
+  const requests = positiveNumber('requests', values.requests, 10_000);
+  const connections = positiveNumber('connections', values.connections, 1000);
+  const seconds = positiveNumber('duration', values.duration, 600);
+
+  const missing = missingPrerequisites();
+  if (missing.length > 0) {
+    process.stderr.write(`bench: missing ${missing.join(', ')}\n`);
+    process.exit(1);
+  }
+  const machine = describeMachine();
+  const lab = await startLabProcess();
+  const ctx: ToolContext = { serverPid: lab.pid };
+  const url = `${lab.urls.keepalive}/`;
+  const say = (text: string) => process.stderr.write(`bench: ${text}\n`);
+  try {
+    say(`lab target at ${url} (pid ${lab.pid}); warming it up`);
+    await curlSequential(url, requests, ctx);
+    await wrkLoad(url, connections, 2, ctx);
+
+    const sequential: SequentialRun[][] = [];
+    const sequentialTools = { probefleet: probefleetSequential, undici: undiciSequential, curl: curlSequential };
+    for (let round = 0; round < rounds; round++) {
+      const runs: SequentialRun[] = [];
+      for (const tool of orderFor(['probefleet', 'undici', 'curl'] as const, round)) {
+        runs.push(await sequentialTools[tool](url, requests, ctx));
+        say(`sequential round ${round + 1}/${rounds}: ${tool} median ${runs.at(-1)!.medianMs.toFixed(3)} ms`);
+      }
+      sequential.push(runs);
+    }
+
+    say('measuring where the sequential time goes, layer by layer');
+    const layers = await probefleetOverhead(url, 1000, ctx);
+
+    const load: LoadRun[][] = [];
+    const loadTools = { probefleet: probefleetLoad, autocannon: autocannonLoad, wrk: wrkLoad };
+    for (let round = 0; round < rounds; round++) {
+      const runs: LoadRun[] = [];
+      for (const tool of orderFor(['probefleet', 'autocannon', 'wrk'] as const, round)) {
+        runs.push(await loadTools[tool](url, connections, seconds, ctx));
+        say(`load round ${round + 1}/${rounds}: ${tool} ${Math.round(runs.at(-1)!.requestsPerSecond)} req/s, p99 ${runs.at(-1)!.p99Ms} ms`);
+      }
+      load.push(runs);
+    }
+
+    const baseline = await baselineRss(ctx);
+    const results: BenchResults = { machine, settings: { rounds, requests, connections, seconds }, sequential, layers, load, baseline, profiles: {} };
+    const missed = renderResults(results).missed;
+    if (missed.sequential || values.profile) {
+      say('profiling a probefleet sequential run');
+      results.profiles.sequential = await profileOf((c) => probefleetSequential(url, requests, c), ctx);
+    }
+    if (missed.load || values.profile) {
+      say('profiling a probefleet load run');
+      results.profiles.load = await profileOf((c) => probefleetLoad(url, connections, seconds, c), ctx);
+    }
+    await writeFileAtomic(values.out, renderResults(results).markdown);
+    say(`wrote ${values.out}`);
+  } finally {
+    await lab.stop();
+  }
+}
+
+await main();

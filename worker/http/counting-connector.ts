@@ -1,0 +1,61 @@
+// undici's own connector, counting the connections it opens and the protocol each negotiated.
+// The load probe uses it instead of TimedConnector: under load, when every request may open a
+// connection, per-connection timelines would grow with the run and time nothing it reports.
+import type { Socket } from 'node:net';
+import { buildConnector } from 'undici';
+import type { JobTls } from '../../contracts/job.js';
+
+export interface CountingConnectorOptions {
+  tls?: JobTls;
+  /** Speak HTTP/2: ALPN h2 on https, prior knowledge (h2c) on http. */
+  h2: boolean;
+  /** Offer the previous TLS session on new connections. */
+  resumeTlsSessions: boolean;
+  /** Bound on connect + handshake. */
+  timeoutMs: number;
+}
+
+/** The server would not speak HTTP/2; classified as HTTP2_ERROR. */
+export class H2NotNegotiatedError extends Error {
+  override name = 'H2NotNegotiatedError';
+  readonly code = 'ERR_HTTP2_NOT_NEGOTIATED';
+}
+
+export class CountingConnector {
+  /** Connections established (TCP connected, TLS handshake done). */
+  opened = 0;
+  /** Established connections per application protocol ("http/1.1", "h2"). */
+  readonly protocols: Record<string, number> = {};
+  private readonly base: buildConnector.connector;
+
+  constructor(private readonly options: CountingConnectorOptions) {
+    this.base = buildConnector({
+      rejectUnauthorized: !options.tls?.insecure,
+      ca: options.tls?.caPem,
+      servername: options.tls?.servername,
+      // Offers h2 and http/1.1; which one the server chose is checked below.
+      allowH2: options.h2,
+      maxCachedSessions: options.resumeTlsSessions ? 100 : 0,
+      timeout: options.timeoutMs,
+    });
+  }
+
+  /** The function undici's Client/Pool take as `connect`. */
+  readonly connect: buildConnector.connector = (opts, callback) => {
+    this.base(opts, (err, socket) => {
+      if (err) return callback(err, null);
+      const s = socket as Socket & { alpnProtocol?: string | false | null };
+      if (opts.protocol !== 'https:') {
+        // Prior knowledge: undici picks its HTTP/2 client by the socket's ALPN result.
+        if (this.options.h2) s.alpnProtocol = 'h2';
+      } else if (this.options.h2 && s.alpnProtocol !== 'h2') {
+        s.destroy();
+        return callback(new H2NotNegotiatedError(`the server did not negotiate HTTP/2 (ALPN: ${s.alpnProtocol || 'none'})`), null);
+      }
+      const protocol = s.alpnProtocol || 'http/1.1';
+      this.opened++;
+      this.protocols[protocol] = (this.protocols[protocol] ?? 0) + 1;
+      callback(null, s);
+    });
+  };
+}

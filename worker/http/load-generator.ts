@@ -1,0 +1,283 @@
+// The load probe's engine: `concurrency` lanes over C undici Clients (one connection each), each
+// lane one request in flight at a time, lanes spread evenly over the connections. Closed loop:
+// a lane sends its next request when the previous one is answered. Open loop: lanes take
+// requests from one schedule (request n is due at n / rate) in order, like a client queueing
+// for a free connection; a request sent late is timed from when it was due, so a stalled target
+// shows in the latency (coordinated omission corrected).
+//
+// The timed path does per request only what the numbers need: performance.now() at send and at
+// completion (and once more in the open loop), histogram records and counters. A lane is its own undici dispatch handler (no promise, no
+// body stream, no per-request allocation of ours); errors are classified when they happen.
+import { performance } from 'node:perf_hooks';
+import { Client, type Dispatcher } from 'undici';
+import type { ErrorCode, ProbeError } from '../../contracts/common.js';
+import type { JobTls } from '../../contracts/job.js';
+import type { LoadMode } from '../../contracts/probes/load.js';
+import { newLatencyHistogram, recordMs, type Histogram } from '../../common/latency-histogram.js';
+import { classifyError } from '../classify-error.js';
+import { CountingConnector } from './counting-connector.js';
+import { MAX_CONSECUTIVE_FAILURES } from './sequence.js';
+
+export interface LoadOptions {
+  url: string;
+  headers?: Record<string, string>;
+  tls?: JobTls;
+  mode: LoadMode;
+  connections: number;
+  /** h2 only: concurrent streams per connection. */
+  streams: number;
+  durationMs: number;
+  /** Stop after this many requests sent. */
+  maxRequests?: number;
+  /** Open loop: requests per second. Closed loop when absent. */
+  rate?: number;
+  timeoutMs: number;
+  tlsResume: boolean;
+  /** The job's time bound: stops the run and cuts requests in flight. */
+  signal: AbortSignal;
+}
+
+export type StopReason = 'duration' | 'requests' | 'failures' | 'deadline';
+
+export interface LoadOutcome {
+  concurrency: number;
+  /** Answered requests; from intended send time in the open loop. */
+  latency: Histogram;
+  /** Open loop only: answered requests from their actual send time. */
+  serviceTime?: Histogram;
+  sent: number;
+  completed: number;
+  failed: number;
+  errors: Partial<Record<ErrorCode, number>>;
+  lastError?: ProbeError;
+  /** Index = status / 100. */
+  statusClasses: number[];
+  bodyBytes: number;
+  connectionsOpened: number;
+  protocols: Record<string, number>;
+  /** First request sent to last lane finished. */
+  durationMs: number;
+  /** Open loop: requests due within the run. */
+  scheduled?: number;
+  stoppedBy: StopReason;
+}
+
+export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
+  const url = new URL(options.url);
+  const h2 = options.mode === 'h2';
+  const connector = new CountingConnector({ tls: options.tls, h2, resumeTlsSessions: options.tlsResume, timeoutMs: options.timeoutMs });
+  const clients = Array.from(
+    { length: options.connections },
+    () =>
+      new Client(url.origin, {
+        // h2: `streams` lanes share each connection. HTTP/1.1: one lane per connection, which sends
+        // its next request only when the previous one is answered; allowing a second lets undici
+        // write it in that same tick (as wrk and autocannon do) instead of one event-loop turn later.
+        pipelining: h2 ? options.streams : 2,
+        allowH2: h2,
+        ...(h2 ? { maxConcurrentStreams: options.streams } : {}),
+        connect: connector.connect,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+      }),
+  );
+  const run = new LoadRun(options, clients, h2 ? options.streams : 1);
+  try {
+    await run.start();
+  } finally {
+    await Promise.all(clients.map((client) => client.destroy()));
+  }
+  return {
+    concurrency: run.lanes.length,
+    latency: run.latency,
+    serviceTime: run.serviceTime,
+    sent: run.sent,
+    completed: run.completed,
+    failed: run.failed,
+    errors: run.errors,
+    lastError: run.lastError,
+    statusClasses: run.statusClasses,
+    bodyBytes: run.bodyBytes,
+    connectionsOpened: connector.opened,
+    protocols: { ...connector.protocols },
+    durationMs: run.endedAt - run.startedAt,
+    ...(options.rate !== undefined ? { scheduled: run.limit } : {}),
+    stoppedBy: run.stoppedBy ?? 'duration',
+  };
+}
+
+class LoadRun {
+  readonly latency = newLatencyHistogram();
+  readonly serviceTime: Histogram | undefined;
+  readonly lanes: Lane[] = [];
+  readonly dispatchOptions: Dispatcher.DispatchOptions;
+  /** Requests that may be sent: the request bound, and in the open loop those due within the duration. */
+  readonly limit: number;
+  /** Open loop: milliseconds between intended send times; 0 in the closed loop. */
+  readonly intervalMs: number;
+  private readonly maxFailuresInARow: number;
+
+  startedAt = 0;
+  endedAt = 0;
+  /** Next request index a lane may take. */
+  next = 0;
+  sent = 0;
+  completed = 0;
+  failed = 0;
+  failuresInARow = 0;
+  bodyBytes = 0;
+  readonly statusClasses: number[] = new Array<number>(10).fill(0);
+  readonly errors: Partial<Record<ErrorCode, number>> = {};
+  lastError: ProbeError | undefined;
+  stoppedBy: StopReason | undefined;
+  private running = 0;
+  private finished: () => void = () => {};
+
+  constructor(
+    private readonly options: LoadOptions,
+    private readonly clients: Client[],
+    lanesPerClient: number,
+  ) {
+    const url = new URL(options.url);
+    this.dispatchOptions = {
+      path: url.pathname + url.search,
+      method: 'GET',
+      headers: options.headers,
+      // `new`: Connection: close, so the next request on this connection opens a new one.
+      reset: options.mode === 'new',
+    };
+    this.intervalMs = options.rate === undefined ? 0 : 1000 / options.rate;
+    const due = options.rate === undefined ? Infinity : Math.ceil(options.durationMs / this.intervalMs);
+    this.limit = Math.min(options.maxRequests ?? Infinity, due);
+    this.serviceTime = options.rate === undefined ? undefined : newLatencyHistogram();
+    this.maxFailuresInARow = MAX_CONSECUTIVE_FAILURES * clients.length * lanesPerClient;
+    for (let i = 0; i < lanesPerClient; i++) for (const client of clients) this.lanes.push(new Lane(this, client));
+  }
+
+  start(): Promise<void> {
+    const { signal, durationMs } = this.options;
+    const done = new Promise<void>((resolve) => (this.finished = resolve));
+    const onAbort = () => this.stop('deadline');
+    signal.addEventListener('abort', onAbort, { once: true });
+    const durationTimer = setTimeout(() => this.stop('duration'), durationMs);
+    this.startedAt = performance.now();
+    this.running = this.lanes.length;
+    if (signal.aborted) this.stop('deadline');
+    for (const lane of this.lanes) lane.next();
+    return done.finally(() => {
+      clearTimeout(durationTimer);
+      signal.removeEventListener('abort', onAbort);
+    });
+  }
+
+  /** Lanes stop taking requests; on failures or the deadline, lanes waiting for a due time stop too,
+   * and on the deadline requests in flight are cut. */
+  stop(reason: StopReason): void {
+    if (this.stoppedBy !== undefined) return;
+    this.stoppedBy = reason;
+    if (reason === 'duration' || reason === 'requests') return;
+    for (const lane of this.lanes) lane.cancelWait();
+    if (reason === 'deadline') for (const client of this.clients) void client.destroy().catch(() => {});
+  }
+
+  /** Takes the next request index, or -1 when the run is over. */
+  take(): number {
+    if (this.stoppedBy !== undefined) return -1;
+    if (this.next >= this.limit) {
+      if (this.next >= (this.options.maxRequests ?? Infinity)) this.stop('requests');
+      return -1;
+    }
+    return this.next++;
+  }
+
+  recordFailure(err: Error): void {
+    // Requests cut by our own deadline are not the target's failures.
+    if (this.stoppedBy === 'deadline') return;
+    const error = classifyError(err);
+    this.failed++;
+    this.errors[error.code] = (this.errors[error.code] ?? 0) + 1;
+    this.lastError = error;
+    if (++this.failuresInARow >= this.maxFailuresInARow) this.stop('failures');
+  }
+
+  laneDone(): void {
+    if (--this.running === 0) {
+      this.endedAt = performance.now();
+      this.finished();
+    }
+  }
+}
+
+/** One request in flight at a time; the lane is the request's dispatch handler. */
+class Lane implements Dispatcher.DispatchHandler {
+  /** Open loop: when the current request was due. */
+  private dueAt = 0;
+  private sentAt = 0;
+  private status = 0;
+  private wait: NodeJS.Timeout | undefined;
+  private readonly sendNow = () => {
+    this.wait = undefined;
+    this.send();
+  };
+
+  constructor(
+    private readonly run: LoadRun,
+    private readonly client: Client,
+  ) {}
+
+  next(): void {
+    const run = this.run;
+    const n = run.take();
+    if (n < 0) return run.laneDone();
+    if (run.intervalMs === 0) return this.send();
+    this.dueAt = run.startedAt + n * run.intervalMs;
+    const ahead = this.dueAt - performance.now();
+    if (ahead >= 1) this.wait = setTimeout(this.sendNow, ahead);
+    else this.send();
+  }
+
+  cancelWait(): void {
+    if (this.wait === undefined) return;
+    clearTimeout(this.wait);
+    this.wait = undefined;
+    this.run.laneDone();
+  }
+
+  private send(): void {
+    const run = this.run;
+    run.sent++;
+    this.sentAt = performance.now();
+    this.client.dispatch(run.dispatchOptions, this);
+  }
+
+  onConnect(): void {}
+
+  onHeaders(statusCode: number): boolean {
+    this.status = statusCode;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.run.bodyBytes += chunk.length;
+    return true;
+  }
+
+  onComplete(): void {
+    const end = performance.now();
+    const run = this.run;
+    // Closed loop: from the send. Open loop: from when it was due, or from the send if a timer
+    // woke the lane a little early.
+    recordMs(run.latency, end - (run.intervalMs === 0 || this.sentAt < this.dueAt ? this.sentAt : this.dueAt));
+    if (run.serviceTime) recordMs(run.serviceTime, end - this.sentAt);
+    run.completed++;
+    run.statusClasses[(this.status / 100) | 0]++;
+    run.failuresInARow = 0;
+    this.next();
+  }
+
+  onError(err: Error): void {
+    this.run.recordFailure(err);
+    // Errors can come synchronously from dispatch; continue on a fresh stack.
+    queueMicrotask(() => this.next());
+  }
+}

@@ -1,0 +1,76 @@
+// `load`: how does the target hold up under concurrency? Runs the load generator and turns
+// its counters and histograms into a result; percentiles are read from the histograms, which
+// travel with the result (encoded) so the coordinator can merge regions exactly.
+import type { ProbeError } from '../../contracts/common.js';
+import type { LoadDetails } from '../../contracts/probes/load.js';
+import { encodeHistogram, percentilesOf } from '../../common/latency-histogram.js';
+import { generateLoad, type LoadOutcome } from '../http/load-generator.js';
+import type { Probe } from './probe.js';
+
+export const loadProbe: Probe<'load'> = async (job, { signal }) => {
+  const { params, variant } = job;
+  const run = await generateLoad({
+    url: job.target.url,
+    headers: job.target.headers,
+    tls: job.target.tls,
+    mode: variant.mode,
+    connections: params.connections,
+    streams: params.streams,
+    durationMs: params.durationSeconds * 1000,
+    maxRequests: params.requests,
+    rate: params.rate,
+    timeoutMs: params.timeoutMs,
+    tlsResume: params.tlsResume,
+    signal,
+  });
+  const latencyMs = percentilesOf(run.latency);
+  const details: LoadDetails = {
+    loop: variant.loop,
+    mode: variant.mode,
+    connections: params.connections,
+    concurrency: run.concurrency,
+    ...(params.rate !== undefined ? { rate: params.rate, scheduled: run.scheduled, unsent: (run.scheduled ?? 0) - run.sent } : {}),
+    completed: run.completed,
+    errors: run.errors,
+    statuses: statusCounts(run.statusClasses),
+    connectionsOpened: run.connectionsOpened,
+    protocols: run.protocols,
+    requestsPerSecond: run.durationMs > 0 ? (run.completed * 1000) / run.durationMs : 0,
+    bodyBytes: run.bodyBytes,
+    stoppedBy: run.stoppedBy,
+    latencyMs,
+    latencyHistogram: encodeHistogram(run.latency),
+    ...(run.serviceTime ? { serviceTimeMs: percentilesOf(run.serviceTime), serviceTimeHistogram: encodeHistogram(run.serviceTime) } : {}),
+  };
+  return {
+    summary: {
+      requests: run.completed + run.failed,
+      errors: run.failed,
+      connectionsOpened: run.connectionsOpened,
+      durationMs: run.durationMs,
+      phases: run.completed > 0 ? { total: { p50: latencyMs.p50, p95: run.latency.getValueAtPercentile(95) / 1000, n: run.completed } } : {},
+    },
+    details,
+    findings: [],
+    error: stopError(run),
+  };
+};
+
+function statusCounts(classes: readonly number[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  classes.forEach((count, i) => {
+    if (count > 0) counts[`${i}xx`] = count;
+  });
+  return counts;
+}
+
+/** A run that ended on its duration or request bound, with answers, measured what it was asked to. */
+function stopError(run: LoadOutcome): ProbeError | null {
+  if (run.stoppedBy === 'deadline') {
+    return { code: 'DEADLINE_EXCEEDED', message: `the job's time bound was reached after ${run.completed} answered requests` };
+  }
+  if (run.lastError && (run.stoppedBy === 'failures' || run.completed === 0)) {
+    return { code: run.lastError.code, message: `stopped after ${run.failed} failed requests (${run.completed} answered): ${run.lastError.message}` };
+  }
+  return null;
+}
