@@ -57,24 +57,28 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
     checkRegionsSupported();
     if (!hasCommand('redis-server')) throw new RegionsUnavailableError('the demo starts its own Redis and needs redis-server: apt-get install redis-server');
 
-    const started = Date.now();
+    const startedAt = Date.now();
     const redis = await startFleetRedis();
     let regions: Regions | undefined;
     let lab: TargetLab | undefined;
     let fleet: RegionFleet | undefined;
     try {
       regions = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, forwardPorts: [redis.port, ...args.forwardPort], log });
-      lab = await startTargetLab(regions);
-      fleet = await startRegionFleet({ regions, redisUrl: redis.url, workerArgs: args.workerArg, log });
-      process.stdout.write(`Emulated regions\n${describeRegions(regions)}\n${describeFleet(redis, lab, fleet, regions)}\n`);
-      process.exitCode = await fleet.run(args.plan, args.json ? ['--json', args.json] : []);
+      // Node starts slowly on a busy machine: the lab and the fleet's processes start side by side,
+      // and both are waited for before a failure counts, so that `finally` stops what did start.
+      const startingLab = startTargetLab(regions).then((started) => (lab = started));
+      const startingFleet = startRegionFleet({ regions, redisUrl: redis.url, workerArgs: args.workerArg, log }).then((started) => (fleet = started));
+      await Promise.allSettled([startingLab, startingFleet]);
+      const [startedLab, startedFleet] = await Promise.all([startingLab, startingFleet]);
+      process.stdout.write(`Emulated regions\n${describeRegions(regions)}\n${describeFleet(redis, startedLab, startedFleet, regions)}\n`);
+      process.exitCode = await startedFleet.run(args.plan, args.json ? ['--json', args.json] : []);
     } finally {
       process.stderr.write('demo: stopping the workers, the coordinator, the lab and Redis; removing the regions\n');
       await fleet?.close();
       await lab?.close();
       await regions?.close();
       await redis.stop();
-      process.stderr.write(`demo: stopped and removed everything it started (${((Date.now() - started) / 1000).toFixed(1)} s in all)\n`);
+      process.stderr.write(`demo: stopped and removed everything it started (${((Date.now() - startedAt) / 1000).toFixed(1)} s in all)\n`);
     }
   },
 };

@@ -1,6 +1,8 @@
 // `probefleet regions ...` end to end: the real binary brings up regions, runs a plan from each
-// against the lab on the target host, prints the report and tears down; without root it says
-// so and exits non-zero; bad region specs are bad input (exit 2).
+// against the lab on the target host, prints the report and tears down; without root it (and
+// `probefleet demo`) says so and exits non-zero; bad region specs are bad input (exit 2).
+// The demo itself runs end to end in regions-fidelity.test.ts, and is interrupted in
+// regions-cleanup.test.ts.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -51,16 +53,18 @@ describe('probefleet regions', () => {
       ['near=20parsecs', /is not a time/],
       ['Near=20ms', /region name "Near"/],
     ] as const) {
-      const { code, stderr } = await runCli(['regions', 'run', 'examples/regions-reuse.yaml', '--region', spec]);
-      assert.equal(code, 2, `${spec}: ${stderr}`);
-      assert.match(stderr, message);
+      for (const command of [['regions', 'run', 'examples/regions-reuse.yaml'], ['demo']]) {
+        const { code, stderr } = await runCli([...command, '--region', spec]);
+        assert.equal(code, 2, `${command.join(' ')} --region ${spec}: ${stderr}`);
+        assert.match(stderr, message);
+      }
     }
   });
 
   test('without root it says so and exits non-zero', async () => {
     // As root, drop to nobody for this one command; otherwise run it as we are.
     const asUser = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI] : [process.execPath, CLI];
-    for (const args of [['regions', 'run', 'examples/regions-reuse.yaml'], ['regions', 'cleanup']]) {
+    for (const args of [['regions', 'run', 'examples/regions-reuse.yaml'], ['regions', 'cleanup'], ['demo']]) {
       const { code, stderr } = await runAs(asUser, args);
       assert.equal(code, 1, `${args.join(' ')}: ${stderr}`);
       assert.match(stderr, /^probefleet: emulated regions need root: they create network namespaces/);
