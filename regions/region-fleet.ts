@@ -3,14 +3,14 @@
 // region's namespace, each started with the real CLI as a user would in separate terminals; runs
 // go through `probefleet run --redis`.
 //
-//   this machine:  redis-server 127.0.0.1:P  ◀── port relay ── 127.0.0.1:P in every region ◀── worker (region ns, real-time priority)
-//                  coordinator, `run --redis`                                           lab (target ns) ◀── probes, delayed
+//   this machine:  redis-server 127.0.0.1:P, the coordinator, `probefleet run --redis`
+//   each region:   worker (real-time priority) ── 127.0.0.1:P, port relay, no delay ──▶ Redis
+//                         └──────── its delayed link ────────▶ the lab on the target host
 //
 // Every process is tied to this one (tiedToThisProcess): if it dies, even by SIGKILL, they die
 // with it; the regions' own cleanup (cleanup.ts) removes the namespaces. Children run in their
 // own process groups, so a Ctrl-C reaches only this process, which then removes everything.
-import type { ChildProcess, SpawnOptions } from 'node:child_process';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { constants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
@@ -90,7 +90,6 @@ function forwardedLevel(): number {
 
 interface Started {
   process: FleetProcess;
-  child: ChildProcess;
   /** The fields of the log line that said it was ready. */
   ready: Record<string, unknown>;
   stop(graceMs: number): Promise<void>;
@@ -98,12 +97,14 @@ interface Started {
 
 /** Starts a CLI process and resolves once it logs `readyMessage`; rejects with its last log lines
  * if it exits or stays silent first. */
-function startCli(what: string, namespace: string | null, spawnIt: (options: SpawnOptions) => ChildProcess, readyMessage: string): Promise<Started> {
+function startCli(what: string, namespace: string | null, spawnIt: (options: SpawnOptions) => ChildProcess, readyMessage: string, log: Logger): Promise<Started> {
   const child = spawnIt({ stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: { ...process.env, PROBEFLEET_LOG_LEVEL: childLogLevel() } });
   const forwardAt = forwardedLevel();
   const kept: string[] = [];
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let stopping = false;
   const stop = async (graceMs: number) => {
+    stopping = true;
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
@@ -112,14 +113,19 @@ function startCli(what: string, namespace: string | null, spawnIt: (options: Spa
   };
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => fail(`did not say "${readyMessage}" within ${READY_TIMEOUT_MS / 1000} s`), READY_TIMEOUT_MS);
-    let ready = false;
+    let settled = false;
+    let up = false;
     const fail = (why: string) => {
-      if (ready) return;
-      ready = true;
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       child.kill('SIGKILL');
       reject(new Error(`${what} ${why}${kept.length ? `; its last log lines:\n${kept.join('\n')}` : ''}`));
     };
+    child.once('exit', (code, signal) => {
+      // A worker gone mid-run leaves its region's jobs to the run's deadline: say so at once.
+      if (up && !stopping) log.error({ process: what, exit: signal ?? code, lastLines: kept.slice(-5) }, 'a fleet process exited while the fleet was up');
+    });
     let partial = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
       const lines = (partial + chunk).split('\n');
@@ -134,10 +140,10 @@ function startCli(what: string, namespace: string | null, spawnIt: (options: Spa
           // not a log line (a crash): always shown
         }
         if (!entry || (entry.level ?? Infinity) >= forwardAt) process.stderr.write(`${line}\n`);
-        if (!ready && entry?.msg === readyMessage) {
-          ready = true;
+        if (!settled && entry?.msg === readyMessage) {
+          settled = up = true;
           clearTimeout(timer);
-          resolve({ process: { what, pid: child.pid!, namespace }, child, ready: entry, stop });
+          resolve({ process: { what, pid: child.pid!, namespace }, ready: entry, stop });
         }
       }
     });
@@ -149,45 +155,46 @@ function startCli(what: string, namespace: string | null, spawnIt: (options: Spa
 export async function startRegionFleet(options: RegionFleetOptions): Promise<RegionFleet> {
   const { regions, redisUrl, log } = options;
   const names = regions.regions.map((r) => r.name);
-  const started: Started[] = [];
+  let coordinator: Started | undefined;
+  const workers = new Map<string, Started>();
   const runs = new Set<ChildProcess>();
 
   const close = async () => {
     for (const child of runs) child.kill('SIGKILL');
-    const [coordinators, workers] = [started.filter((s) => s.process.what === 'coordinator'), started.filter((s) => s.process.what !== 'coordinator')];
-    await Promise.all(workers.map((w) => w.stop((WORKER_GRACE_SECONDS + 5) * 1000)));
-    await Promise.all(coordinators.map((c) => c.stop(5_000)));
+    await Promise.all([...workers.values()].map((worker) => worker.stop((WORKER_GRACE_SECONDS + 5) * 1000)));
+    await coordinator?.stop(5_000);
     log.debug('fleet stopped');
   };
 
+  const coordinatorArgs = ['coordinator', '--redis', redisUrl, '--port', '0', ...names.flatMap((name) => ['--region', name])];
+  const startingCoordinator = startCli('coordinator', null, (spawnOptions) => spawn(...tiedToThisProcess(process.execPath, [CLI, ...coordinatorArgs]), spawnOptions), 'serving; Ctrl-C to stop', log).then(
+    (started) => (coordinator = started),
+  );
+  const startingWorkers = regions.regions.map((region) => {
+    const workerArgs = ['worker', '--region', region.name, '--redis', redisUrl, '--shutdown-grace-seconds', String(WORKER_GRACE_SECONDS), ...(options.workerArgs ?? [])];
+    return startCli(
+      `worker ${region.name}`,
+      region.namespace,
+      (spawnOptions) => regions.spawn(region.namespace, ...tiedToThisProcess(process.execPath, [CLI, ...workerArgs]), { ...spawnOptions, realtime: true }),
+      'worker ready',
+      log,
+    ).then((started) => (workers.set(region.name, started), started));
+  });
+  // All of them are waited for before a failure counts, so that close() stops whatever did start.
+  await Promise.allSettled([startingCoordinator, ...startingWorkers]);
+  let up: [Started, ...Started[]];
   try {
-    const coordinatorArgs = ['coordinator', '--redis', redisUrl, '--port', '0', ...names.flatMap((name) => ['--region', name])];
-    const starting = [
-      startCli('coordinator', null, (spawnOptions) => spawn(...tiedToThisProcess(process.execPath, [CLI, ...coordinatorArgs]), spawnOptions), 'serving; Ctrl-C to stop'),
-      ...regions.regions.map((region) => {
-        const workerArgs = ['worker', '--region', region.name, '--redis', redisUrl, '--shutdown-grace-seconds', String(WORKER_GRACE_SECONDS), ...(options.workerArgs ?? [])];
-        return startCli(
-          `worker ${region.name}`,
-          region.namespace,
-          (spawnOptions) => regions.spawn(region.namespace, ...tiedToThisProcess(process.execPath, [CLI, ...workerArgs]), { ...spawnOptions, realtime: true }),
-          'worker ready',
-        );
-      }),
-    ];
-    // Keep whatever started, so close() stops it even when another one failed.
-    const outcomes = await Promise.allSettled(starting.map((p) => p.then((s) => (started.push(s), s))));
-    const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-    if (failure) throw failure.reason;
+    up = await Promise.all([startingCoordinator, ...startingWorkers]);
   } catch (err) {
     await close();
     throw err;
   }
 
-  const coordinator = started.find((s) => s.process.what === 'coordinator')!;
-  log.info({ processes: started.map((s) => s.process) }, 'fleet up');
+  const processes = up.map((started) => started.process);
+  log.info({ processes }, 'fleet up');
   return {
-    metricsUrl: String(coordinator.ready.metrics),
-    processes: [coordinator, ...names.map((name) => started.find((s) => s.process.what === `worker ${name}`)!)].map((s) => s.process),
+    metricsUrl: String(up[0].ready.metrics),
+    processes,
     run(planFile, extraArgs = []) {
       const child = spawn(...tiedToThisProcess(process.execPath, [CLI, 'run', planFile, '--redis', redisUrl, '--regions', ...names, ...extraArgs]), {
         stdio: ['ignore', 'inherit', 'inherit'],

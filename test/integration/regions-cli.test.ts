@@ -49,15 +49,14 @@ describe('probefleet regions', () => {
 
   test('a bad region spec is bad input (exit 2) and creates nothing', async () => {
     // Every parsing rule is in test/unit/regions.test.ts; here, that the CLI says exit 2.
-    for (const [spec, message] of [
-      ['near=20parsecs', /is not a time/],
-      ['Near=20ms', /region name "Near"/],
+    for (const [command, spec, message] of [
+      [['regions', 'run', 'examples/regions-reuse.yaml'], 'near=20parsecs', /is not a time/],
+      [['regions', 'run', 'examples/regions-reuse.yaml'], 'Near=20ms', /region name "Near"/],
+      [['demo'], 'near=20parsecs', /is not a time/],
     ] as const) {
-      for (const command of [['regions', 'run', 'examples/regions-reuse.yaml'], ['demo']]) {
-        const { code, stderr } = await runCli([...command, '--region', spec]);
-        assert.equal(code, 2, `${command.join(' ')} --region ${spec}: ${stderr}`);
-        assert.match(stderr, message);
-      }
+      const { code, stderr } = await runCli([...command, '--region', spec]);
+      assert.equal(code, 2, `${command.join(' ')} --region ${spec}: ${stderr}`);
+      assert.match(stderr, message);
     }
   });
 
