@@ -55,7 +55,14 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
     const specs = regionSpecs(args.region);
     if (!specs) return;
     checkRegionsSupported();
-    if (!hasCommand('redis-server')) throw new RegionsUnavailableError('the demo starts its own Redis and needs redis-server: apt-get install redis-server');
+    // Its own Redis, and setpriv to tie every process it starts to itself.
+    const missing = [
+      ['redis-server', 'redis-server'],
+      ['setpriv', 'util-linux'],
+    ].filter(([command]) => !hasCommand(command));
+    if (missing.length > 0) {
+      throw new RegionsUnavailableError(`the demo needs ${missing.map(([c]) => c).join(' and ')}: apt-get install ${missing.map(([, p]) => p).join(' ')}`);
+    }
 
     const startedAt = Date.now();
     const redis = await startFleetRedis();
