@@ -6,6 +6,7 @@ import { planCommand } from './commands/plan.js';
 import { regionsCommand } from './commands/regions.js';
 import { runCommand } from './commands/run.js';
 import { coordinatorCommand } from './commands/coordinator.js';
+import { demoCommand } from './commands/demo.js';
 import { BadArgumentError } from './commands/redis-args.js';
 import { runsCommand } from './commands/runs.js';
 import { scheduleCommand } from './commands/schedule.js';
@@ -37,6 +38,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(scheduleCommand)
     .command(runsCommand)
     .command(regionsCommand)
+    .command(demoCommand)
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .help()

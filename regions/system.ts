@@ -48,3 +48,14 @@ export function hasCommand(name: string): boolean {
 export function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
+
+/** Put in front of a command line, it makes the kernel kill (SIGKILL) that process when this one
+ * dies, however it dies, even by SIGKILL: util-linux `setpriv --pdeathsig`. The parent-death
+ * signal survives exec, so it also holds behind `ip netns exec` and `chrt`. */
+export const TIED_TO_THIS_PROCESS = ['setpriv', '--pdeathsig', 'KILL', '--'];
+
+/** `command args` tied to this process, as spawn() takes it. */
+export function tiedToThisProcess(command: string, args: string[]): [string, string[]] {
+  const [launcher, ...launcherArgs] = TIED_TO_THIS_PROCESS;
+  return [launcher, [...launcherArgs, command, ...args]];
+}

@@ -20,7 +20,7 @@ export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms'
 /** Exit code for bad input, as the CLI's (coordinator/cli.ts). */
 const EXIT_BAD_INPUT = 2;
 
-const regionOptions = (y: Argv) =>
+export const regionOptions = (y: Argv) =>
   y
     .option('region', {
       type: 'string',
@@ -55,7 +55,7 @@ const upOptions = (y: Argv) =>
     });
 
 /** Region specs from the command line, or undefined after reporting bad input (exit 2). */
-function regionSpecs(texts: string[]): RegionSpec[] | undefined {
+export function regionSpecs(texts: string[]): RegionSpec[] | undefined {
   try {
     const specs = texts.map(parseRegionSpec);
     validateRegionSpecs(specs);
@@ -67,7 +67,7 @@ function regionSpecs(texts: string[]): RegionSpec[] | undefined {
   }
 }
 
-function describeRegions(regions: Regions): string {
+export function describeRegions(regions: Regions): string {
   return `${renderTable(
     ['region', 'RTT to target', 'rate limit', 'namespace', 'address'],
     regions.regions.map((r) => [r.name, `${r.rttMs} ms`, formatRate(r.rateBytesPerSecond), r.namespace, r.address]),

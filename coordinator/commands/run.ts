@@ -15,6 +15,7 @@ import { progressFor } from '../progress.js';
 import { regionProgressFor } from '../region-progress.js';
 import type { RunReport } from '../../contracts/result.js';
 import { runIdSchema } from '../../contracts/job.js';
+import { planSchema } from '../../contracts/plan.js';
 import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { renderRunReport } from '../report/text.js';
@@ -30,7 +31,8 @@ const options = (y: Argv) =>
     .option('lab-port', { type: 'number', default: DEFAULT_LAB_PORT, describe: 'first port of the lab target with --lab' })
     .option('run-id', { type: 'string', describe: 'with --redis: the run\'s id (default: <plan>-<UTC time>-<random>); submitting an existing id adds nothing' })
     .option('deadline', { type: 'number', describe: 'with --redis: seconds after which jobs no worker took are reported as not run (default: jobs per region x jobTimeoutSeconds + 60)' })
-    .option('detach', { type: 'boolean', default: false, describe: 'with --redis: submit the run, print its id and exit (probefleet runs show ID reads the report)' });
+    .option('detach', { type: 'boolean', default: false, describe: 'with --redis: submit the run, print its id and exit (probefleet runs show ID reads the report)' })
+    .option('regions', { type: 'string', array: true, describe: 'with --redis: the regions to run from, instead of the plan\'s own `regions` (probefleet demo passes its emulated ones)' });
 
 type RunArgs = ArgumentsCamelCase<ArgsOf<typeof options>>;
 
@@ -42,7 +44,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan);
     if (redisUrlFrom(args)) return runDistributed(args, loaded, log);
-    for (const [given, option] of [[args.runId !== undefined, '--run-id'], [args.deadline !== undefined, '--deadline'], [args.detach, '--detach']] as const) {
+    for (const [given, option] of [[args.runId !== undefined, '--run-id'], [args.deadline !== undefined, '--deadline'], [args.detach, '--detach'], [args.regions !== undefined, '--regions']] as const) {
       if (given) throw new BadArgumentError(`${option} needs --redis (or REDIS_URL)`);
     }
     const { plan } = loaded;
@@ -71,8 +73,22 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   },
 };
 
+/** The plan with other regions than its own (--regions), checked as the plan's own would be. */
+function withRegions(loaded: LoadedPlan, regions: string[]): LoadedPlan {
+  const checked = planSchema.shape.regions.safeParse(regions);
+  if (!checked.success) {
+    const [issue] = checked.error.issues;
+    const which = typeof issue.path[0] === 'number' ? ` "${regions[issue.path[0]]}"` : '';
+    throw new BadArgumentError(`--regions:${which} ${issue.message}`);
+  }
+  const twice = regions.find((region, i) => regions.indexOf(region) !== i);
+  if (twice) throw new BadArgumentError(`--regions: "${twice}" is listed twice`);
+  return { ...loaded, plan: { ...loaded.plan, regions: checked.data } };
+}
+
 /** Submits the plan as a flow and waits for the regions' workers; the report is the stored one. */
-async function runDistributed(args: RunArgs, loaded: LoadedPlan, log: Logger): Promise<void> {
+async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Promise<void> {
+  const loaded = args.regions ? withRegions(given, args.regions) : given;
   if (args.runId !== undefined && !runIdSchema.safeParse(args.runId).success) {
     throw new BadArgumentError(`--run-id: "${args.runId}" is not a run id (a-z, 0-9, ".", "_", "-"; starting with a letter or digit)`);
   }

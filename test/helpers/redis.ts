@@ -1,30 +1,18 @@
 // Redis for tests: the shared one at REDIS_URL (each test on its own key prefix, removed after),
 // or a redis-server of the test's own on a free port for tests that restart or reconfigure it.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { DEFAULT_REDIS_URL, redisOptions } from '../../common/redis.js';
+import { freeLoopbackPort, redisAnswers, startRedisServer, type RedisServer } from '../../common/redis-server.js';
 
 export const TEST_REDIS_URL = process.env.REDIS_URL || DEFAULT_REDIS_URL;
 
-export async function answers(url: string, caPem?: string): Promise<boolean> {
-  const client = new Redis({ ...redisOptions({ url, ...(caPem ? { caPem } : {}) }), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
+export const answers = redisAnswers;
 
 /**
  * Why Redis-backed tests cannot run, or false. Outside CI they skip with this message; under
@@ -61,13 +49,7 @@ export async function deletePrefix(url: string, prefix: string): Promise<void> {
   }
 }
 
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export const freePort = freeLoopbackPort;
 
 export interface OwnRedis {
   url: string;
@@ -95,23 +77,11 @@ export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnR
   const url = options.url?.(port) ?? `redis://127.0.0.1:${port}`;
   const args = ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', ...(options.args?.(port, dir) ?? [])];
   await options.prepare?.(dir);
-  let server: ChildProcess | undefined;
+  let server: RedisServer | undefined;
   const start = async () => {
-    server = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
-    for (let i = 0; i < 100; i++) {
-      if (server.exitCode !== null) throw new Error(`redis-server exited with ${server.exitCode} (args: ${args.join(' ')})`);
-      if (await answers(url, options.caPem)) return;
-      await sleep(100);
-    }
-    throw new Error(`redis-server on port ${port} did not answer`);
+    server = await startRedisServer({ args, url, ...(options.caPem ? { caPem: options.caPem } : {}) });
   };
-  const stop = async () => {
-    const running = server;
-    if (!running || running.exitCode !== null) return;
-    const exited = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGTERM');
-    await exited;
-  };
+  const stop = async () => server?.stop();
   await start();
   return {
     url,

@@ -2,7 +2,7 @@
 // real CLI), `probefleet run --redis`, and what happens to bad payloads, repeated submits and a
 // region nobody serves. Every test uses its own key prefix.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -89,6 +89,28 @@ describe('distributed runs with region workers in their own processes', needsRed
     assert.deepEqual(JSON.parse(shown.stdout), JSON.parse(await readFile(json, 'utf8')));
     const listed = await runCli(['runs', 'list', ...redisArgs]);
     assert.match(listed.stdout, new RegExp(`${report.runId}\\s+distributed\\s+`));
+  });
+
+  test('--regions runs a plan from other regions than its own (what probefleet demo does); bad names are bad input', async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
+    const json = path.join(dir, 'run.json');
+    const plan = await writePlan(planYaml(lab, 'other-regions', ['elsewhere'], 3));
+    t.after(() => Promise.all([dir, path.dirname(plan)].map((d) => rm(d, { recursive: true, force: true }))));
+    const { code, stderr } = await runCli(['run', plan, ...redisArgs, '--regions', 'b', '--json', json], { timeoutMs: 120_000 });
+    assert.equal(code, 0, stderr);
+    const report = await readReport(json);
+    assert.deepEqual(report.plan.regions, ['b']);
+    assert.ok(report.results.length > 0 && report.results.every((r) => r.ok && r.region === 'b' && r.worker.pid === workers.b.pid));
+
+    for (const [args, message] of [
+      [[...redisArgs, '--regions', 'B'], /--regions: "B" must be 1-63 characters/],
+      [[...redisArgs, '--regions', 'a', 'a'], /--regions: "a" is listed twice/],
+      [['--regions', 'a'], /--regions needs --redis/],
+    ] as const) {
+      const bad = await runCli(['run', plan, ...args], { env: { REDIS_URL: '' } });
+      assert.equal(bad.code, 2, `${args.join(' ')}: ${bad.stderr}`);
+      assert.match(bad.stderr, message);
+    }
   });
 
   test('a malformed payload pushed into a region queue fails at once with the reason, and the worker goes on', async () => {

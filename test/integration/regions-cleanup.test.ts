@@ -1,17 +1,21 @@
 // Emulated regions leave nothing behind: not after close(), not after Ctrl-C, not after a setup
 // that fails halfway; after SIGKILL the helpers exit by themselves and the next start (or
 // `probefleet regions cleanup`) removes the namespaces. Parallel harnesses never collide.
+// `probefleet demo` interrupted mid-run leaves no namespace and none of its fleet's processes.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { createLogger } from '../../common/log.js';
 import { isRunning, listNamespaces, runDirFor } from '../../regions/cleanup.js';
 import { startRegions } from '../../regions/harness.js';
 import { RegionsUnavailableError } from '../../regions/preflight.js';
-import { runCli } from '../helpers/repo.js';
+import { writePlan } from '../helpers/plans.js';
+import { CLI, runCli } from '../helpers/repo.js';
 import { regionsSkipReason } from '../helpers/regions.js';
 
 const log = createLogger('test', 'warn');
@@ -23,21 +27,25 @@ interface Made {
   pids: number[];
 }
 
-/** Processes of an instance: everything inside its namespaces, and the relay on this machine
- * (its command line names the instance's run directory). */
-function processesOf(id: string, namespaces: string[]): number[] {
-  const inNamespaces = namespaces.flatMap((ns) => execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).split(/\s+/).filter(Boolean).map(Number));
-  const relays = readdirSync('/proc')
+/** Processes whose command line contains `text`. */
+function processesNaming(text: string): number[] {
+  return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
     .filter((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(runDirFor(id));
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
       } catch {
         return false;
       }
     })
     .map(Number);
-  return [...new Set([...inNamespaces, ...relays])];
+}
+
+/** Processes of an instance: everything inside its namespaces, and the relay on this machine
+ * (its command line names the instance's run directory). */
+function processesOf(id: string, namespaces: string[]): number[] {
+  const inNamespaces = namespaces.flatMap((ns) => execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).split(/\s+/).filter(Boolean).map(Number));
+  return [...new Set([...inNamespaces, ...processesNaming(runDirFor(id))])];
 }
 
 function assertGone(made: Made): void {
@@ -88,6 +96,8 @@ describe('emulated regions leave nothing behind', { skip }, () => {
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
     child.kill('SIGINT');
     assert.equal(await exited, 'SIGINT', 'the process still ends by the signal');
+    // The relay on this machine is outside the namespaces: it exits when its stdin closes, as the process ends.
+    await waitFor(() => made.pids.every((pid) => !isRunning(pid)), 2_000);
     assertGone(made);
   });
 
@@ -121,6 +131,38 @@ describe('emulated regions leave nothing behind', { skip }, () => {
       readdirSync(tmpdir()).filter((entry) => entry.startsWith(`probefleet-regions-${process.pid}-`)),
       [],
     );
+  });
+
+  test('probefleet demo: Ctrl-C in the middle of the run stops every process of the fleet and removes the regions', async (t) => {
+    // 200 requests at 20 ms: the run is still going when the signal comes.
+    const plan = await writePlan(`
+name: interrupted
+targets: [{ name: http, url: "http://10.77.0.1:18170/" }]
+experiments: [{ probe: reuse, requests: 200, modes: [reused] }]
+`);
+    t.after(() => rm(path.dirname(plan), { recursive: true, force: true }));
+    const demo = spawn(process.execPath, [CLI, 'demo', plan, '--region', 'solo=20ms'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    demo.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    demo.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => demo.once('exit', (_code, signal) => resolve(signal)));
+    assert.ok(await waitFor(() => /jobs done per region/.test(stderr) || demo.exitCode !== null, 60_000), `the run did not start:\n${stdout}\n${stderr}`);
+
+    const id = /pf-(\d+-[0-9a-f]{4})-target/.exec(stdout)![1];
+    const namespaces = listNamespaces().filter((ns) => ns.startsWith(`pf-${id}-`));
+    // redis-server, the coordinator, the worker, `probefleet run` (its command line names the plan), the regions' helpers.
+    const fleet = [...stdout.matchAll(/^\s+(?:redis-server|coordinator|worker \S+)\s+(\d+)\s/gm)].map((m) => Number(m[1]));
+    const runs = processesNaming(plan).filter((pid) => pid !== demo.pid);
+    assert.equal(fleet.length, 3, stdout);
+    assert.equal(runs.length, 1, 'probefleet run is running');
+    const made = { id, namespaces, pids: [...fleet, ...runs, ...processesOf(id, namespaces)] };
+
+    demo.kill('SIGINT');
+    assert.equal(await exited, 'SIGINT', 'the demo still ends by the signal');
+    // Processes tied to the demo get their SIGKILL as it exits; give the kernel a moment.
+    assert.ok(await waitFor(() => made.pids.every((pid) => !isRunning(pid)), 5_000), `still running: ${made.pids.filter(isRunning).join(', ')}`);
+    assertGone(made);
   });
 
   test('two harnesses side by side do not touch each other', async () => {

@@ -1,6 +1,8 @@
 // `probefleet regions ...` end to end: the real binary brings up regions, runs a plan from each
-// against the lab on the target host, prints the report and tears down; without root it says
-// so and exits non-zero; bad region specs are bad input (exit 2).
+// against the lab on the target host, prints the report and tears down; without root it (and
+// `probefleet demo`) says so and exits non-zero; bad region specs are bad input (exit 2).
+// The demo itself runs end to end in regions-fidelity.test.ts, and is interrupted in
+// regions-cleanup.test.ts.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -47,12 +49,13 @@ describe('probefleet regions', () => {
 
   test('a bad region spec is bad input (exit 2) and creates nothing', async () => {
     // Every parsing rule is in test/unit/regions.test.ts; here, that the CLI says exit 2.
-    for (const [spec, message] of [
-      ['near=20parsecs', /is not a time/],
-      ['Near=20ms', /region name "Near"/],
+    for (const [command, spec, message] of [
+      [['regions', 'run', 'examples/regions-reuse.yaml'], 'near=20parsecs', /is not a time/],
+      [['regions', 'run', 'examples/regions-reuse.yaml'], 'Near=20ms', /region name "Near"/],
+      [['demo'], 'near=20parsecs', /is not a time/],
     ] as const) {
-      const { code, stderr } = await runCli(['regions', 'run', 'examples/regions-reuse.yaml', '--region', spec]);
-      assert.equal(code, 2, `${spec}: ${stderr}`);
+      const { code, stderr } = await runCli([...command, '--region', spec]);
+      assert.equal(code, 2, `${command.join(' ')} --region ${spec}: ${stderr}`);
       assert.match(stderr, message);
     }
   });
@@ -60,7 +63,7 @@ describe('probefleet regions', () => {
   test('without root it says so and exits non-zero', async () => {
     // As root, drop to nobody for this one command; otherwise run it as we are.
     const asUser = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI] : [process.execPath, CLI];
-    for (const args of [['regions', 'run', 'examples/regions-reuse.yaml'], ['regions', 'cleanup']]) {
+    for (const args of [['regions', 'run', 'examples/regions-reuse.yaml'], ['regions', 'cleanup'], ['demo']]) {
       const { code, stderr } = await runAs(asUser, args);
       assert.equal(code, 1, `${args.join(' ')}: ${stderr}`);
       assert.match(stderr, /^probefleet: emulated regions need root: they create network namespaces/);

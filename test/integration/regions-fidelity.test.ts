@@ -1,33 +1,47 @@
-// Fidelity: on emulated regions with real round-trip times, probefleet's numbers are the round
-// trips a connection costs. Three regions reach the lab on the target host: `base` with no added
-// delay (the CPU time of connections and handshakes on this machine), `near` (+20 ms RTT) and
-// `far` (+60 ms). Every figure must be base + k x RTT within ±10 % or ±3 ms, whichever is larger.
-// curl -w in the same namespaces is the second opinion.
+// Fidelity: on emulated regions with real round-trip times and rate limits, probefleet's numbers
+// are the round trips a connection costs and the bytes a link carries. Four regions reach the lab
+// on the target host: `base` with no added delay (the CPU time of connections and handshakes on
+// this machine), `near` (+20 ms RTT), `far` (+60 ms) and `slow-link` (no delay, 1 MB/s each way).
+// Every figure must be base + k x RTT (or base + bytes / rate) within ±10 % or ±3 ms, whichever
+// is larger. curl -w in the same namespaces is the second opinion; `probefleet demo` (real workers
+// in the regions, run --redis) must give the same figures as the embedded path.
 //
-// To add a probe's rows (TLS 1.2 via the tls probe, bandwidth via compression): add its
-// experiment to FIDELITY_PLAN and one line per figure to EXPECTATIONS.
+// To add a probe's rows: add its experiment to FIDELITY_PLAN and one line per figure to EXPECTATIONS.
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { createLogger } from '../../common/log.js';
 import { median } from '../../common/stats.js';
 import type { Phase } from '../../contracts/common.js';
-import type { ResultOf, RunReport } from '../../contracts/result.js';
+import type { ProbeKind } from '../../contracts/probes/index.js';
+import { TLS_PROTOCOL_NAME, type TlsVersion } from '../../contracts/probes/tls.js';
+import { runReportSchema, type ResultOf, type RunReport } from '../../contracts/result.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
+import { isRunning, listNamespaces } from '../../regions/cleanup.js';
 import { runPlanInRegions } from '../../regions/fleet-run.js';
-import { startRegions, type Regions } from '../../regions/harness.js';
+import { startRegions, type RegionSpec, type Regions } from '../../regions/harness.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { regionsSkipReason } from '../helpers/regions.js';
+import { runCli } from '../helpers/repo.js';
 
-const REGIONS = [
+const REGIONS: RegionSpec[] = [
   { name: 'base', rttMs: 0 },
   { name: 'near', rttMs: 20 },
   { name: 'far', rttMs: 60 },
+  // The lecture's slow link (curl --limit-rate 1M there; tbf here).
+  { name: 'slow-link', rttMs: 0, rateBytesPerSecond: 1e6 },
 ];
 const DELAYED = REGIONS.filter((r) => r.rttMs > 0);
+const RATE_LIMITED = REGIONS.filter((r) => r.rateBytesPerSecond !== undefined);
+/** Regions that differ by their RTT alone, slowest last. */
+const BY_RTT = REGIONS.filter((r) => r.rateBytesPerSecond === undefined);
 const REQUESTS = 20;
 
+// The level table is off: it is CPU work, and the probes run at a real-time priority.
 const FIDELITY_PLAN = (lab: TargetLab) => `
 name: fidelity
 targets:
@@ -36,20 +50,69 @@ targets:
   - name: https
     url: ${lab.servers.https}/
     tls: { ca: ${lab.caFile} }
+  - name: products
+    url: ${lab.servers.keepalive}/api/products
 experiments:
   - probe: reuse
+    targets: [http, https]
     requests: ${REQUESTS}
     modes: [reused, new]
+  - probe: tls
+    targets: [https]
+    samples: 6
+    versions: ['1.2', '1.3']
+    resumption: false
+  - probe: compression
+    targets: [products]
+    encodings: [identity, gzip]
+    requests: 5
+    gzipLevels: []
+    brotliLevels: []
+    zstdLevels: []
+`;
+
+/** The part of the plan the demo runs through real workers, with fewer samples to keep the test
+ * short (its lab has a CA of its own, so no CA file here). */
+const DISTRIBUTED_PROBES = ['reuse', 'tls'];
+const DISTRIBUTED_PLAN = (lab: TargetLab) => `
+name: fidelity-distributed
+jobTimeoutSeconds: 60
+targets:
+  - name: http
+    url: ${lab.servers.keepalive}/
+  - name: https
+    url: ${lab.servers.https}/
+    tls: { insecure: true }
+experiments:
+  - probe: reuse
+    requests: ${REQUESTS / 2}
+    modes: [reused, new]
+  - probe: tls
+    targets: [https]
+    samples: 5
+    versions: ['1.2', '1.3']
+    resumption: false
 `;
 
 type Measure = (report: RunReport, region: string) => number | undefined;
 
-function reuseResult(report: RunReport, region: string, target: string, mode: 'reused' | 'new'): ResultOf<'reuse'> {
-  const found = report.results.find((r) => r.probe === 'reuse' && r.region === region && r.target === target && r.variant.mode === mode);
-  assert.ok(found, `no reuse ${mode} result for ${target} from ${region}`);
-  assert.equal(found.ok, true, `${target} ${mode} from ${region}: ${JSON.stringify(found.error)}`);
-  return found as ResultOf<'reuse'>;
+function resultOf<K extends ProbeKind>(report: RunReport, probe: K, region: string, matches: (r: ResultOf<K>) => boolean, what: string): ResultOf<K> {
+  const found = report.results.find((r) => r.probe === probe && r.region === region && matches(r as ResultOf<K>)) as ResultOf<K> | undefined;
+  assert.ok(found, `no ${what} result from ${region}`);
+  assert.equal(found.ok, true, `${what} from ${region}: ${JSON.stringify(found.error)}`);
+  return found;
 }
+
+const reuseResult = (report: RunReport, region: string, target: string, mode: 'reused' | 'new') =>
+  resultOf(report, 'reuse', region, (r) => r.target === target && r.variant.mode === mode, `reuse ${mode} ${target}`);
+
+function tlsResult(report: RunReport, region: string, version: TlsVersion): ResultOf<'tls'> {
+  const found = resultOf(report, 'tls', region, (r) => r.variant.version === version, `tls ${version}`);
+  assert.equal(found.details?.tlsVersion, TLS_PROTOCOL_NAME[version], `TLS ${version} asked from ${region}, ${found.details?.tlsVersion} negotiated`);
+  return found;
+}
+
+const compressionResult = (report: RunReport, region: string) => resultOf(report, 'compression', region, () => true, 'compression');
 
 const phaseP50 =
   (target: string, mode: 'reused' | 'new', phase: Phase): Measure =>
@@ -61,28 +124,89 @@ const newConnectionCost =
   (report, region) =>
     report.comparisons.find((c) => c.region === region && c.target === target)?.newConnectionCostMs.median;
 
-/** What each figure should be: the base region's figure plus `rtts` round trips. The lab offers
- * TLS 1.2 and 1.3 and Node negotiates 1.3 (one round trip; 1.2 would take two). */
-const EXPECTATIONS: { what: string; rtts: number; measure: Measure }[] = [
-  { what: 'TCP connect', rtts: 1, measure: phaseP50('http', 'new', 'connect') },
-  { what: 'TLS 1.3 handshake', rtts: 1, measure: phaseP50('https', 'new', 'tls') },
-  { what: 'a reused request over http', rtts: 1, measure: phaseP50('http', 'reused', 'total') },
-  { what: 'a reused request over https', rtts: 1, measure: phaseP50('https', 'reused', 'total') },
-  { what: 'new-connection cost over http', rtts: 1, measure: newConnectionCost('http') },
-  { what: 'new-connection cost over https (TLS 1.3)', rtts: 2, measure: newConnectionCost('https') },
+const handshakeP50 =
+  (version: TlsVersion): Measure =>
+  (report, region) =>
+    tlsResult(report, region, version).details?.handshakeMs?.p50;
+
+/** Median time of the requests for one Accept-Encoding, from writing the request to the last body
+ * byte; for an encoded answer plus decoding it here, as a client pays it. */
+const compressionTotal =
+  (encoding: 'identity' | 'gzip'): Measure =>
+  (report, region) => {
+    const { details } = compressionResult(report, region);
+    const row = details?.encodings.find((e) => e.acceptEncoding === encoding);
+    assert.equal(row?.contentEncoding ?? null, encoding === 'identity' ? null : encoding, `Content-Encoding asked ${encoding} from ${region}`);
+    const totals = details!.samples.filter((s) => s.acceptEncoding === encoding && !s.error).map((s) => s.phases.total!);
+    return totals.length > 0 ? median(totals) + (row?.decodeMs ?? 0) : undefined;
+  };
+
+const identityWireBytes: Measure = (report, region) => compressionResult(report, region).details?.encodings.find((e) => e.acceptEncoding === 'identity')?.wireBytes;
+
+/** What a region adds to the base region's figure: round trips of its RTT, or bytes at its rate. */
+type Addition = { rtts: number } | { bytesAtRate: Measure };
+
+/** What each figure should be: the base region's figure plus what the region adds. */
+const EXPECTATIONS: { what: string; probe: ProbeKind; adds: Addition; measure: Measure }[] = [
+  { what: 'TCP connect', probe: 'reuse', adds: { rtts: 1 }, measure: phaseP50('http', 'new', 'connect') },
+  // The lab offers TLS 1.2 and 1.3 and Node negotiates 1.3 unless told otherwise.
+  { what: 'TLS 1.3 handshake', probe: 'reuse', adds: { rtts: 1 }, measure: phaseP50('https', 'new', 'tls') },
+  { what: 'a reused request over http', probe: 'reuse', adds: { rtts: 1 }, measure: phaseP50('http', 'reused', 'total') },
+  { what: 'a reused request over https', probe: 'reuse', adds: { rtts: 1 }, measure: phaseP50('https', 'reused', 'total') },
+  { what: 'new-connection cost over http', probe: 'reuse', adds: { rtts: 1 }, measure: newConnectionCost('http') },
+  { what: 'new-connection cost over https (TLS 1.3)', probe: 'reuse', adds: { rtts: 2 }, measure: newConnectionCost('https') },
+  // Full handshakes: 1.2 waits for the server's Finished after the key exchange, 1.3 has it in the first flight back.
+  { what: 'TLS 1.2 handshake (tls probe)', probe: 'tls', adds: { rtts: 2 }, measure: handshakeP50('1.2') },
+  { what: 'TLS 1.3 handshake (tls probe)', probe: 'tls', adds: { rtts: 1 }, measure: handshakeP50('1.3') },
+  { what: 'the products JSON uncompressed', probe: 'compression', adds: { bytesAtRate: identityWireBytes }, measure: compressionTotal('identity') },
 ];
 
-/** base + rtts x RTT, within ±10 % or ±3 ms, whichever is larger. The figures go to the test
- * log either way (node:test diagnostics), so a passing run shows its margins too. */
-function assertRoundTrips(t: TestContext, measured: number | undefined, base: number | undefined, rtts: number, rttMs: number, what: string): void {
+const regionsFor = (adds: Addition) => ('rtts' in adds ? DELAYED : RATE_LIMITED);
+const describeAddition = (adds: Addition) => ('rtts' in adds ? `${adds.rtts} RTT` : "its bytes at the link's rate");
+
+/** The time a region adds to the base figure, and how it was reckoned. */
+function addedBy(adds: Addition, region: RegionSpec, report: RunReport): { ms: number; how: string } {
+  if ('rtts' in adds) return { ms: adds.rtts * region.rttMs, how: `${adds.rtts} x ${region.rttMs} ms` };
+  const bytes = adds.bytesAtRate(report, region.name);
+  assert.ok(bytes !== undefined, `no byte count from ${region.name}`);
+  return { ms: (bytes / region.rateBytesPerSecond!) * 1000, how: `${bytes} B at ${region.rateBytesPerSecond! / 1e6} MB/s` };
+}
+
+/** base + what the region adds, within ±10 % or ±3 ms, whichever is larger. The figures go to
+ * the test log either way (node:test diagnostics), so a passing run shows its margins too. */
+function assertAdds(t: TestContext, measured: number | undefined, base: number | undefined, added: { ms: number; how: string }, what: string): void {
   assert.ok(measured !== undefined && base !== undefined, `${what}: not measured (${measured}, base ${base})`);
-  const expected = base + rtts * rttMs;
+  const expected = base + added.ms;
   const tolerance = Math.max(0.1 * expected, 3);
   const figures =
     `${what}: measured ${measured.toFixed(2)} ms, expected ${expected.toFixed(2)} ms ` +
-    `(${base.toFixed(2)} ms without delay + ${rtts} x ${rttMs} ms) ± ${tolerance.toFixed(2)} ms`;
+    `(${base.toFixed(2)} ms without delay + ${added.how}) ± ${tolerance.toFixed(2)} ms`;
   t.diagnostic(figures);
   assert.ok(Math.abs(measured - expected) <= tolerance, figures);
+}
+
+const assertRoundTrips = (t: TestContext, measured: number | undefined, base: number | undefined, rtts: number, rttMs: number, what: string) =>
+  assertAdds(t, measured, base, { ms: rtts * rttMs, how: `${rtts} x ${rttMs} ms` }, what);
+
+/** The new-connection cost of each region as the JSON and as the text report's table give it. */
+function costsShown(report: RunReport, text: string, target: string, regions: string[]): { json: number[]; table: number[] } {
+  // The cost table: region, target, scheme, reused median, new median, cost, CI.
+  const costSection = text.slice(text.indexOf('New-connection cost = median'));
+  const table = regions.map((name) => {
+    const row = costSection.split('\n').find((line) => new RegExp(`^\\s+${name}\\s+${target}\\s`).test(line));
+    assert.ok(row, `no ${name} ${target} row in:\n${costSection}`);
+    return Number(row.trim().split(/\s{2,}/)[5].replace(/[ ,]|ms/g, ''));
+  });
+  return { json: regions.map((name) => newConnectionCost(target)(report, name)!), table };
+}
+
+function assertSlowerRegionSlower(report: RunReport, text: string, regions: string[]): void {
+  for (const target of ['http', 'https']) {
+    const { json, table } = costsShown(report, text, target, regions);
+    const order = regions.join(' < ');
+    assert.deepEqual([...json].sort((a, b) => a - b), json, `${target} new-connection cost in the JSON, ${order}: ${json.join(', ')}`);
+    assert.deepEqual([...table].sort((a, b) => a - b), table, `${target} costs in the table, ${order}: ${table.join(', ')}`);
+  }
 }
 
 /** Echo server on this machine's loopback: what a region reaches through a forwarded port. */
@@ -129,30 +253,56 @@ describe('emulated regions: measured times are the added round trips', { skip },
     echo?.close();
   });
 
-  for (const { what, rtts, measure } of EXPECTATIONS) {
-    test(`${what} ≈ ${rtts} RTT`, (t) => {
-      for (const { name, rttMs } of DELAYED) {
-        assertRoundTrips(t, measure(report, name), measure(report, 'base'), rtts, rttMs, `${what} from ${name}`);
+  for (const { what, adds, measure } of EXPECTATIONS) {
+    test(`${what} ≈ ${describeAddition(adds)}`, (t) => {
+      for (const region of regionsFor(adds)) {
+        assertAdds(t, measure(report, region.name), measure(report, 'base'), addedBy(adds, region, report), `${what} from ${region.name}`);
       }
     });
   }
 
   test('the slower region is reported slower, in the JSON and in the table', () => {
-    for (const target of ['http', 'https']) {
-      const costs = REGIONS.map(({ name }) => newConnectionCost(target)(report, name)!);
-      assert.deepEqual([...costs].sort((a, b) => a - b), costs, `${target} new-connection cost base < near < far: ${costs.join(', ')}`);
+    assertSlowerRegionSlower(report, renderRunReport(report), BY_RTT.map((r) => r.name));
+  });
+
+  test("the lecture's two rows: at 1 MB/s the gzip transfer of the products JSON beats identity; without a limit identity wins", (t) => {
+    const row = (region: string) => {
+      const [identity, gzip] = [compressionTotal('identity')(report, region)!, compressionTotal('gzip')(report, region)!];
+      t.diagnostic(`${region}: identity ${identity.toFixed(2)} ms, gzip ${gzip.toFixed(2)} ms (with decoding)`);
+      return { identity, gzip };
+    };
+    const unlimited = row('base');
+    const limited = row('slow-link');
+    assert.ok(limited.gzip < limited.identity, `at 1 MB/s gzip ${limited.gzip} ms should beat identity ${limited.identity} ms`);
+    assert.ok(unlimited.identity < unlimited.gzip, `without a limit identity ${unlimited.identity} ms should beat gzip ${unlimited.gzip} ms`);
+  });
+
+  test('through real workers in the regions (probefleet demo, run --redis): the same figures, the slower region slower, nothing left', async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-fidelity-demo-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const planFile = path.join(dir, 'plan.yaml');
+    const json = path.join(dir, 'run.json');
+    await writeFile(planFile, DISTRIBUTED_PLAN(lab));
+    const regionArgs = DELAYED.flatMap((r) => ['--region', `${r.name}=${r.rttMs}ms`]);
+    const { code, stdout, stderr } = await runCli(['demo', planFile, ...regionArgs, '--json', json], { timeoutMs: 180_000 });
+    assert.equal(code, 0, `${stdout}\n${stderr}`);
+    const distributed = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
+    assert.equal(distributed.mode, 'distributed');
+    assert.deepEqual(distributed.plan.regions, DELAYED.map((r) => r.name));
+
+    // Against the embedded base: the CPU time of connections and handshakes on this machine.
+    for (const { what, adds, measure } of EXPECTATIONS.filter((e) => DISTRIBUTED_PROBES.includes(e.probe))) {
+      for (const region of regionsFor(adds)) {
+        assertAdds(t, measure(distributed, region.name), measure(report, 'base'), addedBy(adds, region, distributed), `${what} from ${region.name}, through its worker`);
+      }
     }
-    // The cost table: region, target, scheme, reused median, new median, cost, CI.
-    const text = renderRunReport(report);
-    const costSection = text.slice(text.indexOf('New-connection cost'));
-    for (const target of ['http', 'https']) {
-      const shown = REGIONS.map(({ name }) => {
-        const row = costSection.split('\n').find((line) => new RegExp(`^\\s+${name}\\s+${target}\\s`).test(line));
-        assert.ok(row, `no ${name} ${target} row in:\n${costSection}`);
-        return Number(row.trim().split(/\s{2,}/)[5].replace(/[ ,]|ms/g, ''));
-      });
-      assert.deepEqual([...shown].sort((a, b) => a - b), shown, `${target} costs in the table, base < near < far: ${shown.join(', ')}`);
-    }
+    assertSlowerRegionSlower(distributed, stdout, DELAYED.map((r) => r.name));
+
+    const id = /pf-(\d+-[0-9a-f]{4})-target/.exec(stdout)![1];
+    assert.deepEqual(listNamespaces().filter((ns) => ns.includes(id)), [], 'namespaces left behind');
+    const pids = [...stdout.matchAll(/^\s+(?:redis-server|coordinator|worker \S+)\s+(\d+)\s/gm)].map((m) => Number(m[1]));
+    assert.equal(pids.length, 2 + DELAYED.length, `the fleet's processes in:\n${stdout}`);
+    assert.deepEqual(pids.filter(isRunning), [], 'fleet processes left running');
   });
 
   test('curl -w in the same namespaces agrees: connect, TLS 1.3 and a reused request ≈ 1 RTT each', async (t) => {
