@@ -26,9 +26,15 @@ export function costTable(report: RunReport): Table {
   };
 }
 
-/** Regions of the plan that have a new-connection cost, in the plan's order. */
+/** Regions that have a new-connection cost, in the plan's order (an embedded run's `local` last). */
 export function comparedRegions(report: RunReport): string[] {
-  return report.plan.regions.filter((region) => report.comparisons.some((c) => c.region === region));
+  return orderedRegions(report, report.comparisons);
+}
+
+/** The regions of these results, in the plan's order, any others after. */
+export function orderedRegions(report: RunReport, placed: { region: string }[]): string[] {
+  const rank = (region: string) => (report.plan.regions.includes(region) ? report.plan.regions.indexOf(region) : report.plan.regions.length);
+  return [...new Set(placed.map((p) => p.region))].sort((a, b) => rank(a) - rank(b));
 }
 
 /** Target rows, one column per region: "3.18 ms (3.04 ms .. 3.29 ms)", "-" where not measured. */
@@ -92,11 +98,12 @@ export function unfinishedTable(report: RunReport): Table {
   };
 }
 
+/** `finding` is "CODE: title" (the catalogue's one line). */
 export function findingsTable(report: RunReport): Table {
   return {
-    headers: ['severity', 'finding', 'what it means', 'target', 'region', 'evidence from this run'],
-    align: 'llllll',
-    rows: report.findings.map((f) => [f.severity, f.code, FINDINGS[f.code].title, f.target, f.region, f.evidence]),
+    headers: ['severity', 'finding', 'where', 'evidence from this run'],
+    align: 'llll',
+    rows: report.findings.map((f) => [f.severity, `${f.code}: ${FINDINGS[f.code].title}`, `${f.target} from ${f.region}`, f.evidence]),
   };
 }
 

@@ -28,7 +28,7 @@ function levelChart(r: CompressionResult, t: LevelTable): BarChart {
             label: `level ${row.level}`,
             series: coding,
             value: row.bytes,
-            text: `${formatCount(row.bytes)} B (${formatPercent(row.bytes, t.inputBytes)}), ${formatMs(row.compressMs)}${isServerGzip(t, row) ? ", the server's gzip" : ''}`,
+            text: `${formatCount(row.bytes)} B (${formatPercent(row.bytes, t.inputBytes)}) in ${formatMs(row.compressMs)}${isServerGzip(t, row) ? ", the server's gzip" : ''}`,
           })),
       })),
     ],

@@ -2,7 +2,7 @@
 // sequential requests opened, and how long they took.
 import type { ResultOf } from '../../../contracts/result.js';
 import type { BarChart, ReportSection } from '../document.js';
-import { formatMs } from '../format.js';
+import { formatMs, plural } from '../format.js';
 import { barLabeller, byPlace, byTarget, nothingMeasured } from './place.js';
 
 type DrainResult = ResultOf<'drain'>;
@@ -27,7 +27,7 @@ function connectionsChart(results: DrainResult[]): BarChart {
         label: label(r, modeName(r)),
         series: r.variant.mode,
         value: r.summary.connectionsOpened,
-        text: nothingMeasured(r) ?? `${r.summary.connectionsOpened} for ${r.summary.requests} requests`,
+        text: nothingMeasured(r) ?? `${plural(r.summary.connectionsOpened, 'connection')} for ${r.summary.requests} requests`,
       })),
     })),
   };

@@ -4,14 +4,13 @@
 import type { H2cAttempt, MultiplexRun } from '../../../contracts/probes/http2.js';
 import type { ResultOf } from '../../../contracts/result.js';
 import type { Bar, BarChart, ReportBlock, ReportSection } from '../document.js';
-import { formatMs } from '../format.js';
+import { formatMs, plural } from '../format.js';
 import { barLabeller, byPlace, byTarget } from './place.js';
 
 type HeaderBytes = { request: number; response: number } | null | undefined;
 
 const bytes = (b: HeaderBytes) => (b ? `${b.request} / ${b.response} B` : '-');
 const yesNo = (attempt: H2cAttempt | null | undefined) => (attempt ? (attempt.supported ? 'yes' : 'no') : '-');
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 function headerBytesChart(results: ResultOf<'http2'>[]): BarChart {
   const label = barLabeller(results);
