@@ -4,6 +4,7 @@ import { hideBin } from 'yargs/helpers';
 import { labCommand } from './commands/lab.js';
 import { planCommand } from './commands/plan.js';
 import { regionsCommand } from './commands/regions.js';
+import { reportCommand } from './commands/report.js';
 import { runCommand } from './commands/run.js';
 import { coordinatorCommand } from './commands/coordinator.js';
 import { BadArgumentError } from './commands/redis-args.js';
@@ -37,6 +38,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(scheduleCommand)
     .command(runsCommand)
     .command(regionsCommand)
+    .command(reportCommand)
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .help()
