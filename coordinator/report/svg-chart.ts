@@ -38,7 +38,8 @@ function axis(chart: BarChart): { min: number; max: number; step: number } {
   let min = Math.min(0, ...values);
   let max = Math.max(0, ...values);
   if (max - min === 0) max = 1;
-  const step = niceStep(max - min);
+  // Bytes and counts are whole numbers: no tick between 0 and 1.
+  const step = chart.unit === 'ms' ? niceStep(max - min) : Math.max(1, niceStep(max - min));
   // The tolerance keeps a value a rounding error past a tick from adding a tick of its own.
   min = Math.floor(min / step + 1e-9) * step;
   max = Math.ceil(max / step - 1e-9) * step;
