@@ -59,22 +59,67 @@ const severityBadge = (severity: string) => html`<span class="severity severity-
 /** The stylesheet's hash for the Content-Security-Policy: the only style the page may apply. */
 const STYLE_HASH = `sha256-${createHash('sha256').update(REPORT_CSS).digest('base64')}`;
 
-export function renderHtmlReport(report: RunReport): string {
-  const nextChartId = chartIds();
-  const sections = probeSections(report);
-  const regions = comparedRegions(report);
-  const decisions = decisionTable(report);
-  const findings = findingsTable(report);
-  const unfinished = unfinishedTable(report);
-  const contents: [string, string][] = [
-    ...(report.comparisons.length > 0 ? [['new-connection-cost', 'New-connection cost'] as [string, string]] : []),
-    ...sections.map(({ kind, section }) => [`probe-${kind}`, section.heading] as [string, string]),
-    ...(unfinished.rows.length > 0 ? [['unfinished', 'Jobs that did not finish cleanly'] as [string, string]] : []),
-    ['findings', 'Findings'],
-    ['decisions', 'Decision table'],
-  ];
+/** One `<section>` of the page, listed in its navigation. */
+interface Part {
+  id: string;
+  title: string;
+  body: Html;
+}
 
-  const page = html`<!doctype html>
+function parts(report: RunReport): Part[] {
+  const nextChartId = chartIds();
+  const out: Part[] = [
+    {
+      id: 'targets',
+      title: 'Targets',
+      body: renderTableHtml({ headers: ['target', 'URL'], align: 'll', rows: report.plan.targets.map((t) => [t.name, t.url]) }, undefined, {
+        cell: (i, text) => (i === 1 ? html`<code>${text}</code>` : text),
+      }),
+    },
+  ];
+  if (report.comparisons.length > 0) {
+    out.push({
+      id: 'new-connection-cost',
+      title: 'New-connection cost',
+      body: html`${renderBlock({ kind: 'chart', chart: costChart(report) }, nextChartId)}${
+        comparedRegions(report).length > 1 ? renderTableHtml(costByRegionTable(report), 'Per target and region: median(new) − median(reused) per request (95% CI)') : ''
+      }${renderTableHtml(costTable(report), 'New-connection cost = median(new) − median(reused), per request')}`,
+    });
+  }
+  for (const { kind, section } of probeSections(report)) {
+    out.push({ id: `probe-${kind}`, title: section.heading, body: html`${section.blocks.map((b) => renderBlock(b, nextChartId))}` });
+  }
+  const unfinished = unfinishedTable(report);
+  if (unfinished.rows.length > 0) out.push({ id: 'unfinished', title: 'Jobs that did not finish cleanly', body: renderTableHtml(unfinished, undefined, { wide: [5] }) });
+  const findings = findingsTable(report);
+  out.push({
+    id: 'findings',
+    title: 'Findings',
+    body:
+      findings.rows.length > 0
+        ? renderTableHtml(findings, undefined, { wide: [1, 3], cell: (i, text) => (i === 0 ? severityBadge(text) : i === 1 ? findingCell(text) : text) })
+        : html`<p>No findings: nothing this run measured needs attention.</p>`,
+  });
+  // The decision table with each row's severity in front.
+  const decisions = decisionTable(report);
+  out.push({
+    id: 'decisions',
+    title: 'Decision table',
+    body:
+      decisions.rows.length > 0
+        ? renderTableHtml(
+            { headers: ['', ...decisions.headers], align: `l${decisions.align}`, rows: decisions.rows.map((row, i) => [report.decisions[i].severity, ...row]) },
+            'Situation, what to do, and the numbers from this run that say so',
+            { wide: [1, 2, 3], cell: (i, text) => (i === 0 ? severityBadge(text) : text) },
+          )
+        : html`<p>No decisions: the run found nothing to change.</p>`,
+  });
+  return out;
+}
+
+export function renderHtmlReport(report: RunReport): string {
+  const sections = parts(report);
+  return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -90,41 +135,13 @@ export function renderHtmlReport(report: RunReport): string {
 <h1>probefleet run report: ${report.plan.name}</h1>
 ${report.plan.description ? html`<p class="muted">${report.plan.description}</p>` : ''}
 <dl class="facts">${reportFacts(report).map(([name, value]) => html`<dt>${name}</dt><dd>${value}</dd>`)}</dl>
-<nav aria-label="Sections"><ul>${contents.map(([id, title]) => html`<li><a href="#${id}">${title}</a></li>`)}</ul></nav>
+<nav aria-label="Sections"><ul>${sections.map(({ id, title }) => html`<li><a href="#${id}">${title}</a></li>`)}</ul></nav>
 </header>
 <main>
-<section id="targets"><h2>Targets</h2>${renderTableHtml(
-    { headers: ['target', 'URL'], align: 'll', rows: report.plan.targets.map((t) => [t.name, t.url]) },
-    undefined,
-    { cell: (i, text) => (i === 1 ? html`<code>${text}</code>` : text) },
-  )}</section>
-${
-  report.comparisons.length > 0
-    ? html`<section id="new-connection-cost"><h2>New-connection cost</h2>${renderBlock({ kind: 'chart', chart: costChart(report) }, nextChartId)}${
-        regions.length > 1 ? renderTableHtml(costByRegionTable(report), 'Per target and region: median(new) − median(reused) per request (95% CI)') : ''
-      }${renderTableHtml(costTable(report), 'New-connection cost = median(new) − median(reused), per request')}</section>`
-    : ''
-}
-${sections.map(({ kind, section }) => html`<section id="probe-${kind}"><h2>${section.heading}</h2>${section.blocks.map((b) => renderBlock(b, nextChartId))}</section>`)}
-${unfinished.rows.length > 0 ? html`<section id="unfinished"><h2>Jobs that did not finish cleanly</h2>${renderTableHtml(unfinished, undefined, { wide: [5] })}</section>` : ''}
-<section id="findings"><h2>Findings</h2>${
-    findings.rows.length > 0
-      ? renderTableHtml(findings, undefined, { wide: [1, 3], cell: (i, text) => (i === 0 ? severityBadge(text) : i === 1 ? findingCell(text) : text) })
-      : html`<p>No findings: nothing this run measured needs attention.</p>`
-  }</section>
-<section id="decisions"><h2>Decision table</h2>${
-    decisions.rows.length > 0
-      ? renderTableHtml(
-          { ...decisions, headers: ['', ...decisions.headers], align: `l${decisions.align}`, rows: decisions.rows.map((row, i) => [report.decisions[i].severity, ...row]) },
-          'Situation, what to do, and the numbers from this run that say so',
-          { wide: [1, 2, 3], cell: (i, text) => (i === 0 ? severityBadge(text) : text) },
-        )
-      : html`<p>No decisions: the run found nothing to change.</p>`
-  }</section>
-</main>
+${sections.map(({ id, title, body }) => html`<section id="${id}"><h2>${title}</h2>${body}</section>
+`)}</main>
 <footer>Made by probefleet from the run JSON (${report.schema}); the numbers are this run's, measured from the regions named above.</footer>
 </body>
 </html>
-`;
-  return page.markup;
+`.markup;
 }
