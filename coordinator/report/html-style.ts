@@ -44,7 +44,7 @@ ul.notes { margin: 0 0 1rem; padding-left: 1.25rem; color: var(--muted); font-si
 figure.chart { margin: 1rem 0 1.5rem; padding: 0.75rem 1rem; background: var(--surface); border: 1px solid var(--border); border-radius: 6px; }
 figcaption { margin-bottom: 0.5rem; }
 figcaption strong { display: block; }
-svg.chart { display: block; width: 100%; max-width: 880px; height: auto; }
+svg.chart { display: block; width: 100%; max-width: 960px; height: auto; }
 svg.chart text { fill: var(--fg); font: 12px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; }
 svg.chart .group-label { font-weight: 600; }
 svg.chart .tick-label { fill: var(--muted); font-size: 11px; }

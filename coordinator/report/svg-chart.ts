@@ -16,6 +16,8 @@ const ROW = 22;
 const GROUP_HEADING = 24;
 const AXIS_HEIGHT = 26;
 const TOP = 6;
+/** A generous average width of a 12 px system-ui character: SVG cannot measure text when it is written. */
+const CHAR_WIDTH = 7;
 export const SERIES_COLOURS = 6;
 
 /** 1, 2 or 5 times a power of ten: about `span / 4`. */
@@ -66,6 +68,8 @@ export function renderBarChart(chart: BarChart, elementId: string): Html {
   };
 
   let y = TOP;
+  /** Where the longest value text ends: the drawing widens to it rather than cut a text off. */
+  let right = WIDTH;
   const groups: Html[] = [];
   for (const group of chart.groups) {
     if (group.bars.length === 0) continue;
@@ -80,6 +84,7 @@ export function renderBarChart(chart: BarChart, elementId: string): Html {
         ? html`<g class="interval"><line x1="${x(bar.interval[0])}" x2="${x(bar.interval[1])}" y1="${mid}" y2="${mid}"/><line x1="${x(bar.interval[0])}" x2="${x(bar.interval[0])}" y1="${top + 3}" y2="${top + BAR_HEIGHT - 3}"/><line x1="${x(bar.interval[1])}" x2="${x(bar.interval[1])}" y1="${top + 3}" y2="${top + BAR_HEIGHT - 3}"/></g>`
         : null;
       const textX = Math.max(x(0), x(bar.value), ...(bar.interval ? [x(bar.interval[1])] : [])) + 6;
+      right = Math.max(right, Math.ceil(textX + bar.text.length * CHAR_WIDTH));
       return html`<g class="bar-row"><text class="bar-label" x="${LABEL_WIDTH - 8}" y="${mid + 4}" text-anchor="end">${bar.label}</text><rect class="bar ${colour(bar.series)}" x="${left}" y="${top}" width="${round(Math.abs(x(bar.value) - x(0)))}" height="${BAR_HEIGHT}" rx="2"/>${whisker}<text class="value-label" x="${textX}" y="${mid + 4}">${bar.text}</text></g>`;
     });
     groups.push(html`<g class="group">${heading}${bars}</g>`);
@@ -94,5 +99,5 @@ export function renderBarChart(chart: BarChart, elementId: string): Html {
       html`<line class="${Math.abs(value) < step * 1e-9 ? 'zero' : 'grid'}" x1="${x(value)}" x2="${x(value)}" y1="${TOP}" y2="${plotBottom}"/><text class="tick-label" x="${x(value)}" y="${plotBottom + 16}" text-anchor="middle">${tickLabel(value, step, chart.unit)}</text>`,
     );
   }
-  return html`<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="${chart.id}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-labelledby="${elementId}-title ${elementId}-desc"><title id="${elementId}-title">${chart.title}</title><desc id="${elementId}-desc">${chartDescription(chart)}</desc><g class="axis">${ticks}</g>${groups}</svg>`;
+  return html`<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="${chart.id}" viewBox="0 0 ${right} ${height}" role="img" aria-labelledby="${elementId}-title ${elementId}-desc"><title id="${elementId}-title">${chart.title}</title><desc id="${elementId}-desc">${chartDescription(chart)}</desc><g class="axis">${ticks}</g>${groups}</svg>`;
 }

@@ -1,8 +1,10 @@
-// Reports people look at: the example plans run for real against a lab (counts lowered), plus a
-// two-region run, then `probefleet report` turns their JSON into HTML, Markdown and CSV. The
-// Markdown and CSV are read back and checked against the JSON; the HTML is opened in headless
-// Chromium: no console errors, no network requests, each chart with its bars and labels, light
-// and dark. Screenshots and the files land in test-artifacts/reports/ (git-ignored).
+// Reports people look at: the example plans run for real against a lab (counts lowered), a
+// two-region run, and a run with hostile values. Each run's JSON is read back as `probefleet
+// report` reads it and rendered; the command itself is checked on one run, on bad files, and
+// after `run --html ...`. The Markdown and CSV are read back and checked against the JSON; the
+// HTML is opened in headless Chromium: no console errors, no network requests, each chart with
+// its bars and labels, light and dark. Screenshots and the HTML and JSON of every run land in
+// test-artifacts/reports/ (git-ignored).
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
