@@ -4,6 +4,7 @@ import { hideBin } from 'yargs/helpers';
 import { labCommand } from './commands/lab.js';
 import { planCommand } from './commands/plan.js';
 import { regionsCommand } from './commands/regions.js';
+import { reportCommand } from './commands/report.js';
 import { runCommand } from './commands/run.js';
 import { coordinatorCommand } from './commands/coordinator.js';
 import { demoCommand } from './commands/demo.js';
@@ -39,6 +40,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(runsCommand)
     .command(regionsCommand)
     .command(demoCommand)
+    .command(reportCommand)
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .help()

@@ -4,7 +4,6 @@ import { randomBytes } from 'node:crypto';
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
-import { writeFileAtomic } from '../../common/write-file-atomic.js';
 import { cleanupStaleRegions } from '../../regions/cleanup.js';
 import { runPlanInRegions } from '../../regions/fleet-run.js';
 import { startRegions, validateRegionSpecs, type RegionSpec, type Regions } from '../../regions/harness.js';
@@ -15,6 +14,7 @@ import { loadPlanFile } from '../plan-loader.js';
 import { renderTable } from '../report/table.js';
 import { renderRunReport } from '../report/text.js';
 import { runIdFor } from '../split.js';
+import { reportFileArgs, writeReportFiles } from './report-files.js';
 
 export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms'];
 /** Exit code for bad input, as the CLI's (coordinator/cli.ts). */
@@ -40,7 +40,7 @@ export const regionOptions = (y: Argv) =>
     });
 
 const runOptions = (y: Argv) =>
-  regionOptions(y)
+  reportFileArgs(regionOptions(y))
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file; its targets point at the target host, 10.77.0.1' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' });
 
@@ -96,7 +96,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
         onRegion: (region, jobs) => process.stderr.write(`region ${region.name} (RTT ${region.rttMs} ms): ${jobs} jobs\n`),
       });
       process.stdout.write(renderRunReport(report));
-      if (args.json) await writeFileAtomic(args.json, `${JSON.stringify(report, null, 2)}\n`);
+      await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
     } finally {
       await lab?.close();
       await regions.close();

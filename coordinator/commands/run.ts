@@ -1,11 +1,11 @@
 // `probefleet run PLAN`: embedded (every job in this process, region `local`) unless a Redis
 // URL is given (--redis or REDIS_URL): then the run is submitted as a flow to the regions'
-// workers and waited for. Prints the report; --json writes the `probefleet.run/v1` document.
+// workers and waited for. Prints the report; --json writes the `probefleet.run/v1` document,
+// --html, --markdown and --csv the report in those formats.
 import { randomBytes } from 'node:crypto';
 import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
-import { writeFileAtomic } from '../../common/write-file-atomic.js';
 import { DEFAULT_LAB_PORT, startLab, type Lab } from '../../lab/index.js';
 import { jobsPerRegion, waitForRun } from '../distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../embedded-runner.js';
@@ -22,9 +22,10 @@ import { renderRunReport } from '../report/text.js';
 import { buildRunReport } from '../run-report.js';
 import { runIdFor, splitPlan } from '../split.js';
 import { BadArgumentError, fleetOf, redisArgs, redisUrlFrom } from './redis-args.js';
+import { reportFileArgs, writeReportFiles } from './report-files.js';
 
 const options = (y: Argv) =>
-  redisArgs(y)
+  reportFileArgs(redisArgs(y))
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('lab', { type: 'boolean', default: false, describe: 'start the lab target for the duration of the run' })
@@ -64,7 +65,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
       const results = await runEmbedded(jobs, { log, progress: progressFor(), signal: stop.signal });
       const report = buildRunReport({ runId, mode: 'embedded', plan, startedAt, finishedAt: new Date(), results });
       process.stdout.write(renderRunReport(report));
-      if (args.json) await writeFileAtomic(args.json, `${JSON.stringify(report, null, 2)}\n`);
+      await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
       if (stop.signal.aborted) process.exitCode = 130;
     } finally {
       process.off('SIGINT', interrupt);
@@ -122,7 +123,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
       return;
     }
     process.stdout.write(renderRunReport(report));
-    if (args.json) await writeFileAtomic(args.json, `${JSON.stringify(report, null, 2)}\n`);
+    await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
     // A run with jobs that have no result did not do what was asked: say so in the exit code.
     if (report.unfinishedJobs.length > 0) process.exitCode = 1;
   } finally {

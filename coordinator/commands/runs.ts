@@ -6,13 +6,14 @@ import { createLogger } from '../../common/log.js';
 import { renderRunReport } from '../report/text.js';
 import { renderTable } from '../report/table.js';
 import { fleetOf, redisArgs } from './redis-args.js';
+import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
 
 const listOptions = (y: Argv) =>
   redisArgs(y)
     .option('limit', { type: 'number', default: 20, describe: 'show the newest N runs' })
     .option('json', { type: 'boolean', describe: 'print the summaries as JSON' });
 const showOptions = (y: Argv) =>
-  redisArgs(y)
+  reportFileArgs(redisArgs(y))
     .positional('id', { type: 'string', demandOption: true, describe: 'run id (see: probefleet runs list)' })
     .option('json', { type: 'boolean', describe: 'print the whole run (probefleet.run/v1) as JSON' });
 
@@ -48,7 +49,7 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
 
 const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
   command: 'show <id>',
-  describe: 'Print a stored run\'s report (--json: the whole run)',
+  describe: 'Print a stored run\'s report (--json: the whole run; --html, --markdown, --csv: write those instead)',
   builder: showOptions,
   handler: async (args) => {
     const fleet = fleetOf(args, log());
@@ -59,7 +60,9 @@ const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
         process.exitCode = 1;
         return;
       }
-      process.stdout.write(args.json ? `${JSON.stringify(report, null, 2)}\n` : renderRunReport(report));
+      const files = { html: args.html, markdown: args.markdown, csv: args.csv };
+      if (wantsReportFiles(files)) await writeReportFiles(report, files);
+      else process.stdout.write(args.json ? `${JSON.stringify(report, null, 2)}\n` : renderRunReport(report));
     } finally {
       await fleet.close();
     }

@@ -12,6 +12,7 @@ import { createLogger } from '../../common/log.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { flowOf, submitRun } from '../../coordinator/flow.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
+import { renderHtmlReport } from '../../coordinator/report/html.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { writePlan } from '../helpers/plans.js';
 import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
@@ -89,6 +90,13 @@ describe('distributed runs with region workers in their own processes', needsRed
     assert.deepEqual(JSON.parse(shown.stdout), JSON.parse(await readFile(json, 'utf8')));
     const listed = await runCli(['runs', 'list', ...redisArgs]);
     assert.match(listed.stdout, new RegExp(`${report.runId}\\s+distributed\\s+`));
+
+    // The stored report as HTML: the same page `report` makes from the run JSON, both regions in its cost chart.
+    const html = path.join(dir, 'shown.html');
+    const shownHtml = await runCli(['runs', 'show', report.runId, '--html', html, ...redisArgs]);
+    assert.equal(shownHtml.code, 0, shownHtml.stderr);
+    assert.equal(await readFile(html, 'utf8'), renderHtmlReport(report));
+    assert.match(await readFile(html, 'utf8'), /data-chart="new-connection-cost"/);
   });
 
   test('--regions runs a plan from other regions than its own (what probefleet demo does); bad names are bad input', async (t) => {
@@ -161,7 +169,8 @@ describe('distributed runs with region workers in their own processes', needsRed
     const json = path.join(dir, 'run.json');
     const plan = await writePlan(planYaml(lab, 'missing-region', ['a', 'nobody'], 3));
     const started = Date.now();
-    const { code, stdout, stderr } = await runCli(['run', plan, ...redisArgs, '--deadline', '3', '--json', json], { timeoutMs: 60_000 });
+    const csv = path.join(dir, 'run.csv');
+    const { code, stdout, stderr } = await runCli(['run', plan, ...redisArgs, '--deadline', '3', '--json', json, '--csv', csv], { timeoutMs: 60_000 });
     assert.equal(code, 1, `a run with jobs not run exits 1\n${stderr}`);
     assert.ok(Date.now() - started >= 3_000, 'it waited for the deadline');
 
@@ -175,6 +184,9 @@ describe('distributed runs with region workers in their own processes', needsRed
       assert.match(job.reason, /no worker of region "nobody" took it before the run's deadline/);
     }
     assert.match(stdout, /Jobs that did not finish cleanly\n(  nobody \S+ reuse \S+ \S+: NOT RUN .*\n){4}/);
+    // The CSV has a row for each of them too.
+    const notRun = (await readFile(csv, 'utf8')).split('\r\n').filter((line) => line.includes(',nobody,') && line.includes(',not-run,'));
+    assert.equal(notRun.length, 4);
     assert.equal(await fleet.regionQueue('nobody').getJobCountByTypes('waiting'), 0, 'the jobs left the queue');
   });
 });

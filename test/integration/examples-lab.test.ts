@@ -1,20 +1,12 @@
-// The example plans reproduce their articles' tables against the lab. The plans name the lab's
-// fixed ports (18170 + offset) so `probefleet run --lab` works; here the same plans run against
-// a lab on free ports, so the test never collides with another run on 18170.
+// The example plans reproduce their articles' tables against the lab (on free ports: see
+// test/helpers/example-runs.ts).
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createLogger } from '../../common/log.js';
 import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
-import { runReportSchema } from '../../contracts/result.js';
-import { runEmbedded } from '../../coordinator/embedded-runner.js';
-import { parsePlan } from '../../coordinator/plan-loader.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
-import { buildRunReport } from '../../coordinator/run-report.js';
-import { splitPlan } from '../../coordinator/split.js';
-import { DEFAULT_LAB_PORT, LAB_SERVERS, startLab, type Lab } from '../../lab/index.js';
-import { REPO_ROOT } from '../helpers/repo.js';
+import { startLab, type Lab } from '../../lab/index.js';
+import { runExamplePlan } from '../helpers/example-runs.js';
 
 const log = createLogger('test', 'silent');
 let lab: Lab;
@@ -28,17 +20,7 @@ after(async () => {
 
 /** Runs an example plan against this test's lab, the way `probefleet run --lab` runs it against the fixed ports. */
 async function runExample(file: string): Promise<{ report: RunReport; text: string }> {
-  const original = await readFile(path.join(REPO_ROOT, 'examples', file), 'utf8');
-  const text = original.replace(/127\.0\.0\.1:(\d+)/g, (match, port: string) => {
-    const spec = LAB_SERVERS.find((s) => DEFAULT_LAB_PORT + s.offset === Number(port));
-    assert.ok(spec, `${file}: ${match} is not one of the lab's fixed ports`);
-    return `127.0.0.1:${lab.servers[spec.name].port}`;
-  });
-  const loaded = await parsePlan(text, file);
-  const results = await runEmbedded(splitPlan(loaded, 'example-run'), { log, progress: { start() {}, step() {}, done() {} } });
-  const report = runReportSchema.parse(
-    JSON.parse(JSON.stringify(buildRunReport({ runId: 'example-run', mode: 'embedded', plan: loaded.plan, startedAt: new Date(), finishedAt: new Date(), results }))),
-  ) as RunReport;
+  const report = await runExamplePlan(lab, file);
   return { report, text: renderRunReport(report) };
 }
 

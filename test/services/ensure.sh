@@ -20,11 +20,18 @@ PACKAGE_OF+=(
   [curl]=curl
 )
 
+# Reports: the HTML report is opened in headless Chromium (driven by playwright-core), with a
+# font so that its screenshots show text.
+PACKAGE_OF+=(
+  [chromium]=chromium
+)
+
 missing=()
 for cmd in "${!PACKAGE_OF[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${PACKAGE_OF[$cmd]}")
 done
 [[ -e /usr/include/libnetfilter_queue/libnetfilter_queue.h ]] || missing+=(libnetfilter-queue-dev)
+[[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || missing+=(fonts-dejavu-core)
 if ((${#missing[@]} > 0)); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then

@@ -1,42 +1,6 @@
-// The lecture's CORS section: per origin, what the preflight allowed and what the simple GET
-// still returned (and whether the server's log shows it ran).
+// The cors view (views/cors.ts) as terminal text.
 import type { ResultOf } from '../../../contracts/result.js';
-import { formatCount } from '../format.js';
-import { renderTable } from '../table.js';
+import { renderBlocksAsText } from '../document.js';
+import { corsView } from '../views/cors.js';
 
-const yesNo = (value: boolean | undefined) => (value === undefined ? '-' : value ? 'yes' : 'no');
-
-export function corsSection(results: ResultOf<'cors'>[]): string {
-  const sorted = [...results].sort((a, b) => a.region.localeCompare(b.region) || a.target.localeCompare(b.target));
-  const asked = sorted.find((r) => r.details)?.details;
-  const out = [
-    `CORS: a preflight (OPTIONS asking for ${asked?.method ?? 'the method'}${asked?.requestHeaders.length ? ` with ${asked.requestHeaders.join(', ')}` : ''}) and a simple GET per origin; "readable" is what a browser would let the page see`,
-    renderTable(
-      ['region', 'target', 'role', 'origin', 'preflight', 'allow-origin', 'method', 'headers', 'max-age', 'GET', 'bytes', 'readable', 'ran on server'],
-      sorted.flatMap((r) =>
-        (r.details?.origins ?? []).map((o) => [
-          r.region,
-          r.target,
-          o.role,
-          o.origin,
-          o.preflight.error ? o.preflight.error.code : String(o.preflight.status ?? '-'),
-          o.preflight.allowOrigin ?? '-',
-          o.verdict.preflightAllowsOrigin ? yesNo(o.verdict.methodAllowed) : '-',
-          o.verdict.preflightAllowsOrigin ? (o.verdict.headersMissing.length === 0 ? 'yes' : `missing ${o.verdict.headersMissing.join(', ')}`) : '-',
-          o.preflight.maxAge ?? '-',
-          o.get.error ? o.get.error.code : String(o.get.status ?? '-'),
-          formatCount(o.get.bodyBytes),
-          yesNo(o.verdict.getReadable),
-          yesNo(o.get.ranOnServer),
-        ]),
-      ),
-      'llllrlllrrrll',
-    ),
-  ];
-  const logs = sorted.filter((r) => r.details?.serverLog);
-  for (const r of logs) {
-    const log = r.details!.serverLog!;
-    out.push(`  ${r.target} (${r.region}): server log ${log.path} ${log.error ? `could not be read: ${log.error.code}` : `answered ${log.status}`}`);
-  }
-  return out.join('\n');
-}
+export const corsSection = (results: ResultOf<'cors'>[]): string => renderBlocksAsText(corsView(results).blocks);

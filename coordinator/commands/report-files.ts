@@ -1,0 +1,44 @@
+// --html, --markdown and --csv: the options every command that has a run report shares (run,
+// runs show, regions run, report), and the one place that writes them. "-" is stdout
+// (--markdown=-: yargs reads a lone "-" after an option as an argument of its own).
+import type { Argv } from 'yargs';
+import { writeFileAtomic } from '../../common/write-file-atomic.js';
+import type { RunReport } from '../../contracts/result.js';
+import { renderCsvReport } from '../report/csv.js';
+import { renderHtmlReport } from '../report/html.js';
+import { renderMarkdownReport } from '../report/markdown.js';
+
+export const reportFileArgs = <T>(y: Argv<T>) =>
+  y
+    .option('html', { type: 'string', describe: 'write the report as one self-contained HTML page with charts (opens offline) to this file' })
+    .option('markdown', { type: 'string', describe: 'write the report as Markdown tables (for a pull request or wiki) to this file (--markdown=- for stdout)' })
+    .option('csv', { type: 'string', describe: 'write one CSV row per job and phase to this file (--csv=- for stdout)' });
+
+export interface ReportFiles {
+  /** The run itself, `probefleet.run/v1`. */
+  json?: string;
+  html?: string;
+  markdown?: string;
+  csv?: string;
+}
+
+const RENDERERS: Record<keyof ReportFiles, (report: RunReport) => string> = {
+  json: (report) => `${JSON.stringify(report, null, 2)}\n`,
+  html: renderHtmlReport,
+  markdown: renderMarkdownReport,
+  csv: renderCsvReport,
+};
+
+/** Writes each asked-for format (atomically: a reader never sees half a file). */
+export async function writeReportFiles(report: RunReport, files: ReportFiles): Promise<void> {
+  for (const format of Object.keys(RENDERERS) as (keyof ReportFiles)[]) {
+    const file = files[format];
+    if (!file) continue;
+    const content = RENDERERS[format](report);
+    if (file === '-') process.stdout.write(content);
+    else await writeFileAtomic(file, content);
+  }
+}
+
+/** Whether any report file was asked for. */
+export const wantsReportFiles = (files: ReportFiles) => Object.values(files).some(Boolean);

@@ -1,0 +1,87 @@
+// The run as CSV for a spreadsheet: one row per job and phase (the job's summary.phases, in
+// phase order); a job without phases (a failed one, a cors job) and a job without a result
+// (unfinishedJobs) get one row with the phase columns empty. RFC 4180: comma-separated, CRLF,
+// fields quoted when they hold a comma, quote or line break. Numbers are the JSON's, unrounded.
+// A text field that a spreadsheet would take for a formula (=, +, -, @, tab, CR first) gets a
+// leading apostrophe, so a value a server sent cannot run as one.
+import { PHASES } from '../../contracts/common.js';
+import type { RunReport } from '../../contracts/result.js';
+
+/** The columns, in order; docs/reports.md says what each holds. */
+export const CSV_COLUMNS = [
+  'run_id',
+  'job_id',
+  'region',
+  'target',
+  'probe',
+  'variant',
+  'status',
+  'error_code',
+  'error',
+  'started_at',
+  'requests',
+  'errors',
+  'connections_opened',
+  'duration_ms',
+  'phase',
+  'p50_ms',
+  'p95_ms',
+  'phase_samples',
+] as const;
+
+type CsvRow = Partial<Record<(typeof CSV_COLUMNS)[number], string | number>>;
+
+/** `mode=reused scheme=https`: the variant's fields in their order. */
+const variantField = (variant: Record<string, unknown>) =>
+  Object.entries(variant)
+    .map(([k, v]) => `${k}=${String(v)}`)
+    .join(' ');
+
+function csvField(value: string | number | undefined): string {
+  if (value === undefined) return '';
+  if (typeof value === 'number') return String(value);
+  const text = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+export function renderCsvReport(report: RunReport): string {
+  const rows: CsvRow[] = [];
+  for (const r of report.results) {
+    const job: CsvRow = {
+      run_id: r.runId,
+      job_id: r.jobId,
+      region: r.region,
+      target: r.target,
+      probe: r.probe,
+      variant: variantField(r.variant),
+      status: r.error ? 'error' : 'ok',
+      error_code: r.error?.code,
+      error: r.error?.message,
+      started_at: r.startedAt,
+      requests: r.summary.requests,
+      errors: r.summary.errors,
+      connections_opened: r.summary.connectionsOpened,
+      duration_ms: r.summary.durationMs,
+    };
+    const phases = PHASES.filter((p) => r.summary.phases[p]);
+    if (phases.length === 0) rows.push(job);
+    for (const phase of phases) {
+      const p = r.summary.phases[phase]!;
+      rows.push({ ...job, phase, p50_ms: p.p50, p95_ms: p.p95, phase_samples: p.n });
+    }
+  }
+  for (const u of report.unfinishedJobs) {
+    rows.push({
+      run_id: report.runId,
+      job_id: u.jobId,
+      region: u.region,
+      target: u.target,
+      probe: u.probe,
+      variant: variantField(u.variant),
+      status: u.status,
+      error: u.reason,
+    });
+  }
+  const lines = [CSV_COLUMNS.join(','), ...rows.map((row) => CSV_COLUMNS.map((c) => csvField(row[c])).join(','))];
+  return `${lines.join('\r\n')}\r\n`;
+}

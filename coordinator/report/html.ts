@@ -1,0 +1,147 @@
+// The run report as one self-contained HTML page: inline style sheet and SVG charts, no script,
+// nothing fetched (a Content-Security-Policy of default-src 'none' makes sure of it: only the
+// page's own style sheet, by its hash, may apply). Every string from the run is escaped by the
+// `html` template. Order: what was run, the new-connection cost, one section per probe (charts
+// first, then tables), jobs that did not finish cleanly, findings, the decision table.
+import { createHash } from 'node:crypto';
+import type { RunReport } from '../../contracts/result.js';
+import type { ReportBlock, Table } from './document.js';
+import { html, trustedHtml, type Html } from './html-template.js';
+import { REPORT_CSS } from './html-style.js';
+import { comparedRegions, costByRegionTable, costChart, costTable, decisionTable, findingsTable, probeSections, unfinishedTable } from './run-views.js';
+import { reportFacts } from './report-facts.js';
+import { renderBarChart } from './svg-chart.js';
+
+/** Unique element ids for the charts of one page. */
+function chartIds(): () => string {
+  let n = 0;
+  return () => `chart-${++n}`;
+}
+
+interface TableOptions {
+  /** Columns of running text, kept readable when the table is wide. */
+  wide?: number[];
+  /** Markup for a cell instead of its text (escaped all the same by `html`). */
+  cell?: (column: number, text: string) => Html | string;
+}
+
+function renderTableHtml(table: Table, caption: string | undefined, options: TableOptions = {}): Html {
+  const cls = (i: number) => [table.align[i] === 'r' ? 'num' : '', options.wide?.includes(i) ? 'wide' : ''].filter(Boolean).join(' ');
+  const attr = (i: number) => (cls(i) ? html` class="${cls(i)}"` : '');
+  return html`<div class="table-scroll"><table>${caption ? html`<caption>${caption}</caption>` : ''}<thead><tr>${table.headers.map(
+    (h, i) => html`<th scope="col"${attr(i)}>${h}</th>`,
+  )}</tr></thead><tbody>${table.rows.map(
+    (row) => html`<tr>${row.map((cell, i) => html`<td${attr(i)}>${options.cell ? options.cell(i, cell) : cell}</td>`)}</tr>`,
+  )}</tbody></table></div>`;
+}
+
+const notesHtml = (notes: string[] | undefined) => (notes && notes.length > 0 ? html`<ul class="notes">${notes.map((n) => html`<li>${n}</li>`)}</ul>` : '');
+
+function renderBlock(block: ReportBlock, nextChartId: () => string): Html {
+  switch (block.kind) {
+    case 'chart':
+      return html`<figure class="chart"><figcaption><strong>${block.chart.title}</strong> <span>${block.chart.description}</span></figcaption>${renderBarChart(block.chart, nextChartId())}</figure>`;
+    case 'table':
+      return html`${renderTableHtml(block.table, block.title)}${notesHtml(block.notes)}`;
+    case 'text':
+      return html`<p>${block.text}</p>${notesHtml(block.notes)}`;
+  }
+}
+
+/** "CODE: title" from the findings table: the code as code, the title under it. */
+function findingCell(text: string): Html {
+  const [code, ...title] = text.split(': ');
+  return html`<code>${code}</code><br>${title.join(': ')}`;
+}
+
+const severityBadge = (severity: string) => html`<span class="severity severity-${severity}">${severity}</span>`;
+
+/** The stylesheet's hash for the Content-Security-Policy: the only style the page may apply. */
+const STYLE_HASH = `sha256-${createHash('sha256').update(REPORT_CSS).digest('base64')}`;
+
+/** One `<section>` of the page, listed in its navigation. */
+interface Part {
+  id: string;
+  title: string;
+  body: Html;
+}
+
+function parts(report: RunReport): Part[] {
+  const nextChartId = chartIds();
+  const out: Part[] = [
+    {
+      id: 'targets',
+      title: 'Targets',
+      body: renderTableHtml({ headers: ['target', 'URL'], align: 'll', rows: report.plan.targets.map((t) => [t.name, t.url]) }, undefined, {
+        cell: (i, text) => (i === 1 ? html`<code>${text}</code>` : text),
+      }),
+    },
+  ];
+  if (report.comparisons.length > 0) {
+    out.push({
+      id: 'new-connection-cost',
+      title: 'New-connection cost',
+      body: html`${renderBlock({ kind: 'chart', chart: costChart(report) }, nextChartId)}${
+        comparedRegions(report).length > 1 ? renderTableHtml(costByRegionTable(report), 'Per target and region: median(new) − median(reused) per request (95% CI)') : ''
+      }${renderTableHtml(costTable(report), 'New-connection cost = median(new) − median(reused), per request')}`,
+    });
+  }
+  for (const { kind, section } of probeSections(report)) {
+    out.push({ id: `probe-${kind}`, title: section.heading, body: html`${section.blocks.map((b) => renderBlock(b, nextChartId))}` });
+  }
+  const unfinished = unfinishedTable(report);
+  if (unfinished.rows.length > 0) out.push({ id: 'unfinished', title: 'Jobs that did not finish cleanly', body: renderTableHtml(unfinished, undefined, { wide: [5] }) });
+  const findings = findingsTable(report);
+  out.push({
+    id: 'findings',
+    title: 'Findings',
+    body:
+      findings.rows.length > 0
+        ? renderTableHtml(findings, undefined, { wide: [1, 3], cell: (i, text) => (i === 0 ? severityBadge(text) : i === 1 ? findingCell(text) : text) })
+        : html`<p>No findings: nothing this run measured needs attention.</p>`,
+  });
+  // The decision table with each row's severity in front.
+  const decisions = decisionTable(report);
+  out.push({
+    id: 'decisions',
+    title: 'Decision table',
+    body:
+      decisions.rows.length > 0
+        ? renderTableHtml(
+            { headers: ['', ...decisions.headers], align: `l${decisions.align}`, rows: decisions.rows.map((row, i) => [report.decisions[i].severity, ...row]) },
+            'Situation, what to do, and the numbers from this run that say so',
+            { wide: [1, 2, 3], cell: (i, text) => (i === 0 ? severityBadge(text) : text) },
+          )
+        : html`<p>No decisions: the run found nothing to change.</p>`,
+  });
+  return out;
+}
+
+export function renderHtmlReport(report: RunReport): string {
+  const sections = parts(report);
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src '${STYLE_HASH}'; base-uri 'none'; form-action 'none'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<meta name="generator" content="probefleet">
+<title>probefleet: ${report.plan.name}, run ${report.runId}</title>
+<style>${trustedHtml(REPORT_CSS)}</style>
+</head>
+<body>
+<header>
+<h1>probefleet run report: ${report.plan.name}</h1>
+${report.plan.description ? html`<p class="muted">${report.plan.description}</p>` : ''}
+<dl class="facts">${reportFacts(report).map(([name, value]) => html`<dt>${name}</dt><dd>${value}</dd>`)}</dl>
+<nav aria-label="Sections"><ul>${sections.map(({ id, title }) => html`<li><a href="#${id}">${title}</a></li>`)}</ul></nav>
+</header>
+<main>
+${sections.map(({ id, title, body }) => html`<section id="${id}"><h2>${title}</h2>${body}</section>
+`)}</main>
+<footer>Made by probefleet from the run JSON (${report.schema}); the numbers are this run's, measured from the regions named above.</footer>
+</body>
+</html>
+`.markup;
+}

@@ -1,0 +1,64 @@
+// The run report as GitHub-flavoured Markdown, for a pull request or a wiki: the same views as
+// the HTML report, tables only (the charts' numbers are in the tables). Every string from the
+// run is escaped, so a value a server sent cannot become a link, an image or markup.
+import type { RunReport } from '../../contracts/result.js';
+import type { ReportBlock, Table } from './document.js';
+import { reportFacts } from './report-facts.js';
+import { comparedRegions, costByRegionTable, costTable, decisionTable, findingsTable, probeSections, unfinishedTable } from './run-views.js';
+
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
+
+/**
+ * Plain text as Markdown that renders as the same text, within a line: `<`, `>` and `&` as
+ * entities (no HTML), emphasis, link, code and table characters backslash-escaped, and line
+ * breaks as spaces (a table cell is one line).
+ */
+export function escapeMarkdownInline(text: string): string {
+  return text
+    .replace(/\s*[\r\n]+\s*/g, ' ')
+    .replace(/[&<>]/g, (c) => ENTITIES[c])
+    .replace(/[\\`*[\]|~]/g, (c) => `\\${c}`)
+    // An underscore inside a word (SERVER_CLOSES) never starts emphasis; one at a word's edge may.
+    .replace(/(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])/g, '\\_');
+}
+
+/** As `escapeMarkdownInline`, and a start that would open a heading, list or setext line escaped too. */
+export function escapeMarkdown(text: string): string {
+  return escapeMarkdownInline(text).replace(/^(?:[#+=-]|\d+(?=[.)]))/, (c) => (/\d/.test(c) ? `${c}\\` : `\\${c}`));
+}
+
+function tableMarkdown(table: Table): string {
+  const row = (cells: string[]) => `| ${cells.map(escapeMarkdownInline).join(' | ')} |`;
+  const rule = `|${table.headers.map((_, i) => (table.align[i] === 'r' ? ' ---: ' : ' --- ')).join('|')}|`;
+  return [row(table.headers), rule, ...table.rows.map(row)].join('\n');
+}
+
+const notesMarkdown = (notes: string[] | undefined) => (notes && notes.length > 0 ? [notes.map((n) => `- ${escapeMarkdown(n)}`).join('\n')] : []);
+
+function blockMarkdown(block: ReportBlock): string[] {
+  switch (block.kind) {
+    case 'chart':
+      return [];
+    case 'table':
+      return [`**${escapeMarkdown(block.title)}**`, tableMarkdown(block.table), ...notesMarkdown(block.notes)];
+    case 'text':
+      return [escapeMarkdown(block.text), ...notesMarkdown(block.notes)];
+  }
+}
+
+export function renderMarkdownReport(report: RunReport): string {
+  const out: string[] = [`# probefleet run report: ${escapeMarkdown(report.plan.name)}`];
+  if (report.plan.description) out.push(escapeMarkdown(report.plan.description));
+  out.push(reportFacts(report).map(([name, value]) => `- **${name}**: ${escapeMarkdown(value)}`).join('\n'));
+  if (report.comparisons.length > 0) {
+    out.push('## New-connection cost');
+    if (comparedRegions(report).length > 1) out.push('**Per target and region: median(new) − median(reused) per request (95% CI)**', tableMarkdown(costByRegionTable(report)));
+    out.push('**New-connection cost = median(new) − median(reused), per request**', tableMarkdown(costTable(report)));
+  }
+  for (const { section } of probeSections(report)) out.push(`## ${escapeMarkdown(section.heading)}`, ...section.blocks.flatMap(blockMarkdown));
+  const unfinished = unfinishedTable(report);
+  if (unfinished.rows.length > 0) out.push('## Jobs that did not finish cleanly', tableMarkdown(unfinished));
+  out.push('## Findings', report.findings.length > 0 ? tableMarkdown(findingsTable(report)) : 'No findings: nothing this run measured needs attention.');
+  out.push('## Decision table', report.decisions.length > 0 ? tableMarkdown(decisionTable(report)) : 'No decisions: the run found nothing to change.');
+  return `${out.join('\n\n')}\n`;
+}

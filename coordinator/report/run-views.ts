@@ -1,0 +1,130 @@
+// The parts of a report about the run as a whole, shared by the text, Markdown and HTML reports:
+// the new-connection cost per region and target, jobs that did not finish cleanly, findings and
+// the decision table; and the probes' sections in report order.
+import { FINDINGS } from '../../contracts/findings.js';
+import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
+import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
+import type { BarChart, ReportSection, Table } from './document.js';
+import { formatMs } from './format.js';
+import { REPORT_VIEWS } from './views/index.js';
+
+const interval = (ci: [number, number]) => `${formatMs(ci[0])} .. ${formatMs(ci[1])}`;
+
+export function costTable(report: RunReport): Table {
+  return {
+    headers: ['region', 'target', 'scheme', 'reused median', 'new median', 'new-connection cost', '95% CI'],
+    align: 'lllrrrr',
+    rows: report.comparisons.map((c) => [
+      c.region,
+      c.target,
+      c.scheme,
+      formatMs(c.reusedMedianMs),
+      formatMs(c.newMedianMs),
+      formatMs(c.newConnectionCostMs.median),
+      interval(c.newConnectionCostMs.ci95),
+    ]),
+  };
+}
+
+/** Regions that have a new-connection cost, in the plan's order (an embedded run's `local` last). */
+export function comparedRegions(report: RunReport): string[] {
+  return orderedRegions(report, report.comparisons);
+}
+
+/** The regions of these results, in the plan's order, any others after. */
+export function orderedRegions(report: RunReport, placed: { region: string }[]): string[] {
+  const rank = (region: string) => (report.plan.regions.includes(region) ? report.plan.regions.indexOf(region) : report.plan.regions.length);
+  return [...new Set(placed.map((p) => p.region))].sort((a, b) => rank(a) - rank(b));
+}
+
+/** Target rows, one column per region: "3.18 ms (3.04 ms .. 3.29 ms)", "-" where not measured. */
+export function costByRegionTable(report: RunReport): Table {
+  const regions = comparedRegions(report);
+  const targets = [...new Set(report.comparisons.map((c) => c.target))];
+  return {
+    headers: ['target', 'scheme', ...regions],
+    align: `ll${'r'.repeat(regions.length)}`,
+    rows: targets.map((target) => {
+      const mine = report.comparisons.filter((c) => c.target === target);
+      return [
+        target,
+        mine[0].scheme,
+        ...regions.map((region) => {
+          const c = mine.find((m) => m.region === region);
+          return c ? `${formatMs(c.newConnectionCostMs.median)} (${interval(c.newConnectionCostMs.ci95)})` : '-';
+        }),
+      ];
+    }),
+  };
+}
+
+/** One group per target, one bar per region with its 95% interval as a whisker. */
+export function costChart(report: RunReport): BarChart {
+  const regions = comparedRegions(report);
+  const targets = [...new Set(report.comparisons.map((c) => c.target))];
+  return {
+    id: 'new-connection-cost',
+    title: 'New-connection cost per region and target',
+    description:
+      'median(new) − median(reused) of the per-request time: what opening a connection adds to a request. ' +
+      'The whisker is the 95% confidence interval (bootstrap); below zero, reused requests were the slower ones.',
+    unit: 'ms',
+    groups: targets.map((target) => {
+      const mine = report.comparisons.filter((c) => c.target === target);
+      return {
+        label: `${target} (${mine[0].scheme})`,
+        bars: regions.flatMap((region) => {
+          const c = mine.find((m) => m.region === region);
+          return c
+            ? [{ label: region, series: region, value: c.newConnectionCostMs.median, interval: c.newConnectionCostMs.ci95, text: `${formatMs(c.newConnectionCostMs.median)} (95% CI ${interval(c.newConnectionCostMs.ci95)})` }]
+            : [];
+        }),
+      };
+    }),
+  };
+}
+
+const variantText = (variant: Record<string, unknown>) => Object.values(variant).join(' ');
+
+/** Results with an error and jobs without a result. */
+export function unfinishedTable(report: RunReport): Table {
+  return {
+    headers: ['region', 'target', 'probe', 'variant', 'status', 'why'],
+    align: 'llllll',
+    rows: [
+      ...report.results.filter((r) => r.error).map((r) => [r.region, r.target, r.probe, variantText(r.variant), r.ok ? 'partly measured' : 'failed', `${r.error!.code}: ${r.error!.message}`]),
+      ...report.unfinishedJobs.map((u) => [u.region, u.target, u.probe, variantText(u.variant), u.status === 'failed' ? 'no result' : 'not run', u.reason]),
+    ],
+  };
+}
+
+/** `finding` is "CODE: title" (the catalogue's one line). */
+export function findingsTable(report: RunReport): Table {
+  return {
+    headers: ['severity', 'finding', 'where', 'evidence from this run'],
+    align: 'llll',
+    rows: report.findings.map((f) => [f.severity, `${f.code}: ${FINDINGS[f.code].title}`, `${f.target} from ${f.region}`, f.evidence]),
+  };
+}
+
+export function decisionTable(report: RunReport): Table {
+  return {
+    headers: ['situation', 'do this', 'numbers from this run'],
+    align: 'lll',
+    rows: report.decisions.map((d) => [d.situation, d.action, d.evidence]),
+    wrap: [34, 44, 60],
+  };
+}
+
+function probeSection<K extends ProbeKind>(kind: K, results: ProbeResult[]): ReportSection | undefined {
+  const mine = results.filter((r): r is ResultOf<K> & ProbeResult => r.probe === kind);
+  return mine.length > 0 ? (REPORT_VIEWS[kind] as (r: ResultOf<K>[]) => ReportSection)(mine) : undefined;
+}
+
+/** The sections of the probes this run has results of, in the order of the probe list. */
+export function probeSections(report: RunReport): { kind: ProbeKind; section: ReportSection }[] {
+  return PROBE_KINDS.flatMap((kind) => {
+    const section = probeSection(kind, report.results);
+    return section ? [{ kind, section }] : [];
+  });
+}

@@ -1,0 +1,129 @@
+// The lecture's gzip tables and its size chart: what each Accept-Encoding got, the level table
+// on the decoded body, the link model, and the raw-gzip trap.
+import type { ResultOf } from '../../../contracts/result.js';
+import type { BarChart, ReportBlock, ReportSection } from '../document.js';
+import { formatCount, formatMs, formatPercent } from '../format.js';
+import { byPlace } from './place.js';
+
+type CompressionResult = ResultOf<'compression'>;
+type LevelTable = NonNullable<NonNullable<CompressionResult['details']>['levelTable']>;
+
+const isServerGzip = (t: LevelTable, row: LevelTable['rows'][number]) => row.coding === 'gzip' && row.level === t.serverGzipLevel;
+
+/** The lecture's size chart: the body unencoded, then each coding's levels. */
+function levelChart(r: CompressionResult, t: LevelTable): BarChart {
+  const codings = [...new Set(t.rows.map((row) => row.coding))];
+  return {
+    id: 'compression-level-sizes',
+    title: `Size per compression level: ${r.target} from ${r.region}`,
+    description: `The ${formatCount(t.inputBytes)}-byte ${t.contentType ?? 'body'} compressed here at each level (medians over each level's runs); shorter is fewer bytes on the wire.`,
+    unit: 'bytes',
+    groups: [
+      { label: 'identity', bars: [{ label: 'unencoded', series: 'identity', value: t.inputBytes, text: `${formatCount(t.inputBytes)} B` }] },
+      ...codings.map((coding) => ({
+        label: coding,
+        bars: t.rows
+          .filter((row) => row.coding === coding)
+          .map((row) => ({
+            label: `level ${row.level}`,
+            series: coding,
+            value: row.bytes,
+            text: `${formatCount(row.bytes)} B (${formatPercent(row.bytes, t.inputBytes)}) in ${formatMs(row.compressMs)}${isServerGzip(t, row) ? ", the server's gzip" : ''}`,
+          })),
+      })),
+    ],
+  };
+}
+
+export function compressionView(results: CompressionResult[]): ReportSection {
+  const sorted = [...results].sort(byPlace);
+  const unavailable = new Map<string, Set<string>>();
+  for (const r of sorted) for (const u of r.details?.unavailable ?? []) unavailable.set(`${u.encoding}: ${u.reason}`, (unavailable.get(`${u.encoding}: ${u.reason}`) ?? new Set()).add(r.target));
+  const blocks: ReportBlock[] = [
+    {
+      kind: 'table',
+      title: 'Compression: one row per Accept-Encoding asked (encoded = body as sent, wire = every byte read for the response)',
+      table: {
+        headers: ['region', 'target', 'accept', 'status', 'encoding', 'encoded', 'wire', 'decoded', 'ratio', 'decode', 'vary'],
+        align: 'llllrrrrrrl',
+        rows: sorted.flatMap((r) =>
+          (r.details?.encodings ?? []).map((e) => [
+            r.region,
+            r.target,
+            e.acceptEncoding,
+            e.status === undefined ? '-' : String(e.status),
+            e.decodeError ? `${e.contentEncoding} (undecodable)` : (e.contentEncoding ?? '-'),
+            formatCount(e.encodedBytes),
+            formatCount(e.wireBytes),
+            formatCount(e.decodedBytes),
+            formatPercent(e.encodedBytes, e.decodedBytes),
+            formatMs(e.decodeMs),
+            e.vary ?? '-',
+          ]),
+        ),
+      },
+      notes: [...unavailable].map(([why, targets]) => `not measured for ${[...targets].join(', ')}: ${why}`),
+    },
+  ];
+
+  for (const r of sorted) {
+    const d = r.details;
+    if (!d) continue;
+    const where = `${r.target} (${r.region})`;
+    if (d.levelTable && d.levelTable.rows.length > 0) {
+      const t = d.levelTable;
+      blocks.push(
+        { kind: 'chart', chart: levelChart(r, t) },
+        {
+          kind: 'table',
+          title: `Level table for ${where}: ${formatCount(t.inputBytes)} B of ${t.contentType ?? 'body'} compressed here, medians over each row's runs`,
+          table: {
+            headers: ['coding', 'level', 'bytes', 'ratio', 'compress', 'decompress', 'runs', ''],
+            align: 'lrrrrrrl',
+            rows: t.rows.map((row) => [
+              row.coding,
+              String(row.level),
+              formatCount(row.bytes),
+              formatPercent(row.bytes, t.inputBytes),
+              formatMs(row.compressMs),
+              formatMs(row.decompressMs),
+              String(row.runs),
+              isServerGzip(t, row) ? "<- the server's gzip" : '',
+            ]),
+          },
+        },
+      );
+    }
+    if (d.linkModel.length > 0) {
+      blocks.push({
+        kind: 'table',
+        title: `Link model for ${where}: server compression (its extra time to first byte) + transfer at the link speed + decode here`,
+        table: {
+          headers: ['link', 'encoding', 'wire bytes', 'compress', 'transfer', 'decode', 'total'],
+          align: 'llrrrrr',
+          rows: d.linkModel.flatMap((m) =>
+            m.rows.map((row) => [`${m.linkMBps} MB/s`, row.contentEncoding ?? 'identity', formatCount(row.wireBytes), formatMs(row.compressMs), formatMs(row.transferMs), formatMs(row.decodeMs), formatMs(row.totalMs)]),
+          ),
+        },
+        notes: d.linkModel.map((m) => `at ${m.linkMBps} MB/s: ${m.recommendation}`),
+      });
+    }
+  }
+
+  // The raw-gzip trap, explained once with this run's bytes.
+  const rawGzip = sorted.flatMap((r) => {
+    const row = r.details?.encodings.find((e) => e.contentEncoding?.toLowerCase() === 'gzip' && e.firstBytesHex.startsWith('1f8b'));
+    return row ? [{ target: r.target, row }] : [];
+  });
+  if (rawGzip.length > 0) {
+    const { row } = rawGzip[0];
+    blocks.push({
+      kind: 'text',
+      text:
+        `Raw gzip: asked for gzip, ${rawGzip.map((g) => g.target).join(', ')} sent bodies starting ${row.firstBytesHex.match(/../g)!.join(' ')}. ` +
+        `A client that sends Accept-Encoding: gzip but does not decode (curl -H 'Accept-Encoding: gzip' without --compressed) ` +
+        `gets exactly these bytes, not the ${row.contentType ?? 'body'}.`,
+    });
+  }
+  return { heading: 'Compression', blocks };
+}

@@ -1,0 +1,57 @@
+// The lecture's table and bar chart: per target and mode, connections opened, the wall time of
+// all requests, and the per-request spread.
+import type { ResultOf } from '../../../contracts/result.js';
+import type { BarChart, ReportSection } from '../document.js';
+import { formatMs } from '../format.js';
+import { barLabeller, byPlace, byTarget, nothingMeasured } from './place.js';
+
+const MODE_ORDER = ['reused', 'new', 'cold'];
+
+const inOrder = (results: ResultOf<'reuse'>[]) =>
+  [...results].sort((a, b) => byPlace(a, b) || MODE_ORDER.indexOf(a.variant.mode) - MODE_ORDER.indexOf(b.variant.mode));
+
+function totalTimeChart(results: ResultOf<'reuse'>[]): BarChart {
+  const label = barLabeller(results);
+  return {
+    id: 'reuse-total-time',
+    title: 'Total time per mode',
+    description:
+      'Wall time of all requests of each job: over one kept-alive connection (reused), a new connection per request (new), ' +
+      'or a new client process per request (cold). Shorter is better.',
+    unit: 'ms',
+    groups: byTarget(inOrder(results)).map(([target, mine]) => ({
+      label: target,
+      bars: mine.map((r) => ({
+        label: label(r, r.variant.mode),
+        series: r.variant.mode,
+        value: r.summary.durationMs,
+        text: nothingMeasured(r) ?? `${formatMs(r.summary.durationMs)} for ${r.summary.requests} requests`,
+      })),
+    })),
+  };
+}
+
+export function reuseView(results: ResultOf<'reuse'>[]): ReportSection {
+  const rows = inOrder(results).map((r) => [
+    r.region,
+    r.target,
+    r.variant.mode,
+    String(r.summary.requests),
+    String(r.summary.connectionsOpened),
+    formatMs(r.summary.durationMs),
+    formatMs(r.summary.phases.total?.p50),
+    formatMs(r.summary.phases.total?.p95),
+    r.summary.errors > 0 ? `${r.summary.errors} (${r.error?.code ?? 'see JSON'})` : '0',
+  ]);
+  return {
+    heading: 'Connection reuse',
+    blocks: [
+      { kind: 'chart', chart: totalTimeChart(results) },
+      {
+        kind: 'table',
+        title: 'Connection reuse: requests per mode (total = wall time of all requests of the job)',
+        table: { headers: ['region', 'target', 'mode', 'requests', 'new conns', 'total', 'median/req', 'p95/req', 'errors'], align: 'lllrrrrrr', rows },
+      },
+    ],
+  };
+}
