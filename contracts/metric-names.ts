@@ -2,10 +2,27 @@
 // dashboards and alert rules that read them. Prometheus conventions: base units, `_seconds`,
 // `_total`; labels are bounded (regions, states, outcomes), never run or job ids.
 
+import { PHASES, SEVERITIES } from './common.js';
+import { ACCEPT_ENCODINGS } from './probes/compression.js';
+import { DRAIN_MODES } from './probes/drain.js';
+import { PROBE_KINDS, type ProbeKind } from './probes/index.js';
+import { LOAD_LOOPS, LOAD_MODES } from './probes/load.js';
+import { REUSE_MODES } from './probes/reuse.js';
+import { TLS_VERSIONS } from './probes/tls.js';
+
 export interface MetricSpec {
   name: string;
   help: string;
   labels: readonly string[];
+}
+
+export type MetricType = 'counter' | 'gauge' | 'histogram';
+
+/** A metric with its Prometheus type: what the metric catalogue (dashboards/metric-catalogue.json) lists. */
+export interface TypedMetricSpec extends MetricSpec {
+  type: MetricType;
+  /** Histograms only: upper bounds of the buckets. */
+  buckets?: readonly number[];
 }
 
 /** Served by `probefleet coordinator` on /metrics. */
@@ -14,31 +31,323 @@ export const COORDINATOR_METRICS = {
     name: 'probefleet_queue_jobs',
     help: 'Jobs in a region queue, by state (waiting, active, delayed, prioritized, failed)',
     labels: ['region', 'state'],
+    type: 'gauge',
   },
   queueWorkers: {
     name: 'probefleet_queue_workers',
     help: 'Workers connected to a region queue',
     labels: ['region'],
+    type: 'gauge',
   },
   jobsFinished: {
     name: 'probefleet_run_jobs_total',
     help: 'Jobs of finished runs, by outcome: ok, error (the target failed; a result), failed (no result), not_run',
     labels: ['region', 'outcome'],
+    type: 'counter',
   },
   runsFinished: {
     name: 'probefleet_runs_total',
     help: 'Runs turned into stored reports, by outcome: complete (every job has a result) or partial',
     labels: ['outcome'],
+    type: 'counter',
   },
   runDuration: {
     name: 'probefleet_run_duration_seconds',
     help: 'Time from a run being submitted to its report',
     labels: [],
+    type: 'histogram',
   },
-} as const satisfies Record<string, MetricSpec>;
+} as const satisfies Record<string, TypedMetricSpec>;
 
 /** States of a region queue reported by probefleet_queue_jobs. */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed'] as const;
 
 /** Outcomes of probefleet_run_jobs_total. */
 export const JOB_OUTCOMES = ['ok', 'error', 'failed', 'not_run'] as const;
+
+// ---------------------------------------------------------------------------------------------
+// Probe measurements, pushed to a Pushgateway (issue 6). Two kinds of group, so that nothing is
+// lost when targets take turns and nothing piles up per run (docs/architecture.md, "Metrics"):
+// - `probes`: each process that runs jobs (a worker, or `run` in embedded mode) keeps one
+//   cumulative registry of counters and histograms and pushes it whole (PUT) after every job,
+//   continuing the counts the group already holds. Rates and distributions over weeks.
+// - `run`: whoever finishes a run pushes one group per plan and region with gauges of that
+//   run ("one number per region and target"), replacing the previous run's. Alerts and the
+//   last-run panels read these, so they hold between nightly runs.
+
+/** Seconds, from 100 µs (a request over loopback) to 10 s (a handshake that times out). */
+export const SECONDS_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+
+/** Pushgateway groups: the `job` label and the labels of the grouping key. No run or job ids. */
+export const PUSH_GROUPS = {
+  probes: { job: 'probefleet', key: ['region', 'instance'] },
+  run: { job: 'probefleet_run', key: ['plan', 'region'] },
+} as const;
+export type PushGroupKind = keyof typeof PUSH_GROUPS;
+
+/** Per job, cumulative: pushed in the `probes` group. `region` and `instance` come from the group. */
+export const PROBE_JOB_METRICS = {
+  jobs: {
+    name: 'probefleet_probe_jobs_total',
+    help: 'Probe jobs run, by outcome: ok, or the error code of a job that could not measure everything',
+    labels: ['target', 'probe', 'outcome'],
+    type: 'counter',
+  },
+  lastRun: {
+    name: 'probefleet_probe_last_run_timestamp_seconds',
+    help: 'When a job of this probe last finished for the target (Unix time)',
+    labels: ['target', 'probe'],
+    type: 'gauge',
+  },
+  lastSuccess: {
+    name: 'probefleet_probe_last_success_timestamp_seconds',
+    help: 'When a job of this probe last finished without error for the target (Unix time)',
+    labels: ['target', 'probe'],
+    type: 'gauge',
+  },
+  connectionsOpened: {
+    name: 'probefleet_connections_opened_total',
+    help: 'Connections the probe opened, counted at the socket layer',
+    labels: ['target', 'probe', 'mode'],
+    type: 'counter',
+  },
+  requests: {
+    name: 'probefleet_requests_total',
+    help: 'HTTP requests sent by the probe, by status class (1xx-5xx) or error',
+    labels: ['target', 'probe', 'mode', 'code_class'],
+    type: 'counter',
+  },
+  requestPhase: {
+    name: 'probefleet_request_phase_seconds',
+    help: 'Duration of each phase of a request (resolve, connect, tls, processing, transfer, total), on a new or a reused connection',
+    labels: ['target', 'probe', 'mode', 'connection', 'phase'],
+    type: 'histogram',
+    buckets: SECONDS_BUCKETS,
+  },
+  tlsHandshake: {
+    name: 'probefleet_tls_handshake_seconds',
+    help: 'TLS handshake alone (TCP connected to handshake done), full or resumed, per TLS version',
+    labels: ['target', 'tls_version', 'handshake'],
+    type: 'histogram',
+    buckets: SECONDS_BUCKETS,
+  },
+} as const satisfies Record<string, TypedMetricSpec>;
+export type ProbeJobMetric = keyof typeof PROBE_JOB_METRICS;
+
+/** Per run, one group per plan and region (`plan` and `region` come from the group). */
+export const RUN_METRICS = {
+  lastRun: {
+    name: 'probefleet_last_run_timestamp_seconds',
+    help: 'When the last run of the plan with results from this region finished (Unix time)',
+    labels: [],
+    type: 'gauge',
+  },
+  lastRunJobs: {
+    name: 'probefleet_last_run_jobs',
+    help: 'Jobs of the last run in this region, by probe and outcome: ok, error (the target failed), failed (no result), not_run',
+    labels: ['probe', 'outcome'],
+    type: 'gauge',
+  },
+  probeSuccess: {
+    name: 'probefleet_probe_success',
+    help: '1 when every job of the probe for the target succeeded in the last run, else 0',
+    labels: ['target', 'probe'],
+    type: 'gauge',
+  },
+  findings: {
+    name: 'probefleet_findings',
+    help: 'Findings of the last run, by code (contracts/findings.ts); absent when none',
+    labels: ['target', 'probe', 'finding', 'severity'],
+    type: 'gauge',
+  },
+  newConnectionCost: {
+    name: 'probefleet_new_connection_cost_seconds',
+    help: 'New-connection cost in the last run: median(new) - median(reused) per request',
+    labels: ['target', 'scheme'],
+    type: 'gauge',
+  },
+  newConnectionCostLower: {
+    name: 'probefleet_new_connection_cost_ci95_lower_seconds',
+    help: 'Lower bound of the 95% bootstrap interval of the new-connection cost in the last run',
+    labels: ['target', 'scheme'],
+    type: 'gauge',
+  },
+  newConnectionCostUpper: {
+    name: 'probefleet_new_connection_cost_ci95_upper_seconds',
+    help: 'Upper bound of the 95% bootstrap interval of the new-connection cost in the last run',
+    labels: ['target', 'scheme'],
+    type: 'gauge',
+  },
+  tlsHandshake: {
+    name: 'probefleet_last_run_tls_handshake_seconds',
+    help: 'TLS handshake p50 and p95 (quantile 0.5, 0.95) in the last run, full or resumed, per TLS version',
+    labels: ['target', 'tls_version', 'handshake', 'quantile'],
+    type: 'gauge',
+  },
+  certExpiry: {
+    name: 'probefleet_tls_cert_expiry_timestamp_seconds',
+    help: "When the target's certificate expires (notAfter, Unix time), as seen in the last run",
+    labels: ['target'],
+    type: 'gauge',
+  },
+  headerBytes: {
+    name: 'probefleet_header_bytes',
+    help: 'Header bytes of one request or response on the wire: HTTP/1.1 heads, HTTP/2 HEADERS frames (first request on a connection, or the median repeat)',
+    labels: ['target', 'protocol', 'request', 'message'],
+    type: 'gauge',
+  },
+  multiplexDuration: {
+    name: 'probefleet_multiplex_seconds',
+    help: 'Concurrent requests over a pool of HTTP/1.1 connections or one HTTP/2 connection: time from connecting to the last byte',
+    labels: ['target', 'protocol'],
+    type: 'gauge',
+  },
+  multiplexConnections: {
+    name: 'probefleet_multiplex_connections',
+    help: 'Connections the concurrent requests opened, per protocol',
+    labels: ['target', 'protocol'],
+    type: 'gauge',
+  },
+  responseBytes: {
+    name: 'probefleet_response_bytes',
+    help: 'Bytes of a response per Accept-Encoding asked: wire (everything read from the connection), body (as sent), decoded',
+    labels: ['target', 'encoding', 'layer'],
+    type: 'gauge',
+  },
+  decodeDuration: {
+    name: 'probefleet_decode_seconds',
+    help: 'Median time to decode the response body here, per Accept-Encoding asked',
+    labels: ['target', 'encoding'],
+    type: 'gauge',
+  },
+  loadThroughput: {
+    name: 'probefleet_load_requests_per_second',
+    help: 'Answered requests per second of a load job in the last run',
+    labels: ['target', 'mode', 'loop'],
+    type: 'gauge',
+  },
+  loadLatency: {
+    name: 'probefleet_load_latency_seconds',
+    help: 'Latency percentiles of a load job in the last run (open loop: from the intended send time), from its HDR histogram',
+    labels: ['target', 'mode', 'loop', 'quantile'],
+    type: 'gauge',
+  },
+} as const satisfies Record<string, TypedMetricSpec>;
+export type RunMetric = keyof typeof RUN_METRICS;
+
+/** Served by `probefleet worker --metrics-port` on /metrics (besides prom-client's process metrics). */
+export const WORKER_METRICS = {
+  jobs: {
+    name: 'probefleet_worker_jobs_total',
+    help: 'Jobs this worker took, by outcome: completed, failed (retried or failed for good), handed_back (shutdown)',
+    labels: ['region', 'outcome'],
+    type: 'counter',
+  },
+  inFlight: {
+    name: 'probefleet_worker_jobs_in_flight',
+    help: 'Jobs this worker is running now',
+    labels: ['region'],
+    type: 'gauge',
+  },
+} as const satisfies Record<string, TypedMetricSpec>;
+
+/** Served on /metrics by every process that pushes (worker and coordinator). */
+export const PUSH_METRICS = {
+  failures: {
+    name: 'probefleet_push_failures_total',
+    help: 'Pushes to the Pushgateway that failed after every retry (the job or run itself went on)',
+    labels: ['group'],
+    type: 'counter',
+  },
+} as const satisfies Record<string, TypedMetricSpec>;
+
+/** Outcomes of probefleet_worker_jobs_total. */
+export const WORKER_JOB_OUTCOMES = ['completed', 'failed', 'handed_back'] as const;
+
+/**
+ * Which metrics each probe's results produce, and with which labels (a subset of the metric's
+ * labels: only probes with modes have `mode`). Besides these, every probe's results produce
+ * COMMON_PROBE_METRICS. Adding a probe is one entry here and one in worker/metrics/probe-mappings.ts;
+ * the mapped type makes a missing entry a compile error.
+ */
+export interface ProbeMetricLabels {
+  job: Partial<Record<ProbeJobMetric, readonly string[]>>;
+  run: Partial<Record<RunMetric, readonly string[]>>;
+}
+
+/** Produced by every probe's results. */
+export const COMMON_PROBE_METRICS = {
+  job: ['jobs', 'lastRun', 'lastSuccess'],
+  run: ['lastRun', 'lastRunJobs', 'probeSuccess', 'findings'],
+} as const satisfies { job: readonly ProbeJobMetric[]; run: readonly RunMetric[] };
+
+const REQUEST_METRICS_WITH_MODE = {
+  connectionsOpened: ['target', 'probe', 'mode'],
+  requests: ['target', 'probe', 'mode', 'code_class'],
+  requestPhase: ['target', 'probe', 'mode', 'connection', 'phase'],
+} as const;
+const REQUEST_METRICS = {
+  connectionsOpened: ['target', 'probe'],
+  requests: ['target', 'probe', 'code_class'],
+  requestPhase: ['target', 'probe', 'connection', 'phase'],
+} as const;
+
+export const PROBE_METRICS: { [K in ProbeKind]: ProbeMetricLabels } = {
+  reuse: {
+    job: REQUEST_METRICS_WITH_MODE,
+    run: { newConnectionCost: ['target', 'scheme'], newConnectionCostLower: ['target', 'scheme'], newConnectionCostUpper: ['target', 'scheme'] },
+  },
+  drain: { job: REQUEST_METRICS_WITH_MODE, run: {} },
+  compression: {
+    job: REQUEST_METRICS,
+    run: { responseBytes: ['target', 'encoding', 'layer'], decodeDuration: ['target', 'encoding'] },
+  },
+  cors: { job: REQUEST_METRICS, run: {} },
+  tls: {
+    job: { connectionsOpened: ['target', 'probe'], tlsHandshake: ['target', 'tls_version', 'handshake'] },
+    run: { tlsHandshake: ['target', 'tls_version', 'handshake', 'quantile'], certExpiry: ['target'] },
+  },
+  http2: {
+    job: { connectionsOpened: ['target', 'probe'] },
+    run: {
+      headerBytes: ['target', 'protocol', 'request', 'message'],
+      multiplexDuration: ['target', 'protocol'],
+      multiplexConnections: ['target', 'protocol'],
+    },
+  },
+  load: {
+    job: { connectionsOpened: ['target', 'probe', 'mode'], requests: ['target', 'probe', 'mode', 'code_class'] },
+    run: { loadThroughput: ['target', 'mode', 'loop'], loadLatency: ['target', 'mode', 'loop', 'quantile'] },
+  },
+};
+
+/** Status classes of probefleet_requests_total; `error` for a request that got no answer. */
+export const CODE_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'error'] as const;
+
+/** What a label may hold. Lists are closed sets; a sentence says where an open one comes from. */
+export const LABEL_VALUES: Record<string, readonly string[] | string> = {
+  region: 'region names from the plan and the workers (a-z, 0-9, "-", "_")',
+  instance: 'the process that pushed: --instance, else the host name',
+  plan: 'plan names',
+  target: 'target names from the plan',
+  probe: PROBE_KINDS,
+  outcome: 'probe jobs: ok or an error code (contracts/common.ts); run jobs: ok, error, failed, not_run; worker jobs: completed, failed, handed_back',
+  mode: [...new Set([...REUSE_MODES, ...DRAIN_MODES, ...LOAD_MODES])],
+  loop: LOAD_LOOPS,
+  code_class: CODE_CLASSES,
+  connection: ['new', 'reused'],
+  phase: PHASES,
+  tls_version: TLS_VERSIONS,
+  handshake: ['full', 'resumed'],
+  quantile: ['0.5', '0.9', '0.95', '0.99', '0.999'],
+  scheme: ['http', 'https'],
+  finding: 'finding codes (contracts/findings.ts)',
+  severity: SEVERITIES,
+  protocol: ['http/1.1', 'h2'],
+  request: ['first', 'repeat'],
+  message: ['request', 'response'],
+  encoding: ACCEPT_ENCODINGS,
+  layer: ['wire', 'body', 'decoded'],
+  group: Object.keys(PUSH_GROUPS),
+  state: QUEUE_STATES,
+};

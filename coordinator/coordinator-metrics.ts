@@ -1,7 +1,7 @@
 // The coordinator's own metrics, on a registry of its own (never prom-client's global one):
 // queue depths and connected workers per region, read from Redis on each scrape, and the
 // outcomes and durations of the runs it finished. Names and labels: contracts/metric-names.ts.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { COORDINATOR_METRICS as M, JOB_OUTCOMES, QUEUE_STATES } from '../contracts/metric-names.js';
 import type { RunReport } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
@@ -17,6 +17,7 @@ export interface CoordinatorMetrics {
 
 export function createCoordinatorMetrics(fleet: Fleet, regions: () => Promise<string[]>, log: Logger): CoordinatorMetrics {
   const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
 
   // One read of Redis per scrape, shared by the gauges (the registry collects them concurrently).
   let reading: Promise<Map<string, { counts: Record<string, number>; workers: number }>> | undefined;

@@ -11,6 +11,8 @@ import type { Logger } from '../common/log.js';
 import { bullmqConnection } from '../common/redis.js';
 import { settlesWithin } from '../common/settle.js';
 import { createCoordinatorMetrics } from './coordinator-metrics.js';
+import { MetricsPusher, type PushgatewaySettings } from '../worker/metrics/pusher.js';
+import { pushRunMetrics } from '../worker/metrics/run-metrics.js';
 import type { Fleet } from './fleet.js';
 import { submitRun } from './flow.js';
 import { summarizeReport } from './report-store.js';
@@ -26,6 +28,8 @@ export interface CoordinatorOptions {
   sweepIntervalMs?: number;
   /** Regions whose queue depths are reported even before a run was submitted to them. */
   regions?: string[];
+  /** Where each finished run's last-run metrics are pushed (worker/metrics/run-metrics.ts). */
+  pushgateway?: PushgatewaySettings;
 }
 
 export interface RunningCoordinator {
@@ -41,6 +45,7 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
   const { fleet, log } = options;
   const knownRegions = async () => [...new Set([...(options.regions ?? []), ...(await fleet.client.smembers(reportKeys.regions(fleet.prefix)))])].sort();
   const metrics = createCoordinatorMetrics(fleet, knownRegions, log);
+  const pusher = options.pushgateway ? new MetricsPusher(options.pushgateway, log, metrics.registry) : undefined;
 
   const fireSchedule = async (job: Job) => {
     const parsed = scheduledRunDataSchema.safeParse(job.data);
@@ -56,6 +61,8 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
   const finish = async (job: Job) => {
     const { report, stored } = await finishRun(fleet, job);
     metrics.recordRun(report);
+    // Idempotent: the `run` command that waited for this run pushes the same stored report.
+    if (pusher) await pushRunMetrics(pusher, report, log);
     const summary = summarizeReport(report);
     log.info({ ...summary, storedHere: stored }, 'run finished');
     return summary;

@@ -8,13 +8,19 @@ import type { Progress } from './progress.js';
 
 export const EMBEDDED_REGION = 'local';
 
-/** `region`: the region the jobs are for (an emulated region runs its own jobs); default `local`. */
-export async function runEmbedded(jobs: JobPayload[], options: { log: Logger; progress: Progress; signal?: AbortSignal; region?: string }): Promise<ProbeResult[]> {
+/** `region`: the region the jobs are for (an emulated region runs its own jobs); default `local`.
+ * `onResult`: told about each result as its job finishes (metrics). */
+export async function runEmbedded(
+  jobs: JobPayload[],
+  options: { log: Logger; progress: Progress; signal?: AbortSignal; region?: string; onResult?: (result: ProbeResult) => void },
+): Promise<ProbeResult[]> {
   const results: ProbeResult[] = [];
   options.progress.start(jobs.length);
   for (const job of jobs) {
     if (options.signal?.aborted) break;
-    results.push(await executeJob(job, { region: options.region ?? EMBEDDED_REGION, log: options.log, signal: options.signal }));
+    const result = await executeJob(job, { region: options.region ?? EMBEDDED_REGION, log: options.log, signal: options.signal });
+    results.push(result);
+    options.onResult?.(result);
     options.progress.step(`${job.probe} ${Object.values(job.variant).join(' ')} ${job.target.name}`);
   }
   options.progress.done();

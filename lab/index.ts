@@ -16,6 +16,7 @@ import { keepaliveServer } from './servers/keepalive.js';
 import { noAlpnServer } from './servers/no-alpn.js';
 import { noResumeServer } from './servers/no-resume.js';
 import { selfSignedServer } from './servers/self-signed.js';
+import { slowHandshakeServer } from './servers/slow-handshake.js';
 import { tls12Server } from './servers/tls12.js';
 import { wrongHostServer } from './servers/wrong-host.js';
 
@@ -31,6 +32,7 @@ export const LAB_SERVERS = [
   selfSignedServer,
   wrongHostServer,
   noResumeServer,
+  slowHandshakeServer,
 ] as const satisfies readonly LabServerSpec[];
 export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
 

@@ -10,6 +10,7 @@ import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { bullmqConnection, type RedisSettings } from '../common/redis.js';
 import { executeJob, InvalidJobError, parseJobPayload } from './execute-job.js';
+import { observeJobs, type JobObserver } from './metrics/job-metrics.js';
 
 /** A probe that has not returned this long after its own time bound is stuck: the job fails. */
 const TIME_BOUND_GRACE_MS = 10_000;
@@ -27,6 +28,8 @@ export interface RegionWorkerOptions {
    * @defaultValue 30000 (BullMQ's default) */
   stalledIntervalMs?: number;
   log: Logger;
+  /** Told about every job: metrics (worker/metrics/job-metrics.ts). */
+  observer?: JobObserver;
 }
 
 export interface RegionWorker {
@@ -72,7 +75,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   };
 
   const stalledInterval = options.stalledIntervalMs ?? 30_000;
-  const worker = new Worker(queueName, processor, {
+  const worker = new Worker(queueName, options.observer ? observeJobs(processor, options.observer) : processor, {
     connection: bullmqConnection(options.redis),
     prefix: options.prefix,
     concurrency: options.concurrency,

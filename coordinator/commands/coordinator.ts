@@ -6,12 +6,13 @@ import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { startCoordinator } from '../coordinator-service.js';
 import { DEFAULT_REPORT_RETENTION_DAYS } from '../report-store.js';
+import { pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 import { BadArgumentError, fleetOf, redisArgs } from './redis-args.js';
 
 export const DEFAULT_COORDINATOR_PORT = 9470;
 
 const options = (y: Argv) =>
-  redisArgs(y)
+  pushgatewayArgs(redisArgs(y))
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'address of /metrics and /healthz (0.0.0.0 in a container)' })
     .option('port', { type: 'number', default: DEFAULT_COORDINATOR_PORT, describe: 'port of /metrics and /healthz (0: any free port)' })
     .option('report-retention-days', { type: 'number', default: DEFAULT_REPORT_RETENTION_DAYS, describe: 'how long stored run reports are kept' })
@@ -27,6 +28,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
       if (!NAME_PATTERN.test(region)) throw new BadArgumentError(`--region: "${region}" is not a region name`);
     }
     if (!(args.reportRetentionDays > 0)) throw new BadArgumentError(`--report-retention-days must be positive (got ${args.reportRetentionDays})`);
+    const pushgateway = pushgatewaySettingsOf(args);
     const log = createLogger('coordinator');
     const fleet = fleetOf(args, log, Math.round(args.reportRetentionDays * 86_400));
     log.info({ redis: redactRedisUrl(fleet.redis.url), prefix: fleet.prefix }, 'connecting');
@@ -36,6 +38,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
       listen: { host: args.host, port: args.port },
       regions: args.region,
       sweepIntervalMs: args.sweepIntervalMs,
+      pushgateway,
     });
     log.info({ metrics: `${coordinator.url}/metrics`, healthz: `${coordinator.url}/healthz` }, 'serving; Ctrl-C to stop');
     await new Promise<void>((resolve) => {

@@ -3,6 +3,7 @@
 // workers and waited for. Prints the report; --json writes the `probefleet.run/v1` document,
 // --html, --markdown and --csv the report in those formats.
 import { randomBytes } from 'node:crypto';
+import { Registry } from 'prom-client';
 import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
@@ -23,9 +24,13 @@ import { buildRunReport } from '../run-report.js';
 import { runIdFor, splitPlan } from '../split.js';
 import { BadArgumentError, fleetOf, redisArgs, redisUrlFrom } from './redis-args.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
+import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
+import { MetricsPusher } from '../../worker/metrics/pusher.js';
+import { pushRunMetrics } from '../../worker/metrics/run-metrics.js';
+import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 
 const options = (y: Argv) =>
-  reportFileArgs(redisArgs(y))
+  reportFileArgs(instanceArg(pushgatewayArgs(redisArgs(y))))
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('lab', { type: 'boolean', default: false, describe: 'start the lab target for the duration of the run' })
@@ -54,6 +59,9 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     }
     const runId = runIdFor(plan.name, new Date(), randomBytes(2).toString('hex'));
     const jobs = splitPlan({ ...loaded, plan: { ...plan, regions: [EMBEDDED_REGION] } }, runId);
+    const pushgateway = pushgatewaySettingsOf(args);
+    // Pushed after every job and for the run, like a worker and a coordinator; never fails the run.
+    const metrics = pushgateway ? createJobMetrics({ region: EMBEDDED_REGION, instance: instanceOf(args), pushgateway, log }) : undefined;
 
     const stop = new AbortController();
     const interrupt = () => stop.abort();
@@ -62,10 +70,12 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     try {
       if (args.lab) lab = await startLab({ basePort: args.labPort, log });
       const startedAt = new Date();
-      const results = await runEmbedded(jobs, { log, progress: progressFor(), signal: stop.signal });
+      const results = await runEmbedded(jobs, { log, progress: progressFor(), signal: stop.signal, onResult: (result) => metrics?.recordResult(result) });
       const report = buildRunReport({ runId, mode: 'embedded', plan, startedAt, finishedAt: new Date(), results });
       process.stdout.write(renderRunReport(report));
       await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
+      if (metrics && !stop.signal.aborted) await metrics.pushRun(report);
+      await metrics?.close();
       if (stop.signal.aborted) process.exitCode = 130;
     } finally {
       process.off('SIGINT', interrupt);
@@ -94,6 +104,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
     throw new BadArgumentError(`--run-id: "${args.runId}" is not a run id (a-z, 0-9, ".", "_", "-"; starting with a letter or digit)`);
   }
   if (args.deadline !== undefined && !(args.deadline >= 1)) throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
+  const pushgateway = pushgatewaySettingsOf(args);
   const fleet = fleetOf(args, log);
   const stop = new AbortController();
   const interrupt = () => stop.abort();
@@ -124,6 +135,8 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
     }
     process.stdout.write(renderRunReport(report));
     await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
+    // The workers pushed their jobs' metrics; the run's last-run groups come from whoever finishes it.
+    if (pushgateway) await pushRunMetrics(new MetricsPusher(pushgateway, log, new Registry()), report, log);
     // A run with jobs that have no result did not do what was asked: say so in the exit code.
     if (report.unfinishedJobs.length > 0) process.exitCode = 1;
   } finally {

@@ -5,10 +5,13 @@ import { NAME_PATTERN } from '../../contracts/common.js';
 import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { startRegionWorker } from '../../worker/queue-worker.js';
+import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
+import { serveMetrics } from '../../worker/metrics/metrics-server.js';
+import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 import { BadArgumentError, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
 
 const options = (y: Argv) =>
-  redisArgs(y)
+  instanceArg(pushgatewayArgs(redisArgs(y)))
     .option('region', { type: 'string', demandOption: true, describe: 'the region this worker measures from; it takes only this region\'s jobs' })
     .option('concurrency', { type: 'number', default: 1, describe: 'jobs at once (1 keeps measurements from competing for the CPU)' })
     .option('stalled-interval-ms', {
@@ -19,7 +22,12 @@ const options = (y: Argv) =>
       type: 'number',
       default: 30,
       describe: 'on SIGTERM, how long jobs in flight may finish before they are stopped and handed back to the queue',
-    });
+    })
+    .option('metrics-port', {
+      type: 'number',
+      describe: 'serve this worker\'s own metrics (jobs, push failures, process) on /metrics at this port; 0: any free port, logged (default: $PROBEFLEET_METRICS_PORT, else not served)',
+    })
+    .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'address of /metrics (0.0.0.0 in a container)' });
 
 export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
   command: 'worker',
@@ -30,7 +38,16 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
     if (!Number.isInteger(args.concurrency) || args.concurrency < 1) throw new BadArgumentError(`--concurrency must be a positive integer (got ${args.concurrency})`);
     const stalledIntervalMs = args.stalledIntervalMs ?? (process.env.PROBEFLEET_STALLED_INTERVAL_MS ? Number(process.env.PROBEFLEET_STALLED_INTERVAL_MS) : undefined);
     if (stalledIntervalMs !== undefined && !(stalledIntervalMs >= 100)) throw new BadArgumentError(`--stalled-interval-ms must be at least 100 (got ${stalledIntervalMs})`);
+    const metricsPort = args.metricsPort ?? (process.env.PROBEFLEET_METRICS_PORT ? Number(process.env.PROBEFLEET_METRICS_PORT) : undefined);
+    if (metricsPort !== undefined && !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort <= 65535)) {
+      throw new BadArgumentError(`--metrics-port must be a port number, or 0 for any free port (got ${metricsPort})`);
+    }
+    const pushgateway = pushgatewaySettingsOf(args);
     const log = createLogger(`worker`).child({ region: args.region });
+    const metrics = createJobMetrics({ region: args.region, instance: instanceOf(args), pushgateway, log });
+    if (metrics.pusher) log.info({ pushgateway: metrics.pusher.url }, 'pushing probe metrics after every job');
+    const metricsServer = metricsPort !== undefined ? await serveMetrics(metrics.registry, { host: args.metricsHost, port: metricsPort }) : undefined;
+    if (metricsServer) log.info({ metrics: `${metricsServer.url}/metrics` }, 'serving /metrics');
     const redis = redisSettingsOf(args);
     log.info({ redis: redactRedisUrl(redis.url) }, 'connecting');
     const worker = startRegionWorker({
@@ -40,6 +57,7 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       concurrency: args.concurrency,
       ...(stalledIntervalMs !== undefined ? { stalledIntervalMs } : {}),
       log,
+      observer: metrics,
     });
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
@@ -47,6 +65,8 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
     });
     log.info({ signal, graceSeconds: args.shutdownGraceSeconds }, 'stopping: no new jobs; finishing the ones in flight');
     const outcome = await worker.close(args.shutdownGraceSeconds * 1000);
+    await metrics.close();
+    await metricsServer?.close();
     log.info({ outcome }, 'worker stopped');
   },
 };

@@ -19,6 +19,12 @@ PACKAGE_OF+=(
   [setpriv]=util-linux
   [curl]=curl
 )
+# Metrics (issue 6): Prometheus with promtool, and the Pushgateway; tests start their own on free ports.
+PACKAGE_OF+=(
+  [prometheus]=prometheus
+  [promtool]=prometheus
+  [prometheus-pushgateway]=prometheus-pushgateway
+)
 
 # Reports: the HTML report is opened in headless Chromium (driven by playwright-core), with a
 # font so that its screenshots show text.

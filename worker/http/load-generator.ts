@@ -159,8 +159,16 @@ class LoadRun {
     const done = new Promise<void>((resolve) => (this.finished = resolve));
     const onAbort = () => this.stop('deadline');
     signal.addEventListener('abort', onAbort, { once: true });
-    const durationTimer = setTimeout(() => this.stop('duration'), durationMs);
     this.startedAt = performance.now();
+    // libuv timers keep millisecond loop time and may fire up to 1 ms early by performance.now();
+    // re-arm for what is left so a run never ends before its duration.
+    let durationTimer: NodeJS.Timeout;
+    const stopWhenDue = () => {
+      const left = this.startedAt + durationMs - performance.now();
+      if (left > 0) durationTimer = setTimeout(stopWhenDue, Math.ceil(left));
+      else this.stop('duration');
+    };
+    durationTimer = setTimeout(stopWhenDue, durationMs);
     this.running = this.lanes.length;
     if (signal.aborted) this.stop('deadline');
     for (const lane of this.lanes) lane.next();

@@ -2,6 +2,8 @@
 // its counters and histograms into a result; percentiles are read from the histograms, which
 // travel with the result (encoded) so the coordinator can merge regions exactly.
 import type { ProbeError } from '../../contracts/common.js';
+import { finding, type Finding } from '../../contracts/findings.js';
+import type { JobOf } from '../../contracts/job.js';
 import type { LoadDetails } from '../../contracts/probes/load.js';
 import { encodeHistogram, percentilesOf } from '../../common/latency-histogram.js';
 import { generateLoad, type LoadOutcome } from '../http/load-generator.js';
@@ -51,10 +53,23 @@ export const loadProbe: Probe<'load'> = async (job, { signal }) => {
       phases: run.completed > 0 ? { total: { p50: latencyMs.p50, p95: run.latency.getValueAtPercentile(95) / 1000, n: run.completed } } : {},
     },
     details,
-    findings: [],
+    findings: keepAliveLostUnderLoad(job, run),
     error: stopError(run),
   };
 };
+
+/** Keep-alive asked for, yet (nearly) every answered request needed a connection of its own. */
+function keepAliveLostUnderLoad(job: JobOf<'load'>, run: LoadOutcome): Finding[] {
+  if (job.variant.mode === 'new' || run.completed < 2 * job.params.connections || run.connectionsOpened < 0.9 * run.completed) return [];
+  return [
+    finding(
+      'SERVER_CLOSES_EVERY_CONNECTION',
+      { region: job.region, target: job.target.name, probe: job.probe },
+      `under load with ${job.params.connections} keep-alive connections (${job.variant.mode}), ${run.completed} answered requests opened ${run.connectionsOpened} connections`,
+      { requests: run.completed, connectionsOpened: run.connectionsOpened, connections: job.params.connections },
+    ),
+  ];
+}
 
 function statusCounts(classes: readonly number[]): Record<string, number> {
   const counts: Record<string, number> = {};

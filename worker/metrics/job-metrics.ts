@@ -1,0 +1,122 @@
+// Metrics of a process that runs jobs: its results go into the cumulative `probes` registry,
+// pushed after every job when a Pushgateway is configured; its own counters (jobs taken, jobs in
+// flight, push failures) and prom-client's process metrics are served on /metrics. The two are
+// kept apart so that no series reaches Prometheus twice (once scraped, once pushed).
+import { hostname } from 'node:os';
+import { WaitingError, type Job } from 'bullmq';
+import { collectDefaultMetrics, Registry, type Counter, type Gauge } from 'prom-client';
+import { WORKER_JOB_OUTCOMES, WORKER_METRICS } from '../../contracts/metric-names.js';
+import type { ProbeResult, RunReport } from '../../contracts/result.js';
+import type { Logger } from '../../common/log.js';
+import { settlesWithin } from '../../common/settle.js';
+import { createProbeMetrics, type ProbeMetrics } from './probe-metrics.js';
+import { metricOf } from './prom.js';
+import { MetricsPusher, type CumulativeGroup, type PushgatewaySettings } from './pusher.js';
+import { pushRunMetrics } from './run-metrics.js';
+
+export type WorkerJobOutcome = (typeof WORKER_JOB_OUTCOMES)[number];
+
+/** What the region worker tells its metrics about each job (worker/queue-worker.ts). */
+export interface JobObserver {
+  started(): void;
+  /** A job returned a result (it is recorded and pushed). */
+  completed(result: ProbeResult): void;
+  /** A job threw: retried, failed for good, or handed back on shutdown. */
+  ended(outcome: Exclude<WorkerJobOutcome, 'completed'>): void;
+}
+
+export interface JobMetricsOptions {
+  region: string;
+  /** The `instance` of the pushed group: one per process that pushes for a region. @defaultValue the host name */
+  instance?: string;
+  pushgateway?: PushgatewaySettings;
+  log: Logger;
+}
+
+export interface JobMetrics extends JobObserver {
+  /** Records a result and pushes soon (what `completed` does, without the worker's job counters). */
+  recordResult(result: ProbeResult): void;
+  /** The process's own metrics, for /metrics. */
+  registry: Registry;
+  /** The cumulative probe metrics (pushed, not served). */
+  probes: ProbeMetrics;
+  pusher: MetricsPusher | undefined;
+  /** Pushes the run's last-run groups (a no-op without a Pushgateway); never throws. */
+  pushRun(report: RunReport): Promise<void>;
+  /** Waits (bounded) for the pushes still going. */
+  close(boundMs?: number): Promise<void>;
+}
+
+type Processor = (job: Job, token: string | undefined, signal: AbortSignal | undefined) => Promise<ProbeResult>;
+
+/** The processor, telling the observer about each job. Three parameters, like the processor:
+ * BullMQ passes the abort signal only to processors that declare it. */
+export function observeJobs(processor: Processor, observer: JobObserver): Processor {
+  return async (job, token, signal) => {
+    observer.started();
+    let result: ProbeResult;
+    try {
+      result = await processor(job, token, signal);
+    } catch (err) {
+      observer.ended(err instanceof WaitingError ? 'handed_back' : 'failed');
+      throw err;
+    }
+    observer.completed(result);
+    return result;
+  };
+}
+
+/** How long closing waits for pushes still going: a down gateway costs its retries, not a hang. */
+const CLOSE_BOUND_MS = 20_000;
+
+export function createJobMetrics(options: JobMetricsOptions): JobMetrics {
+  const { region, log } = options;
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const jobs = metricOf(WORKER_METRICS.jobs, registry) as Counter<string>;
+  const inFlight = metricOf(WORKER_METRICS.inFlight, registry) as Gauge<string>;
+  for (const outcome of WORKER_JOB_OUTCOMES) jobs.inc({ region, outcome }, 0);
+  inFlight.set({ region }, 0);
+
+  const probes = createProbeMetrics();
+  const pusher = options.pushgateway ? new MetricsPusher(options.pushgateway, log, registry) : undefined;
+  const group: CumulativeGroup | undefined = pusher?.cumulative('probes', { region, instance: options.instance || hostname() }, probes.registry);
+  const runPushes = new Set<Promise<unknown>>();
+  const recordResult = (result: ProbeResult) => {
+    try {
+      probes.record(result);
+    } catch (err) {
+      // A bug in a mapping costs that job's metrics, never the job.
+      log.error({ err, jobId: result.jobId }, 'cannot record the result as metrics');
+      return;
+    }
+    group?.schedule();
+  };
+
+  return {
+    registry,
+    probes,
+    pusher,
+    started: () => inFlight.inc({ region }),
+    completed(result) {
+      inFlight.dec({ region });
+      jobs.inc({ region, outcome: 'completed' });
+      recordResult(result);
+    },
+    recordResult,
+    ended(outcome) {
+      inFlight.dec({ region });
+      jobs.inc({ region, outcome });
+    },
+    async pushRun(report) {
+      if (!pusher) return;
+      const pushing = pushRunMetrics(pusher, report, log);
+      runPushes.add(pushing);
+      await pushing.finally(() => runPushes.delete(pushing));
+    },
+    async close(boundMs = CLOSE_BOUND_MS) {
+      const pushing = Promise.all([group?.flush(), ...runPushes]);
+      if (!(await settlesWithin(pushing, boundMs))) log.warn({ boundMs }, 'stopped waiting for metrics pushes');
+    },
+  };
+}

@@ -1,0 +1,213 @@
+// Pushes registries to a Prometheus Pushgateway. Every push is a PUT of a whole group (the
+// gateway then holds exactly what was pushed) in the text format, bounded in time and retried
+// with backoff. A push that fails after its retries is logged and counted
+// (probefleet_push_failures_total) and never fails the job or run that made the numbers.
+//
+// The `probes` group is cumulative: before its first push a process reads what the gateway holds
+// for its group and continues from there, so a restarted worker, or `run` in embedded mode once
+// a night, adds to the counters instead of starting them again (which Prometheus would take
+// for a reset and lose the night's increase).
+import http from 'node:http';
+import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AggregatorRegistry, type Counter, type Registry } from 'prom-client';
+import { PUSH_GROUPS, PUSH_METRICS, type PushGroupKind } from '../../contracts/metric-names.js';
+import type { Logger } from '../../common/log.js';
+import { metricOf } from './prom.js';
+
+/** @defaultValue timeout 5 s, 3 attempts 0.5 s and 1 s apart */
+export interface PushgatewaySettings {
+  /** Base URL, e.g. http://pushgateway:9091; `user:password@` in it is sent as basic auth. */
+  url: string;
+  /** Bound on each request to the gateway. */
+  timeoutMs?: number;
+  /** Attempts per push, the first included. */
+  attempts?: number;
+  /** Wait before the second attempt; doubled for each further one. */
+  backoffMs?: number;
+}
+
+export class PushgatewayUrlError extends Error {
+  override name = 'PushgatewayUrlError';
+}
+
+/** The URL without its password, for logs and messages. */
+export function redactPushgatewayUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+}
+
+/** Checks a Pushgateway URL; throws PushgatewayUrlError naming what is wrong. */
+export function parsePushgatewayUrl(url: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new PushgatewayUrlError(`not a valid Pushgateway URL: "${redactPushgatewayUrl(url)}" (expected http[s]://[user:password@]host:port[/path])`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new PushgatewayUrlError(`unsupported Pushgateway URL scheme "${parsed.protocol}" (use http:// or https://)`);
+  }
+  return parsed;
+}
+
+export type GroupingKey = Record<string, string>;
+
+/** `/metrics/job/<job>/<label>/<value>...`; values that are not plain names go base64url-encoded. */
+export function groupPath(job: string, key: GroupingKey): string {
+  const segment = (name: string, value: string) =>
+    /^[A-Za-z0-9._-]+$/.test(value) ? `/${name}/${value}` : `/${name}@base64/${Buffer.from(value).toString('base64url') || '='}`;
+  return `/metrics${segment('job', job)}${Object.entries(key)
+    .map(([name, value]) => segment(name, value))
+    .join('')}`;
+}
+
+interface GatewayFamily {
+  type: string;
+  help: string;
+  metrics: { labels: Record<string, string>; value?: string; buckets?: Record<string, string>; sum?: string; count?: string }[];
+}
+
+/** A repeated push of one growing registry; pushes asked for while one is running are merged into one. */
+export interface CumulativeGroup {
+  /** Pushes soon, in the background. */
+  schedule(): void;
+  /** Resolves when nothing is left to push (pushed, or failed and counted). */
+  flush(): Promise<void>;
+}
+
+export class MetricsPusher {
+  private readonly base: URL;
+  private readonly auth: string | undefined;
+  private readonly timeoutMs: number;
+  private readonly attempts: number;
+  private readonly backoffMs: number;
+  private readonly failures: Counter<string>;
+
+  /** `registry`: where probefleet_push_failures_total is counted (the process's own /metrics). */
+  constructor(settings: PushgatewaySettings, private readonly log: Logger, registry: Registry) {
+    this.base = parsePushgatewayUrl(settings.url);
+    this.auth = this.base.username ? `${decodeURIComponent(this.base.username)}:${decodeURIComponent(this.base.password)}` : undefined;
+    this.base.username = '';
+    this.base.password = '';
+    this.timeoutMs = settings.timeoutMs ?? 5_000;
+    this.attempts = Math.max(1, settings.attempts ?? 3);
+    this.backoffMs = settings.backoffMs ?? 500;
+    this.failures = metricOf(PUSH_METRICS.failures, registry) as Counter<string>;
+    for (const group of Object.keys(PUSH_GROUPS)) this.failures.inc({ group }, 0);
+  }
+
+  /** The gateway's URL, password left out. */
+  get url(): string {
+    return this.base.href.replace(/\/$/, '');
+  }
+
+  /** Replaces the group with the registry's metrics. False (logged and counted) when it failed. */
+  async replace(kind: PushGroupKind, key: GroupingKey, registry: Registry): Promise<boolean> {
+    const body = await registry.metrics();
+    return this.attempt(kind, key, async () => void (await this.request('PUT', groupPath(PUSH_GROUPS[kind].job, key), body, registry.contentType)));
+  }
+
+  /** A group that `registry` keeps adding to; see the file comment for how it continues the gateway's counts. */
+  cumulative(kind: PushGroupKind, key: GroupingKey, registry: Registry): CumulativeGroup {
+    let seed: unknown[] | undefined;
+    let pending = false;
+    let running: Promise<void> | undefined;
+    const pushOnce = () =>
+      this.attempt(kind, key, async () => {
+        seed ??= await this.readGroup(PUSH_GROUPS[kind].job, key, registry);
+        const merged = AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), seed]);
+        await this.request('PUT', groupPath(PUSH_GROUPS[kind].job, key), await merged.metrics(), registry.contentType);
+      });
+    const schedule = (): void => {
+      pending = true;
+      running ??= (async () => {
+        while (pending) {
+          pending = false;
+          await pushOnce();
+        }
+      })().finally(() => {
+        running = undefined;
+        if (pending) schedule();
+      });
+    };
+    return { schedule, flush: async () => void (await running) };
+  }
+
+  private async attempt(kind: PushGroupKind, key: GroupingKey, push: () => Promise<void>): Promise<boolean> {
+    let lastError: Error | undefined;
+    for (let attempt = 1; attempt <= this.attempts; attempt++) {
+      try {
+        await push();
+        this.log.debug({ pushgateway: this.url, group: kind, key, attempt }, 'metrics pushed');
+        return true;
+      } catch (err) {
+        lastError = err as Error;
+        if (attempt < this.attempts) await sleep(this.backoffMs * 2 ** (attempt - 1));
+      }
+    }
+    this.failures.inc({ group: kind });
+    this.log.warn({ pushgateway: this.url, group: kind, key, attempts: this.attempts, err: lastError?.message }, 'cannot push metrics to the Pushgateway; going on without');
+    return false;
+  }
+
+  /** What the gateway holds for the group, as prom-client metric objects of the families `registry` has. */
+  private async readGroup(job: string, key: GroupingKey, registry: Registry): Promise<unknown[]> {
+    const answer = JSON.parse(await this.request('GET', '/api/v1/metrics')) as { data?: Record<string, unknown>[] };
+    const wanted: GroupingKey = { job, ...key };
+    const group = answer.data?.find((g) => {
+      const labels = (g.labels ?? {}) as Record<string, string>;
+      return Object.keys(labels).length === Object.keys(wanted).length && Object.entries(wanted).every(([k, v]) => labels[k] === v);
+    });
+    if (!group) return [];
+    const seed: unknown[] = [];
+    for (const [name, value] of Object.entries(group)) {
+      const ours = registry.getSingleMetric(name) as { type?: string } | undefined;
+      const family = value as GatewayFamily;
+      if (!ours || typeof family !== 'object' || !Array.isArray(family.metrics)) continue;
+      const type = family.type.toLowerCase();
+      // A family renamed or retyped since the last push starts afresh rather than mixing kinds.
+      if (type !== ours.type) continue;
+      const values = family.metrics.flatMap(({ labels, value: v, buckets, sum, count }): { metricName?: string; labels: Record<string, string | number>; value: number }[] => {
+        const own = Object.fromEntries(Object.entries(labels).filter(([k]) => !(k in wanted)));
+        if (type !== 'histogram') return [{ labels: own, value: Number(v) }];
+        return [
+          ...Object.entries(buckets ?? {}).map(([le, n]) => ({ metricName: `${name}_bucket`, labels: { ...own, le: le === '+Inf' ? '+Inf' : Number(le) }, value: Number(n) })),
+          { metricName: `${name}_sum`, labels: own, value: Number(sum) },
+          { metricName: `${name}_count`, labels: own, value: Number(count) },
+        ];
+      });
+      seed.push({ name, help: family.help, type, aggregator: type === 'gauge' ? 'max' : 'sum', values });
+    }
+    return seed;
+  }
+
+  private request(method: 'GET' | 'PUT', path: string, body?: string, contentType?: string): Promise<string> {
+    const url = new URL(this.base.pathname.replace(/\/$/, '') + path, this.base);
+    const client = url.protocol === 'https:' ? https : http;
+    // The whole exchange is bounded, not only the wait between two packets.
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    return new Promise((resolve, reject) => {
+      const req = client.request(
+        url,
+        {
+          method,
+          auth: this.auth,
+          signal,
+          headers: body === undefined ? {} : { 'content-type': contentType ?? 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => {
+            if ((res.statusCode ?? 0) >= 400) reject(new Error(`${method} ${url.pathname} answered ${res.statusCode}: ${text.trim().slice(0, 200)}`));
+            else resolve(text);
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', (err) => reject(signal.aborted ? new Error(`no answer within ${this.timeoutMs} ms`) : err));
+      req.end(body);
+    });
+  }
+}

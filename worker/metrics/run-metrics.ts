@@ -1,0 +1,84 @@
+// The last-run gauges of a finished run: one registry per region that has results, pushed as
+// the `run` group {plan, region}, which replaces the previous run's. A target dropped from the
+// plan drops out with the next run; a region without results keeps its previous group, so its
+// last-run time ages and the missing-run alert can see it.
+import { Registry, type Gauge } from 'prom-client';
+import { JOB_OUTCOMES, RUN_METRICS } from '../../contracts/metric-names.js';
+import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
+import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
+import { PROBE_METRIC_MAPPINGS, type RunRecorder } from './probe-mappings.js';
+import { metricsOf } from './prom.js';
+import type { MetricsPusher } from './pusher.js';
+import type { Logger } from '../../common/log.js';
+
+export interface RegionRunMetrics {
+  plan: string;
+  region: string;
+  registry: Registry;
+}
+
+export function runMetricsOf(report: RunReport): RegionRunMetrics[] {
+  const regions = [...new Set(report.results.map((r) => r.region))].sort();
+  return regions.map((region) => ({ plan: report.plan.name, region, registry: regionRegistry(report, region) }));
+}
+
+/** Pushes every region's group of the run; true when all of them arrived (failures are logged
+ * and counted). Never throws: metrics never fail the run that made them. */
+export async function pushRunMetrics(pusher: MetricsPusher, report: RunReport, log: Logger): Promise<boolean> {
+  let groups: RegionRunMetrics[];
+  try {
+    groups = runMetricsOf(report);
+  } catch (err) {
+    log.error({ err, runId: report.runId }, 'cannot turn the run into metrics');
+    return false;
+  }
+  const pushed = await Promise.all(groups.map(({ plan, region, registry }) => pusher.replace('run', { plan, region }, registry)));
+  return pushed.every(Boolean);
+}
+
+function regionRegistry(report: RunReport, region: string): Registry {
+  const registry = new Registry();
+  const metrics = metricsOf(RUN_METRICS, registry);
+  const record: RunRecorder = (metric, labels, value) => (metrics[metric] as Gauge<string>).set(labels, value);
+  const results = report.results.filter((r) => r.region === region);
+  const unfinished = report.unfinishedJobs.filter((u) => u.region === region);
+
+  record('lastRun', {}, Date.parse(report.finishedAt) / 1000);
+
+  const jobCounts = new Map<string, Record<(typeof JOB_OUTCOMES)[number], number>>();
+  const countOf = (probe: string) => jobCounts.get(probe) ?? jobCounts.set(probe, { ok: 0, error: 0, failed: 0, not_run: 0 }).get(probe)!;
+  for (const r of results) countOf(r.probe)[r.ok ? 'ok' : 'error']++;
+  for (const u of unfinished) countOf(u.probe)[u.status === 'failed' ? 'failed' : 'not_run']++;
+  for (const [probe, counts] of jobCounts) {
+    for (const outcome of JOB_OUTCOMES) record('lastRunJobs', { probe, outcome }, counts[outcome]);
+  }
+
+  const success = new Map<string, { target: string; probe: string; ok: boolean }>();
+  const mark = (target: string, probe: string, ok: boolean) => {
+    const key = `${target}\u0000${probe}`;
+    success.set(key, { target, probe, ok: ok && (success.get(key)?.ok ?? true) });
+  };
+  for (const r of results) mark(r.target, r.probe, r.ok);
+  for (const u of unfinished) mark(u.target, u.probe, false);
+  for (const { target, probe, ok } of success.values()) record('probeSuccess', { target, probe }, ok ? 1 : 0);
+
+  const findings = new Map<string, { labels: Record<string, string>; count: number }>();
+  for (const f of report.findings) {
+    if (f.region !== region) continue;
+    const key = [f.target, f.probe, f.code].join('\u0000');
+    const entry = findings.get(key) ?? { labels: { target: f.target, probe: f.probe, finding: f.code, severity: f.severity }, count: 0 };
+    entry.count++;
+    findings.set(key, entry);
+  }
+  for (const { labels, count } of findings.values()) record('findings', labels, count);
+
+  for (const probe of PROBE_KINDS) {
+    const ofProbe = results.filter((r) => r.probe === probe);
+    if (ofProbe.length > 0) recordRun(probe, ofProbe, record, report, region);
+  }
+  return registry;
+}
+
+function recordRun<K extends ProbeKind>(probe: K, results: ProbeResult[], record: RunRecorder, report: RunReport, region: string): void {
+  PROBE_METRIC_MAPPINGS[probe].run(results as ResultOf<K>[], record, { report, region });
+}
