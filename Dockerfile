@@ -19,9 +19,7 @@ COPY coordinator coordinator
 COPY worker worker
 COPY lab lab
 COPY regions regions
-COPY dashboards dashboards
-COPY test test
-COPY bench bench
+# Only the shipped code: tsconfig's other folders (tests, benchmarks, dashboards/src) are absent.
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime

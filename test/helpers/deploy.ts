@@ -253,3 +253,28 @@ export function podSpecs(manifests: Manifest[]): { owner: Manifest; spec: Yaml; 
 export function containersOf(spec: Yaml): Yaml[] {
   return [...((spec.initContainers as Yaml[] | undefined) ?? []), ...((spec.containers as Yaml[] | undefined) ?? [])];
 }
+
+// ---- What a script needs at run time ------------------------------------------------------------
+
+/** Relative module specifiers and `new URL('...', import.meta.url)` paths in a compiled file. */
+const RELATIVE_REFERENCE = /(?:\bfrom\s*|\bimport\s*\(\s*|\bnew URL\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
+
+/**
+ * Every repository file a script loads, following relative imports and `new URL(..., import.meta.url)`
+ * from `entry` (an absolute path), paths relative to the repository root. Packages in
+ * node_modules are left out (the image installs them with npm ci).
+ */
+export function runtimeFiles(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const pending = [entry];
+  while (pending.length > 0) {
+    const file = pending.pop()!;
+    const relative = path.relative(REPO_ROOT, file);
+    if (seen.has(relative)) continue;
+    if (!existsSync(file)) throw new Error(`${relative} is referenced but does not exist (npm run build?)`);
+    seen.add(relative);
+    if (!file.endsWith('.js')) continue;
+    for (const match of readFileSync(file, 'utf8').matchAll(RELATIVE_REFERENCE)) pending.push(path.resolve(path.dirname(file), match[1]!));
+  }
+  return seen;
+}
