@@ -135,6 +135,22 @@ describe('the image\'s command lines, run as the image runs them', needsRedis, (
     }
   });
 
+  test('lab: the lab target starts with its command line (on free ports here) and answers its health URL\'s path', async () => {
+    const service = compose.get('lab')!;
+    const lab = start([...service.command, '--port', '0'], envOf('lab'));
+    let stdout = '';
+    lab.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const until = Date.now() + 20_000;
+    while (!/Ctrl-C to stop/.test(stdout) && Date.now() < until && lab.child.exitCode === null) await new Promise((r) => setTimeout(r, 50));
+    const keepalive = /\bhttp:\/\/[^\s]+:(\d+)\b/.exec(stdout);
+    assert.ok(keepalive, `no lab URL in:\n${stdout}${lab.stderr()}`);
+    const url = new URL(service.environment.PROBEFLEET_HEALTH_URL!);
+    assert.equal(Number(url.port), 18170, 'the lab\'s first server, where the health check asks');
+    url.port = keepalive[1]!;
+    assert.equal(await health(url.href), 0, url.href);
+    assert.equal(await lab.stop('SIGTERM'), 0);
+  });
+
   test('schedule-nightly: registers the mounted example plan\'s schedule and exits 0', async () => {
     requireRedis();
     const service = compose.get('schedule-nightly')!;

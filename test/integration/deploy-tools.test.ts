@@ -53,13 +53,19 @@ test('promtool check config: the compose stack\'s Prometheus, its rules read thr
   assert.match(output, /SUCCESS: 5 rules found/);
 });
 
-test('promtool check config: the Kubernetes fleet\'s central Prometheus, with the repository\'s rules', needsPrometheus, async () => {
+test('promtool check config: the Kubernetes fleet\'s central Prometheus (with the repository\'s rules) and the regions\' agents', needsPrometheus, async () => {
   requirePrometheus();
-  const config = readYaml(path.join(K8S_DIR, 'prometheus/prometheus.yml')) as Yaml;
   const rules = path.join(REPO_ROOT, 'dashboards/alerts/probefleet.rules.yml');
-  const file = await withRulesFrom(config, (r) => (path.basename(r) === path.basename(rules) ? rules : undefined), 'k8s-prometheus.yml');
-  const { code, output } = await run(PROMETHEUS_BINARIES.promtool, ['check', 'config', file]);
-  assert.equal(code, 0, output);
+  const configs = readdirSync(path.join(K8S_DIR, 'prometheus'));
+  assert.deepEqual(configs.sort(), ['prometheus.yml', 'region-agent.yml']);
+  for (const name of configs) {
+    const config = readYaml(path.join(K8S_DIR, 'prometheus', name)) as Yaml;
+    const agent = name.includes('agent');
+    const file = agent ? path.join(K8S_DIR, 'prometheus', name) : await withRulesFrom(config, (r) => (path.basename(r) === path.basename(rules) ? rules : undefined), `k8s-${name}`);
+    const { code, output } = await run(PROMETHEUS_BINARIES.promtool, ['check', 'config', ...(agent ? ['--agent'] : []), file]);
+    assert.equal(code, 0, `${name}: ${output}`);
+    if (!agent) assert.match(output, /SUCCESS: 5 rules found/);
+  }
 });
 
 const amtoolMissing = onPath('amtool') ? false : 'amtool not found: run `bash test/services/ensure.sh` as root (installs Debian\'s prometheus-alertmanager)';
