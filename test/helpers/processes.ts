@@ -17,8 +17,10 @@ export interface CliProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `wrapper`: a command the CLI runs under, as a container's entry point does (e.g. tini --). */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, wrapper: string[] = []): CliProcess {
+  const [command, ...rest] = [...wrapper, process.execPath, CLI, ...args];
+  const child = spawn(command!, rest, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
   child.stdout!.resume();

@@ -13,7 +13,7 @@ import { freePort } from './redis.js';
 
 export const PROMETHEUS_BINARIES = { prometheus: 'prometheus', pushgateway: 'prometheus-pushgateway', promtool: 'promtool' } as const;
 
-function onPath(command: string): boolean {
+export function onPath(command: string): boolean {
   try {
     execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
     return true;
