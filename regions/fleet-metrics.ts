@@ -16,7 +16,7 @@ import { renderTable } from '../coordinator/report/table.js';
 import { hasCommand, TIED_TO_THIS_PROCESS } from './system.js';
 
 const ALERT_RULES = fileURLToPath(new URL('../../dashboards/alerts/probefleet.rules.yml', import.meta.url));
-/** How long the demo waits for Prometheus to have scraped the run's last pushes. */
+/** How long the demo waits (twice: the run's groups, the workers' jobs) for Prometheus to have scraped the last pushes. */
 const SCRAPED_TIMEOUT_MS = 15_000;
 
 /** Why the demo runs without metrics here, or false. */
@@ -105,7 +105,7 @@ export async function startFleetMetrics(options: FleetMetricsOptions): Promise<F
         `ll${'r'.repeat(regions.length)}`,
       );
       return (
-        `Metrics: the run's numbers as Prometheus holds them (scraped from the Pushgateway every second)${complete ? '' : '; not everything had arrived within 15 s'}\n${table}\n` +
+        `Metrics: the run's numbers as Prometheus holds them (scraped from the Pushgateway every second)${complete ? '' : `; not everything had arrived within ${SCRAPED_TIMEOUT_MS / 1000} s`}\n${table}\n` +
         `queries: ${queries.cost}\n         ${queries.handshake}\n         ${queries.jobs}\n`
       );
     },
