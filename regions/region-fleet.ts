@@ -5,6 +5,7 @@
 //
 //   this machine:  redis-server 127.0.0.1:P, the coordinator, `probefleet run --redis`
 //   each region:   worker (real-time priority) ── 127.0.0.1:P, port relay, no delay ──▶ Redis
+//                         │                       (and the Pushgateway, when the demo has one)
 //                         └──────── its delayed link ────────▶ the lab on the target host
 //
 // Every process is tied to this one (tiedToThisProcess): if it dies, even by SIGKILL, they die

@@ -10,10 +10,10 @@ import { fileURLToPath } from 'node:url';
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
+import { freeLoopbackPort } from '../../common/redis-server.js';
 import { startRegions, type Regions } from '../../regions/harness.js';
 import { checkRegionsSupported, RegionsUnavailableError } from '../../regions/preflight.js';
 import { startFleetRedis, startRegionFleet, type FleetRedis, type RegionFleet } from '../../regions/region-fleet.js';
-import { freeLoopbackPort } from '../../common/redis-server.js';
 import { runDirFor } from '../../regions/cleanup.js';
 import { fleetMetricsMissing, startFleetMetrics, type FleetMetrics } from '../../regions/fleet-metrics.js';
 import { hasCommand } from '../../regions/system.js';
@@ -127,7 +127,8 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
       const [startedLab, startedFleet, startedMetrics] = await Promise.all([startingLab, startingFleet, startingMetrics]);
       process.stdout.write(`Emulated regions\n${describeRegions(built)}\n${describeFleet(redis, startedLab, startedFleet, built, startedMetrics)}\n`);
       process.exitCode = await startedFleet.run(args.plan, args.json ? ['--json', args.json] : []);
-      if (startedMetrics) {
+      // After a failed run the wait for every region's numbers would only time out.
+      if (startedMetrics && process.exitCode === 0) {
         const names = built.regions.map((r) => r.name);
         const jobs = splitPlan({ ...loaded, plan: { ...loaded.plan, regions: names } }, 'demo');
         const jobsPerRegion = new Map(names.map((name) => [name, jobs.filter((job) => job.region === name).length]));
