@@ -31,6 +31,8 @@ const BY_CODE: Record<string, ErrorCode> = {
   ERR_SSL_UNSUPPORTED_PROTOCOL: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_NO_PROTOCOLS_AVAILABLE: 'TLS_VERSION_UNSUPPORTED',
+  // worker/target-policy.ts: the address is not one this worker may connect to.
+  TARGET_REFUSED_BY_POLICY: 'TARGET_REFUSED_BY_POLICY',
   // Thrown by probes' body consumers (worker/http/body.ts).
   UNEXPECTED_BODY: 'UNEXPECTED_BODY',
 

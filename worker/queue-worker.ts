@@ -11,6 +11,7 @@ import { settlesWithin } from '../common/settle.js';
 import { bullmqConnection, type RedisSettings } from '../common/redis.js';
 import { executeJob, InvalidJobError, parseJobPayload } from './execute-job.js';
 import { observeJobs, type JobObserver } from './metrics/job-metrics.js';
+import type { TargetPolicy } from './target-policy.js';
 
 /** A probe that has not returned this long after its own time bound is stuck: the job fails. */
 const TIME_BOUND_GRACE_MS = 10_000;
@@ -30,6 +31,8 @@ export interface RegionWorkerOptions {
   log: Logger;
   /** Told about every job: metrics (worker/metrics/job-metrics.ts). */
   observer?: JobObserver;
+  /** Where this worker's probes may connect. */
+  targetPolicy: TargetPolicy;
 }
 
 export interface RegionWorker {
@@ -54,7 +57,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     try {
       const payload = parseJobPayload(job.data);
       result = await withinBound(
-        executeJob(payload, { region, log, signal }),
+        executeJob(payload, { region, log, signal, targetPolicy: options.targetPolicy }),
         payload.timeLimitMs + TIME_BOUND_GRACE_MS,
         `the probe did not stop within its time bound (${payload.timeLimitMs} ms)`,
       );

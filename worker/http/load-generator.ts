@@ -15,6 +15,7 @@ import type { JobTls } from '../../contracts/job.js';
 import type { LoadMode } from '../../contracts/probes/load.js';
 import { newLatencyHistogram, recordMs, type Histogram } from '../../common/latency-histogram.js';
 import { classifyError } from '../classify-error.js';
+import type { TargetPolicy } from '../target-policy.js';
 import { CountingConnector } from './counting-connector.js';
 import { MAX_CONSECUTIVE_FAILURES } from './sequence.js';
 
@@ -35,6 +36,7 @@ export interface LoadOptions {
   tlsResume: boolean;
   /** The job's time bound: stops the run and cuts requests in flight. */
   signal: AbortSignal;
+  policy: TargetPolicy;
 }
 
 export type StopReason = 'duration' | 'requests' | 'failures' | 'deadline';
@@ -65,7 +67,7 @@ export interface LoadOutcome {
 export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
   const url = new URL(options.url);
   const h2 = options.mode === 'h2';
-  const connector = new CountingConnector({ tls: options.tls, h2, resumeTlsSessions: options.tlsResume, timeoutMs: options.timeoutMs });
+  const connector = new CountingConnector({ tls: options.tls, h2, resumeTlsSessions: options.tlsResume, timeoutMs: options.timeoutMs, policy: options.policy });
   const clients = Array.from(
     { length: options.connections },
     () =>

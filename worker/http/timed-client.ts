@@ -6,6 +6,7 @@ import type { PhaseTimes, RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody } from './body.js';
+import type { TargetPolicy } from '../target-policy.js';
 import { TimedConnector, type ConnectionTimeline } from './connector.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
@@ -15,6 +16,8 @@ export interface TimedClientOptions {
   /** Per-request bound: connect, headers, and gaps between body chunks. */
   timeoutMs: number;
   resumeTlsSessions?: boolean;
+  /** Where the client may connect (worker/target-policy.ts). */
+  policy: TargetPolicy;
 }
 
 /** Status and headers of a response, as the body consumer and the caller see them. */
@@ -87,6 +90,7 @@ export class TimedHttpClient {
       resumeTlsSessions: options.resumeTlsSessions ?? false,
       alpn: ['http/1.1'],
       timeoutMs: options.timeoutMs,
+      policy: options.policy,
     });
     this.client = new Client(this.url.origin, {
       connect: this.connector.connect,

@@ -9,10 +9,13 @@ import type { RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector } from '../http/connector.js';
+import { TargetPolicy, type TargetPolicySettings } from '../target-policy.js';
 
 export interface ColdRequestInput {
   target: JobTarget;
   timeoutMs: number;
+  /** The worker's target policy, applied here as in the worker (the child resolves the name itself). */
+  policy: TargetPolicySettings;
 }
 
 export interface ColdRequestOutput {
@@ -20,10 +23,10 @@ export interface ColdRequestOutput {
   connectionsOpened: number;
 }
 
-async function coldRequest({ target, timeoutMs }: ColdRequestInput): Promise<ColdRequestOutput> {
+async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Promise<ColdRequestOutput> {
   const url = new URL(target.url);
   const secure = url.protocol === 'https:';
-  const connector = new TimedConnector({ tls: target.tls, resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs });
+  const connector = new TimedConnector({ tls: target.tls, resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs, policy: new TargetPolicy(policy) });
   const start = performance.now();
   const fail = (err: unknown): ColdRequestOutput => ({
     sample: { seq: 0, newConnection: connector.connections.length > 0, phases: { total: performance.now() - start }, bodyBytes: 0, error: classifyError(err) },

@@ -9,7 +9,7 @@ import { encodeHistogram, percentilesOf } from '../../common/latency-histogram.j
 import { generateLoad, type LoadOutcome } from '../http/load-generator.js';
 import type { Probe } from './probe.js';
 
-export const loadProbe: Probe<'load'> = async (job, { signal }) => {
+export const loadProbe: Probe<'load'> = async (job, { signal, targetPolicy }) => {
   const { params, variant } = job;
   const run = await generateLoad({
     url: job.target.url,
@@ -24,6 +24,7 @@ export const loadProbe: Probe<'load'> = async (job, { signal }) => {
     timeoutMs: params.timeoutMs,
     tlsResume: params.tlsResume,
     signal,
+    policy: targetPolicy,
   });
   const latencyMs = percentilesOf(run.latency);
   const details: LoadDetails = {
