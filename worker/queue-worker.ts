@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { JOB_NAMES, regionQueueName } from '../contracts/queues.js';
 import type { ProbeResult } from '../contracts/result.js';
+import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { bullmqConnection, type RedisSettings } from '../common/redis.js';
@@ -33,6 +34,8 @@ export interface RegionWorkerOptions {
   observer?: JobObserver;
   /** Where this worker's probes may connect. */
   targetPolicy: TargetPolicy;
+  /** With a key, only jobs signed with it run (common/job-signature.ts); without, none are checked. */
+  jobKey?: string;
 }
 
 export interface RegionWorker {
@@ -55,14 +58,14 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     }
     let result: ProbeResult;
     try {
-      const payload = parseJobPayload(job.data);
+      const payload = parseJobPayload(openSignedData(job.data, options.jobKey));
       result = await withinBound(
         executeJob(payload, { region, log, signal, targetPolicy: options.targetPolicy }),
         payload.timeLimitMs + TIME_BOUND_GRACE_MS,
         `the probe did not stop within its time bound (${payload.timeLimitMs} ms)`,
       );
     } catch (err) {
-      if (err instanceof InvalidJobError || err instanceof TimeBoundError) {
+      if (err instanceof InvalidJobError || err instanceof JobSignatureError || err instanceof TimeBoundError) {
         log.warn({ jobId: job.id, reason: err.message }, 'job failed for good');
         throw new UnrecoverableError(err.message);
       }

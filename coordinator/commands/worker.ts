@@ -8,7 +8,7 @@ import { startRegionWorker } from '../../worker/queue-worker.js';
 import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
 import { serveMetrics } from '../../worker/metrics/metrics-server.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
-import { BadArgumentError, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
+import { BadArgumentError, jobKeyOf, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
 import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 
 const options = (y: Argv) =>
@@ -45,12 +45,15 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
     }
     const pushgateway = pushgatewaySettingsOf(args);
     const targetPolicy = targetPolicyOf(args, false);
+    const jobKey = jobKeyOf();
     const log = createLogger(`worker`).child({ region: args.region });
     const metrics = createJobMetrics({ region: args.region, instance: instanceOf(args), pushgateway, log });
     if (metrics.pusher) log.info({ pushgateway: metrics.pusher.url }, 'pushing probe metrics after every job');
     const metricsServer = metricsPort !== undefined ? await serveMetrics(metrics.registry, { host: args.metricsHost, port: metricsPort }) : undefined;
     if (metricsServer) log.info({ metrics: `${metricsServer.url}/metrics` }, 'serving /metrics');
     log.info(targetPolicy.settings, 'target policy: private and link-local addresses refused unless allowed');
+    if (jobKey) log.info('PROBEFLEET_JOB_KEY set: only jobs signed with it run');
+    else log.warn('PROBEFLEET_JOB_KEY not set: jobs are not verified; anyone who can write to this Redis can aim this worker');
     const redis = redisSettingsOf(args);
     log.info({ redis: redactRedisUrl(redis.url) }, 'connecting');
     const worker = startRegionWorker({
@@ -62,6 +65,7 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       log,
       observer: metrics,
       targetPolicy,
+      ...(jobKey ? { jobKey } : {}),
     });
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
