@@ -4,12 +4,14 @@ import { hostname } from 'node:os';
 import type { z } from 'zod';
 import type { ProbeError } from '../contracts/common.js';
 import { jobPayloadSchema, type JobOf, type JobPayload } from '../contracts/job.js';
-import type { ProbeKind } from '../contracts/probes/index.js';
+import { capsExceeded, type JobDemands } from '../contracts/limits.js';
+import { PROBES, type ProbeKind } from '../contracts/probes/index.js';
 import { RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/result.js';
 import { formatIssuePath } from '../common/issue-path.js';
 import type { Logger } from '../common/log.js';
 import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
 import type { ProbeContext, ProbeOutcome } from './probes/probe.js';
+import { SecretNotSetError, withSecrets } from './secrets.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy, TargetRefusedError } from './target-policy.js';
 
 /** A payload that can never run: retrying it cannot help. */
@@ -34,7 +36,11 @@ export function parseJobPayload(payload: unknown): JobPayload {
   if (!parsed.success) {
     throw new InvalidJobError(`invalid job payload: ${describeIssues(parsed.error)}`);
   }
-  return parsed.data as JobPayload;
+  const job = parsed.data as JobPayload;
+  // Each parameter is within its bounds; together they may still ask for more than a job may.
+  const over = capsExceeded((PROBES[job.probe].demands as (params: JobPayload['params']) => JobDemands)(job.params));
+  if (over.length > 0) throw new InvalidJobError(`invalid job payload: ${over.map((o) => `params.${o.param}: ${o.message}`).join('; ')}`);
+  return job;
 }
 
 function describeIssues(error: z.ZodError): string {
@@ -54,7 +60,7 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   const startedAt = new Date().toISOString();
   log.debug({ variant: job.variant }, 'probe starting');
   const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
-  const outcome = (await refusedTarget(job, targetPolicy)) ?? (await runProbe(job, { signal, log, targetPolicy }));
+  const outcome = (await refusedTarget(job, targetPolicy)) ?? (await withSecretsIn(job, (ready) => runProbe(ready, { signal, log, targetPolicy })));
   const result = {
     schema: RESULT_SCHEMA,
     jobId: job.jobId,
@@ -99,6 +105,19 @@ async function refusedTarget(job: JobPayload, policy: TargetPolicy): Promise<Pro
   } catch (err) {
     return err instanceof TargetRefusedError ? notRun({ code: 'TARGET_REFUSED_BY_POLICY', message: err.message }) : undefined;
   }
+}
+
+/** Runs the job with its header references filled in from this worker's environment; a missing
+ * variable is a result saying which, and the probe does not start. */
+async function withSecretsIn(job: JobPayload, run: (job: JobPayload) => Promise<ProbeOutcome<ProbeKind>>): Promise<ProbeOutcome<ProbeKind>> {
+  let target;
+  try {
+    target = withSecrets(job.target);
+  } catch (err) {
+    if (err instanceof SecretNotSetError) return notRun({ code: 'SECRET_NOT_SET', message: err.message });
+    throw err;
+  }
+  return run({ ...job, target } as JobPayload);
 }
 
 function notRun(error: ProbeError): ProbeOutcome<ProbeKind> {

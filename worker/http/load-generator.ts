@@ -18,6 +18,7 @@ import { classifyError } from '../classify-error.js';
 import type { TargetPolicy } from '../target-policy.js';
 import { CountingConnector } from './counting-connector.js';
 import { MAX_CONSECUTIVE_FAILURES } from './sequence.js';
+import { overResponseCap, responseTooLarge } from './wire.js';
 
 export interface LoadOptions {
   url: string;
@@ -224,6 +225,9 @@ class Lane implements Dispatcher.DispatchHandler {
   private dueAt = 0;
   private sentAt = 0;
   private status = 0;
+  /** Body bytes of the response in flight, against the per-job cap. */
+  private responseBytes = 0;
+  private abort: ((err: Error) => void) | undefined;
   private wait: NodeJS.Timeout | undefined;
   private readonly sendNow = () => {
     this.wait = undefined;
@@ -257,10 +261,13 @@ class Lane implements Dispatcher.DispatchHandler {
     const run = this.run;
     run.sent++;
     this.sentAt = performance.now();
+    this.responseBytes = 0;
     this.client.dispatch(run.dispatchOptions, this);
   }
 
-  onConnect(): void {}
+  onConnect(abort: (err: Error) => void): void {
+    this.abort = abort;
+  }
 
   onHeaders(statusCode: number): boolean {
     this.status = statusCode;
@@ -269,6 +276,8 @@ class Lane implements Dispatcher.DispatchHandler {
 
   onData(chunk: Buffer): boolean {
     this.run.bodyBytes += chunk.length;
+    this.responseBytes += chunk.length;
+    if (overResponseCap(this.responseBytes)) this.abort?.(responseTooLarge());
     return true;
   }
 

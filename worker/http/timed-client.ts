@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { Client, type Dispatcher } from 'undici';
 import type { PhaseTimes, RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
+import { JOB_LIMITS } from '../../contracts/limits.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody } from './body.js';
 import type { TargetPolicy } from '../target-policy.js';
@@ -97,6 +98,7 @@ export class TimedHttpClient {
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
       keepAliveTimeout: 60_000,
+      maxResponseSize: JOB_LIMITS.responseBytes,
     });
   }
 

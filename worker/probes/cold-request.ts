@@ -5,10 +5,12 @@
 // process per request, not of one library's load time.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { text } from 'node:stream/consumers';
 import type { RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector } from '../http/connector.js';
+import { overResponseCap, responseTooLarge } from '../http/wire.js';
 import { TargetPolicy, type TargetPolicySettings } from '../target-policy.js';
 
 export interface ColdRequestInput {
@@ -46,7 +48,10 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
       (res) => {
         const headersAt = performance.now();
         let bodyBytes = 0;
-        res.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
+        res.on('data', (chunk: Buffer) => {
+          bodyBytes += chunk.length;
+          if (overResponseCap(bodyBytes)) res.destroy(responseTooLarge());
+        });
         res.on('error', (err) => resolve(fail(err)));
         res.on('end', () => {
           const end = performance.now();
@@ -77,8 +82,9 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
   });
 }
 
-if (process.argv[2]) {
-  const output = await coldRequest(JSON.parse(process.argv[2]) as ColdRequestInput);
+// The input comes on stdin, not in argv: its headers may hold secrets, and argv is visible to `ps`.
+if (process.argv[2] === '-') {
+  const output = await coldRequest(JSON.parse(await text(process.stdin)) as ColdRequestInput);
   process.stdout.write(JSON.stringify(output));
   process.exit(0);
 }

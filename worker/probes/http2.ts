@@ -18,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
+import { JOB_LIMITS } from '../../contracts/limits.js';
 import type { H2cAttempt, HTTP2_STEPS, MultiplexRun } from '../../contracts/probes/http2.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import { encodeFrame, FRAME_TYPE, FrameReader, H2_PREFACE, type Frame } from '../../common/h2-frames.js';
@@ -293,6 +294,7 @@ class Http2Run {
     const pool = new Pool(this.url.origin, {
       connections: this.job.params.h1Connections,
       connect: connector.connect,
+      maxResponseSize: JOB_LIMITS.responseBytes,
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,
     });

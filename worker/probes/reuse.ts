@@ -76,14 +76,15 @@ async function coldMode(job: JobOf<'reuse'>, signal: AbortSignal, policy: Target
 
 function spawnColdRequest(input: ColdRequestInput, signal: AbortSignal): Promise<ColdRequestOutput> {
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       process.execPath,
-      [COLD_REQUEST_SCRIPT, JSON.stringify(input)],
+      [COLD_REQUEST_SCRIPT, '-'],
       { signal, timeout: input.timeoutMs * 2, maxBuffer: 1 << 20 },
       (err, stdout) => {
         if (err) reject(err);
         else resolve(JSON.parse(stdout) as ColdRequestOutput);
       },
     );
+    child.stdin?.end(JSON.stringify(input));
   });
 }
