@@ -14,6 +14,8 @@ export const targetPolicyArgs = <T>(y: Argv<T>, loopbackByDefault: boolean) =>
     .option('allow-targets', {
       type: 'string',
       array: true,
+      // One value per flag, so that `--allow-targets 10.0.0.0/8 plan.yaml` leaves the plan alone.
+      nargs: 1,
       describe:
         'allow private, link-local and other internal addresses in these CIDRs (10.77.0.0/16) or of hosts matching these patterns (*.internal.example); ' +
         'repeat or separate with commas (default: $PROBEFLEET_ALLOW_TARGETS, else none)',
