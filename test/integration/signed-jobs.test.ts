@@ -1,6 +1,6 @@
 // Signed jobs on a real Redis: a worker started with PROBEFLEET_JOB_KEY runs the jobs the
 // coordinator side signed with the same key, fails unsigned and altered ones at once with the
-// reason (never retried), and keeps running.
+// reason (never retried), and keeps running. The coordinator checks a schedule's signature the same way.
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
@@ -8,9 +8,11 @@ import type { Job } from 'bullmq';
 import { JOB_NAMES } from '../../contracts/queues.js';
 import { signData } from '../../common/job-signature.js';
 import { createLogger } from '../../common/log.js';
+import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { submitRun } from '../../coordinator/flow.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
+import { addSchedule, removeSchedule } from '../../coordinator/schedules.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { jobsOf } from '../helpers/plans.js';
 import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
@@ -91,6 +93,31 @@ describe('signed jobs', needsRedis, () => {
     const child = (await queue.getJob(run.jobs[0].jobId))!;
     assert.match((child.data as { signature: string }).signature, /^hmac-sha256:[0-9a-f]{64}$/);
     assert.equal(await settled(child), 'completed');
+  });
+
+  test('a schedule added with the key fires into signed jobs; one added without it is refused when it fires', async () => {
+    const coordinator = await startCoordinator({ fleet, log, listen: { host: '127.0.0.1', port: 0 }, sweepIntervalMs: 500 });
+    const unkeyed = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
+    try {
+      await addSchedule(fleet, await parsePlan(planYaml(lab, 'signed-schedule'), 'inline.yaml'), { everyMs: 1000 });
+      await addSchedule(unkeyed, await parsePlan(planYaml(lab, 'unsigned-schedule'), 'inline.yaml'), { everyMs: 1000 });
+      let stored = await fleet.store.list(20);
+      let refused: Job | undefined;
+      for (let i = 0; i < 200 && !(refused && stored.some((r) => r.runId.startsWith('signed-schedule-'))); i++) {
+        await sleep(100);
+        stored = await fleet.store.list(20);
+        refused = (await fleet.runs.getFailed()).find((job) => job.repeatJobKey === 'unsigned-schedule');
+      }
+      const run = stored.find((r) => r.runId.startsWith('signed-schedule-'));
+      assert.ok(run, 'the signed schedule made a stored run');
+      assert.ok((await fleet.store.get(run.runId))!.results.every((r) => r.ok));
+      assert.match(refused?.failedReason ?? '', /^schedule unsigned-schedule: unsigned: PROBEFLEET_JOB_KEY is set here/);
+    } finally {
+      await removeSchedule(fleet, 'signed-schedule');
+      await removeSchedule(fleet, 'unsigned-schedule');
+      await unkeyed.close();
+      await coordinator.close();
+    }
   });
 
   test('a key too short to trust is refused at start (exit 2)', async () => {
