@@ -11,8 +11,8 @@ import { submitRun } from '../../coordinator/flow.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { createLabCa } from '../../lab/certs.js';
 import { startLab, type Lab } from '../../lab/index.js';
-import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
 import { startRegionWorker } from '../../worker/queue-worker.js';
+import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
 import { answers, needsRedis, requireRedis, startOwnRedis, testPrefix, type OwnRedis } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
 
