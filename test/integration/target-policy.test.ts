@@ -55,6 +55,23 @@ ${experiments}
     assert.equal(connectionsTo(lab), 0);
   });
 
+  test('a name that resolves somewhere allowed first and to loopback next (DNS rebinding) is refused at each connection', async () => {
+    let lookups = 0;
+    // The first answer (checked before the probe starts) is never connected to: only the later ones are used, and refused.
+    const rebinding = new TargetPolicy({ allowLoopback: false, allowTargets: [] }, async () => ({ address: lookups++ === 0 ? '93.184.215.14' : '127.0.0.1' }));
+    const before = connectionsTo(lab);
+    const [job] = await jobsOf(`
+name: rebinding
+targets: [{ name: http, url: "http://rebind.example:${lab.servers.keepalive.port}/" }]
+experiments: [{ probe: reuse, requests: 5, modes: [reused] }]
+`);
+    const result = await executeJob(job, { region: 'local', log, targetPolicy: rebinding });
+    assert.ok(lookups >= 2, 'the connector looked the name up again');
+    assert.equal(result.error?.code, 'TARGET_REFUSED_BY_POLICY');
+    assert.equal(result.summary.requests - result.summary.errors, 0, 'no request answered');
+    assert.equal(connectionsTo(lab), before);
+  });
+
   test('the connectors check the address a name resolved to, and connect to that address', async () => {
     const port = lab.servers.keepalive.port;
     const refusing = new TargetPolicy({ allowLoopback: false, allowTargets: [] }, labDotExample);
