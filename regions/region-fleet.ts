@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { Logger } from '../common/log.js';
 import { freeLoopbackPort, startRedisServer, type RedisServer } from '../common/redis-server.js';
-import type { Regions } from './harness.js';
+import { TARGET_ALLOWANCE, type Regions } from './harness.js';
 import { TIED_TO_THIS_PROCESS, tiedToThisProcess } from './system.js';
 
 const CLI = fileURLToPath(new URL('../coordinator/cli.js', import.meta.url));
@@ -176,7 +176,7 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
     (started) => (coordinator = started),
   );
   const startingWorkers = regions.regions.map((region) => {
-    const workerArgs = ['worker', '--region', region.name, '--redis', redisUrl, '--shutdown-grace-seconds', String(WORKER_GRACE_SECONDS), ...pushArgs, ...(options.workerArgs ?? [])];
+    const workerArgs = ['worker', '--region', region.name, '--redis', redisUrl, '--allow-targets', TARGET_ALLOWANCE, '--shutdown-grace-seconds', String(WORKER_GRACE_SECONDS), ...pushArgs, ...(options.workerArgs ?? [])];
     return startCli(
       `worker ${region.name}`,
       region.namespace,

@@ -45,9 +45,10 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, wrapper: s
   };
 }
 
-/** A worker process for a region, on the given Redis and prefix; resolves once it takes jobs. */
-export async function startWorkerProcess(region: string, redisUrl: string, prefix: string, extra: string[] = []): Promise<CliProcess> {
-  const worker = spawnCli(['worker', '--region', region, '--redis', redisUrl, '--prefix', prefix, ...extra]);
+/** A worker process for a region, on the given Redis and prefix, allowed to reach the lab on
+ * loopback (add `--no-allow-loopback` to `extra` to refuse it); resolves once it takes jobs. */
+export async function startWorkerProcess(region: string, redisUrl: string, prefix: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<CliProcess> {
+  const worker = spawnCli(['worker', '--region', region, '--redis', redisUrl, '--prefix', prefix, '--allow-loopback', ...extra], env);
   await worker.waitFor(/"msg":"worker ready"/);
   return worker;
 }

@@ -4,8 +4,10 @@ import { performance } from 'node:perf_hooks';
 import { Client, type Dispatcher } from 'undici';
 import type { PhaseTimes, RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
+import { JOB_LIMITS } from '../../contracts/limits.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody } from './body.js';
+import type { TargetPolicy } from '../target-policy.js';
 import { TimedConnector, type ConnectionTimeline } from './connector.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
@@ -15,6 +17,8 @@ export interface TimedClientOptions {
   /** Per-request bound: connect, headers, and gaps between body chunks. */
   timeoutMs: number;
   resumeTlsSessions?: boolean;
+  /** Where the client may connect (worker/target-policy.ts). */
+  policy: TargetPolicy;
 }
 
 /** Status and headers of a response, as the body consumer and the caller see them. */
@@ -87,12 +91,14 @@ export class TimedHttpClient {
       resumeTlsSessions: options.resumeTlsSessions ?? false,
       alpn: ['http/1.1'],
       timeoutMs: options.timeoutMs,
+      policy: options.policy,
     });
     this.client = new Client(this.url.origin, {
       connect: this.connector.connect,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
       keepAliveTimeout: 60_000,
+      maxResponseSize: JOB_LIMITS.responseBytes,
     });
   }
 
