@@ -16,10 +16,13 @@ import { Redis } from 'ioredis';
 import { bullmqConnection, redisOptions } from '../common/redis.js';
 import { freeLoopbackPort, startRedisServer } from '../common/redis-server.js';
 import { DEFAULT_QUEUE_PREFIX, regionQueueName } from '../contracts/queues.js';
+import { parsePlan } from '../coordinator/plan-loader.js';
+import { runIdFor, splitPlan } from '../coordinator/split.js';
 import type { ProbeResult } from '../contracts/result.js';
 import { TIED_TO_THIS_PROCESS } from '../regions/system.js';
 import type { EnqueueMode, EnqueueTiming } from './enqueue-process.js';
 import { measure, processCpuSeconds, type Measured } from './measure.js';
+import { runProbefleet, type ToolContext } from './tools.js';
 
 const ENQUEUE_PROCESS = fileURLToPath(new URL('./enqueue-process.js', import.meta.url));
 const BARE_WORKER_PROCESS = fileURLToPath(new URL('./bare-worker-process.js', import.meta.url));
@@ -204,6 +207,29 @@ export async function endToEndRun(redis: BenchRedis, url: string, tool: EndToEnd
   }
 }
 
+export interface ProbeLoopRun {
+  jobs: number;
+  /** From the first job's start to the last one's end, as the results say. */
+  seconds: number;
+  jobsPerSecond: number;
+  /** The process's, start-up included. */
+  measured: Measured;
+}
+
+/** Jobs a loop runs in one process. */
+export const PROBE_LOOP_JOBS = 3_000;
+
+/** One of the end-to-end jobs, run PROBE_LOOP_JOBS times in a loop by `executeJob` in one process,
+ * without a queue (bench/probe-process.ts): two workers cannot take jobs faster than twice this. */
+export async function probeLoopRun(url: string, ctx: ToolContext): Promise<ProbeLoopRun> {
+  const loaded = await parsePlan(queuePlanYaml('bench-loop', END_TO_END_SHAPE, url), 'bench-loop.yaml');
+  // probe-process runs jobs as the embedded runner does, in its region "local".
+  const job = { ...splitPlan(loaded, runIdFor('bench-loop', new Date()))[0], region: 'local' };
+  const { results, measured } = await runProbefleet<'reuse'>(job, PROBE_LOOP_JOBS, ctx, 600_000);
+  const seconds = (Date.parse(results.at(-1)!.finishedAt) - Date.parse(results[0].startedAt)) / 1000;
+  return { jobs: results.length, seconds, jobsPerSecond: results.length / seconds, measured };
+}
+
 export interface RedisCeiling {
   /** LPUSH/s, 50 clients, 100 commands per pipeline: how fast Redis takes pipelined writes. */
   lpushPipelined: number;
@@ -230,6 +256,7 @@ export async function redisCeiling(redis: BenchRedis): Promise<RedisCeiling> {
 /** One round of the queue benchmark: the ceiling, then both ways of enqueuing, then both kinds of worker. */
 export interface QueueRound {
   ceiling: RedisCeiling;
+  probeLoop: ProbeLoopRun;
   enqueue: EnqueueRun[];
   endToEnd: EndToEndRun[];
 }

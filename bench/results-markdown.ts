@@ -3,7 +3,7 @@
 import { median } from '../common/stats.js';
 import type { ProfileLine } from './cpu-profile.js';
 import type { LayerCost } from './overhead-process.js';
-import { END_TO_END_SHAPE, END_TO_END_WORKERS, ENQUEUE_SHAPE, jobsOf, type EndToEndRun, type EnqueueRun, type QueueRound } from './queue.js';
+import { END_TO_END_SHAPE, END_TO_END_WORKERS, ENQUEUE_SHAPE, jobsOf, PROBE_LOOP_JOBS, type EndToEndRun, type EnqueueRun, type QueueRound } from './queue.js';
 import { SEQUENTIAL_RUNS, type LoadRun, type SequentialRun } from './tools.js';
 
 export interface Machine {
@@ -295,6 +295,8 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
   const addBulk = medianOf((x) => enqueueOf(x, 'addBulk').jobsPerSecond);
   const workers = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond);
   const bare = medianOf((x) => endToEndOf(x, 'bullmq').jobsPerSecond);
+  const loop = medianOf((x) => x.probeLoop.jobsPerSecond);
+  const overLoop = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / x.probeLoop.jobsPerSecond);
   const overBare = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / endToEndOf(x, 'bullmq').jobsPerSecond);
   const flowOverPipelined = medianOf((x) => enqueueOf(x, 'flow').jobsPerSecond / x.ceiling.lpushPipelined);
   const addBulkOverPipelined = medianOf((x) => enqueueOf(x, 'addBulk').jobsPerSecond / x.ceiling.lpushPipelined);
@@ -310,6 +312,7 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
     `| the same, as the coordinator enqueues a run: split + one flow (\`submitRun\`) | ${perSecond(flow)} | ${verdict(flow, ENQUEUE_TARGET, false)} |`,
     `| end to end at least ${count(END_TO_END_TARGET)} light jobs/s with ${END_TO_END_WORKERS} workers (${e2eJobs} jobs, \`probefleet worker\`) | ${perSecond(workers)} | ${verdict(workers, END_TO_END_TARGET, false)} |`,
     `| (for context) the same jobs through ${END_TO_END_WORKERS} bare BullMQ workers doing nothing | ${perSecond(bare)} | |`,
+    `| (for context) the same job run by \`executeJob\` in a loop in one process, no queue | ${perSecond(loop)} | |`,
     `| (for context) peak RSS of a \`probefleet worker\` process after its share of the ${e2eJobs} jobs | ${mb(workerRssKb)} | |`,
   );
   const { regions, targets: t, experiments } = ENQUEUE_SHAPE;
@@ -334,7 +337,9 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
     'the same connection settings whose processor does nothing (`bench/bare-worker-process.ts`). Time is',
     'from the first job\'s start to the last job\'s end as BullMQ recorded them (`processedOn`,',
     '`finishedOn`), so process start-up and the submit are outside it. Errors: failed jobs, or probe',
-    'results that are not ok.',
+    'results that are not ok. `loop`: one of these jobs run ' + `${count(PROBE_LOOP_JOBS)}` + ' times by `executeJob` in one process, no',
+    'queue, no Redis (`bench/probe-process.ts`): what the probe itself costs; two workers on two cores',
+    'cannot beat twice this. Its CPU per job includes the process\'s start-up.',
     '',
     '**Ceiling**: `redis-benchmark -t lpush` on the same server, each round: 50 clients with 100 commands',
     'per pipeline (how fast this Redis takes pipelined writes: the ceiling for enqueueing, which',
@@ -362,12 +367,16 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
         (run) =>
           `| ${i + 1} | ${run.tool} | ${count(run.jobs)} | ${run.errors} | ${fixed(run.seconds)} s | ${count(run.jobsPerSecond)} | ${fixed(run.jobsPerSecond / x.ceiling.lpushTwoClients, 3)} | ` +
           `${us(run.workerCpuSeconds, run.jobs)} | ${us(run.redisCpuSeconds, run.jobs)} | ${mb(run.workerPeakRssKb)} | ${fixed(run.loadAverage)} |`,
+      ).concat(
+        `| ${i + 1} | loop (1 process) | ${count(x.probeLoop.jobs)} | 0 | ${fixed(x.probeLoop.seconds)} s | ${count(x.probeLoop.jobsPerSecond)} | | ` +
+          `${us(x.probeLoop.measured.cpuSeconds, x.probeLoop.jobs)} | | ${mb(x.probeLoop.measured.maxRssKb)} | ${fixed(x.probeLoop.measured.loadAverage)} |`,
       ),
     ),
     '',
     `Medians over rounds: enqueue ${perSecond(flow)} as a flow, ${perSecond(addBulk)} with addBulk ` +
       `(**${fixed(flowOverPipelined, 3)}x** and **${fixed(addBulkOverPipelined, 3)}x** pipelined LPUSH); end to end ${perSecond(workers)} with ` +
       `${END_TO_END_WORKERS} \`probefleet worker\` processes, ${perSecond(bare)} with bare BullMQ workers (probefleet / bare: **${fixed(overBare)}x**; ` +
+      `probefleet / one-process loop: **${fixed(overLoop)}x**; ` +
       `**${fixed(workersOverTwoClients, 3)}x** and **${fixed(bareOverTwoClients, 3)}x** of 2-client LPUSH). Largest worker peak RSS: ${mb(workerRssKb)}.`,
     '',
   );

@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { writeFileAtomic } from '../common/write-file-atomic.js';
 import { summarizeCpuProfile } from './cpu-profile.js';
-import { endToEndRun, enqueueRun, redisCeiling, startBenchRedis, type QueueRound } from './queue.js';
+import { endToEndRun, enqueueRun, probeLoopRun, redisCeiling, startBenchRedis, type QueueRound } from './queue.js';
 import { renderResults, type BenchResults, type Machine } from './results-markdown.js';
 import {
   AUTOCANNON_CLI,
@@ -237,7 +237,8 @@ async function main(): Promise<void> {
         for (let round = 0; round < queueRounds; round++) {
           const ceiling = await redisCeiling(redis);
           say(`queue round ${round + 1}/${queueRounds}: redis-benchmark LPUSH ${Math.round(ceiling.lpushPipelined)}/s pipelined, ${Math.round(ceiling.lpushTwoClients)}/s from 2 clients`);
-          const queueRound: QueueRound = { ceiling, enqueue: [], endToEnd: [] };
+          const queueRound: QueueRound = { ceiling, probeLoop: await probeLoopRun(url, ctx), enqueue: [], endToEnd: [] };
+          say(`queue round ${round + 1}/${queueRounds}: the job in a loop in one process ${Math.round(queueRound.probeLoop.jobsPerSecond)} jobs/s`);
           for (const mode of orderFor(['flow', 'addBulk'] as const, round)) {
             queueRound.enqueue.push(await enqueueRun(redis, mode));
             say(`queue round ${round + 1}/${queueRounds}: enqueue (${mode}) ${Math.round(queueRound.enqueue.at(-1)!.jobsPerSecond)} jobs/s`);
