@@ -36,6 +36,7 @@ try {
   if (mode === 'flow') {
     await submitRun(fleet, loaded, runId);
   } else {
+    // Only the flow's children are used: the parent's data never reaches Redis here.
     const children = flowOf({ runId } as RunJobData, jobs).children!;
     const byRegion = new Map<string, typeof children>();
     for (const child of children) {
