@@ -42,6 +42,8 @@ COPY --from=build /app/dist/lab dist/lab
 COPY --from=build /app/dist/regions dist/regions
 COPY examples examples
 COPY regions/delay/nfq-delay.c regions/delay/nfq-delay.c
+# The demo's Prometheus loads the alert rules.
+COPY dashboards/alerts dashboards/alerts
 USER node
 # The coordinator's /metrics and /healthz; workers serve /metrics on PROBEFLEET_METRICS_PORT.
 EXPOSE 9470 9471

@@ -10,7 +10,7 @@
 import { fileURLToPath } from 'node:url';
 import { startPrometheus, startPushgateway, PROMETHEUS_BINARIES, type Prometheus, type PromSample, type Pushgateway } from '../common/prometheus-server.js';
 import { PUSH_GROUPS, PROBE_JOB_METRICS, RUN_METRICS } from '../contracts/metric-names.js';
-import { prometheusConfig } from '../dashboards/src/files.js';
+import { prometheusConfig } from '../common/prometheus-config.js';
 import { formatMs } from '../coordinator/report/format.js';
 import { renderTable } from '../coordinator/report/table.js';
 import { hasCommand, TIED_TO_THIS_PROCESS } from './system.js';

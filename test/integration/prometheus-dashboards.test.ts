@@ -13,7 +13,7 @@ import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { buildCatalogue } from '../../dashboards/src/catalogue.js';
 import { DASHBOARDS } from '../../dashboards/src/dashboards.js';
-import { prometheusConfig } from '../../dashboards/src/files.js';
+import { prometheusConfig } from '../../common/prometheus-config.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { everyProbePlan } from '../helpers/metrics-plan.js';
 import { writePlan } from '../helpers/plans.js';
