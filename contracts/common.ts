@@ -34,7 +34,12 @@ export const ERROR_CODES = [
   'CONNECTION_RESET',
   'CONNECT_TIMEOUT',
   'RESPONSE_TIMEOUT',
+  /** The body did not end within the request's time bound (it came too slowly, or stopped). */
   'BODY_TIMEOUT',
+  /** The response head was larger than the client accepts (16 KiB). */
+  'RESPONSE_HEADERS_TOO_LARGE',
+  /** The response body was larger than the worker reads from one response. */
+  'RESPONSE_TOO_LARGE',
   'TLS_CERT_UNTRUSTED',
   'TLS_CERT_EXPIRED',
   'TLS_HOSTNAME_MISMATCH',
@@ -44,6 +49,10 @@ export const ERROR_CODES = [
   'TLS_HANDSHAKE_RESET',
   'HTTP_PROTOCOL_ERROR',
   'HTTP2_ERROR',
+  /** The server sent GOAWAY with an error code while a request was in flight. */
+  'HTTP2_GOAWAY',
+  /** The server reset a request's stream (RST_STREAM with an error code). */
+  'HTTP2_STREAM_RESET',
   'SOCKET_CLOSED',
   'DEADLINE_EXCEEDED',
   'TARGET_REFUSED_BY_POLICY',

@@ -7,12 +7,16 @@ import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody } from './body.js';
 import { TimedConnector, type ConnectionTimeline } from './connector.js';
+import { WireError } from './wire.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
 
+/** Most body bytes read from one response: a target that sends more (a 1 GiB body) fails with RESPONSE_TOO_LARGE. */
+export const MAX_RESPONSE_BYTES = 128 << 20;
+
 export interface TimedClientOptions {
   target: JobTarget;
-  /** Per-request bound: connect, headers, and gaps between body chunks. */
+  /** Per-request bound on the whole exchange, from connecting to the last body byte. */
   timeoutMs: number;
   resumeTlsSessions?: boolean;
 }
@@ -77,6 +81,7 @@ export class TimedHttpClient {
   private readonly hostIsLiteral: boolean;
   /** The target's headers with lower-case names, so a request's own headers replace them rather than doubling them. */
   private readonly targetHeaders: Record<string, string>;
+  private readonly timeoutMs: number;
 
   constructor(options: TimedClientOptions) {
     this.url = new URL(options.target.url);
@@ -93,7 +98,9 @@ export class TimedHttpClient {
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
       keepAliveTimeout: 60_000,
+      maxResponseSize: MAX_RESPONSE_BYTES,
     });
+    this.timeoutMs = options.timeoutMs;
   }
 
   get connections(): readonly ConnectionTimeline[] {
@@ -112,13 +119,25 @@ export class TimedHttpClient {
     let head: ResponseHead | undefined;
     let body: ResponseBody | undefined;
     let serverClosed: boolean | undefined;
+    // undici's own timeouts bound each wait (headers, the gap between two body chunks); this
+    // bounds the whole, so a body that trickles in just fast enough cannot hold the job.
+    const overall = new AbortController();
+    const timer = setTimeout(
+      () =>
+        overall.abort(
+          head
+            ? new WireError(`the body did not end within ${this.timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT')
+            : new WireError(`no response within ${this.timeoutMs} ms`, 'EWIRE_TIMEOUT'),
+        ),
+      this.timeoutMs,
+    );
     try {
       const response = await this.client.request({
         method: opts.method ?? 'GET',
         path: opts.path ?? this.url.pathname + this.url.search,
         headers: { ...this.targetHeaders, ...opts.headers },
         reset: opts.closeAfter ?? false,
-        signal: opts.signal,
+        signal: opts.signal ? AbortSignal.any([opts.signal, overall.signal]) : overall.signal,
       });
       const headersAt = performance.now();
       head = { statusCode: response.statusCode, headers: response.headers };
@@ -158,6 +177,8 @@ export class TimedHttpClient {
         },
         head,
       };
+    } finally {
+      clearTimeout(timer);
     }
   }
 

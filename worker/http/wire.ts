@@ -1,11 +1,14 @@
-// Failures of the hand-driven exchanges (raw HTTP/1.1 heads, node:http2 sessions), with codes
-// that worker/classify-error.ts maps, and the time bound every such exchange runs under.
+// Failures of the hand-driven exchanges (raw HTTP/1.1 heads, node:http2 sessions) and of the
+// time bounds added around undici's, with codes that worker/classify-error.ts maps, and the
+// time bound every such exchange runs under.
 
 export type WireErrorCode =
   /** The peer closed the connection before answering. */
   | 'EWIRE_CLOSED'
   /** No answer within the attempt's time bound. */
   | 'EWIRE_TIMEOUT'
+  /** An answer began, but its body did not end within the attempt's time bound. */
+  | 'EWIRE_BODY_TIMEOUT'
   /** The answer was not what the protocol allows. */
   | 'EWIRE_MALFORMED';
 

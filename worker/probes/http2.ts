@@ -27,7 +27,7 @@ import { TimedConnector } from '../http/connector.js';
 import { H2WireTap, type HeaderBytes } from '../http/h2-wire-tap.js';
 import { h2Get, h2SessionOver } from '../http/h2-session.js';
 import { describeBytes, http1RequestHead, readHttp1ResponseHead } from '../http/raw-http1.js';
-import { readWholeBody } from '../http/timed-client.js';
+import { MAX_RESPONSE_BYTES, readWholeBody } from '../http/timed-client.js';
 import { bounded, WireError } from '../http/wire.js';
 import type { Probe, ProbeOutcome } from './probe.js';
 
@@ -293,6 +293,7 @@ class Http2Run {
       connect: connector.connect,
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,
+      maxResponseSize: MAX_RESPONSE_BYTES,
     });
     const start = performance.now();
     const outcomes = await Promise.all(
