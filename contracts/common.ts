@@ -8,6 +8,18 @@ export const nameSchema = z
   .string()
   .regex(NAME_PATTERN, 'must be 1-63 characters of a-z, 0-9, "-" or "_", starting with a letter or digit');
 
+/**
+ * A list whose values may each appear once: a repeat would ask for the same job twice (jobs with
+ * the same id are one job), so it is a mistake worth naming. Points at the repeated item.
+ */
+export function distinct<T extends z.ZodArray>(list: T, what: string): T {
+  return list.superRefine((values, ctx) => {
+    values.forEach((value, i) => {
+      if (values.indexOf(value) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `lists ${what} "${String(value)}" twice` });
+    });
+  }) as T;
+}
+
 /** The request phases, with the names blackbox_exporter made familiar. */
 export const PHASES = ['resolve', 'connect', 'tls', 'processing', 'transfer', 'total'] as const;
 export type Phase = (typeof PHASES)[number];
