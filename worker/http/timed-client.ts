@@ -120,8 +120,12 @@ export class TimedHttpClient {
     let body: ResponseBody | undefined;
     let serverClosed: boolean | undefined;
     // undici's own timeouts bound each wait (headers, the gap between two body chunks); this
-    // bounds the whole, so a body that trickles in just fast enough cannot hold the job.
+    // bounds the whole, so a body that trickles in just fast enough cannot hold the job. The
+    // caller's signal is relayed by hand: AbortSignal.any per request would pile up on the job's.
     const overall = new AbortController();
+    const relay = () => overall.abort(opts.signal?.reason);
+    if (opts.signal?.aborted) relay();
+    else opts.signal?.addEventListener('abort', relay, { once: true });
     const timer = setTimeout(
       () =>
         overall.abort(
@@ -137,7 +141,7 @@ export class TimedHttpClient {
         path: opts.path ?? this.url.pathname + this.url.search,
         headers: { ...this.targetHeaders, ...opts.headers },
         reset: opts.closeAfter ?? false,
-        signal: opts.signal ? AbortSignal.any([opts.signal, overall.signal]) : overall.signal,
+        signal: overall.signal,
       });
       const headersAt = performance.now();
       head = { statusCode: response.statusCode, headers: response.headers };
@@ -179,6 +183,7 @@ export class TimedHttpClient {
       };
     } finally {
       clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', relay);
     }
   }
 
