@@ -2,7 +2,7 @@
 // requests come back as RequestSamples with per-phase times.
 import { performance } from 'node:perf_hooks';
 import { Client, type Dispatcher } from 'undici';
-import type { PhaseTimes, RequestSample } from '../../contracts/common.js';
+import type { PhaseTimes, ProbeError, RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody } from './body.js';
@@ -177,7 +177,7 @@ export class TimedHttpClient {
           phases: { total: performance.now() - start },
           bodyBytes: 0,
           serverClosed,
-          error: classifyError(err),
+          error: this.withSizeCapNamed(classifyError(err)),
         },
         head,
       };
@@ -185,6 +185,11 @@ export class TimedHttpClient {
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', relay);
     }
+  }
+
+  /** undici's words for the size cap name no size: say which. */
+  private withSizeCapNamed(error: ProbeError): ProbeError {
+    return error.code === 'RESPONSE_TOO_LARGE' ? { ...error, message: `the body passed ${MAX_RESPONSE_BYTES} bytes, the most a worker reads from one response` } : error;
   }
 
   /** Durations from raw timestamps, computed once. */
