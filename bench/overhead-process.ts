@@ -8,6 +8,7 @@ import { createLogger } from '../common/log.js';
 import { median } from '../common/stats.js';
 import { executeJob } from '../worker/execute-job.js';
 import { TimedHttpClient } from '../worker/http/timed-client.js';
+import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../worker/target-policy.js';
 
 export interface LayerCost {
   layer: string;
@@ -41,7 +42,7 @@ const layers: Record<string, () => Promise<void>> = {
     await client.close();
   },
   'probefleet TimedHttpClient (phases, sample per request)': async () => {
-    const client = new TimedHttpClient({ target: job.target, timeoutMs: job.params.timeoutMs });
+    const client = new TimedHttpClient({ target: job.target, timeoutMs: job.params.timeoutMs, policy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS) });
     for (let i = 0; i < requests; i++) await client.request({ seq: i });
     await client.close();
   },

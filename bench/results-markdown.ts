@@ -3,6 +3,7 @@
 import { median } from '../common/stats.js';
 import type { ProfileLine } from './cpu-profile.js';
 import type { LayerCost } from './overhead-process.js';
+import { END_TO_END_SHAPE, END_TO_END_WORKERS, ENQUEUE_SHAPE, jobsOf, PROBE_LOOP_JOBS, type EndToEndRun, type EnqueueRun, type QueueRound } from './queue.js';
 import { SEQUENTIAL_RUNS, type LoadRun, type SequentialRun } from './tools.js';
 
 export interface Machine {
@@ -16,24 +17,30 @@ export interface Machine {
   autocannon: string;
   curl: string;
   wrk: string;
+  redis: string;
+  bullmq: string;
   commit: string;
 }
 
 export interface BenchResults {
   machine: Machine;
-  settings: { rounds: number; requests: number; connections: number; seconds: number };
+  /** `only`: the benchmarks that ran (`--only`); the parts below are there when theirs ran. */
+  settings: { only: string[]; rounds: number; queueRounds: number; requests: number; connections: number; seconds: number };
   /** Per round, the runs in the order they ran. */
-  sequential: SequentialRun[][];
+  sequential?: SequentialRun[][];
   /** Per-request cost of each layer over undici, in one warm process. */
-  layers: LayerCost[];
-  load: LoadRun[][];
+  layers?: LayerCost[];
+  load?: LoadRun[][];
   /** Peak RSS of a bare Node process and of one that only loaded the worker's code. */
-  baseline: { nodeKb: number; workerCodeKb: number };
-  profiles: { sequential?: ProfileLine[]; load?: ProfileLine[] };
+  baseline?: { nodeKb: number; workerCodeKb: number };
+  queue?: QueueRound[];
+  profiles: { sequential?: ProfileLine[]; load?: ProfileLine[]; enqueue?: ProfileLine[]; worker?: ProfileLine[] };
 }
 
 const RSS_LIMIT_MB = 150;
 const SEQUENTIAL_LIMIT = 1.2;
+const ENQUEUE_TARGET = 20_000;
+const END_TO_END_TARGET = 2_000;
 
 const fixed = (n: number, digits = 2) => n.toFixed(digits);
 const ms = (n: number) => `${n < 1 ? n.toFixed(3) : n.toFixed(2)} ms`;
@@ -57,23 +64,29 @@ function profileTable(lines: ProfileLine[]): string {
   return ['| self time | where |', '|---:|---|', ...lines.map((l) => `| ${fixed(l.selfPercent, 1)}% | \`${l.where}\` |`)].join('\n');
 }
 
-export function renderResults(r: BenchResults): { markdown: string; missed: { sequential: boolean; load: boolean } } {
-  const { machine: m, settings: s } = r;
+export interface Missed {
+  sequential: boolean;
+  load: boolean;
+  enqueue: boolean;
+  endToEnd: boolean;
+}
 
-  const seqRatios = r.sequential.map((round) => find(round, 'probefleet').medianMs / find(round, 'curl').medianMs);
-  const seqRatio = median(seqRatios);
-  const runRatio = (run: number) => median(r.sequential.map((round) => find(round, 'probefleet').runMediansMs![run] / find(round, 'curl').medianMs));
-  const firstRunRatio = runRatio(0);
-  const secondRunRatio = runRatio(1);
-  const overUndici = median(r.sequential.map((round) => find(round, 'probefleet').medianMs / find(round, 'undici').medianMs));
-  const undiciOverCurl = median(r.sequential.map((round) => find(round, 'undici').medianMs / find(round, 'curl').medianMs));
-  const acRatios = r.load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'autocannon').requestsPerSecond);
-  const wrkRatios = r.load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'wrk').requestsPerSecond);
-  const acRatio = median(acRatios);
-  const wrkRatio = median(wrkRatios);
-  const seqRssKb = Math.max(...r.sequential.map((round) => find(round, 'probefleet').measured.maxRssKb));
-  const loadRssKb = Math.max(...r.load.map((round) => find(round, 'probefleet').measured.maxRssKb));
-  const missed = { sequential: [seqRatio, secondRunRatio, firstRunRatio].some((x) => x > SEQUENTIAL_LIMIT), load: acRatio < 1 || wrkRatio < 0.5 };
+/** The command that reproduces a run with these settings. */
+function commandOf(s: BenchResults['settings']): string {
+  const only = s.only.length < 3 ? ` --only ${s.only.join(',')}` : '';
+  return `npm ci && npm run bench --${only} --rounds ${s.rounds} --queue-rounds ${s.queueRounds} --requests ${s.requests} --connections ${s.connections} --duration ${s.seconds}`;
+}
+
+export function renderResults(r: BenchResults): { markdown: string; missed: Missed } {
+  const { machine: m, settings: s } = r;
+  const missed: Missed = { sequential: false, load: false, enqueue: false, endToEnd: false };
+  const targets: string[] = [];
+  const sections: string[] = [];
+
+  if (r.sequential && r.layers) renderSequential(r.sequential, r.layers, s, targets, sections, missed);
+  if (r.load) renderLoad(r.load, s, targets, sections, missed);
+  if (r.baseline) renderRss(r, s, targets, sections);
+  if (r.queue) renderQueue(r.queue, targets, sections, missed);
 
   const out: string[] = [];
   out.push(
@@ -85,13 +98,14 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     'rotating the order of the tools from round to round. Each tool runs as a process of its own,',
     'measured the same way: CPU time and peak RSS from `/usr/bin/time`, the lab server\'s CPU time',
     'from `/proc`. probefleet runs as a child that executes the job with the worker\'s own code',
-    '(`bench/probe-process.ts` → `executeJob`).',
+    '(`bench/probe-process.ts` → `executeJob`). The queue benchmark starts a redis-server of its own',
+    'on a free loopback port and flushes it after every run.',
     '',
     'Reproduce (Debian, as root for the packages):',
     '',
     '```sh',
-    'apt-get install -y curl wrk time',
-    `npm ci && npm run bench -- --rounds ${s.rounds} --requests ${s.requests} --connections ${s.connections} --duration ${s.seconds}`,
+    'apt-get install -y curl wrk time redis-server redis-tools',
+    commandOf(s),
     '```',
     '',
     '| machine | |',
@@ -105,6 +119,8 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     `| autocannon | ${m.autocannon} |`,
     `| curl | ${m.curl} |`,
     `| wrk | ${m.wrk} |`,
+    `| Redis | ${m.redis} |`,
+    `| BullMQ | ${m.bullmq} |`,
     `| probefleet commit | ${m.commit} |`,
     '',
     'This machine is shared with other work, which the numbers cannot exclude: every row records',
@@ -115,18 +131,45 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     '',
     '| target | measured | |',
     '|---|---:|---|',
+    ...targets,
+    '',
+    ...sections,
+  );
+
+  const profiles: [string, ProfileLine[] | undefined][] = [
+    [`Sequential (${s.requests} requests)`, r.profiles.sequential],
+    [`Load (${s.connections} connections, ${s.seconds} s)`, r.profiles.load],
+    [`Enqueue: a flow of ${count(jobsOf(ENQUEUE_SHAPE))} jobs (the whole \`enqueue-process\`, split and submitRun)`, r.profiles.enqueue],
+    [`End to end: one of the two \`probefleet worker\` processes (its whole life: start-up, ${count(jobsOf(END_TO_END_SHAPE))} jobs shared with the other, shutdown)`, r.profiles.worker],
+  ];
+  if (profiles.some(([, lines]) => lines)) {
+    out.push(
+      '## CPU profiles',
+      '',
+      'V8 CPU profiles, run once more, untimed, top entries by self time. Sequential and load: the probefleet job alone (for the sequential job, its last run in the process).',
+      '',
+    );
+    for (const [title, lines] of profiles) if (lines) out.push(`### ${title}`, '', profileTable(lines), '');
+  }
+  return { markdown: `${out.join('\n').trimEnd()}\n`, missed };
+}
+
+function renderSequential(sequential: SequentialRun[][], layers: LayerCost[], s: BenchResults['settings'], targets: string[], out: string[], missed: Missed): void {
+  const seqRatios = sequential.map((round) => find(round, 'probefleet').medianMs / find(round, 'curl').medianMs);
+  const seqRatio = median(seqRatios);
+  const runRatio = (run: number) => median(sequential.map((round) => find(round, 'probefleet').runMediansMs![run] / find(round, 'curl').medianMs));
+  const firstRunRatio = runRatio(0);
+  const secondRunRatio = runRatio(1);
+  const overUndici = median(sequential.map((round) => find(round, 'probefleet').medianMs / find(round, 'undici').medianMs));
+  const undiciOverCurl = median(sequential.map((round) => find(round, 'undici').medianMs / find(round, 'curl').medianMs));
+  missed.sequential = [seqRatio, secondRunRatio, firstRunRatio].some((x) => x > SEQUENTIAL_LIMIT);
+  targets.push(
     `| sequential per-request time within ${SEQUENTIAL_LIMIT}x curl's: a long-lived worker (job ${SEQUENTIAL_RUNS} in its process) | ${fixed(seqRatio)}x | ${verdict(seqRatio, SEQUENTIAL_LIMIT, true)} |`,
     `| the same: the second job in a process | ${fixed(secondRunRatio)}x | ${verdict(secondRunRatio, SEQUENTIAL_LIMIT, true)} |`,
     `| the same: the first job of a fresh process | ${fixed(firstRunRatio)}x | ${verdict(firstRunRatio, SEQUENTIAL_LIMIT, true)} |`,
     `| (for context) probefleet over a bare undici loop, warm | ${fixed(overUndici)}x | |`,
     `| (for context) a bare undici loop over curl, warm | ${fixed(undiciOverCurl)}x | |`,
-    `| load throughput at least autocannon's (${s.connections} connections) | ${fixed(acRatio)}x | ${verdict(acRatio, 1, false)} |`,
-    `| load throughput at least half of wrk's (${s.connections} connections) | ${fixed(wrkRatio)}x | ${verdict(wrkRatio, 0.5, false)} |`,
-    `| worker peak RSS under ${RSS_LIMIT_MB} MB, ${s.requests}-request probe | ${mb(seqRssKb)} | ${verdict(seqRssKb / 1024, RSS_LIMIT_MB, true)} |`,
-    `| worker peak RSS under ${RSS_LIMIT_MB} MB, load run | ${mb(loadRssKb)} | ${verdict(loadRssKb / 1024, RSS_LIMIT_MB, true)} |`,
-    '',
   );
-
   out.push(
     `## Sequential: ${s.requests} reused HTTP/1.1 requests`,
     '',
@@ -140,7 +183,7 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     '',
     `| round | tool | median per request (job ${SEQUENTIAL_RUNS}) | job 1 | job 2 | process CPU | peak RSS | load avg |`,
     '|---:|---|---:|---:|---:|---:|---:|---:|',
-    ...r.sequential.flatMap((round, i) =>
+    ...sequential.flatMap((round, i) =>
       round.map(
         (run) =>
           `| ${i + 1} | ${run.tool} | ${ms(run.medianMs)} | ${run.runMediansMs ? ms(run.runMediansMs[0]) : ''} | ${run.runMediansMs ? ms(run.runMediansMs[1]) : ''} | ` +
@@ -148,16 +191,16 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
       ),
     ),
     '',
-    `Median over rounds: probefleet ${ms(median(r.sequential.map((x) => find(x, 'probefleet').medianMs)))} ` +
-      `(job 1: ${ms(median(r.sequential.map((x) => find(x, 'probefleet').runMediansMs![0])))}), ` +
-      `undici ${ms(median(r.sequential.map((x) => find(x, 'undici').medianMs)))}, ` +
-      `curl ${ms(median(r.sequential.map((x) => find(x, 'curl').medianMs)))}; ` +
+    `Median over rounds: probefleet ${ms(median(sequential.map((x) => find(x, 'probefleet').medianMs)))} ` +
+      `(job 1: ${ms(median(sequential.map((x) => find(x, 'probefleet').runMediansMs![0])))}), ` +
+      `undici ${ms(median(sequential.map((x) => find(x, 'undici').medianMs)))}, ` +
+      `curl ${ms(median(sequential.map((x) => find(x, 'curl').medianMs)))}; ` +
       `probefleet / curl per round: ${seqRatios.map((x) => fixed(x)).join(', ')} (median **${fixed(seqRatio)}x**); ` +
       `probefleet / undici: median **${fixed(overUndici)}x**; undici / curl: median **${fixed(undiciOverCurl)}x**.`,
     '',
   );
 
-  const floor = r.layers[0];
+  const floor = layers[0];
   out.push(
     '### Where the sequential time goes',
     '',
@@ -167,14 +210,25 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     '',
     '| layer | client CPU / request | over the floor | wall / request | over the floor |',
     '|---|---:|---:|---:|---:|',
-    ...r.layers.map(
+    ...layers.map(
       (l) =>
         `| ${l.layer} | ${Math.round(l.cpuMicros)} µs | ${fixed(l.cpuMicros / floor.cpuMicros)}x | ${Math.round(l.wallMicros)} µs | ${fixed(l.wallMicros / floor.wallMicros)}x |`,
     ),
     '',
   );
+}
 
-  const loadMedian = (tool: LoadRun['tool'], pick: (run: LoadRun) => number) => median(r.load.map((round) => pick(find(round, tool))));
+function renderLoad(load: LoadRun[][], s: BenchResults['settings'], targets: string[], out: string[], missed: Missed): void {
+  const acRatios = load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'autocannon').requestsPerSecond);
+  const wrkRatios = load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'wrk').requestsPerSecond);
+  const acRatio = median(acRatios);
+  const wrkRatio = median(wrkRatios);
+  missed.load = acRatio < 1 || wrkRatio < 0.5;
+  targets.push(
+    `| load throughput at least autocannon's (${s.connections} connections) | ${fixed(acRatio)}x | ${verdict(acRatio, 1, false)} |`,
+    `| load throughput at least half of wrk's (${s.connections} connections) | ${fixed(wrkRatio)}x | ${verdict(wrkRatio, 0.5, false)} |`,
+  );
+  const loadMedian = (tool: LoadRun['tool'], pick: (run: LoadRun) => number) => median(load.map((round) => pick(find(round, tool))));
   out.push(
     `## Load: ${s.connections} connections for ${s.seconds} s`,
     '',
@@ -185,7 +239,7 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
     '',
     '| round | tool | req/s | p99 | errors | client CPU / request | server CPU / request | client peak RSS | load avg |',
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...r.load.flatMap((round, i) =>
+    ...load.flatMap((round, i) =>
       round.map(
         (run) =>
           `| ${i + 1} | ${run.tool} | ${count(run.requestsPerSecond)} | ${ms(run.p99Ms)} | ${run.errors} | ${us(run.measured.cpuSeconds, run.requests)} | ` +
@@ -205,23 +259,125 @@ export function renderResults(r: BenchResults): { markdown: string; missed: { se
       `probefleet / wrk: ${wrkRatios.map((x) => fixed(x)).join(', ')} (median **${fixed(wrkRatio)}x**).`,
     '',
   );
+}
 
+function renderRss(r: BenchResults, s: BenchResults['settings'], targets: string[], out: string[]): void {
+  const baseline = r.baseline!;
+  const seqRssKb = r.sequential ? Math.max(...r.sequential.map((round) => find(round, 'probefleet').measured.maxRssKb)) : undefined;
+  const loadRssKb = r.load ? Math.max(...r.load.map((round) => find(round, 'probefleet').measured.maxRssKb)) : undefined;
+  const peaks: string[] = [];
+  if (seqRssKb !== undefined) {
+    targets.push(`| worker peak RSS under ${RSS_LIMIT_MB} MB, ${s.requests}-request probe | ${mb(seqRssKb)} | ${verdict(seqRssKb / 1024, RSS_LIMIT_MB, true)} |`);
+    peaks.push(`${mb(seqRssKb)} for the process that ran the ${s.requests}-request \`reuse\` probe (${SEQUENTIAL_RUNS} times over, so the peak covers all of them)`);
+  }
+  if (loadRssKb !== undefined) {
+    targets.push(`| worker peak RSS under ${RSS_LIMIT_MB} MB, load run | ${mb(loadRssKb)} | ${verdict(loadRssKb / 1024, RSS_LIMIT_MB, true)} |`);
+    peaks.push(`${mb(loadRssKb)} during a ${s.seconds} s load run with ${s.connections} connections`);
+  }
   out.push(
     '## Peak RSS of the probefleet process',
     '',
     `The probefleet child loads the worker's code (contracts, undici, pino, the probes) and runs one job;`,
-    `its peak RSS is the kernel's high-water mark for the whole process. Largest over rounds: ${mb(seqRssKb)}`,
-    `for the process that ran the ${s.requests}-request \`reuse\` probe (${SEQUENTIAL_RUNS} times over, so the peak covers`,
-    `all of them), ${mb(loadRssKb)} during a ${s.seconds} s load run with ${s.connections} connections. For scale: a`,
-    `bare Node.js process peaks at ${mb(r.baseline.nodeKb)}, one that only loads the worker's code at ${mb(r.baseline.workerCodeKb)}.`,
-    '(A BullMQ worker process adds its Redis client on top.)',
+    `its peak RSS is the kernel's high-water mark for the whole process. Largest over rounds: ${peaks.join('; ')}.`,
+    `For scale: a bare Node.js process peaks at ${mb(baseline.nodeKb)}, one that only loads the worker's code at ${mb(baseline.workerCodeKb)}.`,
+    '(A BullMQ worker process adds its Redis client on top: see the queue benchmark.)',
     '',
   );
+}
 
-  if (r.profiles.sequential || r.profiles.load) {
-    out.push('## CPU profiles', '', 'V8 CPU profile of the probefleet job alone (run once more, untimed; for the sequential job, its last run in the process), top entries by self time.', '');
-    if (r.profiles.sequential) out.push(`### Sequential (${s.requests} requests)`, '', profileTable(r.profiles.sequential), '');
-    if (r.profiles.load) out.push(`### Load (${s.connections} connections, ${s.seconds} s)`, '', profileTable(r.profiles.load), '');
-  }
-  return { markdown: `${out.join('\n').trimEnd()}\n`, missed };
+const perSecond = (n: number) => `${count(n)}/s`;
+
+function renderQueue(rounds: QueueRound[], targets: string[], out: string[], missed: Missed): void {
+  const enqueueOf = (round: QueueRound, tool: EnqueueRun['tool']) => find(round.enqueue, tool);
+  const endToEndOf = (round: QueueRound, tool: EndToEndRun['tool']) => find(round.endToEnd, tool);
+  const medianOf = (pick: (round: QueueRound) => number) => median(rounds.map(pick));
+  const flow = medianOf((x) => enqueueOf(x, 'flow').jobsPerSecond);
+  const addBulk = medianOf((x) => enqueueOf(x, 'addBulk').jobsPerSecond);
+  const workers = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond);
+  const bare = medianOf((x) => endToEndOf(x, 'bullmq').jobsPerSecond);
+  const loop = medianOf((x) => x.probeLoop.jobsPerSecond);
+  const overLoop = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / x.probeLoop.jobsPerSecond);
+  const overBare = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / endToEndOf(x, 'bullmq').jobsPerSecond);
+  const flowOverPipelined = medianOf((x) => enqueueOf(x, 'flow').jobsPerSecond / x.ceiling.lpushPipelined);
+  const addBulkOverPipelined = medianOf((x) => enqueueOf(x, 'addBulk').jobsPerSecond / x.ceiling.lpushPipelined);
+  const workersOverTwoClients = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / x.ceiling.lpushTwoClients);
+  const bareOverTwoClients = medianOf((x) => endToEndOf(x, 'bullmq').jobsPerSecond / x.ceiling.lpushTwoClients);
+  const workerRssKb = Math.max(...rounds.map((x) => endToEndOf(x, 'probefleet').workerPeakRssKb));
+  const enqueueJobs = count(jobsOf(ENQUEUE_SHAPE));
+  const e2eJobs = count(jobsOf(END_TO_END_SHAPE));
+  missed.enqueue = addBulk < ENQUEUE_TARGET || flow < ENQUEUE_TARGET;
+  missed.endToEnd = workers < END_TO_END_TARGET;
+  targets.push(
+    `| enqueue at least ${count(ENQUEUE_TARGET)} jobs/s with addBulk (${enqueueJobs} jobs) | ${perSecond(addBulk)} | ${verdict(addBulk, ENQUEUE_TARGET, false)} |`,
+    `| the same, as the coordinator enqueues a run: split + one flow (\`submitRun\`) | ${perSecond(flow)} | ${verdict(flow, ENQUEUE_TARGET, false)} |`,
+    `| end to end at least ${count(END_TO_END_TARGET)} light jobs/s with ${END_TO_END_WORKERS} workers (${e2eJobs} jobs, \`probefleet worker\`) | ${perSecond(workers)} | ${verdict(workers, END_TO_END_TARGET, false)} |`,
+    `| (for context) the same jobs through ${END_TO_END_WORKERS} bare BullMQ workers doing nothing | ${perSecond(bare)} | |`,
+    `| (for context) the same job run by \`executeJob\` in a loop in one process, no queue | ${perSecond(loop)} | |`,
+    `| (for context) peak RSS of a \`probefleet worker\` process after its share of the ${e2eJobs} jobs | ${mb(workerRssKb)} | |`,
+  );
+  const { regions, targets: t, experiments } = ENQUEUE_SHAPE;
+  out.push(
+    `## Queue: ${enqueueJobs} jobs enqueued, ${e2eJobs} light jobs through ${END_TO_END_WORKERS} workers`,
+    '',
+    `\`bench/queue.ts\`, on a redis-server of the benchmark's own (no persistence: \`--save '' --appendonly no\`;`,
+    'a production Redis that writes an append-only file would be slower), flushed after every run.',
+    '',
+    `**Enqueue** (\`bench/enqueue-process.ts\`, one process per run): a plan of ${regions} regions × ${t} targets ×`,
+    `${experiments} \`reuse\` experiments = ${enqueueJobs} jobs. \`flow\` is what \`probefleet run --redis\` does:`,
+    '`submitRun` (coordinator/flow.ts) splits the plan and adds one BullMQ flow, a parent `run` job whose',
+    `data lists every job, and ${enqueueJobs} children in ${regions} region queues, in one transaction.`,
+    '`addBulk` takes the same children (same data and options, from `flowOf`) without the parent and adds',
+    'them with `Queue.addBulk`, one call per region queue: what the target names. "split" is `splitPlan`',
+    'alone; the flow\'s time includes a split of its own. Every run checks that all jobs are waiting in Redis.',
+    '',
+    `**End to end**: ${e2eJobs} jobs in one region (${END_TO_END_SHAPE.targets} targets × ${END_TO_END_SHAPE.experiments} experiments × modes`,
+    `${END_TO_END_SHAPE.modes.join(', ')}), each a \`reuse\` probe of one request against the lab target, submitted`,
+    `as a flow while ${END_TO_END_WORKERS} workers of that region wait. \`probefleet\`: ${END_TO_END_WORKERS} real \`probefleet worker\` processes`,
+    '(concurrency 1, the default; info logs to a file). `bullmq`: the floor, 2 bare BullMQ workers with',
+    'the same connection settings whose processor does nothing (`bench/bare-worker-process.ts`). Time is',
+    'from the first job\'s start to the last job\'s end as BullMQ recorded them (`processedOn`,',
+    '`finishedOn`), so process start-up and the submit are outside it. Errors: failed jobs, or probe',
+    'results that are not ok. `loop`: one of these jobs run ' + `${count(PROBE_LOOP_JOBS)}` + ' times by `executeJob` in one process, no',
+    'queue, no Redis (`bench/probe-process.ts`): what the probe itself costs; two workers on two cores',
+    'cannot beat twice this. Its CPU per job includes the process\'s start-up.',
+    '',
+    '**Ceiling**: `redis-benchmark -t lpush` on the same server, each round: 50 clients with 100 commands',
+    'per pipeline (how fast this Redis takes pipelined writes: the ceiling for enqueueing, which',
+    'pipelines), and 2 clients one command at a time (the round trips two workers could make, each',
+    'waiting for its answer: the ceiling for the end-to-end run).',
+    '',
+    '| round | LPUSH/s, pipelined | LPUSH/s, 2 clients | load avg |',
+    '|---:|---:|---:|---:|',
+    ...rounds.map((x, i) => `| ${i + 1} | ${count(x.ceiling.lpushPipelined)} | ${count(x.ceiling.lpushTwoClients)} | ${fixed(x.enqueue[0].measured.loadAverage)} |`),
+    '',
+    `| round | enqueue | jobs | split | enqueue time | jobs/s | / LPUSH pipelined | process CPU | Redis CPU | process peak RSS | load avg |`,
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rounds.flatMap((x, i) =>
+      x.enqueue.map(
+        (run) =>
+          `| ${i + 1} | ${run.tool} | ${count(run.jobs)} | ${fixed(run.splitMs / 1000)} s | ${fixed(run.enqueueMs / 1000)} s | ${count(run.jobsPerSecond)} | ` +
+          `${fixed(run.jobsPerSecond / x.ceiling.lpushPipelined, 3)} | ${fixed(run.measured.cpuSeconds)} s | ${fixed(run.measured.serverCpuSeconds)} s | ${mb(run.measured.maxRssKb)} | ${fixed(run.measured.loadAverage)} |`,
+      ),
+    ),
+    '',
+    `| round | workers | jobs | errors | time | jobs/s | / LPUSH 2 clients | worker CPU / job | Redis CPU / job | worker peak RSS | load avg |`,
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rounds.flatMap((x, i) =>
+      x.endToEnd.map(
+        (run) =>
+          `| ${i + 1} | ${run.tool} | ${count(run.jobs)} | ${run.errors} | ${fixed(run.seconds)} s | ${count(run.jobsPerSecond)} | ${fixed(run.jobsPerSecond / x.ceiling.lpushTwoClients, 3)} | ` +
+          `${us(run.workerCpuSeconds, run.jobs)} | ${us(run.redisCpuSeconds, run.jobs)} | ${mb(run.workerPeakRssKb)} | ${fixed(run.loadAverage)} |`,
+      ).concat(
+        `| ${i + 1} | loop (1 process) | ${count(x.probeLoop.jobs)} | 0 | ${fixed(x.probeLoop.seconds)} s | ${count(x.probeLoop.jobsPerSecond)} | | ` +
+          `${us(x.probeLoop.measured.cpuSeconds, x.probeLoop.jobs)} | | ${mb(x.probeLoop.measured.maxRssKb)} | ${fixed(x.probeLoop.measured.loadAverage)} |`,
+      ),
+    ),
+    '',
+    `Medians over rounds: enqueue ${perSecond(flow)} as a flow, ${perSecond(addBulk)} with addBulk ` +
+      `(**${fixed(flowOverPipelined, 3)}x** and **${fixed(addBulkOverPipelined, 3)}x** pipelined LPUSH); end to end ${perSecond(workers)} with ` +
+      `${END_TO_END_WORKERS} \`probefleet worker\` processes, ${perSecond(bare)} with bare BullMQ workers (probefleet / bare: **${fixed(overBare)}x**; ` +
+      `probefleet / one-process loop: **${fixed(overLoop)}x**; ` +
+      `**${fixed(workersOverTwoClients, 3)}x** and **${fixed(bareOverTwoClients, 3)}x** of 2-client LPUSH). Largest worker peak RSS: ${mb(workerRssKb)}.`,
+    '',
+  );
 }

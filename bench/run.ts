@@ -4,11 +4,14 @@
 //               with a bare undici loop as the floor under probefleet
 //   load:       probefleet `load` vs autocannon vs wrk, same connections and duration
 //   peak RSS:   of the probefleet (worker code) processes in both
+//   queue:      split + enqueue of 100,000 jobs, and 10,000 light jobs through two region
+//               workers, on a redis-server of its own, against redis-benchmark on that server
 // Tools alternate within each round so that whatever else runs on the machine hits them alike.
-// Writes bench/results.md (or --out); not part of `npm test`.
+// `--only queue` (or sequential, load; comma-separated) runs some of them. Writes
+// bench/results.md (or --out); not part of `npm test`.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { cpus, release, tmpdir, totalmem, type as osType } from 'node:os';
 import path from 'node:path';
@@ -17,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { writeFileAtomic } from '../common/write-file-atomic.js';
 import { summarizeCpuProfile } from './cpu-profile.js';
+import { endToEndRun, enqueueRun, probeLoopRun, redisCeiling, startBenchRedis, type QueueRound } from './queue.js';
 import { renderResults, type BenchResults, type Machine } from './results-markdown.js';
 import {
   AUTOCANNON_CLI,
@@ -49,13 +53,28 @@ function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(':').some((dir) => existsSync(path.join(dir, command)));
 }
 
-/** What this benchmark needs besides Node; each with how to get it. */
-function missingPrerequisites(): string[] {
+const BENCHMARKS = ['sequential', 'load', 'queue'] as const;
+type Benchmark = (typeof BENCHMARKS)[number];
+
+function benchmarksOf(only: string): Set<Benchmark> {
+  const names = only.split(',').map((name) => name.trim());
+  const unknown = names.filter((name) => !(BENCHMARKS as readonly string[]).includes(name));
+  if (unknown.length > 0 || names.length === 0) {
+    process.stderr.write(`bench: --only takes ${BENCHMARKS.join(', ')} (comma-separated), got "${only}"\n`);
+    process.exit(2);
+  }
+  return new Set(names as Benchmark[]);
+}
+
+/** What the chosen benchmarks need besides Node; each with how to get it. */
+function missingPrerequisites(selected: Set<Benchmark>): string[] {
   const missing: string[] = [];
-  if (!onPath('curl')) missing.push('curl (apt-get install curl)');
-  if (!onPath('wrk')) missing.push('wrk (apt-get install wrk)');
+  if (selected.has('sequential') && !onPath('curl')) missing.push('curl (apt-get install curl)');
+  if (selected.has('load') && !onPath('wrk')) missing.push('wrk (apt-get install wrk)');
   if (!existsSync('/usr/bin/time')) missing.push('/usr/bin/time (apt-get install time)');
-  if (!existsSync(AUTOCANNON_CLI)) missing.push('autocannon (a devDependency: npm ci)');
+  if (selected.has('load') && !existsSync(AUTOCANNON_CLI)) missing.push('autocannon (a devDependency: npm ci)');
+  if (selected.has('queue') && !onPath('redis-server')) missing.push('redis-server (apt-get install redis-server)');
+  if (selected.has('queue') && !onPath('redis-benchmark')) missing.push('redis-benchmark (apt-get install redis-tools)');
   return missing;
 }
 
@@ -92,8 +111,10 @@ function describeMachine(): Machine {
     undici: packageVersion('undici'),
     hdrHistogram: packageVersion('hdr-histogram-js'),
     autocannon: packageVersion('autocannon'),
-    curl: firstLine('curl', ['--version']),
-    wrk: firstLine('wrk', ['-v']),
+    curl: onPath('curl') ? firstLine('curl', ['--version']) : 'not installed',
+    wrk: onPath('wrk') ? firstLine('wrk', ['-v']) : 'not installed',
+    redis: onPath('redis-server') ? firstLine('redis-server', ['--version']) : 'not installed',
+    bullmq: packageVersion('bullmq'),
     commit,
   };
 }
@@ -127,21 +148,28 @@ function orderFor<T>(items: readonly T[], round: number): T[] {
   return [...items.slice(k), ...items.slice(0, k)];
 }
 
-async function profileOf(run: (ctx: ToolContext) => Promise<unknown>, ctx: ToolContext) {
+/** Runs `run` with a fresh folder for CPU profiles and summarizes the first profile written there. */
+async function profileInto(run: (dir: string) => Promise<unknown>) {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-bench-profile-'));
   try {
-    const profileFile = path.join(dir, 'job.cpuprofile');
-    await run({ ...ctx, profileFile });
-    return await summarizeCpuProfile(profileFile, 15);
+    await run(dir);
+    const [file] = (await readdir(dir)).filter((name) => name.endsWith('.cpuprofile')).sort();
+    if (!file) throw new Error(`no CPU profile was written into ${dir}`);
+    return await summarizeCpuProfile(path.join(dir, file), 15);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
+const profileOf = (run: (ctx: ToolContext) => Promise<unknown>, ctx: ToolContext) =>
+  profileInto((dir) => run({ ...ctx, profileFile: path.join(dir, 'job.cpuprofile') }));
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
+      only: { type: 'string', default: BENCHMARKS.join(',') },
       rounds: { type: 'string', default: '5' },
+      'queue-rounds': { type: 'string', default: '3' },
       requests: { type: 'string', default: '200' },
       connections: { type: 'string', default: '10' },
       duration: { type: 'string', default: '10' },
@@ -149,12 +177,14 @@ async function main(): Promise<void> {
       profile: { type: 'boolean', default: false },
     },
   });
+  const selected = benchmarksOf(values.only);
   const rounds = positiveNumber('rounds', values.rounds, 50);
+  const queueRounds = positiveNumber('queue-rounds', values['queue-rounds'], 10);
   const requests = positiveNumber('requests', values.requests, 10_000);
   const connections = positiveNumber('connections', values.connections, 1000);
   const seconds = positiveNumber('duration', values.duration, 600);
 
-  const missing = missingPrerequisites();
+  const missing = missingPrerequisites(selected);
   if (missing.length > 0) {
     process.stderr.write(`bench: missing ${missing.join(', ')}\n`);
     process.exit(1);
@@ -164,44 +194,81 @@ async function main(): Promise<void> {
   const ctx: ToolContext = { serverPid: lab.pid };
   const url = `${lab.urls.keepalive}/`;
   const say = (text: string) => process.stderr.write(`bench: ${text}\n`);
+  const results: BenchResults = { machine, settings: { only: [...selected], rounds, queueRounds, requests, connections, seconds }, profiles: {} };
   try {
     say(`lab target at ${url} (pid ${lab.pid}); warming it up`);
-    await curlSequential(url, requests, ctx);
-    await wrkLoad(url, connections, 2, ctx);
+    if (selected.has('sequential')) await curlSequential(url, requests, ctx);
+    if (selected.has('load')) await wrkLoad(url, connections, 2, ctx);
 
-    const sequential: SequentialRun[][] = [];
-    const sequentialTools = { probefleet: probefleetSequential, undici: undiciSequential, curl: curlSequential };
-    for (let round = 0; round < rounds; round++) {
-      const runs: SequentialRun[] = [];
-      for (const tool of orderFor(['probefleet', 'undici', 'curl'] as const, round)) {
-        runs.push(await sequentialTools[tool](url, requests, ctx));
-        say(`sequential round ${round + 1}/${rounds}: ${tool} median ${runs.at(-1)!.medianMs.toFixed(3)} ms`);
+    if (selected.has('sequential')) {
+      results.sequential = [];
+      const sequentialTools = { probefleet: probefleetSequential, undici: undiciSequential, curl: curlSequential };
+      for (let round = 0; round < rounds; round++) {
+        const runs: SequentialRun[] = [];
+        for (const tool of orderFor(['probefleet', 'undici', 'curl'] as const, round)) {
+          runs.push(await sequentialTools[tool](url, requests, ctx));
+          say(`sequential round ${round + 1}/${rounds}: ${tool} median ${runs.at(-1)!.medianMs.toFixed(3)} ms`);
+        }
+        results.sequential.push(runs);
       }
-      sequential.push(runs);
+      say('measuring where the sequential time goes, layer by layer');
+      results.layers = await probefleetOverhead(url, 1000, ctx);
     }
 
-    say('measuring where the sequential time goes, layer by layer');
-    const layers = await probefleetOverhead(url, 1000, ctx);
-
-    const load: LoadRun[][] = [];
-    const loadTools = { probefleet: probefleetLoad, autocannon: autocannonLoad, wrk: wrkLoad };
-    for (let round = 0; round < rounds; round++) {
-      const runs: LoadRun[] = [];
-      for (const tool of orderFor(['probefleet', 'autocannon', 'wrk'] as const, round)) {
-        runs.push(await loadTools[tool](url, connections, seconds, ctx));
-        say(`load round ${round + 1}/${rounds}: ${tool} ${Math.round(runs.at(-1)!.requestsPerSecond)} req/s, p99 ${runs.at(-1)!.p99Ms} ms`);
+    if (selected.has('load')) {
+      results.load = [];
+      const loadTools = { probefleet: probefleetLoad, autocannon: autocannonLoad, wrk: wrkLoad };
+      for (let round = 0; round < rounds; round++) {
+        const runs: LoadRun[] = [];
+        for (const tool of orderFor(['probefleet', 'autocannon', 'wrk'] as const, round)) {
+          runs.push(await loadTools[tool](url, connections, seconds, ctx));
+          say(`load round ${round + 1}/${rounds}: ${tool} ${Math.round(runs.at(-1)!.requestsPerSecond)} req/s, p99 ${runs.at(-1)!.p99Ms} ms`);
+        }
+        results.load.push(runs);
       }
-      load.push(runs);
+    }
+    if (selected.has('sequential') || selected.has('load')) results.baseline = await baselineRss(ctx);
+
+    if (selected.has('queue')) {
+      const redis = await startBenchRedis();
+      try {
+        say(`redis-server of the benchmark at ${redis.url} (pid ${redis.pid})`);
+        results.queue = [];
+        for (let round = 0; round < queueRounds; round++) {
+          const ceiling = await redisCeiling(redis);
+          say(`queue round ${round + 1}/${queueRounds}: redis-benchmark LPUSH ${Math.round(ceiling.lpushPipelined)}/s pipelined, ${Math.round(ceiling.lpushTwoClients)}/s from 2 clients`);
+          const queueRound: QueueRound = { ceiling, probeLoop: await probeLoopRun(url, ctx), enqueue: [], endToEnd: [] };
+          say(`queue round ${round + 1}/${queueRounds}: the job in a loop in one process ${Math.round(queueRound.probeLoop.jobsPerSecond)} jobs/s`);
+          for (const mode of orderFor(['flow', 'addBulk'] as const, round)) {
+            queueRound.enqueue.push(await enqueueRun(redis, mode));
+            say(`queue round ${round + 1}/${queueRounds}: enqueue (${mode}) ${Math.round(queueRound.enqueue.at(-1)!.jobsPerSecond)} jobs/s`);
+          }
+          for (const tool of orderFor(['probefleet', 'bullmq'] as const, round)) {
+            queueRound.endToEnd.push(await endToEndRun(redis, url, tool));
+            say(`queue round ${round + 1}/${queueRounds}: end to end (${tool} workers) ${Math.round(queueRound.endToEnd.at(-1)!.jobsPerSecond)} jobs/s`);
+          }
+          results.queue.push(queueRound);
+        }
+        const missedQueue = renderResults(results).missed;
+        if (missedQueue.enqueue || values.profile) {
+          say('profiling a probefleet flow submit');
+          results.profiles.enqueue = await profileInto((dir) => enqueueRun(redis, 'flow', dir));
+        }
+        if (missedQueue.endToEnd || values.profile) {
+          say('profiling a probefleet worker');
+          results.profiles.worker = await profileInto((dir) => endToEndRun(redis, url, 'probefleet', dir));
+        }
+      } finally {
+        await redis.stop();
+      }
     }
 
-    const baseline = await baselineRss(ctx);
-    const results: BenchResults = { machine, settings: { rounds, requests, connections, seconds }, sequential, layers, load, baseline, profiles: {} };
     const missed = renderResults(results).missed;
-    if (missed.sequential || values.profile) {
+    if (missed.sequential || (selected.has('sequential') && values.profile)) {
       say('profiling a probefleet sequential run');
       results.profiles.sequential = await profileOf((c) => probefleetSequential(url, requests, c), ctx);
     }
-    if (missed.load || values.profile) {
+    if (missed.load || (selected.has('load') && values.profile)) {
       say('profiling a probefleet load run');
       results.profiles.load = await profileOf((c) => probefleetLoad(url, connections, seconds, c), ctx);
     }

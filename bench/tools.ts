@@ -51,7 +51,7 @@ async function jobFor(planYaml: string): Promise<JobPayload> {
 }
 
 /** Runs the job `runs` times in one child process (bench/probe-process.ts). */
-async function runProbefleet<K extends 'reuse' | 'load'>(
+export async function runProbefleet<K extends 'reuse' | 'load'>(
   job: JobPayload,
   runs: number,
   ctx: ToolContext,

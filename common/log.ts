@@ -1,18 +1,15 @@
 // Structured logs (pino) on stderr, so stdout stays free for tables and JSON.
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
-/** Header values from plans may carry credentials; they never reach a log line. */
-const REDACT = [
-  'headers.authorization',
-  'headers.cookie',
-  'headers["proxy-authorization"]',
-  '*.headers.authorization',
-  '*.headers.cookie',
-  '*.headers["proxy-authorization"]',
-];
+/**
+ * Header values never reach a log line: any header of a plan may carry a credential, and header
+ * names come in any case (pino's paths are case-sensitive), so every value under a `headers`
+ * object is redacted, up to the depth a job's target sits at (`job.target.headers`).
+ */
+export const REDACTED_PATHS = ['headers.*', '*.headers.*', '*.*.headers.*'];
 
-export function createLogger(name: string, level = process.env.PROBEFLEET_LOG_LEVEL ?? 'info'): Logger {
-  return pino({ name, level, redact: { paths: REDACT, censor: '[redacted]' } }, pino.destination(2));
+export function createLogger(name: string, level = process.env.PROBEFLEET_LOG_LEVEL ?? 'info', destination: DestinationStream = pino.destination(2)): Logger {
+  return pino({ name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, destination);
 }

@@ -50,8 +50,6 @@ export const ERROR_CODES = [
   'BODY_TIMEOUT',
   /** The response head was larger than the client accepts (16 KiB). */
   'RESPONSE_HEADERS_TOO_LARGE',
-  /** The response body was larger than the worker reads from one response. */
-  'RESPONSE_TOO_LARGE',
   'TLS_CERT_UNTRUSTED',
   'TLS_CERT_EXPIRED',
   'TLS_HOSTNAME_MISMATCH',
@@ -70,6 +68,10 @@ export const ERROR_CODES = [
   'TARGET_REFUSED_BY_POLICY',
   /** The body is not what the probe needs (not JSON for the drain probe's json mode, too large to decode). */
   'UNEXPECTED_BODY',
+  /** The response was longer than a job may read (JOB_LIMITS.responseBytes); reading stopped there. */
+  'RESPONSE_TOO_LARGE',
+  /** A header refers to an environment variable (`${env:NAME}`) this worker does not have. */
+  'SECRET_NOT_SET',
   'INVALID_JOB',
   'INTERNAL_ERROR',
 ] as const;

@@ -2,6 +2,7 @@
 // again on receipt (Redis is a trust boundary), and what the embedded runner hands over.
 import { z } from 'zod';
 import { nameSchema } from './common.js';
+import { JOB_LIMITS } from './limits.js';
 import { targetSchema } from './plan.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams, type ProbeVariant } from './probes/index.js';
 
@@ -38,7 +39,7 @@ function jobSchemaFor<K extends ProbeKind>(kind: K) {
     params: PROBES[kind].params,
     variant: PROBES[kind].variant,
     /** The job's time bound; the probe stops and reports what it has when it is reached. */
-    timeLimitMs: z.int().min(1).max(3_600_000),
+    timeLimitMs: z.int().min(1).max(JOB_LIMITS.durationSeconds * 1000),
   });
 }
 

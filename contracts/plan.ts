@@ -3,6 +3,8 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { distinct, nameSchema } from './common.js';
+import { capsExceeded, JOB_LIMITS, overCapMessage, type JobDemands } from './limits.js';
+import { headerValueProblem } from './secrets.js';
 import { schemeOf } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
 
@@ -35,9 +37,16 @@ export const targetTlsSchema = z.strictObject({
 export const targetSchema = z.strictObject({
   name: nameSchema,
   url: httpUrlSchema,
-  /** Extra request headers sent with every request to this target. */
+  /** Extra request headers sent with every request to this target. Values may refer to the
+   * worker's environment (`${env:NAME}`); credentials (Authorization, Cookie...) must. */
   headers: z
     .record(z.string().regex(HEADER_NAME, 'not a valid header name'), z.string())
+    .superRefine((headers, ctx) => {
+      for (const [name, value] of Object.entries(headers)) {
+        const problem = headerValueProblem(name, value);
+        if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+      }
+    })
     .optional(),
   tls: targetTlsSchema.optional(),
 });
@@ -95,10 +104,14 @@ export const planSchema = z
     targets: z.array(targetSchema).min(1).max(100),
     experiments: z.array(experimentSchema).min(1).max(50),
     schedule: scheduleSchema.optional(),
-    /** Time bound of each job; a probe still running then stops and reports what it has. */
-    jobTimeoutSeconds: z.int().min(1).max(3600).default(300),
+    /** Time bound of each job; a probe still running then stops and reports what it has. At most
+     * JOB_LIMITS.durationSeconds, checked below so that the message names the cap. */
+    jobTimeoutSeconds: z.int().min(1).meta({ maximum: JOB_LIMITS.durationSeconds }).default(300),
   })
   .superRefine((plan, ctx) => {
+    if (plan.jobTimeoutSeconds > JOB_LIMITS.durationSeconds) {
+      ctx.addIssue({ code: 'custom', path: ['jobTimeoutSeconds'], message: overCapMessage('durationSeconds', `${plan.jobTimeoutSeconds} s`) });
+    }
     reportDuplicates(plan.regions, ['regions'], 'region', ctx);
     reportDuplicates(
       plan.targets.map((t) => t.name),
@@ -113,6 +126,10 @@ export const planSchema = z
       }
     });
     plan.experiments.forEach((experiment, i) => reportUnmeasurableTargets(plan.targets, experiment, i, ctx));
+    plan.experiments.forEach((experiment, i) => {
+      const demands = (PROBES[experiment.probe].demands as (params: Experiment) => JobDemands)(experiment);
+      for (const { param, message } of capsExceeded(demands)) ctx.addIssue({ code: 'custom', path: ['experiments', i, param], message });
+    });
     const known = new Set(plan.targets.map((t) => t.name));
     plan.experiments.forEach((experiment, i) => {
       experiment.targets?.forEach((name, j) => {

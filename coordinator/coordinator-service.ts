@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { JOB_NAMES, reportKeys, RUNS_QUEUE } from '../contracts/queues.js';
 import { scheduledRunDataSchema } from '../contracts/run-job.js';
+import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { bullmqConnection } from '../common/redis.js';
 import { settlesWithin } from '../common/settle.js';
@@ -48,7 +49,15 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
   const pusher = options.pushgateway ? new MetricsPusher(options.pushgateway, log, metrics.registry) : undefined;
 
   const fireSchedule = async (job: Job) => {
-    const parsed = scheduledRunDataSchema.safeParse(job.data);
+    let opened: unknown;
+    try {
+      // The plan in a schedule becomes signed jobs: it must itself be signed with the key.
+      opened = openSignedData(job.data, fleet.jobKey);
+    } catch (err) {
+      if (err instanceof JobSignatureError) throw new UnrecoverableError(`schedule ${job.repeatJobKey ?? job.id}: ${err.message}`);
+      throw err;
+    }
+    const parsed = scheduledRunDataSchema.safeParse(opened);
     if (!parsed.success) throw new UnrecoverableError(`schedule ${job.repeatJobKey ?? job.id} holds no valid plan: ${parsed.error.issues[0]?.message}`);
     const { plan, tls, deadlineSeconds } = parsed.data;
     // The run id comes from the time the schedule fired, so redoing this job adds nothing twice.

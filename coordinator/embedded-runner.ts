@@ -4,21 +4,23 @@ import type { JobPayload } from '../contracts/job.js';
 import type { ProbeResult } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
 import { executeJob } from '../worker/execute-job.js';
+import type { TargetPolicy } from '../worker/target-policy.js';
 import type { Progress } from './progress.js';
 
 export const EMBEDDED_REGION = 'local';
 
 /** `region`: the region the jobs are for (an emulated region runs its own jobs); default `local`.
- * `onResult`: told about each result as its job finishes (metrics). */
+ * `onResult`: told about each result as its job finishes (metrics).
+ * `targetPolicy`: where probes may connect; default: loopback allowed, private ranges refused. */
 export async function runEmbedded(
   jobs: JobPayload[],
-  options: { log: Logger; progress: Progress; signal?: AbortSignal; region?: string; onResult?: (result: ProbeResult) => void },
+  options: { log: Logger; progress: Progress; signal?: AbortSignal; region?: string; onResult?: (result: ProbeResult) => void; targetPolicy?: TargetPolicy },
 ): Promise<ProbeResult[]> {
   const results: ProbeResult[] = [];
   options.progress.start(jobs.length);
   for (const job of jobs) {
     if (options.signal?.aborted) break;
-    const result = await executeJob(job, { region: options.region ?? EMBEDDED_REGION, log: options.log, signal: options.signal });
+    const result = await executeJob(job, { region: options.region ?? EMBEDDED_REGION, log: options.log, signal: options.signal, targetPolicy: options.targetPolicy });
     results.push(result);
     options.onResult?.(result);
     options.progress.step(`${job.probe} ${Object.values(job.variant).join(' ')} ${job.target.name}`);

@@ -15,6 +15,8 @@ export interface FleetOptions {
   /** How long stored reports are kept. */
   reportRetentionSeconds?: number;
   log: Logger;
+  /** Signs the jobs and schedules this side adds (common/job-signature.ts); unsigned without it. */
+  jobKey?: string;
 }
 
 export interface Fleet {
@@ -24,6 +26,7 @@ export interface Fleet {
   flows: FlowProducer;
   client: Redis;
   store: ReportStore;
+  jobKey?: string;
   /** A region's queue (opened on first use, closed with the fleet). */
   regionQueue(region: string): Queue;
   close(): Promise<void>;
@@ -53,6 +56,7 @@ export function openFleet(options: FleetOptions): Fleet {
     runs,
     flows,
     client,
+    ...(options.jobKey ? { jobKey: options.jobKey } : {}),
     store: new ReportStore(client, prefix, options.reportRetentionSeconds),
     regionQueue(region) {
       let queue = regionQueues.get(region);

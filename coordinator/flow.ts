@@ -6,6 +6,7 @@ import { JOB_NAMES, regionQueueName, reportKeys, RUNS_QUEUE } from '../contracts
 import type { JobPayload } from '../contracts/job.js';
 import type { JobRef } from '../contracts/result.js';
 import { RUN_JOB_SCHEMA, runJobDataSchema, type RunJobData } from '../contracts/run-job.js';
+import { signData } from '../common/job-signature.js';
 import type { Fleet } from './fleet.js';
 import type { LoadedPlan } from './plan-loader.js';
 import { redactPlan } from './run-report.js';
@@ -35,8 +36,9 @@ export function jobRefOf(job: JobPayload): JobRef {
 
 const RETENTION = { removeOnComplete: { age: JOB_RETENTION_SECONDS }, removeOnFail: { age: JOB_RETENTION_SECONDS } };
 
-/** The flow of a run: adding it again (a retried submit) adds nothing, every id being fixed. */
-export function flowOf(data: RunJobData, jobs: JobPayload[]): FlowJob {
+/** The flow of a run: adding it again (a retried submit) adds nothing, every id being fixed.
+ * With a key, each job's data is signed for the workers. */
+export function flowOf(data: RunJobData, jobs: JobPayload[], jobKey?: string): FlowJob {
   return {
     name: JOB_NAMES.run,
     queueName: RUNS_QUEUE,
@@ -45,7 +47,7 @@ export function flowOf(data: RunJobData, jobs: JobPayload[]): FlowJob {
     children: jobs.map((job) => ({
       name: JOB_NAMES.probe,
       queueName: regionQueueName(job.region),
-      data: job,
+      data: signData(job, jobKey),
       opts: {
         jobId: job.jobId,
         attempts: JOB_ATTEMPTS,
@@ -88,6 +90,6 @@ export async function submitRun(
     jobs: jobs.map(jobRefOf),
   };
   await fleet.client.sadd(reportKeys.regions(fleet.prefix), ...loaded.plan.regions);
-  await fleet.flows.add(flowOf(data, jobs));
+  await fleet.flows.add(flowOf(data, jobs, fleet.jobKey));
   return { runId, jobs, data, added: true };
 }

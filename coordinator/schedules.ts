@@ -4,6 +4,7 @@ import { scheduleSchema } from '../contracts/plan.js';
 import { JOB_NAMES } from '../contracts/queues.js';
 import { SCHEDULED_RUN_SCHEMA, scheduledRunDataSchema, type ScheduledRunData } from '../contracts/run-job.js';
 import { formatIssuePath } from '../common/issue-path.js';
+import { openSignedData, signData } from '../common/job-signature.js';
 import type { Fleet } from './fleet.js';
 import { JOB_RETENTION_SECONDS } from './flow.js';
 import type { LoadedPlan } from './plan-loader.js';
@@ -55,7 +56,7 @@ export async function addSchedule(fleet: Fleet, loaded: LoadedPlan, spec: Schedu
   const name = loaded.plan.name;
   await fleet.runs.upsertJobScheduler(name, 'everyMs' in spec ? { every: spec.everyMs } : { pattern: spec.cron, tz: spec.tz }, {
     name: JOB_NAMES.scheduledRun,
-    data,
+    data: signData(data, fleet.jobKey),
     opts: { removeOnComplete: { age: JOB_RETENTION_SECONDS }, removeOnFail: { age: JOB_RETENTION_SECONDS } },
   });
   const info = (await listSchedules(fleet)).find((s) => s.name === name);
@@ -66,7 +67,7 @@ export async function addSchedule(fleet: Fleet, loaded: LoadedPlan, spec: Schedu
 export async function listSchedules(fleet: Fleet): Promise<ScheduleInfo[]> {
   const schedulers = await fleet.runs.getJobSchedulers(0, -1, true);
   return schedulers.map((s) => {
-    const data = scheduledRunDataSchema.safeParse(s.template?.data);
+    const data = scheduledRunDataSchema.safeParse(openSignedData(s.template?.data, undefined));
     const plan = data.success ? data.data.plan : undefined;
     return {
       name: s.key,

@@ -138,6 +138,8 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       started.push({ server, sockets });
       const port = await listen(server, host, basePort === 0 ? 0 : basePort + spec.offset, spec.name);
       await spec.ready?.(server);
+      // Connections made while getting ready (the refused server's own) are not the clients'.
+      accepted = 0;
       const urlHost = host.includes(':') ? `[${host}]` : host;
       servers[spec.name] = {
         name: spec.name,

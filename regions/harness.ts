@@ -25,6 +25,8 @@ import { CommandError, run } from './system.js';
 
 /** Where the target host answers, from every region. Exists only inside the harness's namespaces. */
 export const TARGET_ADDRESS = '10.77.0.1';
+/** The --allow-targets entry region workers and runners need (a private address): the target host only. */
+export const TARGET_ALLOWANCE = `${TARGET_ADDRESS}/32`;
 export const MAX_REGIONS = 200;
 const MAX_RTT_MS = 10_000;
 /** Interface names inside the namespaces (fixed: each namespace has its own). */

@@ -5,6 +5,7 @@
 //
 //   this machine:  redis-server 127.0.0.1:P, the coordinator, `probefleet run --redis`
 //   each region:   worker (real-time priority) ── 127.0.0.1:P, port relay, no delay ──▶ Redis
+//                         │                       (and the Pushgateway, when the demo has one)
 //                         └──────── its delayed link ────────▶ the lab on the target host
 //
 // Every process is tied to this one (tiedToThisProcess): if it dies, even by SIGKILL, they die
@@ -16,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { Logger } from '../common/log.js';
 import { freeLoopbackPort, startRedisServer, type RedisServer } from '../common/redis-server.js';
-import type { Regions } from './harness.js';
+import { TARGET_ALLOWANCE, type Regions } from './harness.js';
 import { TIED_TO_THIS_PROCESS, tiedToThisProcess } from './system.js';
 
 const CLI = fileURLToPath(new URL('../coordinator/cli.js', import.meta.url));
@@ -59,9 +60,12 @@ export interface RegionFleetOptions {
   /** Must forward the Redis port (RegionsOptions.forwardPorts). */
   regions: Regions;
   redisUrl: string;
-  /** Added to every worker's command line: the place for options workers grow (a Pushgateway
-   * URL, a target allowlist), so the demo passes them through without knowing them. */
+  /** Added to every worker's command line: the place for options workers grow (a target
+   * allowlist), so the demo passes them through without knowing them. */
   workerArgs?: string[];
+  /** Where the workers, the coordinator and `run` push their metrics; forwarded into the regions
+   * like Redis (RegionsOptions.forwardPorts), so the same 127.0.0.1 URL everywhere. */
+  pushgatewayUrl?: string;
   log: Logger;
 }
 
@@ -166,12 +170,13 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
     log.debug('fleet stopped');
   };
 
-  const coordinatorArgs = ['coordinator', '--redis', redisUrl, '--port', '0', ...names.flatMap((name) => ['--region', name])];
+  const pushArgs = options.pushgatewayUrl ? ['--pushgateway', options.pushgatewayUrl] : [];
+  const coordinatorArgs = ['coordinator', '--redis', redisUrl, '--port', '0', ...names.flatMap((name) => ['--region', name]), ...pushArgs];
   const startingCoordinator = startCli('coordinator', null, (spawnOptions) => spawn(...tiedToThisProcess(process.execPath, [CLI, ...coordinatorArgs]), spawnOptions), 'serving; Ctrl-C to stop', log).then(
     (started) => (coordinator = started),
   );
   const startingWorkers = regions.regions.map((region) => {
-    const workerArgs = ['worker', '--region', region.name, '--redis', redisUrl, '--shutdown-grace-seconds', String(WORKER_GRACE_SECONDS), ...(options.workerArgs ?? [])];
+    const workerArgs = ['worker', '--region', region.name, '--redis', redisUrl, '--allow-targets', TARGET_ALLOWANCE, '--shutdown-grace-seconds', String(WORKER_GRACE_SECONDS), ...pushArgs, ...(options.workerArgs ?? [])];
     return startCli(
       `worker ${region.name}`,
       region.namespace,
@@ -196,7 +201,7 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
     metricsUrl: String(up[0].ready.metrics),
     processes,
     run(planFile, extraArgs = []) {
-      const child = spawn(...tiedToThisProcess(process.execPath, [CLI, 'run', planFile, '--redis', redisUrl, '--regions', ...names, ...extraArgs]), {
+      const child = spawn(...tiedToThisProcess(process.execPath, [CLI, 'run', planFile, '--redis', redisUrl, '--regions', ...names, ...pushArgs, ...extraArgs]), {
         stdio: ['ignore', 'inherit', 'inherit'],
         detached: true,
       });

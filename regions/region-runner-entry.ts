@@ -5,10 +5,14 @@ import { text } from 'node:stream/consumers';
 import { createLogger } from '../common/log.js';
 import { runEmbedded } from '../coordinator/embedded-runner.js';
 import { progressFor } from '../coordinator/progress.js';
+import { TargetPolicy } from '../worker/target-policy.js';
+import { TARGET_ALLOWANCE } from './harness.js';
 
 const region = process.argv[2];
 if (!region) throw new Error('usage: region-runner-entry.js REGION < jobs.json');
 const jobs = JSON.parse(await text(process.stdin));
 const log = createLogger(`region-${region}`, process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
-const results = await runEmbedded(jobs, { log, progress: progressFor(), region });
+// The target host is on a private address; nothing else in the namespace is a target.
+const targetPolicy = new TargetPolicy({ allowLoopback: false, allowTargets: [TARGET_ALLOWANCE] });
+const results = await runEmbedded(jobs, { log, progress: progressFor(), region, targetPolicy });
 process.stdout.write(`${JSON.stringify(results)}\n`);

@@ -31,6 +31,8 @@ const BY_CODE: Record<string, ErrorCode> = {
   ERR_SSL_UNSUPPORTED_PROTOCOL: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_NO_PROTOCOLS_AVAILABLE: 'TLS_VERSION_UNSUPPORTED',
+  // worker/target-policy.ts: the address is not one this worker may connect to.
+  TARGET_REFUSED_BY_POLICY: 'TARGET_REFUSED_BY_POLICY',
   // Thrown by probes' body consumers (worker/http/body.ts).
   UNEXPECTED_BODY: 'UNEXPECTED_BODY',
 
@@ -41,6 +43,7 @@ const BY_CODE: Record<string, ErrorCode> = {
   EWIRE_TIMEOUT: 'RESPONSE_TIMEOUT',
   EWIRE_BODY_TIMEOUT: 'BODY_TIMEOUT',
   EWIRE_MALFORMED: 'HTTP_PROTOCOL_ERROR',
+  EWIRE_TOO_LARGE: 'RESPONSE_TOO_LARGE',
   // node:http2: a GOAWAY with an error code destroys the session with this one; a stream the
   // peer reset (RST_STREAM with an error code) is destroyed with the other.
   ERR_HTTP2_SESSION_ERROR: 'HTTP2_GOAWAY',

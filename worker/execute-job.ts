@@ -2,13 +2,17 @@
 // payload (Redis is a trust boundary), bounds it in time, and wraps the outcome in a result.
 import { hostname } from 'node:os';
 import type { z } from 'zod';
+import type { ProbeError } from '../contracts/common.js';
 import { jobPayloadSchema, type JobOf, type JobPayload } from '../contracts/job.js';
-import type { ProbeKind } from '../contracts/probes/index.js';
+import { capsExceeded, type JobDemands } from '../contracts/limits.js';
+import { PROBES, type ProbeKind } from '../contracts/probes/index.js';
 import { RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/result.js';
 import { formatIssuePath } from '../common/issue-path.js';
 import type { Logger } from '../common/log.js';
 import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
-import type { ProbeOutcome } from './probes/probe.js';
+import type { ProbeContext, ProbeOutcome } from './probes/probe.js';
+import { SecretNotSetError, withSecrets } from './secrets.js';
+import { EMBEDDED_POLICY_SETTINGS, TargetPolicy, TargetRefusedError } from './target-policy.js';
 
 /** A payload that can never run: retrying it cannot help. */
 export class InvalidJobError extends Error {
@@ -21,14 +25,22 @@ export interface ExecuteOptions {
   log: Logger;
   /** Shutdown of the worker; the job's own time bound is added to it. */
   signal?: AbortSignal;
+  /** Where probes may connect. @defaultValue the embedded run's: loopback allowed, private ranges refused */
+  targetPolicy?: TargetPolicy;
 }
+
+const EMBEDDED_POLICY = new TargetPolicy(EMBEDDED_POLICY_SETTINGS);
 
 export function parseJobPayload(payload: unknown): JobPayload {
   const parsed = jobPayloadSchema.safeParse(payload);
   if (!parsed.success) {
     throw new InvalidJobError(`invalid job payload: ${describeIssues(parsed.error)}`);
   }
-  return parsed.data as JobPayload;
+  const job = parsed.data as JobPayload;
+  // Each parameter is within its bounds; together they may still ask for more than a job may.
+  const over = capsExceeded((PROBES[job.probe].demands as (params: JobPayload['params']) => JobDemands)(job.params));
+  if (over.length > 0) throw new InvalidJobError(`invalid job payload: ${over.map((o) => `params.${o.param}: ${o.message}`).join('; ')}`);
+  return job;
 }
 
 function describeIssues(error: z.ZodError): string {
@@ -47,7 +59,8 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   const signal = AbortSignal.any([AbortSignal.timeout(job.timeLimitMs), ...(options.signal ? [options.signal] : [])]);
   const startedAt = new Date().toISOString();
   log.debug({ variant: job.variant }, 'probe starting');
-  const outcome = await runProbe(job, signal, log);
+  const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
+  const outcome = (await refusedTarget(job, targetPolicy)) ?? (await withSecretsIn(job, (ready) => runProbe(ready, { signal, log, targetPolicy })));
   const result = {
     schema: RESULT_SCHEMA,
     jobId: job.jobId,
@@ -69,18 +82,44 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   return result;
 }
 
-async function runProbe<K extends ProbeKind>(job: JobOf<K>, signal: AbortSignal, log: Logger): Promise<ProbeOutcome<K> | ProbeOutcome<ProbeKind>> {
+async function runProbe<K extends ProbeKind>(job: JobOf<K>, ctx: ProbeContext): Promise<ProbeOutcome<K> | ProbeOutcome<ProbeKind>> {
   const probe = PROBE_IMPLEMENTATIONS[job.probe];
   try {
-    return await probe(job, { signal, log });
+    return await probe(job, ctx);
   } catch (err) {
     // A throw from a probe is a bug, not a target failure: report it, keep the worker up.
-    log.error({ err }, 'probe failed unexpectedly');
-    return {
-      summary: { requests: 0, errors: 0, connectionsOpened: 0, durationMs: 0, phases: {} },
-      details: null,
-      findings: [],
-      error: { code: 'INTERNAL_ERROR', message: `probe ${job.probe} failed: ${(err as Error).message}` },
-    };
+    ctx.log.error({ err }, 'probe failed unexpectedly');
+    return notRun({ code: 'INTERNAL_ERROR', message: `probe ${job.probe} failed: ${(err as Error).message}` });
   }
+}
+
+/**
+ * A target the policy refuses is one result with the reason, whatever the probe: the probe does
+ * not start. Each connection is checked again where it is opened (the name may resolve elsewhere
+ * by then); a failed lookup here is left to the probe, which reports it its own way.
+ */
+async function refusedTarget(job: JobPayload, policy: TargetPolicy): Promise<ProbeOutcome<ProbeKind> | undefined> {
+  try {
+    await policy.resolve(new URL(job.target.url).hostname);
+    return undefined;
+  } catch (err) {
+    return err instanceof TargetRefusedError ? notRun({ code: 'TARGET_REFUSED_BY_POLICY', message: err.message }) : undefined;
+  }
+}
+
+/** Runs the job with its header references filled in from this worker's environment; a missing
+ * variable is a result saying which, and the probe does not start. */
+async function withSecretsIn(job: JobPayload, run: (job: JobPayload) => Promise<ProbeOutcome<ProbeKind>>): Promise<ProbeOutcome<ProbeKind>> {
+  let target;
+  try {
+    target = withSecrets(job.target);
+  } catch (err) {
+    if (err instanceof SecretNotSetError) return notRun({ code: 'SECRET_NOT_SET', message: err.message });
+    throw err;
+  }
+  return run({ ...job, target } as JobPayload);
+}
+
+function notRun(error: ProbeError): ProbeOutcome<ProbeKind> {
+  return { summary: { requests: 0, errors: 0, connectionsOpened: 0, durationMs: 0, phases: {} }, details: null, findings: [], error };
 }

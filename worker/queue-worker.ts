@@ -6,11 +6,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { JOB_NAMES, regionQueueName } from '../contracts/queues.js';
 import type { ProbeResult } from '../contracts/result.js';
+import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { bullmqConnection, type RedisSettings } from '../common/redis.js';
 import { executeJob, InvalidJobError, parseJobPayload } from './execute-job.js';
 import { observeJobs, type JobObserver } from './metrics/job-metrics.js';
+import type { TargetPolicy } from './target-policy.js';
 
 /** A probe that has not returned this long after its own time bound is stuck: the job fails. */
 const TIME_BOUND_GRACE_MS = 10_000;
@@ -30,6 +32,10 @@ export interface RegionWorkerOptions {
   log: Logger;
   /** Told about every job: metrics (worker/metrics/job-metrics.ts). */
   observer?: JobObserver;
+  /** Where this worker's probes may connect. */
+  targetPolicy: TargetPolicy;
+  /** With a key, only jobs signed with it run (common/job-signature.ts); without, none are checked. */
+  jobKey?: string;
 }
 
 export interface RegionWorker {
@@ -52,14 +58,14 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     }
     let result: ProbeResult;
     try {
-      const payload = parseJobPayload(job.data);
+      const payload = parseJobPayload(openSignedData(job.data, options.jobKey));
       result = await withinBound(
-        executeJob(payload, { region, log, signal }),
+        executeJob(payload, { region, log, signal, targetPolicy: options.targetPolicy }),
         payload.timeLimitMs + TIME_BOUND_GRACE_MS,
         `the probe did not stop within its time bound (${payload.timeLimitMs} ms)`,
       );
     } catch (err) {
-      if (err instanceof InvalidJobError || err instanceof TimeBoundError) {
+      if (err instanceof InvalidJobError || err instanceof JobSignatureError || err instanceof TimeBoundError) {
         log.warn({ jobId: job.id, reason: err.message }, 'job failed for good');
         throw new UnrecoverableError(err.message);
       }

@@ -1,7 +1,7 @@
 // The `compression` probe: is compression worth it for this response and link?
 import { z } from 'zod';
 import { distinct, requestSampleSchema } from '../common.js';
-import { defineProbe, schemeOf } from './define.js';
+import { defineProbe, schemeOf, sequential } from './define.js';
 
 /** What the probe may ask for in Accept-Encoding; zstd is measured only where the runtime has it. */
 export const ACCEPT_ENCODINGS = ['identity', 'gzip', 'br', 'zstd'] as const;
@@ -109,4 +109,5 @@ export const compressionProbe = defineProbe({
     samples: z.array(requestSampleSchema.extend({ acceptEncoding: z.enum(ACCEPT_ENCODINGS) })),
   }),
   variants: (_params, target) => [{ scheme: schemeOf(target.url) }],
+  demands: (params) => sequential({ value: params.encodings.length * params.requests, param: 'requests', how: `${params.encodings.length} encodings x ${params.requests} requests` }),
 });

@@ -2,7 +2,7 @@
 // origin still get?
 import { z } from 'zod';
 import { probeErrorSchema, requestSampleSchema } from '../common.js';
-import { defineProbe, schemeOf } from './define.js';
+import { defineProbe, schemeOf, sequential } from './define.js';
 
 /** An origin as a browser sends it: scheme://host[:port], nothing else. */
 const originSchema = z.string().superRefine((value, ctx) => {
@@ -92,4 +92,9 @@ export const corsProbe = defineProbe({
     samples: z.array(requestSampleSchema),
   }),
   variants: (_params, target) => [{ scheme: schemeOf(target.url) }],
+  // Per origin (the plan's and one made up) a preflight and a request; then the server's log.
+  demands: (params) => {
+    const origins = params.allowedOrigins.length + params.refusedOrigins.length + 1;
+    return sequential({ value: 2 * origins + 1, param: 'allowedOrigins', how: `${origins} origins x 2 + 1` });
+  },
 });

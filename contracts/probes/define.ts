@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { Demand, JobDemands } from '../limits.js';
 
 /** What the plan, the splitter and the worker know about one probe kind. */
 export interface ProbeContract<
@@ -19,6 +20,8 @@ export interface ProbeContract<
   schemes?: readonly Scheme[];
   /** The variants one experiment makes for one target, in a stable order. */
   variants(params: z.output<P>, target: { url: string }): z.output<V>[];
+  /** The most one job of the experiment sends, and at once: checked against JOB_LIMITS. */
+  demands(params: z.output<P>): JobDemands;
 }
 
 export function defineProbe<K extends string, P extends z.ZodObject, V extends z.ZodObject, D extends z.ZodType>(
@@ -31,4 +34,9 @@ export type Scheme = 'http' | 'https';
 
 export function schemeOf(url: string): Scheme {
   return new URL(url).protocol === 'https:' ? 'https' : 'http';
+}
+
+/** A probe that sends one request at a time. */
+export function sequential(requests: Demand): JobDemands {
+  return { requests, concurrency: { value: 1, param: requests.param, how: 'one request at a time' } };
 }

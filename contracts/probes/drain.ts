@@ -1,7 +1,7 @@
 // The `drain` probe: does the client lose connection reuse when it leaves a body unread?
 import { z } from 'zod';
 import { distinct, requestSampleSchema } from '../common.js';
-import { defineProbe, schemeOf } from './define.js';
+import { defineProbe, schemeOf, sequential } from './define.js';
 
 /**
  * full: read every body to its end. unread: close it without reading (Go's `defer
@@ -59,4 +59,6 @@ export const drainProbe = defineProbe({
     samples: z.array(drainSampleSchema),
   }),
   variants: (params, target) => params.modes.map((mode) => ({ mode, scheme: schemeOf(target.url) })),
+  // One more connection on https asks whether the target speaks HTTP/2.
+  demands: (params) => sequential({ value: params.requests + 1, param: 'requests', how: `${params.requests} requests + 1` }),
 });

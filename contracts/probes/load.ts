@@ -1,6 +1,7 @@
 // The `load` probe: how does the target hold up under concurrency?
 import { z } from 'zod';
 import { distinct, ERROR_CODES, nameSchema } from '../common.js';
+import { JOB_LIMITS } from '../limits.js';
 import { defineProbe } from './define.js';
 
 /** `reused`: HTTP/1.1 keep-alive connections; `new`: HTTP/1.1, a new connection per request
@@ -21,7 +22,7 @@ export const loadParamsSchema = z.strictObject({
   /** How long to send requests; the job's time bound still applies. */
   durationSeconds: z.number().min(0.1).max(600).default(10),
   /** Stop after this many requests, if that comes before the end of the duration. */
-  requests: z.int().min(1).max(10_000_000).optional(),
+  requests: z.int().min(1).max(JOB_LIMITS.requests).optional(),
   /** Open loop: requests per second, sent on schedule whatever the answers do; latency counts
    * from each request's intended send time (coordinated omission corrected). Closed loop when absent. */
   rate: z.number().min(0.1).max(100_000).optional(),
@@ -106,6 +107,21 @@ export const loadProbe = defineProbe({
   variant: loadVariantSchema,
   details: loadDetailsSchema,
   variants: (params) => params.modes.map((mode) => ({ mode, loop: params.rate === undefined ? ('closed' as const) : ('open' as const) })),
+  demands: (params) => {
+    const streams = params.modes.includes('h2') ? params.streams : 1;
+    const scheduled = params.rate === undefined ? undefined : Math.ceil(params.rate * params.durationSeconds);
+    // A closed loop with no request count sends as fast as the target answers: the worker stops it at the cap.
+    const requests =
+      params.requests !== undefined && (scheduled === undefined || params.requests <= scheduled)
+        ? { value: params.requests, param: 'requests', how: `${params.requests} requests` }
+        : scheduled !== undefined
+          ? { value: scheduled, param: 'rate', how: `${params.rate} requests/s x ${params.durationSeconds} s` }
+          : { value: 0, param: 'requests', how: 'as many as the duration allows, stopped at the cap' };
+    return {
+      requests,
+      concurrency: { value: params.connections * streams, param: streams > 1 ? 'streams' : 'connections', how: `${params.connections} connections x ${streams} streams` },
+    };
+  },
 });
 
 /** One target and variant's load results from every region, merged (histograms added, never

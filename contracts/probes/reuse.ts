@@ -1,7 +1,7 @@
 // The `reuse` probe: what does a new connection cost compared with a reused one?
 import { z } from 'zod';
 import { distinct, requestSampleSchema } from '../common.js';
-import { defineProbe, schemeOf } from './define.js';
+import { defineProbe, schemeOf, sequential } from './define.js';
 
 export const REUSE_MODES = ['reused', 'new', 'cold'] as const;
 
@@ -27,4 +27,5 @@ export const reuseProbe = defineProbe({
     samples: z.array(requestSampleSchema),
   }),
   variants: (params, target) => params.modes.map((mode) => ({ mode, scheme: schemeOf(target.url) })),
+  demands: (params) => sequential({ value: params.requests, param: 'requests', how: `${params.requests} requests` }),
 });

@@ -1,7 +1,7 @@
 // The `tls` probe: what does the handshake cost, and can it be avoided?
 import { z } from 'zod';
 import { distinct, percentilesSchema, phaseTimesSchema, probeErrorSchema } from '../common.js';
-import { defineProbe } from './define.js';
+import { defineProbe, sequential } from './define.js';
 
 export const TLS_VERSIONS = ['1.2', '1.3'] as const;
 export type TlsVersion = (typeof TLS_VERSIONS)[number];
@@ -89,4 +89,5 @@ export const tlsProbe = defineProbe({
     samples: z.array(handshakeSampleSchema),
   }),
   variants: (params) => params.versions.map((version) => ({ version })),
+  demands: (params) => sequential({ value: params.samples * (params.resumption ? 2 : 1), param: 'samples', how: `${params.samples} samples${params.resumption ? ' x 2 (full and resumed)' : ''}` }),
 });

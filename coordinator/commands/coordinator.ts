@@ -31,7 +31,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
     const pushgateway = pushgatewaySettingsOf(args);
     const log = createLogger('coordinator');
     const fleet = fleetOf(args, log, Math.round(args.reportRetentionDays * 86_400));
-    log.info({ redis: redactRedisUrl(fleet.redis.url), prefix: fleet.prefix }, 'connecting');
+    log.info({ redis: redactRedisUrl(fleet.redis.url), prefix: fleet.prefix, signsJobs: fleet.jobKey !== undefined }, 'connecting');
     const coordinator = await startCoordinator({
       fleet,
       log,

@@ -1,19 +1,26 @@
 // `probefleet demo`: a whole fleet on one machine. Emulated regions (regions/harness.ts; default
 // three with different round-trip times), a redis-server of its own on a free port, the lab on
 // the target host, a coordinator and one real worker process per region inside that region's
-// namespace (regions/region-fleet.ts); then `probefleet run PLAN --redis` across the regions,
-// its report, and everything torn down again, also after a failure or Ctrl-C. Needs root.
+// namespace (regions/region-fleet.ts), and a Pushgateway and Prometheus when they are installed
+// (regions/fleet-metrics.ts); then `probefleet run PLAN --redis` across the regions, its report,
+// what Prometheus holds of it, and everything torn down again, also after a failure or Ctrl-C.
+// Needs root.
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
+import { freeLoopbackPort } from '../../common/redis-server.js';
 import { startRegions, type Regions } from '../../regions/harness.js';
 import { checkRegionsSupported, RegionsUnavailableError } from '../../regions/preflight.js';
 import { startFleetRedis, startRegionFleet, type FleetRedis, type RegionFleet } from '../../regions/region-fleet.js';
+import { runDirFor } from '../../regions/cleanup.js';
+import { fleetMetricsMissing, startFleetMetrics, type FleetMetrics } from '../../regions/fleet-metrics.js';
 import { hasCommand } from '../../regions/system.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { loadPlanFile } from '../plan-loader.js';
 import { renderTable } from '../report/table.js';
+import { splitPlan } from '../split.js';
 import { describeRegions, regionOptions, regionSpecs } from './regions.js';
 
 export const DEMO_PLAN = fileURLToPath(new URL('../../../examples/regions-demo.yaml', import.meta.url));
@@ -33,16 +40,46 @@ const options = (y: Argv) =>
       array: true,
       default: [] as string[],
       describe: 'an extra option for every worker, e.g. --worker-arg=--concurrency=2; repeat for more',
+    })
+    .option('metrics', {
+      type: 'boolean',
+      default: true,
+      describe: 'a Pushgateway and Prometheus for the fleet, when installed (--no-metrics: none)',
+    })
+    .option('keep-up', {
+      type: 'boolean',
+      default: false,
+      describe: 'after the report, keep everything (regions, fleet, Prometheus, Pushgateway) up until Enter or Ctrl-C',
     });
 
-function describeFleet(redis: FleetRedis, lab: TargetLab, fleet: RegionFleet, regions: Regions): string {
+function describeFleet(redis: FleetRedis, lab: TargetLab, fleet: RegionFleet, regions: Regions, metrics: FleetMetrics | undefined): string {
   const ports = Object.values(lab.servers).map((url) => Number(new URL(url).port));
   const rows = [
     ['redis-server', String(redis.pid), 'this machine', `${redis.url} (the same address in every region, without delay)`],
+    ...(metrics
+      ? [
+          ['pushgateway', String(metrics.pushgateway.pid), 'this machine', `${metrics.pushgateway.url} (the same address in every region, without delay)`],
+          ['prometheus', String(metrics.prometheus.pid), 'this machine', `${metrics.prometheus.url} (scrapes the Pushgateway every second)`],
+        ]
+      : []),
     ['lab target', '-', regions.target.namespace, `${regions.target.address}, ports ${Math.min(...ports)}-${Math.max(...ports)}`],
     ...fleet.processes.map((p) => [p.what, String(p.pid), p.namespace ?? 'this machine', p.what === 'coordinator' ? fleet.metricsUrl : '']),
   ];
-  return `Fleet (every process is stopped when the demo ends)\n${renderTable(['process', 'pid', 'runs in', 'address'], rows, 'lrll')}\nlab CA certificate: ${lab.caFile}\n`;
+  const whileItRuns = metrics
+    ? `while it runs: ${metrics.prometheus.url}/graph (try probefleet_new_connection_cost_seconds), ${metrics.pushgateway.url} (the pushed groups); --keep-up keeps them after the report\n`
+    : '';
+  return `Fleet (every process is stopped when the demo ends)\n${renderTable(['process', 'pid', 'runs in', 'address'], rows, 'lrll')}\nlab CA certificate: ${lab.caFile}\n${whileItRuns}`;
+}
+
+/** Resolves on Enter, or when stdin ends. Ctrl-C ends the demo as it does mid-run: the regions'
+ * handlers remove the namespaces and every process tied to the demo dies with it. */
+async function untilEnter(): Promise<void> {
+  const lines = createInterface({ input: process.stdin });
+  await new Promise<void>((resolve) => {
+    lines.once('line', () => resolve());
+    lines.once('close', () => resolve());
+  });
+  lines.close();
 }
 
 export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
@@ -51,7 +88,7 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
   builder: options,
   handler: async (args) => {
     const log = createLogger('demo', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
-    await loadPlanFile(args.plan); // a bad plan is bad input (exit 2), before anything is built
+    const loaded = await loadPlanFile(args.plan); // a bad plan is bad input (exit 2), before anything is built
     const specs = regionSpecs(args.region);
     if (!specs) return;
     checkRegionsSupported();
@@ -64,24 +101,47 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
       throw new RegionsUnavailableError(`the demo needs ${missing.map(([c]) => c).join(' and ')}: apt-get install ${missing.map(([, p]) => p).join(' ')}`);
     }
 
+    const metricsMissing = args.metrics ? fleetMetricsMissing() : 'not asked for (--no-metrics)';
+    if (metricsMissing) process.stderr.write(`demo: no Pushgateway and Prometheus: ${metricsMissing}; running without metrics\n`);
+
     const startedAt = Date.now();
     const redis = await startFleetRedis();
     let regions: Regions | undefined;
     let lab: TargetLab | undefined;
     let fleet: RegionFleet | undefined;
+    let metrics: FleetMetrics | undefined;
     try {
-      regions = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, forwardPorts: [redis.port, ...args.forwardPort], log });
-      // Node starts slowly on a busy machine: the lab and the fleet's processes start side by side,
-      // and both are waited for before a failure counts, so that `finally` stops what did start.
-      const startingLab = startTargetLab(regions).then((started) => (lab = started));
-      const startingFleet = startRegionFleet({ regions, redisUrl: redis.url, workerArgs: args.workerArg, log }).then((started) => (fleet = started));
-      await Promise.allSettled([startingLab, startingFleet]);
-      const [startedLab, startedFleet] = await Promise.all([startingLab, startingFleet]);
-      process.stdout.write(`Emulated regions\n${describeRegions(regions)}\n${describeFleet(redis, startedLab, startedFleet, regions)}\n`);
+      const pushgatewayPort = metricsMissing ? undefined : await freeLoopbackPort();
+      const forwardPorts = [redis.port, ...(pushgatewayPort ? [pushgatewayPort] : []), ...args.forwardPort];
+      const built = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, forwardPorts, log });
+      regions = built;
+      // Node starts slowly on a busy machine: the lab, the fleet's processes and the metrics start
+      // side by side, and all are waited for before a failure counts, so that `finally` stops what did start.
+      const pushgatewayUrl = pushgatewayPort ? `http://127.0.0.1:${pushgatewayPort}` : undefined;
+      const startingLab = startTargetLab(built).then((started) => (lab = started));
+      const startingFleet = startRegionFleet({ regions: built, redisUrl: redis.url, workerArgs: args.workerArg, pushgatewayUrl, log }).then((started) => (fleet = started));
+      const startingMetrics = pushgatewayPort
+        ? startFleetMetrics({ pushgatewayPort, parentDir: runDirFor(built.id) }).then((started) => (metrics = started))
+        : Promise.resolve(undefined);
+      await Promise.allSettled([startingLab, startingFleet, startingMetrics]);
+      const [startedLab, startedFleet, startedMetrics] = await Promise.all([startingLab, startingFleet, startingMetrics]);
+      process.stdout.write(`Emulated regions\n${describeRegions(built)}\n${describeFleet(redis, startedLab, startedFleet, built, startedMetrics)}\n`);
       process.exitCode = await startedFleet.run(args.plan, args.json ? ['--json', args.json] : []);
+      // After a failed run the wait for every region's numbers would only time out.
+      if (startedMetrics && process.exitCode === 0) {
+        const names = built.regions.map((r) => r.name);
+        const jobs = splitPlan({ ...loaded, plan: { ...loaded.plan, regions: names } }, 'demo');
+        const jobsPerRegion = new Map(names.map((name) => [name, jobs.filter((job) => job.region === name).length]));
+        process.stdout.write(`\n${await startedMetrics.regionalComparison(loaded.plan.name, jobsPerRegion)}`);
+      }
+      if (args.keepUp) {
+        process.stderr.write(`demo: everything stays up${startedMetrics ? ` (Prometheus ${startedMetrics.prometheus.url})` : ''}; press Enter (or Ctrl-C) to stop and remove it\n`);
+        await untilEnter();
+      }
     } finally {
-      process.stderr.write('demo: stopping the workers, the coordinator, the lab and Redis; removing the regions\n');
+      process.stderr.write(`demo: stopping the workers, the coordinator, the lab${metrics ? ', Prometheus, the Pushgateway' : ''} and Redis; removing the regions\n`);
       await fleet?.close();
+      await metrics?.close();
       await lab?.close();
       await regions?.close();
       await redis.stop();

@@ -3,6 +3,7 @@ import type { Argv } from 'yargs';
 import { DEFAULT_QUEUE_PREFIX, prefixProblem } from '../../contracts/queues.js';
 import type { Logger } from '../../common/log.js';
 import { DEFAULT_REDIS_URL, redisSettingsFrom, type RedisSettings } from '../../common/redis.js';
+import { jobKeyFromEnv, JobKeyError } from '../../common/job-signature.js';
 import { openFleet, type Fleet } from '../fleet.js';
 
 export const redisArgs = (y: Argv) =>
@@ -44,5 +45,15 @@ export function prefixOf(args: RedisArgs): string {
 }
 
 export function fleetOf(args: RedisArgs, log: Logger, reportRetentionSeconds?: number): Fleet {
-  return openFleet({ redis: redisSettingsOf(args), prefix: prefixOf(args), log, ...(reportRetentionSeconds ? { reportRetentionSeconds } : {}) });
+  return openFleet({ redis: redisSettingsOf(args), prefix: prefixOf(args), log, jobKey: jobKeyOf(), ...(reportRetentionSeconds ? { reportRetentionSeconds } : {}) });
+}
+
+/** PROBEFLEET_JOB_KEY, checked: a key too short to trust is bad input. */
+export function jobKeyOf(): string | undefined {
+  try {
+    return jobKeyFromEnv();
+  } catch (err) {
+    if (err instanceof JobKeyError) throw new BadArgumentError(err.message);
+    throw err;
+  }
 }

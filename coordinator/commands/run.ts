@@ -28,9 +28,10 @@ import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
 import { MetricsPusher } from '../../worker/metrics/pusher.js';
 import { pushRunMetrics } from '../../worker/metrics/run-metrics.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
+import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 
 const options = (y: Argv) =>
-  reportFileArgs(instanceArg(pushgatewayArgs(redisArgs(y))))
+  targetPolicyArgs(reportFileArgs(instanceArg(pushgatewayArgs(redisArgs(y)))), true)
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('lab', { type: 'boolean', default: false, describe: 'start the lab target for the duration of the run' })
@@ -49,7 +50,13 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   handler: async (args) => {
     const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan);
-    if (redisUrlFrom(args)) return runDistributed(args, loaded, log);
+    if (redisUrlFrom(args)) {
+      for (const [given, option] of [[args.allowLoopback !== undefined, '--allow-loopback'], [args.allowTargets !== undefined, '--allow-targets']] as const) {
+        if (given) throw new BadArgumentError(`${option} applies to embedded runs; with --redis each worker has its own`);
+      }
+      return runDistributed(args, loaded, log);
+    }
+    const targetPolicy = targetPolicyOf(args, true);
     for (const [given, option] of [[args.runId !== undefined, '--run-id'], [args.deadline !== undefined, '--deadline'], [args.detach, '--detach'], [args.regions !== undefined, '--regions']] as const) {
       if (given) throw new BadArgumentError(`${option} needs --redis (or REDIS_URL)`);
     }
@@ -70,7 +77,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     try {
       if (args.lab) lab = await startLab({ basePort: args.labPort, log });
       const startedAt = new Date();
-      const results = await runEmbedded(jobs, { log, progress: progressFor(), signal: stop.signal, onResult: (result) => metrics?.recordResult(result) });
+      const results = await runEmbedded(jobs, { log, progress: progressFor(), signal: stop.signal, targetPolicy, onResult: (result) => metrics?.recordResult(result) });
       const report = buildRunReport({ runId, mode: 'embedded', plan, startedAt, finishedAt: new Date(), results });
       process.stdout.write(renderRunReport(report));
       await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });

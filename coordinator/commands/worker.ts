@@ -8,10 +8,11 @@ import { startRegionWorker } from '../../worker/queue-worker.js';
 import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
 import { serveMetrics } from '../../worker/metrics/metrics-server.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
-import { BadArgumentError, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
+import { BadArgumentError, jobKeyOf, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
+import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 
 const options = (y: Argv) =>
-  instanceArg(pushgatewayArgs(redisArgs(y)))
+  targetPolicyArgs(instanceArg(pushgatewayArgs(redisArgs(y))), false)
     .option('region', { type: 'string', demandOption: true, describe: 'the region this worker measures from; it takes only this region\'s jobs' })
     .option('concurrency', { type: 'number', default: 1, describe: 'jobs at once (1 keeps measurements from competing for the CPU)' })
     .option('stalled-interval-ms', {
@@ -43,11 +44,16 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       throw new BadArgumentError(`--metrics-port must be a port number, or 0 for any free port (got ${metricsPort})`);
     }
     const pushgateway = pushgatewaySettingsOf(args);
+    const targetPolicy = targetPolicyOf(args, false);
+    const jobKey = jobKeyOf();
     const log = createLogger(`worker`).child({ region: args.region });
     const metrics = createJobMetrics({ region: args.region, instance: instanceOf(args), pushgateway, log });
     if (metrics.pusher) log.info({ pushgateway: metrics.pusher.url }, 'pushing probe metrics after every job');
     const metricsServer = metricsPort !== undefined ? await serveMetrics(metrics.registry, { host: args.metricsHost, port: metricsPort }) : undefined;
     if (metricsServer) log.info({ metrics: `${metricsServer.url}/metrics` }, 'serving /metrics');
+    log.info(targetPolicy.settings, 'target policy: private and link-local addresses refused unless allowed');
+    if (jobKey) log.info('PROBEFLEET_JOB_KEY set: only jobs signed with it run');
+    else log.warn('PROBEFLEET_JOB_KEY not set: jobs are not verified; anyone who can write to this Redis can aim this worker');
     const redis = redisSettingsOf(args);
     log.info({ redis: redactRedisUrl(redis.url) }, 'connecting');
     const worker = startRegionWorker({
@@ -58,6 +64,8 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       ...(stalledIntervalMs !== undefined ? { stalledIntervalMs } : {}),
       log,
       observer: metrics,
+      targetPolicy,
+      ...(jobKey ? { jobKey } : {}),
     });
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));

@@ -17,6 +17,8 @@ export interface PrometheusTargets {
   coordinator: string[];
   workers: string[];
   rules: string[];
+  /** Where firing alerts go (host:port); none: alerts are only evaluated. */
+  alertmanagers?: string[];
   scrapeInterval: string;
   evaluationInterval: string;
 }
@@ -26,6 +28,7 @@ export function prometheusConfig(t: PrometheusTargets): object {
   return {
     global: { scrape_interval: t.scrapeInterval, evaluation_interval: t.evaluationInterval },
     rule_files: t.rules,
+    ...(t.alertmanagers ? { alerting: { alertmanagers: [{ static_configs: [{ targets: t.alertmanagers }] }] } } : {}),
     scrape_configs: [
       { job_name: 'pushgateway', honor_labels: true, static_configs: [{ targets: t.pushgateway }] },
       { job_name: 'probefleet-coordinator', static_configs: [{ targets: t.coordinator }] },
@@ -76,12 +79,13 @@ export function generatedFiles(): Map<string, string> {
       prometheusConfig({
         pushgateway: ['pushgateway:9091'],
         coordinator: ['coordinator:9470'],
-        workers: ['worker-eu-west:9471', 'worker-ap-south:9471'],
+        workers: ['worker-eu-west:9471', 'worker-us-east:9471', 'worker-ap-south:9471'],
         rules: ['/etc/prometheus/rules/probefleet.rules.yml'],
+        alertmanagers: ['alertmanager:9093'],
         scrapeInterval: '15s',
         evaluationInterval: '1m',
       }),
-      `An example Prometheus configuration: the Pushgateway (groups job="${PUSH_GROUPS.probes.job}" and job="${PUSH_GROUPS.run.job}") with honor_labels, the coordinator, workers started with --metrics-port 9471, and the alert rules.`,
+      `The Prometheus configuration of deploy/compose.yaml (service names as hosts): the Pushgateway (groups job="${PUSH_GROUPS.probes.job}" and job="${PUSH_GROUPS.run.job}") with honor_labels, the coordinator, workers started with --metrics-port 9471, the alert rules and the Alertmanager.`,
     ),
   );
   return files;

@@ -4,25 +4,18 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type net from 'node:net';
 import zlib from 'node:zlib';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { ZSTD_AVAILABLE } from '../../common/content-coding.js';
 import { createLogger } from '../../common/log.js';
 import type { ResultOf } from '../../contracts/result.js';
 import { productsJson, RANDOM_BYTES } from '../../lab/content.js';
-import { startLab, type Lab } from '../../lab/index.js';
 import { handleLabRequest } from '../../lab/routes.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
+import { labForThisFile } from '../helpers/lab.js';
 
 const log = createLogger('test', 'silent');
-let lab: Lab;
-
-before(async () => {
-  lab = await startLab({ log });
-});
-after(async () => {
-  await lab.close();
-});
+const lab = labForThisFile();
 
 /** Runs one compression job, lean by default: 2 requests per encoding, 3 runs per level, no brotli 11. */
 async function compression(url: string, options: Record<string, unknown> = {}): Promise<ResultOf<'compression'>> {

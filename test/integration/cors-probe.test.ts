@@ -1,24 +1,17 @@
 // The cors probe against the lab: the lecture's api.php (correct), one endpoint per CORS
 // mistake, and the server's own request log as the witness that a refused origin's GET ran.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { request } from 'undici';
 import { createLogger } from '../../common/log.js';
 import type { ResultOf } from '../../contracts/result.js';
-import { startLab, type Lab } from '../../lab/index.js';
 import type { LoggedRequest } from '../../lab/cors-routes.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
+import { labForThisFile } from '../helpers/lab.js';
 
 const log = createLogger('test', 'silent');
-let lab: Lab;
-
-before(async () => {
-  lab = await startLab({ log });
-});
-after(async () => {
-  await lab.close();
-});
+const lab = labForThisFile();
 
 async function cors(path: string, options: Record<string, unknown> = {}): Promise<ResultOf<'cors'>> {
   const experiment = { probe: 'cors', allowedOrigins: ['https://app.example'], method: 'PUT', requestHeaders: ['content-type'], ...options };

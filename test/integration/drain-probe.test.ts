@@ -1,22 +1,16 @@
 // The drain probe against the lab; connection counts are checked against what the lab server
 // itself accepted.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createLogger } from '../../common/log.js';
 import type { ResultOf } from '../../contracts/result.js';
-import { startLab, type Lab, type LabServerName } from '../../lab/index.js';
+import type { LabServerName } from '../../lab/index.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
+import { labForThisFile } from '../helpers/lab.js';
 
 const log = createLogger('test', 'silent');
-let lab: Lab;
-
-before(async () => {
-  lab = await startLab({ log });
-});
-after(async () => {
-  await lab.close();
-});
+const lab = labForThisFile();
 
 async function drain(mode: string, path: string, options: Record<string, unknown> = {}, server: LabServerName = 'keepalive') {
   const experiment = { probe: 'drain', requests: 20, modes: [mode], ...options };

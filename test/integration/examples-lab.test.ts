@@ -1,22 +1,13 @@
 // The example plans reproduce their articles' tables against the lab (on free ports: see
 // test/helpers/example-runs.ts).
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { createLogger } from '../../common/log.js';
+import { describe, test } from 'node:test';
 import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
-import { startLab, type Lab } from '../../lab/index.js';
 import { runExamplePlan } from '../helpers/example-runs.js';
+import { labForThisFile } from '../helpers/lab.js';
 
-const log = createLogger('test', 'silent');
-let lab: Lab;
-
-before(async () => {
-  lab = await startLab({ log });
-});
-after(async () => {
-  await lab.close();
-});
+const lab = labForThisFile();
 
 /** Runs an example plan against this test's lab, the way `probefleet run --lab` runs it against the fixed ports. */
 async function runExample(file: string): Promise<{ report: RunReport; text: string }> {

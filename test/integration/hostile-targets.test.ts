@@ -39,7 +39,7 @@ const CASES: { server: LabServerName; probe: keyof typeof PROBE_PARAMS; code: Er
   { server: 'reset-headers', probe: 'reuse', code: 'CONNECTION_RESET' },
   { server: 'silent', probe: 'reuse', code: 'RESPONSE_TIMEOUT' },
   { server: 'trickle', probe: 'reuse', code: 'BODY_TIMEOUT' },
-  // Time to read up to the worker's cap (MAX_RESPONSE_BYTES) on a busy machine: the code must be about size, not time.
+  // Time to read up to the per-job byte cap (JOB_LIMITS.responseBytes) on a busy machine: the code must be about size, not time.
   { server: 'huge-body', probe: 'reuse', code: 'RESPONSE_TOO_LARGE', params: 'requests: 2, modes: [reused], timeoutMs: 6000' },
   { server: 'bad-status', probe: 'reuse', code: 'HTTP_PROTOCOL_ERROR' },
   { server: 'huge-headers', probe: 'reuse', code: 'RESPONSE_HEADERS_TOO_LARGE' },

@@ -3,23 +3,16 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import tls from 'node:tls';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { ResultOf } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { createLabCa } from '../../lab/certs.js';
-import { startLab, type Lab } from '../../lab/index.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
+import { labForThisFile } from '../helpers/lab.js';
 
 const log = createLogger('test', 'silent');
-let lab: Lab;
-
-before(async () => {
-  lab = await startLab({ log });
-});
-after(async () => {
-  await lab.close();
-});
+const lab = labForThisFile();
 
 async function runHttp2(url: string, experiment = '', tls = `{ ca: "${lab.caFile}" }`): Promise<ResultOf<'http2'>> {
   const [job] = await jobsOf(`

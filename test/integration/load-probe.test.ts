@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import http2 from 'node:http2';
 import type net from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { request } from 'undici';
 import { runReportSchema, type ResultOf } from '../../contracts/result.js';
 import { decodeHistogram } from '../../common/latency-histogram.js';
@@ -13,20 +13,14 @@ import { parsePlan } from '../../coordinator/plan-loader.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { splitPlan } from '../../coordinator/split.js';
-import { startLab, type Lab, type LabServerName } from '../../lab/index.js';
+import type { LabServerName } from '../../lab/index.js';
 import { handleLabRequest } from '../../lab/routes.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
+import { labForThisFile } from '../helpers/lab.js';
 
 const log = createLogger('test', 'silent');
-let lab: Lab;
-
-before(async () => {
-  lab = await startLab({ log });
-});
-after(async () => {
-  await lab.close();
-});
+const lab = labForThisFile();
 
 type LoadResult = ResultOf<'load'>;
 

@@ -69,7 +69,7 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
     workerMetricsPort = await freePort();
     const redis = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
     coordinator = spawnCli(['coordinator', ...redis, '--port', String(coordinatorPort), '--region', REGION, '--pushgateway', gateway.url]);
-    worker = spawnCli(['worker', ...redis, '--region', REGION, '--pushgateway', gateway.url, '--instance', INSTANCE, '--metrics-port', String(workerMetricsPort)]);
+    worker = spawnCli(['worker', ...redis, '--allow-loopback', '--region', REGION, '--pushgateway', gateway.url, '--instance', INSTANCE, '--metrics-port', String(workerMetricsPort)]);
     await Promise.all([coordinator.waitFor(/"msg":"coordinator ready"/), worker.waitFor(/"msg":"worker ready"/)]);
     const config = prometheusConfig({
       pushgateway: [`127.0.0.1:${gateway.port}`],

@@ -12,6 +12,7 @@ import { parsePlan } from '../../coordinator/plan-loader.js';
 import { createLabCa } from '../../lab/certs.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { startRegionWorker } from '../../worker/queue-worker.js';
+import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
 import { answers, needsRedis, requireRedis, startOwnRedis, testPrefix, type OwnRedis } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
 
@@ -56,7 +57,7 @@ describe('Redis over TLS with an ACL user', needsRedis, () => {
     const settings = { url: redis.url, caPem };
     const prefix = testPrefix();
     const fleet = openFleet({ redis: settings, prefix, log });
-    const worker = startRegionWorker({ redis: settings, prefix, region: 'a', concurrency: 1, log });
+    const worker = startRegionWorker({ redis: settings, prefix, region: 'a', concurrency: 1, log, targetPolicy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS) });
     try {
       await worker.ready;
       const plan = await parsePlan(`

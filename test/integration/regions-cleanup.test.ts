@@ -1,7 +1,8 @@
 // Emulated regions leave nothing behind: not after close(), not after Ctrl-C, not after a setup
 // that fails halfway; after SIGKILL the helpers exit by themselves and the next start (or
 // `probefleet regions cleanup`) removes the namespaces. Parallel harnesses never collide.
-// `probefleet demo` interrupted mid-run leaves no namespace and none of its fleet's processes.
+// `probefleet demo` interrupted mid-run leaves no namespace and none of its fleet's processes
+// (Prometheus and the Pushgateway included, with their files under the regions' run directory).
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { isRunning, listNamespaces, runDirFor } from '../../regions/cleanup.js';
 import { startRegions } from '../../regions/harness.js';
 import { RegionsUnavailableError } from '../../regions/preflight.js';
 import { writePlan } from '../helpers/plans.js';
+import { prometheusMissing } from '../helpers/prometheus.js';
 import { CLI, runCli } from '../helpers/repo.js';
 import { regionsSkipReason } from '../helpers/regions.js';
 
@@ -151,10 +153,11 @@ experiments: [{ probe: reuse, requests: 200, modes: [reused] }]
 
     const id = /pf-(\d+-[0-9a-f]{4})-target/.exec(stdout)![1];
     const namespaces = listNamespaces().filter((ns) => ns.startsWith(`pf-${id}-`));
-    // redis-server, the coordinator, the worker, `probefleet run` (its command line names the plan), the regions' helpers.
-    const fleet = [...stdout.matchAll(/^\s+(?:redis-server|coordinator|worker \S+)\s+(\d+)\s/gm)].map((m) => Number(m[1]));
+    // redis-server, the Pushgateway and Prometheus (when installed), the coordinator, the worker,
+    // `probefleet run` (its command line names the plan), the regions' helpers.
+    const fleet = [...stdout.matchAll(/^\s+(?:redis-server|pushgateway|prometheus|coordinator|worker \S+)\s+(\d+)\s/gm)].map((m) => Number(m[1]));
     const runs = processesNaming(plan).filter((pid) => pid !== demo.pid);
-    assert.equal(fleet.length, 3, stdout);
+    assert.equal(fleet.length, prometheusMissing ? 3 : 5, stdout);
     assert.equal(runs.length, 1, 'probefleet run is running');
     const made = { id, namespaces, pids: [...fleet, ...runs, ...processesOf(id, namespaces)] };
 

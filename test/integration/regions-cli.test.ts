@@ -1,16 +1,19 @@
 // `probefleet regions ...` end to end: the real binary brings up regions, runs a plan from each
 // against the lab on the target host, prints the report and tears down; without root it (and
-// `probefleet demo`) says so and exits non-zero; bad region specs are bad input (exit 2).
+// `probefleet demo`) says so and exits non-zero; bad region specs are bad input (exit 2); the demo
+// without Prometheus says so and runs without metrics.
 // The demo itself runs end to end in regions-fidelity.test.ts, and is interrupted in
 // regions-cleanup.test.ts.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { listNamespaces } from '../../regions/cleanup.js';
+import { writePlan } from '../helpers/plans.js';
 import { CLI, REPO_ROOT, runCli } from '../helpers/repo.js';
 import { regionsSkipReason } from '../helpers/regions.js';
 
@@ -43,6 +46,30 @@ describe('probefleet regions', () => {
       const cost = (region: string) => report.comparisons.find((c) => c.region === region && c.target === target)!.newConnectionCostMs.median;
       assert.ok(cost('far') > cost('near'), `${target}: far ${cost('far')} ms, near ${cost('near')} ms`);
     }
+    const id = /pf-(\d+-[0-9a-f]{4})-target/.exec(stdout)![1];
+    assert.deepEqual(listNamespaces().filter((ns) => ns.includes(id)), [], 'namespaces left behind');
+  });
+
+  test('demo without Prometheus on the PATH: says so, runs the plan without metrics, leaves nothing', { skip }, async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-demo-no-metrics-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    // A PATH with every command of ours but the two.
+    const bin = path.join(dir, 'bin');
+    await mkdir(bin);
+    for (const folder of (process.env.PATH ?? '').split(':').filter((f) => f && existsSync(f))) {
+      for (const name of readdirSync(folder)) {
+        if (name === 'prometheus' || name === 'prometheus-pushgateway' || existsSync(path.join(bin, name))) continue;
+        await symlink(path.join(folder, name), path.join(bin, name));
+      }
+    }
+    const plan = await writePlan('name: no-metrics\ntargets: [{ name: http, url: "http://10.77.0.1:18170/" }]\nexperiments: [{ probe: reuse, requests: 3, modes: [reused] }]\n');
+    t.after(() => rm(path.dirname(plan), { recursive: true, force: true }));
+    const { code, stdout, stderr } = await runCli(['demo', plan, '--region', 'solo=5ms'], { env: { PATH: bin } });
+    assert.equal(code, 0, `${stdout}\n${stderr}`);
+    assert.match(stderr, /^demo: no Pushgateway and Prometheus: prometheus and prometheus-pushgateway not found \(apt-get install prometheus prometheus-pushgateway\); running without metrics$/m);
+    assert.doesNotMatch(stdout, /^\s+(pushgateway|prometheus)\s+\d+/m);
+    assert.doesNotMatch(stdout, /^Metrics:/m);
+    assert.match(stdout, /Connection reuse/);
     const id = /pf-(\d+-[0-9a-f]{4})-target/.exec(stdout)![1];
     assert.deepEqual(listNamespaces().filter((ns) => ns.includes(id)), [], 'namespaces left behind');
   });

@@ -1,23 +1,17 @@
 // The reuse probe against real loopback servers; connection counts are checked against
 // what the lab server itself accepted.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { ResultOf } from '../../contracts/result.js';
 import { analyzeRun } from '../../coordinator/analysis.js';
 import { createLogger } from '../../common/log.js';
-import { startLab, type Lab, type LabServerName } from '../../lab/index.js';
+import type { LabServerName } from '../../lab/index.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
+import { labForThisFile } from '../helpers/lab.js';
 
 const log = createLogger('test', 'silent');
-let lab: Lab;
-
-before(async () => {
-  lab = await startLab({ log });
-});
-after(async () => {
-  await lab.close();
-});
+const lab = labForThisFile();
 
 async function runReuse(server: LabServerName, mode: 'reused' | 'new' | 'cold', requests: number, path = '/') {
   const [job] = await jobsOf(`

@@ -10,6 +10,7 @@ import { startCoordinator, type RunningCoordinator } from '../../coordinator/coo
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { startRegionWorker, type RegionWorker } from '../../worker/queue-worker.js';
+import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
 import { writePlan } from '../helpers/plans.js';
 import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
@@ -29,7 +30,7 @@ describe('schedules', needsRedis, () => {
     lab = await startLab({ log });
     fleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
     coordinator = await startCoordinator({ fleet, log, listen: { host: '127.0.0.1', port: 0 }, sweepIntervalMs: 500, regions: ['a', 'quiet'] });
-    worker = startRegionWorker({ redis: { url: TEST_REDIS_URL }, prefix, region: 'a', concurrency: 1, log });
+    worker = startRegionWorker({ redis: { url: TEST_REDIS_URL }, prefix, region: 'a', concurrency: 1, log, targetPolicy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS) });
     await worker.ready;
   });
   after(async () => {

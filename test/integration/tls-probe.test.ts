@@ -3,24 +3,18 @@
 // not keep running (a reset in the middle of the handshake, a server that never answers).
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { ResultOf } from '../../contracts/result.js';
 import { analyzeRun } from '../../coordinator/analysis.js';
 import { createLogger } from '../../common/log.js';
 import { median } from '../../common/stats.js';
-import { startLab, type Lab, type LabServerName } from '../../lab/index.js';
+import type { LabServerName } from '../../lab/index.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
+import { labForThisFile } from '../helpers/lab.js';
 
 const log = createLogger('test', 'silent');
-let lab: Lab;
-
-before(async () => {
-  lab = await startLab({ log });
-});
-after(async () => {
-  await lab.close();
-});
+const lab = labForThisFile();
 
 /** Every job of one tls experiment against `url`, by version. */
 async function runTls(url: string, experiment: string, tls = `{ ca: "${lab.caFile}" }`): Promise<ResultOf<'tls'>[]> {

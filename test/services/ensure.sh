@@ -26,6 +26,13 @@ PACKAGE_OF+=(
   [prometheus-pushgateway]=prometheus-pushgateway
 )
 
+# Deployment (issue 10): amtool checks the Alertmanager configuration of deploy/compose.yaml, and
+# the image's command lines are run through tini, the image's PID 1.
+PACKAGE_OF+=(
+  [amtool]=prometheus-alertmanager
+  [tini]=tini
+)
+
 # Reports: the HTML report is opened in headless Chromium (driven by playwright-core), with a
 # font so that its screenshots show text.
 PACKAGE_OF+=(

@@ -1,13 +1,13 @@
 // A connector for undici that opens every socket itself, so each connection's resolve,
 // TCP connect and TLS handshake are timed separately (undici's diagnostics channels only
 // report "connected", after both). Connections are counted here, at the socket layer.
-import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
 import diagnostics from 'node:diagnostics_channel';
 import type { buildConnector } from 'undici';
 import type { JobTls } from '../../contracts/job.js';
+import { TargetRefusedError, type TargetPolicy } from '../target-policy.js';
 
 /** Raw timestamps (performance.now(), ms) of one connection; durations are derived later. */
 export interface ConnectionTimeline {
@@ -35,6 +35,8 @@ export interface ConnectorOptions {
   timeoutMs: number;
   /** Offer and accept only this TLS version; Node's defaults (1.2 to 1.3) when absent. */
   tlsVersion?: tls.SecureVersion;
+  /** Decides on, and gives, the address each connection goes to. */
+  policy: TargetPolicy;
 }
 
 export class ConnectError extends Error {
@@ -118,15 +120,8 @@ export class TimedConnector {
     const deadline = AbortSignal.timeout(this.options.timeoutMs);
     const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
 
-    let address = host;
-    if (net.isIP(host) === 0) {
-      try {
-        address = (await lookup(host)).address;
-      } catch (err) {
-        throw new ConnectError(`resolving ${host}: ${(err as Error).message}`, (err as NodeJS.ErrnoException).code ?? 'EDNS', 'resolve', { cause: err });
-      }
-      timeline.resolved = performance.now();
-    }
+    const address = await resolveChecked(this.options.policy, host);
+    if (net.isIP(host) === 0) timeline.resolved = performance.now();
 
     const socket = await this.step(net.connect({ host: address, port, noDelay: true }), 'connect', deadline);
     timeline.connected = performance.now();
@@ -193,6 +188,20 @@ export class TimedConnector {
       socket.once('error', fail);
       deadline.addEventListener('abort', onTimeout, { once: true });
     });
+  }
+}
+
+/**
+ * The address a connection to `host` goes to, as the target policy resolved and checked it:
+ * every probe's connections get their address here. A refusal is thrown as is (TARGET_REFUSED_BY_POLICY);
+ * a failed lookup as a ConnectError of the resolve phase.
+ */
+export async function resolveChecked(policy: TargetPolicy, host: string): Promise<string> {
+  try {
+    return await policy.resolve(host);
+  } catch (err) {
+    if (err instanceof TargetRefusedError) throw err;
+    throw new ConnectError(`resolving ${host}: ${(err as Error).message}`, (err as NodeJS.ErrnoException).code ?? 'EDNS', 'resolve', { cause: err });
   }
 }
 

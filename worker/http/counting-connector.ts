@@ -4,6 +4,8 @@
 import type { Socket } from 'node:net';
 import { buildConnector } from 'undici';
 import type { JobTls } from '../../contracts/job.js';
+import type { TargetPolicy } from '../target-policy.js';
+import { resolveChecked } from './connector.js';
 
 export interface CountingConnectorOptions {
   tls?: JobTls;
@@ -13,6 +15,8 @@ export interface CountingConnectorOptions {
   resumeTlsSessions: boolean;
   /** Bound on connect + handshake. */
   timeoutMs: number;
+  /** Decides on, and gives, the address each connection goes to. */
+  policy: TargetPolicy;
 }
 
 /** The server would not speak HTTP/2; classified as HTTP2_ERROR. */
@@ -42,6 +46,15 @@ export class CountingConnector {
 
   /** The function undici's Client/Pool take as `connect`. */
   readonly connect: buildConnector.connector = (opts, callback) => {
+    // undici's connector connects to `hostname`: give it the checked address. The certificate is
+    // still checked against, and SNI still names, the URL's host (undici derives both from `host`).
+    resolveChecked(this.options.policy, opts.hostname).then(
+      (address) => this.open({ ...opts, hostname: address }, callback),
+      (err: Error) => callback(err, null),
+    );
+  };
+
+  private open(opts: buildConnector.Options, callback: buildConnector.Callback): void {
     this.base(opts, (err, socket) => {
       if (err) return callback(err, null);
       const s = socket as Socket & { alpnProtocol?: string | false | null };
@@ -57,5 +70,5 @@ export class CountingConnector {
       this.protocols[protocol] = (this.protocols[protocol] ?? 0) + 1;
       callback(null, s);
     });
-  };
+  }
 }

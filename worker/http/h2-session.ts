@@ -3,7 +3,7 @@
 // streams with it, so a server that never answers HTTP/2 yields an error, never a hang.
 import http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { bounded, WireError } from './wire.js';
+import { bounded, overResponseCap, responseTooLarge, WireError } from './wire.js';
 
 export interface H2Response {
   streamId: number;
@@ -48,7 +48,13 @@ export function h2Get(
       else resolve({ streamId: stream.id ?? 0, status: status!, bodyBytes });
     };
     stream.on('response', (responseHeaders) => (status = Number(responseHeaders[':status'])));
-    stream.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
+    stream.on('data', (chunk: Buffer) => {
+      bodyBytes += chunk.length;
+      if (overResponseCap(bodyBytes)) {
+        settle(responseTooLarge());
+        stream.destroy();
+      }
+    });
     stream.on('end', () =>
       settle(status === undefined ? new WireError('HTTP/2 stream ended without response headers', 'EWIRE_MALFORMED') : null),
     );

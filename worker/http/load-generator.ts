@@ -15,8 +15,10 @@ import type { JobTls } from '../../contracts/job.js';
 import type { LoadMode } from '../../contracts/probes/load.js';
 import { newLatencyHistogram, recordMs, type Histogram } from '../../common/latency-histogram.js';
 import { classifyError } from '../classify-error.js';
+import type { TargetPolicy } from '../target-policy.js';
 import { CountingConnector } from './counting-connector.js';
 import { MAX_CONSECUTIVE_FAILURES } from './sequence.js';
+import { overResponseCap, responseTooLarge } from './wire.js';
 
 export interface LoadOptions {
   url: string;
@@ -35,6 +37,7 @@ export interface LoadOptions {
   tlsResume: boolean;
   /** The job's time bound: stops the run and cuts requests in flight. */
   signal: AbortSignal;
+  policy: TargetPolicy;
 }
 
 export type StopReason = 'duration' | 'requests' | 'failures' | 'deadline';
@@ -65,7 +68,7 @@ export interface LoadOutcome {
 export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
   const url = new URL(options.url);
   const h2 = options.mode === 'h2';
-  const connector = new CountingConnector({ tls: options.tls, h2, resumeTlsSessions: options.tlsResume, timeoutMs: options.timeoutMs });
+  const connector = new CountingConnector({ tls: options.tls, h2, resumeTlsSessions: options.tlsResume, timeoutMs: options.timeoutMs, policy: options.policy });
   const clients = Array.from(
     { length: options.connections },
     () =>
@@ -222,6 +225,9 @@ class Lane implements Dispatcher.DispatchHandler {
   private dueAt = 0;
   private sentAt = 0;
   private status = 0;
+  /** Body bytes of the response in flight, against the per-job cap. */
+  private responseBytes = 0;
+  private abort: ((err: Error) => void) | undefined;
   private wait: NodeJS.Timeout | undefined;
   private readonly sendNow = () => {
     this.wait = undefined;
@@ -255,10 +261,13 @@ class Lane implements Dispatcher.DispatchHandler {
     const run = this.run;
     run.sent++;
     this.sentAt = performance.now();
+    this.responseBytes = 0;
     this.client.dispatch(run.dispatchOptions, this);
   }
 
-  onConnect(): void {}
+  onConnect(abort: (err: Error) => void): void {
+    this.abort = abort;
+  }
 
   onHeaders(statusCode: number): boolean {
     this.status = statusCode;
@@ -267,6 +276,8 @@ class Lane implements Dispatcher.DispatchHandler {
 
   onData(chunk: Buffer): boolean {
     this.run.bodyBytes += chunk.length;
+    this.responseBytes += chunk.length;
+    if (overResponseCap(this.responseBytes)) this.abort?.(responseTooLarge());
     return true;
   }
 

@@ -4,21 +4,22 @@ import { performance } from 'node:perf_hooks';
 import { Client, type Dispatcher } from 'undici';
 import type { PhaseTimes, ProbeError, RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
+import { JOB_LIMITS } from '../../contracts/limits.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody } from './body.js';
+import type { TargetPolicy } from '../target-policy.js';
 import { TimedConnector, type ConnectionTimeline } from './connector.js';
 import { WireError } from './wire.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
-
-/** Most body bytes read from one response: a target that sends more (a 1 GiB body) fails with RESPONSE_TOO_LARGE. */
-export const MAX_RESPONSE_BYTES = 128 << 20;
 
 export interface TimedClientOptions {
   target: JobTarget;
   /** Per-request bound on the whole exchange, from connecting to the last body byte. */
   timeoutMs: number;
   resumeTlsSessions?: boolean;
+  /** Where the client may connect (worker/target-policy.ts). */
+  policy: TargetPolicy;
 }
 
 /** Status and headers of a response, as the body consumer and the caller see them. */
@@ -92,13 +93,14 @@ export class TimedHttpClient {
       resumeTlsSessions: options.resumeTlsSessions ?? false,
       alpn: ['http/1.1'],
       timeoutMs: options.timeoutMs,
+      policy: options.policy,
     });
     this.client = new Client(this.url.origin, {
       connect: this.connector.connect,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
       keepAliveTimeout: 60_000,
-      maxResponseSize: MAX_RESPONSE_BYTES,
+      maxResponseSize: JOB_LIMITS.responseBytes,
     });
     this.timeoutMs = options.timeoutMs;
   }
@@ -189,7 +191,7 @@ export class TimedHttpClient {
 
   /** undici's words for the size cap name no size: say which. */
   private withSizeCapNamed(error: ProbeError): ProbeError {
-    return error.code === 'RESPONSE_TOO_LARGE' ? { ...error, message: `the body passed ${MAX_RESPONSE_BYTES} bytes, the most a worker reads from one response` } : error;
+    return error.code === 'RESPONSE_TOO_LARGE' ? { ...error, message: `the body passed ${JOB_LIMITS.responseBytes} bytes, the per-job cap on one response: reading stopped there` } : error;
   }
 
   /** Durations from raw timestamps, computed once. */

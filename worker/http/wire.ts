@@ -1,6 +1,7 @@
 // Failures of the hand-driven exchanges (raw HTTP/1.1 heads, node:http2 sessions) and of the
 // time bounds added around undici's, with codes that worker/classify-error.ts maps, and the
 // time bound every such exchange runs under.
+import { JOB_LIMITS } from '../../contracts/limits.js';
 
 export type WireErrorCode =
   /** The peer closed the connection before answering. */
@@ -10,7 +11,9 @@ export type WireErrorCode =
   /** An answer began, but its body did not end within the attempt's time bound. */
   | 'EWIRE_BODY_TIMEOUT'
   /** The answer was not what the protocol allows. */
-  | 'EWIRE_MALFORMED';
+  | 'EWIRE_MALFORMED'
+  /** The response is longer than a job may read (JOB_LIMITS.responseBytes). */
+  | 'EWIRE_TOO_LARGE';
 
 export class WireError extends Error {
   override name = 'WireError';
@@ -20,6 +23,15 @@ export class WireError extends Error {
   ) {
     super(message);
   }
+}
+
+/** Whether a response of `bytes` so far is past the per-job cap: then it is cut with `responseTooLarge`. */
+export function overResponseCap(bytes: number): boolean {
+  return bytes > JOB_LIMITS.responseBytes;
+}
+
+export function responseTooLarge(): WireError {
+  return new WireError(`response body longer than the per-job cap of ${JOB_LIMITS.responseBytes} bytes: reading stopped there`, 'EWIRE_TOO_LARGE');
 }
 
 /**

@@ -5,14 +5,19 @@
 // process per request, not of one library's load time.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { text } from 'node:stream/consumers';
 import type { RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector } from '../http/connector.js';
+import { overResponseCap, responseTooLarge } from '../http/wire.js';
+import { TargetPolicy, type TargetPolicySettings } from '../target-policy.js';
 
 export interface ColdRequestInput {
   target: JobTarget;
   timeoutMs: number;
+  /** The worker's target policy, applied here as in the worker (the child resolves the name itself). */
+  policy: TargetPolicySettings;
 }
 
 export interface ColdRequestOutput {
@@ -20,10 +25,10 @@ export interface ColdRequestOutput {
   connectionsOpened: number;
 }
 
-async function coldRequest({ target, timeoutMs }: ColdRequestInput): Promise<ColdRequestOutput> {
+async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Promise<ColdRequestOutput> {
   const url = new URL(target.url);
   const secure = url.protocol === 'https:';
-  const connector = new TimedConnector({ tls: target.tls, resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs });
+  const connector = new TimedConnector({ tls: target.tls, resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs, policy: new TargetPolicy(policy) });
   const start = performance.now();
   const fail = (err: unknown): ColdRequestOutput => ({
     sample: { seq: 0, newConnection: connector.connections.length > 0, phases: { total: performance.now() - start }, bodyBytes: 0, error: classifyError(err) },
@@ -43,7 +48,10 @@ async function coldRequest({ target, timeoutMs }: ColdRequestInput): Promise<Col
       (res) => {
         const headersAt = performance.now();
         let bodyBytes = 0;
-        res.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
+        res.on('data', (chunk: Buffer) => {
+          bodyBytes += chunk.length;
+          if (overResponseCap(bodyBytes)) res.destroy(responseTooLarge());
+        });
         res.on('error', (err) => resolve(fail(err)));
         res.on('end', () => {
           const end = performance.now();
@@ -74,8 +82,9 @@ async function coldRequest({ target, timeoutMs }: ColdRequestInput): Promise<Col
   });
 }
 
-if (process.argv[2]) {
-  const output = await coldRequest(JSON.parse(process.argv[2]) as ColdRequestInput);
+// The input comes on stdin, not in argv: its headers may hold secrets, and argv is visible to `ps`.
+if (process.argv[2] === '-') {
+  const output = await coldRequest(JSON.parse(await text(process.stdin)) as ColdRequestInput);
   process.stdout.write(JSON.stringify(output));
   process.exit(0);
 }

@@ -125,7 +125,7 @@ function encodingRow(acceptEncoding: AcceptEncoding, seen: Observation[]): Encod
 const ok = (row: EncodingRow) => row.status !== undefined && row.status >= 200 && row.status < 300 && !row.decodeError && row.decodedBytes !== undefined;
 const compressed = (row: EncodingRow) => ok(row) && row.contentEncoding !== null && row.contentEncoding.toLowerCase() !== 'identity';
 
-export const compressionProbe: Probe<'compression'> = async (job, { signal }) => {
+export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy }) => {
   const { params } = job;
   const unavailable = params.encodings.flatMap((encoding) => {
     const reason = encoding === 'identity' ? undefined : codingUnavailable(encoding);
@@ -135,7 +135,7 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal }) =>
   const seen = new Map<AcceptEncoding, Observation[]>(asked.map((e) => [e, []]));
   const bodies = new Map<AcceptEncoding, Buffer>();
 
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy });
   let run;
   try {
     run = await runSequence(asked.length === 0 ? 0 : params.requests * asked.length, signal, async (seq) => {

@@ -64,7 +64,7 @@ function verdictOf(preflight: CorsAnswer, get: CorsAnswer, origin: string, param
   };
 }
 
-export const corsProbe: Probe<'cors'> = async (job, { signal }) => {
+export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy }) => {
   const { params } = job;
   const origins: { origin: string; role: CorsOriginResult['role'] }[] = [
     ...params.allowedOrigins.map((origin) => ({ origin, role: 'allowed' as const })),
@@ -72,7 +72,7 @@ export const corsProbe: Probe<'cors'> = async (job, { signal }) => {
     // Reserved TLD: no allowlist can hold it, so an echo means any origin is echoed.
     { origin: `https://probefleet-${randomBytes(4).toString('hex')}.example`, role: 'random' as const },
   ];
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy });
   const samples: RequestSample[] = [];
   const results: CorsOriginResult[] = [];
   let serverLog: Details['serverLog'] = null;

@@ -10,6 +10,7 @@ import type { ProbeDetails } from '../../contracts/probes/index.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody, contentLength, decodeJsonValue, drainBody } from '../http/body.js';
 import { TimedConnector } from '../http/connector.js';
+import type { TargetPolicy } from '../target-policy.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import { readWholeBody, TimedHttpClient, type BodyConsumer, type BodyRead } from '../http/timed-client.js';
 import type { Probe } from './probe.js';
@@ -51,10 +52,10 @@ function consumerFor(mode: DrainMode, cap: { maxBytes: number; maxMs: number }):
   };
 }
 
-export const drainProbe: Probe<'drain'> = async (job, { signal }) => {
+export const drainProbe: Probe<'drain'> = async (job, { signal, targetPolicy }) => {
   const { params, variant } = job;
   const consume = consumerFor(variant.mode, { maxBytes: params.drainMaxBytes, maxMs: params.drainMaxMs });
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy });
   try {
     const run = await runSequence(params.requests, signal, async (seq): Promise<DrainSample> => {
       const { sample, body } = await client.exchange({ seq, signal, consumeBody: consume });
@@ -68,7 +69,7 @@ export const drainProbe: Probe<'drain'> = async (job, { signal }) => {
         protocol: 'http/1.1',
         drainCap: variant.mode === 'drain' ? { bytes: params.drainMaxBytes, ms: params.drainMaxMs } : null,
         extraConnections,
-        http2: await http2Support(job, signal),
+        http2: await http2Support(job, signal, targetPolicy),
         samples: run.samples,
       },
       findings: extraConnections > 0 && extraConnections >= FINDING_SHARE * run.samples.length ? [unreadBodyFinding(job, run.samples, connectionsOpened, extraConnections)] : [],
@@ -116,13 +117,13 @@ function capWords(job: JobOf<'drain'>, samples: readonly DrainSample[]): string 
 }
 
 /** HTTP/2 multiplexes streams: an unread body there holds no connection. Checked with ALPN on https. */
-async function http2Support(job: JobOf<'drain'>, signal: AbortSignal): Promise<ProbeDetails<'drain'>['http2']> {
+async function http2Support(job: JobOf<'drain'>, signal: AbortSignal, policy: TargetPolicy): Promise<ProbeDetails<'drain'>['http2']> {
   const url = new URL(job.target.url);
   if (url.protocol !== 'https:') {
     return { checked: false, negotiated: null, note: 'plain http: clients speak HTTP/1.1 here (h2c is rare), where a body closed early costs the connection; over HTTP/2 it would cost nothing and need no drain' };
   }
   if (signal.aborted) return { checked: false, negotiated: null, note: 'not checked: the time bound was reached' };
-  const connector = new TimedConnector({ tls: job.target.tls, resumeTlsSessions: false, alpn: ['h2', 'http/1.1'], timeoutMs: job.params.timeoutMs });
+  const connector = new TimedConnector({ tls: job.target.tls, resumeTlsSessions: false, alpn: ['h2', 'http/1.1'], timeoutMs: job.params.timeoutMs, policy });
   try {
     const socket = await connector.open(url.hostname, Number(url.port) || 443, true);
     socket.destroy();

@@ -18,16 +18,18 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
+import { JOB_LIMITS } from '../../contracts/limits.js';
 import type { H2cAttempt, HTTP2_STEPS, MultiplexRun } from '../../contracts/probes/http2.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import { encodeFrame, FRAME_TYPE, FrameReader, H2_PREFACE, type Frame } from '../../common/h2-frames.js';
 import { median } from '../../common/stats.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector } from '../http/connector.js';
+import type { TargetPolicy } from '../target-policy.js';
 import { H2WireTap, type HeaderBytes } from '../http/h2-wire-tap.js';
 import { h2Get, h2SessionOver } from '../http/h2-session.js';
 import { describeBytes, http1RequestHead, readHttp1ResponseHead } from '../http/raw-http1.js';
-import { MAX_RESPONSE_BYTES, readWholeBody } from '../http/timed-client.js';
+import { readWholeBody } from '../http/timed-client.js';
 import { bounded, WireError } from '../http/wire.js';
 import type { Probe, ProbeOutcome } from './probe.js';
 
@@ -42,7 +44,7 @@ const UPGRADE_SETTINGS = Buffer.from([0x00, 0x02, 0x00, 0x00, 0x00, 0x00]).toStr
 type Step = (typeof HTTP2_STEPS)[number];
 type Details = ProbeDetails<'http2'>;
 
-export const http2Probe: Probe<'http2'> = async (job, { signal }) => {
+export const http2Probe: Probe<'http2'> = async (job, { signal, targetPolicy }) => {
   // Concurrent requests each listen on the signal: give them one of their own, relayed from the job's.
   const local = new AbortController();
   setMaxListeners(job.params.concurrent + 10, local.signal);
@@ -50,7 +52,7 @@ export const http2Probe: Probe<'http2'> = async (job, { signal }) => {
   if (signal.aborted) relay();
   else signal.addEventListener('abort', relay, { once: true });
   try {
-    return await new Http2Run(job, local.signal).run();
+    return await new Http2Run(job, local.signal, targetPolicy).run();
   } finally {
     signal.removeEventListener('abort', relay);
   }
@@ -70,6 +72,7 @@ class Http2Run {
   constructor(
     private readonly job: JobOf<'http2'>,
     private readonly signal: AbortSignal,
+    private readonly policy: TargetPolicy,
   ) {
     this.url = new URL(job.target.url);
     this.secure = this.url.protocol === 'https:';
@@ -149,7 +152,7 @@ class Http2Run {
   }
 
   private connector(alpn: string[]): TimedConnector {
-    const connector = new TimedConnector({ tls: this.job.target.tls, resumeTlsSessions: false, alpn, timeoutMs: this.timeoutMs });
+    const connector = new TimedConnector({ tls: this.job.target.tls, resumeTlsSessions: false, alpn, timeoutMs: this.timeoutMs, policy: this.policy });
     this.connectors.push(connector);
     return connector;
   }
@@ -291,9 +294,9 @@ class Http2Run {
     const pool = new Pool(this.url.origin, {
       connections: this.job.params.h1Connections,
       connect: connector.connect,
+      maxResponseSize: JOB_LIMITS.responseBytes,
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,
-      maxResponseSize: MAX_RESPONSE_BYTES,
     });
     const start = performance.now();
     const outcomes = await Promise.all(

@@ -4,12 +4,13 @@
 import type { ProbeError } from '../../contracts/common.js';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
+import { JOB_LIMITS } from '../../contracts/limits.js';
 import type { LoadDetails } from '../../contracts/probes/load.js';
 import { encodeHistogram, percentilesOf } from '../../common/latency-histogram.js';
 import { generateLoad, type LoadOutcome } from '../http/load-generator.js';
 import type { Probe } from './probe.js';
 
-export const loadProbe: Probe<'load'> = async (job, { signal }) => {
+export const loadProbe: Probe<'load'> = async (job, { signal, targetPolicy }) => {
   const { params, variant } = job;
   const run = await generateLoad({
     url: job.target.url,
@@ -19,11 +20,13 @@ export const loadProbe: Probe<'load'> = async (job, { signal }) => {
     connections: params.connections,
     streams: params.streams,
     durationMs: params.durationSeconds * 1000,
-    maxRequests: params.requests,
+    // A closed loop without a count runs as fast as the target answers: the per-job cap still holds.
+    maxRequests: params.requests ?? JOB_LIMITS.requests,
     rate: params.rate,
     timeoutMs: params.timeoutMs,
     tlsResume: params.tlsResume,
     signal,
+    policy: targetPolicy,
   });
   const latencyMs = percentilesOf(run.latency);
   const details: LoadDetails = {

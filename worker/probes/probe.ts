@@ -6,11 +6,14 @@ import type { JobOf } from '../../contracts/job.js';
 import type { ProbeDetails, ProbeKind } from '../../contracts/probes/index.js';
 import type { Summary } from '../../contracts/result.js';
 import type { Logger } from '../../common/log.js';
+import type { TargetPolicy } from '../target-policy.js';
 
 export interface ProbeContext {
   /** Aborted when the job's time bound is reached or the worker shuts down. */
   signal: AbortSignal;
   log: Logger;
+  /** Where the probe may connect: every connector it opens takes it. */
+  targetPolicy: TargetPolicy;
 }
 
 export interface ProbeOutcome<K extends ProbeKind> {

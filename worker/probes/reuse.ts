@@ -11,15 +11,16 @@ import { classifyError } from '../classify-error.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import { TimedHttpClient } from '../http/timed-client.js';
 import type { ColdRequestInput, ColdRequestOutput } from './cold-request.js';
+import type { TargetPolicy } from '../target-policy.js';
 import type { Probe } from './probe.js';
 
 const COLD_REQUEST_SCRIPT = fileURLToPath(new URL('./cold-request.js', import.meta.url));
 
-export const reuseProbe: Probe<'reuse'> = async (job, { signal }) => {
+export const reuseProbe: Probe<'reuse'> = async (job, { signal, targetPolicy }) => {
   const { params, variant } = job;
-  if (variant.mode === 'cold') return coldMode(job, signal);
+  if (variant.mode === 'cold') return coldMode(job, signal, targetPolicy);
 
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, resumeTlsSessions: params.tlsResume });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, resumeTlsSessions: params.tlsResume, policy: targetPolicy });
   try {
     const run = await runSequence(params.requests, signal, (seq) =>
       client.request({ seq, closeAfter: variant.mode === 'new', signal }),
@@ -51,9 +52,9 @@ function closesEveryConnection(job: JobOf<'reuse'>, samples: RequestSample[], co
   ];
 }
 
-async function coldMode(job: JobOf<'reuse'>, signal: AbortSignal) {
+async function coldMode(job: JobOf<'reuse'>, signal: AbortSignal, policy: TargetPolicy) {
   let connectionsOpened = 0;
-  const input: ColdRequestInput = { target: job.target, timeoutMs: job.params.timeoutMs };
+  const input: ColdRequestInput = { target: job.target, timeoutMs: job.params.timeoutMs, policy: policy.settings };
   const run = await runSequence(job.params.requests, signal, async (seq) => {
     const start = performance.now();
     try {
@@ -75,14 +76,15 @@ async function coldMode(job: JobOf<'reuse'>, signal: AbortSignal) {
 
 function spawnColdRequest(input: ColdRequestInput, signal: AbortSignal): Promise<ColdRequestOutput> {
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       process.execPath,
-      [COLD_REQUEST_SCRIPT, JSON.stringify(input)],
+      [COLD_REQUEST_SCRIPT, '-'],
       { signal, timeout: input.timeoutMs * 2, maxBuffer: 1 << 20 },
       (err, stdout) => {
         if (err) reject(err);
         else resolve(JSON.parse(stdout) as ColdRequestOutput);
       },
     );
+    child.stdin?.end(JSON.stringify(input));
   });
 }

@@ -20,7 +20,7 @@ const DAY_MS = 86_400_000;
 /** A session ticket comes about one round trip after the handshake; TCP connect took one. This is the least we wait. */
 const SESSION_WAIT_FLOOR_MS = 200;
 
-export const tlsProbe: Probe<'tls'> = async (job, { signal }) => {
+export const tlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) => {
   const { params, variant } = job;
   const url = new URL(job.target.url);
   const port = Number(url.port) || 443;
@@ -30,6 +30,7 @@ export const tlsProbe: Probe<'tls'> = async (job, { signal }) => {
     alpn: params.alpn,
     timeoutMs: params.timeoutMs,
     tlsVersion: TLS_PROTOCOL_NAME[variant.version],
+    policy: targetPolicy,
   });
   // Written by the handshakes as they go.
   const seen = { certificate: null as CertificateInfo | null, longestSessionWaitMs: 0 };

@@ -1,0 +1,52 @@
+# syntax=docker/dockerfile:1
+# probefleet image: one image for every role (coordinator, worker, lab, one-shot commands).
+#   docker build -t probefleet .
+#   docker run --rm probefleet worker --region eu-west --redis rediss://...
+# deploy/compose.yaml and deploy/k8s/ use it; docs/deploy.md explains both.
+
+# Node 24 is an LTS line (maintained to April 2028); the code also runs on Node 20 and 22.
+ARG NODE_IMAGE=node:24-trixie-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: `prepare` compiles, and the sources are not here yet.
+RUN npm ci --ignore-scripts
+COPY tsconfig.json ./
+COPY contracts contracts
+COPY common common
+COPY coordinator coordinator
+COPY worker worker
+COPY lab lab
+COPY regions regions
+# Only the shipped code: tsconfig's other folders (tests, benchmarks, dashboards/src) are absent.
+RUN npm run build
+
+FROM ${NODE_IMAGE} AS runtime
+# tini is PID 1: it forwards SIGTERM to node (so a worker drains its jobs and exits 0) and reaps
+# the `cold` mode's child processes.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends tini \
+  && rm -rf /var/lib/apt/lists/*
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+# Only what the CLI imports (the test follows its imports from dist/coordinator/cli.js).
+COPY bin bin
+COPY --from=build /app/dist/coordinator dist/coordinator
+COPY --from=build /app/dist/worker dist/worker
+COPY --from=build /app/dist/common dist/common
+COPY --from=build /app/dist/contracts dist/contracts
+COPY --from=build /app/dist/lab dist/lab
+COPY --from=build /app/dist/regions dist/regions
+COPY examples examples
+COPY regions/delay/nfq-delay.c regions/delay/nfq-delay.c
+USER node
+# The coordinator's /metrics and /healthz; workers serve /metrics on PROBEFLEET_METRICS_PORT.
+EXPOSE 9470 9471
+# PROBEFLEET_HEALTH_URL: what the health check asks (default: the coordinator's /healthz);
+# deploy/compose.yaml sets it per service.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 CMD ["node", "bin/healthcheck.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "bin/probefleet.js"]
+CMD ["coordinator", "--host", "0.0.0.0"]

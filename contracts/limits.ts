@@ -1,0 +1,42 @@
+// Per-job caps: the most one job may ask of a worker, whatever a plan (or a job in Redis) says.
+// The plan refuses an experiment over a cap at validation, naming it; the worker checks each job
+// again on receipt, and enforces the time and byte caps as the job runs.
+
+export const JOB_LIMITS = {
+  /** Requests one job may send. */
+  requests: 10_000_000,
+  /** Requests one job may have in flight at once. */
+  concurrency: 10_000,
+  /** A job's time bound, in seconds (the plan's `jobTimeoutSeconds`). */
+  durationSeconds: 3_600,
+  /** Bytes of one response a worker reads; past it the response is cut (RESPONSE_TOO_LARGE). */
+  responseBytes: 64 * 1024 * 1024,
+} as const;
+
+export type JobLimit = keyof typeof JOB_LIMITS;
+
+/** One thing a job asks for: how much, the parameter that decides it (where the plan's error
+ * points), and how it follows from the parameters ("1000 connections x 1000 streams"). */
+export interface Demand {
+  value: number;
+  param: string;
+  how: string;
+}
+
+/** What one job of an experiment may send: its requests and how many are in flight at once. */
+export interface JobDemands {
+  requests: Demand;
+  concurrency: Demand;
+}
+
+/** "over the per-job cap on concurrency (10000): 1000 connections x 1000 streams = 1000000" */
+export function overCapMessage(limit: JobLimit, how?: string): string {
+  return `over the per-job cap on ${limit} (${JOB_LIMITS[limit]})${how ? `: ${how}` : ''}`;
+}
+
+/** The caps a job's demands exceed, as messages with the parameter to point at. */
+export function capsExceeded(demands: JobDemands): { param: string; message: string }[] {
+  return (['requests', 'concurrency'] as const)
+    .filter((limit) => demands[limit].value > JOB_LIMITS[limit])
+    .map((limit) => ({ param: demands[limit].param, message: overCapMessage(limit, `${demands[limit].how} = ${demands[limit].value}`) }));
+}

@@ -1,0 +1,172 @@
+// The target policy end to end, on loopback with the loopback permission off: every probe's job
+// becomes a TARGET_REFUSED_BY_POLICY result and the lab sees no connection; the connectors refuse
+// a name that resolves to a refused address and connect to the address they checked; a worker
+// process refuses loopback unless started with --allow-loopback.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { PROBE_KINDS } from '../../contracts/probes/index.js';
+import { runReportSchema, type RunReport } from '../../contracts/result.js';
+import { createLogger } from '../../common/log.js';
+import { startLab, type Lab } from '../../lab/index.js';
+import { executeJob } from '../../worker/execute-job.js';
+import { TimedConnector } from '../../worker/http/connector.js';
+import { generateLoad } from '../../worker/http/load-generator.js';
+import { TargetPolicy, TargetRefusedError } from '../../worker/target-policy.js';
+import { jobsOf, writePlan } from '../helpers/plans.js';
+import { spawnCli, type CliProcess } from '../helpers/processes.js';
+import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { runCli } from '../helpers/repo.js';
+
+const log = createLogger('test', 'silent');
+const noLoopback = new TargetPolicy({ allowLoopback: false, allowTargets: [] });
+/** Resolves the made-up name lab.example to loopback: a name whose address the policy refuses, without real DNS. */
+const labDotExample = async (host: string) => {
+  assert.equal(host, 'lab.example');
+  return { address: '127.0.0.1' };
+};
+
+function connectionsTo(lab: Lab): number {
+  return Object.values(lab.servers).reduce((sum, s) => sum + s.connectionsAccepted(), 0);
+}
+
+describe('target policy against the lab, loopback permission off', () => {
+  let lab: Lab;
+  before(async () => (lab = await startLab({ log })));
+  after(async () => lab?.close());
+
+  test('every probe kind: a TARGET_REFUSED_BY_POLICY result naming the rule, and no connection', async () => {
+    const experiments = PROBE_KINDS.map((kind) => `  - { probe: ${kind}${kind === 'load' ? ', durationSeconds: 0.5' : ''} }`).join('\n');
+    const jobs = await jobsOf(`
+name: refused
+targets: [{ name: https, url: "${lab.url('https')}", tls: { insecure: true } }]
+experiments:
+${experiments}
+`);
+    assert.deepEqual(new Set(jobs.map((j) => j.probe)), new Set(PROBE_KINDS));
+    for (const job of jobs) {
+      const result = await executeJob(job, { region: 'local', log, targetPolicy: noLoopback });
+      assert.equal(result.ok, false, job.jobId);
+      assert.equal(result.error?.code, 'TARGET_REFUSED_BY_POLICY', job.jobId);
+      assert.match(result.error!.message, /^127\.0\.0\.1 is loopback \(127\.0\.0\.0\/8\): allowed only with --allow-loopback$/);
+    }
+    assert.equal(connectionsTo(lab), 0);
+  });
+
+  test('a name that resolves somewhere allowed first and to loopback next (DNS rebinding) is refused at each connection', async () => {
+    let lookups = 0;
+    // The first answer (checked before the probe starts) is never connected to: only the later ones are used, and refused.
+    const rebinding = new TargetPolicy({ allowLoopback: false, allowTargets: [] }, async () => ({ address: lookups++ === 0 ? '93.184.215.14' : '127.0.0.1' }));
+    const before = connectionsTo(lab);
+    const [job] = await jobsOf(`
+name: rebinding
+targets: [{ name: http, url: "http://rebind.example:${lab.servers.keepalive.port}/" }]
+experiments: [{ probe: reuse, requests: 5, modes: [reused] }]
+`);
+    const result = await executeJob(job, { region: 'local', log, targetPolicy: rebinding });
+    assert.ok(lookups >= 2, 'the connector looked the name up again');
+    assert.equal(result.error?.code, 'TARGET_REFUSED_BY_POLICY');
+    assert.equal(result.summary.requests - result.summary.errors, 0, 'no request answered');
+    assert.equal(connectionsTo(lab), before);
+  });
+
+  test('the connectors check the address a name resolved to, and connect to that address', async () => {
+    const port = lab.servers.keepalive.port;
+    const refusing = new TargetPolicy({ allowLoopback: false, allowTargets: [] }, labDotExample);
+    const connector = new TimedConnector({ resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs: 5_000, policy: refusing });
+    await assert.rejects(connector.open('lab.example', port, false), (err: Error) => err instanceof TargetRefusedError && /127\.0\.0\.1 \(lab\.example\) is loopback/.test(err.message));
+    const load = await generateLoad({
+      url: `http://lab.example:${port}/`,
+      mode: 'reused',
+      connections: 2,
+      streams: 1,
+      durationMs: 300,
+      timeoutMs: 5_000,
+      tlsResume: false,
+      signal: AbortSignal.timeout(10_000),
+      policy: refusing,
+    });
+    assert.equal(load.completed, 0);
+    assert.ok((load.errors.TARGET_REFUSED_BY_POLICY ?? 0) > 0, JSON.stringify(load.errors));
+    assert.equal(connectionsTo(lab), 0);
+
+    // Allowed, the same made-up name reaches the lab: the connection went to the address the policy gave.
+    const allowing = new TargetPolicy({ allowLoopback: true, allowTargets: [] }, labDotExample);
+    const socket = await new TimedConnector({ resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs: 5_000, policy: allowing }).open('lab.example', port, false);
+    assert.equal(socket.remoteAddress, '127.0.0.1');
+    socket.destroy();
+    const loaded = await generateLoad({
+      url: `https://lab.example:${lab.servers.https.port}/`,
+      tls: { insecure: true },
+      mode: 'reused',
+      connections: 1,
+      streams: 1,
+      durationMs: 10_000,
+      maxRequests: 5,
+      timeoutMs: 5_000,
+      tlsResume: false,
+      signal: AbortSignal.timeout(10_000),
+      policy: allowing,
+    });
+    assert.equal(loaded.completed, 5, JSON.stringify(loaded.errors));
+  });
+
+  test('probefleet run (embedded) allows loopback by default; --no-allow-loopback refuses it', async () => {
+    const plan = await writePlan(`
+name: embedded-policy
+targets: [{ name: http, url: "${lab.url('keepalive')}" }]
+experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
+`);
+    const before = lab.servers.keepalive.connectionsAccepted();
+    const refused = await runCli(['run', plan, '--no-allow-loopback'], { env: { REDIS_URL: '' } });
+    assert.equal(refused.code, 0, refused.stderr);
+    assert.match(refused.stdout, /TARGET_REFUSED_BY_POLICY/);
+    assert.equal(lab.servers.keepalive.connectionsAccepted(), before);
+    const allowed = await runCli(['run', plan], { env: { REDIS_URL: '' } });
+    assert.equal(allowed.code, 0, allowed.stderr);
+    assert.equal(lab.servers.keepalive.connectionsAccepted(), before + 1);
+    const bad = await runCli(['run', plan, '--allow-targets', '10.0.0.0/33'], { env: { REDIS_URL: '' } });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--allow-targets: "10\.0\.0\.0\/33" is neither a CIDR/);
+  });
+});
+
+describe('a worker process refuses loopback targets unless allowed', needsRedis, () => {
+  const prefix = testPrefix();
+  let lab: Lab;
+  let worker: CliProcess | undefined;
+
+  before(async () => {
+    requireRedis();
+    lab = await startLab({ log });
+  });
+  after(async () => {
+    await worker?.stop();
+    await lab?.close();
+    if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  test('probefleet worker without --allow-loopback: the run reports TARGET_REFUSED_BY_POLICY and the lab saw nothing', async () => {
+    worker = spawnCli(['worker', '--region', 'a', '--redis', TEST_REDIS_URL, '--prefix', prefix], { PROBEFLEET_ALLOW_LOOPBACK: '' });
+    await worker.waitFor(/"msg":"worker ready"/);
+    assert.match(worker.stderr(), /"allowLoopback":false,"allowTargets":\[\],"msg":"target policy/);
+    const plan = await writePlan(`
+name: worker-refuses
+regions: [a]
+jobTimeoutSeconds: 30
+targets: [{ name: http, url: "${lab.url('keepalive')}" }]
+experiments: [{ probe: reuse, requests: 3, modes: [reused] }]
+`);
+    const json = path.join(await mkdtemp(path.join(tmpdir(), 'probefleet-policy-')), 'run.json');
+    const { code, stderr } = await runCli(['run', plan, '--redis', TEST_REDIS_URL, '--prefix', prefix, '--json', json], { timeoutMs: 60_000 });
+    assert.equal(code, 0, `a job with a failed result is a finished job\n${stderr}`);
+    const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
+    assert.equal(report.results.length, 1);
+    assert.equal(report.results[0].error?.code, 'TARGET_REFUSED_BY_POLICY');
+    assert.match(report.results[0].error!.message, /allowed only with --allow-loopback/);
+    assert.equal(connectionsTo(lab), 0);
+    assert.equal(worker.child.exitCode, null, 'the worker is still running');
+  });
+});
