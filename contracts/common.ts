@@ -8,6 +8,18 @@ export const nameSchema = z
   .string()
   .regex(NAME_PATTERN, 'must be 1-63 characters of a-z, 0-9, "-" or "_", starting with a letter or digit');
 
+/**
+ * A list whose values may each appear once: a repeat would ask for the same job twice (jobs with
+ * the same id are one job), so it is a mistake worth naming. Points at the repeated item.
+ */
+export function distinct<T extends z.ZodArray>(list: T, what: string): T {
+  return list.superRefine((values, ctx) => {
+    values.forEach((value, i) => {
+      if (values.indexOf(value) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `lists ${what} "${String(value)}" twice` });
+    });
+  }) as T;
+}
+
 /** The request phases, with the names blackbox_exporter made familiar. */
 export const PHASES = ['resolve', 'connect', 'tls', 'processing', 'transfer', 'total'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -34,7 +46,10 @@ export const ERROR_CODES = [
   'CONNECTION_RESET',
   'CONNECT_TIMEOUT',
   'RESPONSE_TIMEOUT',
+  /** The body did not end within the request's time bound (it came too slowly, or stopped). */
   'BODY_TIMEOUT',
+  /** The response head was larger than the client accepts (16 KiB). */
+  'RESPONSE_HEADERS_TOO_LARGE',
   'TLS_CERT_UNTRUSTED',
   'TLS_CERT_EXPIRED',
   'TLS_HOSTNAME_MISMATCH',
@@ -44,6 +59,10 @@ export const ERROR_CODES = [
   'TLS_HANDSHAKE_RESET',
   'HTTP_PROTOCOL_ERROR',
   'HTTP2_ERROR',
+  /** The server sent GOAWAY with an error code while a request was in flight. */
+  'HTTP2_GOAWAY',
+  /** The server reset a request's stream (RST_STREAM with an error code). */
+  'HTTP2_STREAM_RESET',
   'SOCKET_CLOSED',
   'DEADLINE_EXCEEDED',
   'TARGET_REFUSED_BY_POLICY',

@@ -2,7 +2,7 @@
 // contracts/plan.schema.json is generated from it for editors.
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
-import { nameSchema } from './common.js';
+import { distinct, nameSchema } from './common.js';
 import { capsExceeded, JOB_LIMITS, overCapMessage, type JobDemands } from './limits.js';
 import { headerValueProblem } from './secrets.js';
 import { schemeOf } from './probes/define.js';
@@ -56,7 +56,7 @@ function experimentSchemaFor<K extends ProbeKind>(kind: K) {
   return PROBES[kind].params.extend({
     probe: z.literal(kind),
     /** Target names this experiment runs against; all targets when absent. */
-    targets: z.array(nameSchema).min(1).optional(),
+    targets: distinct(z.array(nameSchema).min(1), 'target').optional(),
   });
 }
 

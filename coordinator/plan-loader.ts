@@ -2,7 +2,7 @@
 // is reported as FILE:LINE:COL: FIELD: MESSAGE, all of them at once, and nothing runs.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { isMap, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { isCollection, isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
 import type { JobTls } from '../contracts/job.js';
 import { planSchema, type Plan } from '../contracts/plan.js';
@@ -55,18 +55,24 @@ export async function parsePlan(text: string, file: string): Promise<LoadedPlan>
     throw new PlanError(
       doc.errors.map((e) => {
         const { line, col } = at(e.pos[0]);
+        if (e.code === 'DUPLICATE_KEY') {
+          const fieldPath = pathOfKeyAt(doc.contents, e.pos[0]);
+          if (fieldPath) return { file, line, column: col, field: formatIssuePath(fieldPath), message: 'YAML: given twice in the same mapping' };
+        }
+        if (e.code === 'MULTIPLE_DOCS') return { file, line, column: col, field: '', message: 'YAML: a plan is one document; this file has more (a "---" line)' };
         return { file, line, column: col, field: '', message: `YAML: ${e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}` };
       }),
     );
   }
-  const data: unknown = doc.toJS();
   if (!isMap(doc.contents)) {
     throw new PlanError([{ file, line: 1, column: 1, field: '', message: 'a plan is a YAML mapping (name, targets, experiments, ...)' }]);
   }
+  const data = toPlainData(doc, file, at);
 
   const parsed = planSchema.safeParse(data);
   if (!parsed.success) {
-    throw new PlanError(parsed.error.issues.flatMap((issue) => problemsOf(issue, doc, file, at, data)));
+    const issues = parsed.error.issues.filter((issue) => !isLooserBound(issue, parsed.error.issues));
+    throw new PlanError(issues.flatMap((issue) => problemsOf(issue, doc, file, at, data)));
   }
   const plan = parsed.data as Plan;
   return { plan, file, tls: await readTlsFiles(plan, doc, file, at) };
@@ -98,13 +104,81 @@ async function readTlsFiles(plan: Plan, doc: Document, file: string, at: (o: num
   return tls;
 }
 
+/** The field path of the mapping key that starts at `offset`, for YAML errors that point at a key. */
+function pathOfKeyAt(node: unknown, offset: number, prefix: (string | number)[] = []): (string | number)[] | undefined {
+  if (isMap(node)) {
+    for (const pair of node.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : '?';
+      if ((pair.key as Node | null)?.range?.[0] === offset) return [...prefix, key];
+      const found = pathOfKeyAt(pair.value, offset, [...prefix, key]);
+      if (found) return found;
+    }
+  } else if (isSeq(node)) {
+    for (const [i, item] of node.items.entries()) {
+      const found = pathOfKeyAt(item, offset, [...prefix, i]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The document as plain data. Keys must be scalars (a list or mapping as a key would become its
+ * text, with a warning on stderr), and aliases must resolve within the YAML library's bound on
+ * their expansion (a "billion laughs" document): both are refused where they are written.
+ */
+function toPlainData(doc: Document, file: string, at: (o: number) => { line: number; col: number }): unknown {
+  const problems: PlanProblem[] = [];
+  let firstAlias: Node | undefined;
+  const problem = (node: Node, message: string) => {
+    const { line, col } = at(node.range?.[0] ?? 0);
+    problems.push({ file, line, column: col, field: '', message });
+  };
+  visit(doc, {
+    Pair(_, pair) {
+      if (isCollection(pair.key)) problem(pair.key, 'YAML: a key must be a plain name, not a list or mapping');
+    },
+    Alias(_, alias) {
+      firstAlias ??= alias;
+    },
+  });
+  if (problems.length > 0) throw new PlanError(problems);
+  try {
+    return doc.toJS({ maxAliasCount: MAX_ALIAS_EXPANSIONS });
+  } catch (err) {
+    // The YAML library's errors here are about aliases (unresolved, or expanding too much).
+    problem(firstAlias ?? doc.contents!, `YAML: ${(err as Error).message}`);
+    throw new PlanError(problems);
+  }
+}
+
+/** Aliases a plan may expand: plenty for reusing a block of settings, far too few to exhaust memory. */
+const MAX_ALIAS_EXPANSIONS = 100;
+
 type Issue = z.core.$ZodIssue;
+
+/**
+ * zod checks an integer against both its own bounds and the safe-integer range; when a value
+ * breaks both on the same field, the plan's own bound is the one worth reading.
+ */
+function isLooserBound(issue: Issue, all: readonly Issue[]): boolean {
+  if (issue.code !== 'too_big' && issue.code !== 'too_small') return false;
+  const limit = Number(issue.code === 'too_big' ? issue.maximum : issue.minimum);
+  return all.some(
+    (other) =>
+      other !== issue &&
+      other.code === issue.code &&
+      formatIssuePath(other.path) === formatIssuePath(issue.path) &&
+      (issue.code === 'too_big' ? Number((other as typeof issue).maximum) < limit : Number((other as typeof issue).minimum) > limit),
+  );
+}
 
 function problemsOf(issue: Issue, doc: Document, file: string, at: (o: number) => { line: number; col: number }, data: unknown): PlanProblem[] {
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((key) => {
       const parent = doc.getIn(issue.path, true);
-      const pair = isMap(parent) ? parent.items.find((p) => (p.key as { value?: unknown })?.value === key) : undefined;
+      // Keys are scalars (toPlainData), but not always strings: `5:` is the number 5, listed as "5".
+      const pair = isMap(parent) ? parent.items.find((p) => isScalar(p.key) && String(p.key.value) === key) : undefined;
       const keyNode = pair?.key as Node | undefined;
       const { line, col } = at(keyNode?.range?.[0] ?? 0);
       const field = formatIssuePath([...issue.path, key]);

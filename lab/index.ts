@@ -7,17 +7,27 @@ import path from 'node:path';
 import { createLogger, type Logger } from '../common/log.js';
 import { createLabCa } from './certs.js';
 import { LAB_CERT_HOSTS, type LabContext, type LabServerSpec } from './server-spec.js';
+import { badStatusServer } from './servers/bad-status.js';
 import { closeServer } from './servers/close.js';
 import { expiredCertServer } from './servers/expired-cert.js';
+import { h2GoawayServer } from './servers/h2-goaway.js';
+import { h2RstServer } from './servers/h2-rst.js';
 import { h2Server } from './servers/h2.js';
 import { h2cServer } from './servers/h2c.js';
 import { httpsServer } from './servers/https.js';
+import { hugeBodyServer } from './servers/huge-body.js';
+import { hugeHeadersServer } from './servers/huge-headers.js';
 import { keepaliveServer } from './servers/keepalive.js';
 import { noAlpnServer } from './servers/no-alpn.js';
 import { noResumeServer } from './servers/no-resume.js';
+import { refusedServer } from './servers/refused.js';
+import { resetHeadersServer } from './servers/reset-headers.js';
 import { selfSignedServer } from './servers/self-signed.js';
+import { silentServer } from './servers/silent.js';
 import { slowHandshakeServer } from './servers/slow-handshake.js';
+import { tlsResetServer } from './servers/tls-reset.js';
 import { tls12Server } from './servers/tls12.js';
+import { trickleServer } from './servers/trickle.js';
 import { wrongHostServer } from './servers/wrong-host.js';
 
 export const LAB_SERVERS = [
@@ -33,6 +43,17 @@ export const LAB_SERVERS = [
   wrongHostServer,
   noResumeServer,
   slowHandshakeServer,
+  // Hostile and broken targets: each failure has its own error code (README, "Hostile targets").
+  refusedServer,
+  resetHeadersServer,
+  silentServer,
+  trickleServer,
+  hugeBodyServer,
+  badStatusServer,
+  hugeHeadersServer,
+  tlsResetServer,
+  h2GoawayServer,
+  h2RstServer,
 ] as const satisfies readonly LabServerSpec[];
 export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
 
@@ -116,6 +137,9 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       });
       started.push({ server, sockets });
       const port = await listen(server, host, basePort === 0 ? 0 : basePort + spec.offset, spec.name);
+      await spec.ready?.(server);
+      // Connections made while getting ready (the refused server's own) are not the clients'.
+      accepted = 0;
       const urlHost = host.includes(':') ? `[${host}]` : host;
       servers[spec.name] = {
         name: spec.name,

@@ -25,4 +25,6 @@ export interface LabServerSpec {
   description: string;
   /** Creates the server, not yet listening. */
   create(ctx: LabContext): net.Server | Promise<net.Server>;
+  /** Finishes setting up a server once it listens; the lab counts as started when it resolves. */
+  ready?(server: net.Server): Promise<void>;
 }

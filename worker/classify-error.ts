@@ -16,7 +16,7 @@ const BY_CODE: Record<string, ErrorCode> = {
   UND_ERR_BODY_TIMEOUT: 'BODY_TIMEOUT',
   UND_ERR_SOCKET: 'SOCKET_CLOSED',
   UND_ERR_CLOSED: 'SOCKET_CLOSED',
-  UND_ERR_HEADERS_OVERFLOW: 'HTTP_PROTOCOL_ERROR',
+  UND_ERR_HEADERS_OVERFLOW: 'RESPONSE_HEADERS_TOO_LARGE',
   UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'HTTP_PROTOCOL_ERROR',
   UND_ERR_RES_EXCEEDED_MAX_SIZE: 'RESPONSE_TOO_LARGE',
   UND_ERR_ABORTED: 'DEADLINE_EXCEEDED',
@@ -41,8 +41,13 @@ const BY_CODE: Record<string, ErrorCode> = {
   // worker/http/wire.ts: hand-driven exchanges (raw HTTP/1.1 heads, HTTP/2 sessions)
   EWIRE_CLOSED: 'SOCKET_CLOSED',
   EWIRE_TIMEOUT: 'RESPONSE_TIMEOUT',
+  EWIRE_BODY_TIMEOUT: 'BODY_TIMEOUT',
   EWIRE_MALFORMED: 'HTTP_PROTOCOL_ERROR',
   EWIRE_TOO_LARGE: 'RESPONSE_TOO_LARGE',
+  // node:http2: a GOAWAY with an error code destroys the session with this one; a stream the
+  // peer reset (RST_STREAM with an error code) is destroyed with the other.
+  ERR_HTTP2_SESSION_ERROR: 'HTTP2_GOAWAY',
+  ERR_HTTP2_STREAM_ERROR: 'HTTP2_STREAM_RESET',
 };
 
 /** The peer dropped the connection in the middle of the TLS handshake (no alert: a reset or a bare close). */
@@ -53,6 +58,8 @@ function codesOf(err: unknown): string[] {
   for (let e = err as { code?: unknown; name?: unknown; cause?: unknown } | undefined; e && codes.length < 5; e = e.cause as typeof e) {
     if (typeof e.code === 'string') codes.push(e.code);
     if (e.name === 'AbortError' || e.name === 'TimeoutError') codes.push('ABORT_ERR');
+    // undici 7 looks llhttp's error number up in a table keyed by name, so its parser errors come without a code.
+    if (e.name === 'HTTPParserError' && e.code === undefined) codes.push('HPE_UNKNOWN');
   }
   return codes;
 }

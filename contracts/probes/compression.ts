@@ -1,6 +1,6 @@
 // The `compression` probe: is compression worth it for this response and link?
 import { z } from 'zod';
-import { requestSampleSchema } from '../common.js';
+import { distinct, requestSampleSchema } from '../common.js';
 import { defineProbe, schemeOf, sequential } from './define.js';
 
 /** What the probe may ask for in Accept-Encoding; zstd is measured only where the runtime has it. */
@@ -66,11 +66,7 @@ export const compressionProbe = defineProbe({
   summary: 'Bytes on the wire and decode time per Accept-Encoding, Vary, a local level table, and a link model',
   params: z.strictObject({
     /** Accept-Encoding values asked for, one at a time. */
-    encodings: z
-      .array(z.enum(ACCEPT_ENCODINGS))
-      .min(1)
-      .refine((list) => new Set(list).size === list.length, 'lists an encoding twice')
-      .default(['identity', 'gzip', 'br', 'zstd']),
+    encodings: distinct(z.array(z.enum(ACCEPT_ENCODINGS)).min(1), 'encoding').default(['identity', 'gzip', 'br', 'zstd']),
     /** Requests per encoding (interleaved), for the medians. */
     requests: z.int().min(1).max(100).default(5),
     /** Levels of the local level table, on the decoded body. */

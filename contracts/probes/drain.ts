@@ -1,6 +1,6 @@
 // The `drain` probe: does the client lose connection reuse when it leaves a body unread?
 import { z } from 'zod';
-import { requestSampleSchema } from '../common.js';
+import { distinct, requestSampleSchema } from '../common.js';
 import { defineProbe, schemeOf, sequential } from './define.js';
 
 /**
@@ -39,7 +39,7 @@ export const drainProbe = defineProbe({
   params: z.strictObject({
     /** Requests per mode (the article's benchmark: 100). */
     requests: z.int().min(1).max(10_000).default(100),
-    modes: z.array(z.enum(DRAIN_MODES)).min(1).default(['full', 'unread', 'drain']),
+    modes: distinct(z.array(z.enum(DRAIN_MODES)).min(1), 'mode').default(['full', 'unread', 'drain']),
     /** Drain at most this many bytes (Go 1.27: 256 KB). */
     drainMaxBytes: z.int().min(0).max(64 << 20).default(256 << 10),
     /** Drain for at most this long (Go 1.27: 50 ms). */

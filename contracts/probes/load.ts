@@ -1,6 +1,6 @@
 // The `load` probe: how does the target hold up under concurrency?
 import { z } from 'zod';
-import { ERROR_CODES, nameSchema } from '../common.js';
+import { distinct, ERROR_CODES, nameSchema } from '../common.js';
 import { JOB_LIMITS } from '../limits.js';
 import { defineProbe } from './define.js';
 
@@ -26,7 +26,7 @@ export const loadParamsSchema = z.strictObject({
   /** Open loop: requests per second, sent on schedule whatever the answers do; latency counts
    * from each request's intended send time (coordinated omission corrected). Closed loop when absent. */
   rate: z.number().min(0.1).max(100_000).optional(),
-  modes: z.array(z.enum(LOAD_MODES)).min(1).default(['reused']),
+  modes: distinct(z.array(z.enum(LOAD_MODES)).min(1), 'mode').default(['reused']),
   /** Per-request time bound (connect, headers, and gaps between body chunks). */
   timeoutMs: z.int().min(1).max(120_000).default(10_000),
   /** Offer the previous TLS session on each new connection (resumed handshakes). */

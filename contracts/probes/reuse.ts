@@ -1,6 +1,6 @@
 // The `reuse` probe: what does a new connection cost compared with a reused one?
 import { z } from 'zod';
-import { requestSampleSchema } from '../common.js';
+import { distinct, requestSampleSchema } from '../common.js';
 import { defineProbe, schemeOf, sequential } from './define.js';
 
 export const REUSE_MODES = ['reused', 'new', 'cold'] as const;
@@ -13,7 +13,7 @@ export const reuseProbe = defineProbe({
     requests: z.int().min(1).max(10_000).default(100),
     /** `reused`: one keep-alive connection; `new`: a new connection per request;
      * `cold`: a new client process per request (the shell-loop anti-pattern). */
-    modes: z.array(z.enum(REUSE_MODES)).min(1).default(['reused', 'new']),
+    modes: distinct(z.array(z.enum(REUSE_MODES)).min(1), 'mode').default(['reused', 'new']),
     /** Per-request time bound. */
     timeoutMs: z.int().min(1).max(120_000).default(10_000),
     /** Offer the previous TLS session on each new connection (resumed handshakes). */

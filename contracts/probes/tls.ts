@@ -1,6 +1,6 @@
 // The `tls` probe: what does the handshake cost, and can it be avoided?
 import { z } from 'zod';
-import { percentilesSchema, phaseTimesSchema, probeErrorSchema } from '../common.js';
+import { distinct, percentilesSchema, phaseTimesSchema, probeErrorSchema } from '../common.js';
 import { defineProbe, sequential } from './define.js';
 
 export const TLS_VERSIONS = ['1.2', '1.3'] as const;
@@ -49,7 +49,7 @@ export const tlsProbe = defineProbe({
     /** Full handshakes per version; as many resumed ones again when `resumption` is on. */
     samples: z.int().min(1).max(1000).default(20),
     /** One job per version; each offers and accepts only that version. */
-    versions: z.array(z.enum(TLS_VERSIONS)).min(1).default(['1.2', '1.3']),
+    versions: distinct(z.array(z.enum(TLS_VERSIONS)).min(1), 'version').default(['1.2', '1.3']),
     /** Measure resumed handshakes beside the full ones. */
     resumption: z.boolean().default(true),
     /** ALPN protocols offered, in order (what a browser offers by default). */

@@ -47,9 +47,9 @@ test('probefleet run --lab examples/lecture-keepalive.yaml prints the table and 
 test('a plan that fails validation runs nothing and writes nothing', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
   const json = path.join(dir, 'run.json');
-  const { code, stderr } = await runCli(['run', 'test/fixtures/plans/invalid-unknown-probe.yaml', '--json', json]);
+  const { code, stderr } = await runCli(['run', 'test/fixtures/plans/bad/unknown-probe.yaml', '--json', json]);
   assert.equal(code, 2);
-  assert.match(stderr, /invalid-unknown-probe\.yaml:6:12: experiments\[0\]\.probe/);
+  assert.match(stderr, /bad\/unknown-probe\.yaml:8:12: experiments\[0\]\.probe/);
   assert.equal(existsSync(json), false);
 });
 

@@ -2,19 +2,20 @@
 // requests come back as RequestSamples with per-phase times.
 import { performance } from 'node:perf_hooks';
 import { Client, type Dispatcher } from 'undici';
-import type { PhaseTimes, RequestSample } from '../../contracts/common.js';
+import type { PhaseTimes, ProbeError, RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody } from './body.js';
 import type { TargetPolicy } from '../target-policy.js';
 import { TimedConnector, type ConnectionTimeline } from './connector.js';
+import { WireError } from './wire.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
 
 export interface TimedClientOptions {
   target: JobTarget;
-  /** Per-request bound: connect, headers, and gaps between body chunks. */
+  /** Per-request bound on the whole exchange, from connecting to the last body byte. */
   timeoutMs: number;
   resumeTlsSessions?: boolean;
   /** Where the client may connect (worker/target-policy.ts). */
@@ -81,6 +82,7 @@ export class TimedHttpClient {
   private readonly hostIsLiteral: boolean;
   /** The target's headers with lower-case names, so a request's own headers replace them rather than doubling them. */
   private readonly targetHeaders: Record<string, string>;
+  private readonly timeoutMs: number;
 
   constructor(options: TimedClientOptions) {
     this.url = new URL(options.target.url);
@@ -100,6 +102,7 @@ export class TimedHttpClient {
       keepAliveTimeout: 60_000,
       maxResponseSize: JOB_LIMITS.responseBytes,
     });
+    this.timeoutMs = options.timeoutMs;
   }
 
   get connections(): readonly ConnectionTimeline[] {
@@ -118,13 +121,29 @@ export class TimedHttpClient {
     let head: ResponseHead | undefined;
     let body: ResponseBody | undefined;
     let serverClosed: boolean | undefined;
+    // undici's own timeouts bound each wait (headers, the gap between two body chunks); this
+    // bounds the whole, so a body that trickles in just fast enough cannot hold the job. The
+    // caller's signal is relayed by hand: AbortSignal.any per request would pile up on the job's.
+    const overall = new AbortController();
+    const relay = () => overall.abort(opts.signal?.reason);
+    if (opts.signal?.aborted) relay();
+    else opts.signal?.addEventListener('abort', relay, { once: true });
+    const timer = setTimeout(
+      () =>
+        overall.abort(
+          head
+            ? new WireError(`the body did not end within ${this.timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT')
+            : new WireError(`no response within ${this.timeoutMs} ms`, 'EWIRE_TIMEOUT'),
+        ),
+      this.timeoutMs,
+    );
     try {
       const response = await this.client.request({
         method: opts.method ?? 'GET',
         path: opts.path ?? this.url.pathname + this.url.search,
         headers: { ...this.targetHeaders, ...opts.headers },
         reset: opts.closeAfter ?? false,
-        signal: opts.signal,
+        signal: overall.signal,
       });
       const headersAt = performance.now();
       head = { statusCode: response.statusCode, headers: response.headers };
@@ -160,11 +179,19 @@ export class TimedHttpClient {
           phases: { total: performance.now() - start },
           bodyBytes: 0,
           serverClosed,
-          error: classifyError(err),
+          error: this.withSizeCapNamed(classifyError(err)),
         },
         head,
       };
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', relay);
     }
+  }
+
+  /** undici's words for the size cap name no size: say which. */
+  private withSizeCapNamed(error: ProbeError): ProbeError {
+    return error.code === 'RESPONSE_TOO_LARGE' ? { ...error, message: `the body passed ${JOB_LIMITS.responseBytes} bytes, the per-job cap on one response: reading stopped there` } : error;
   }
 
   /** Durations from raw timestamps, computed once. */

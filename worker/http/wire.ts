@@ -1,5 +1,6 @@
-// Failures of the hand-driven exchanges (raw HTTP/1.1 heads, node:http2 sessions), with codes
-// that worker/classify-error.ts maps, and the time bound every such exchange runs under.
+// Failures of the hand-driven exchanges (raw HTTP/1.1 heads, node:http2 sessions) and of the
+// time bounds added around undici's, with codes that worker/classify-error.ts maps, and the
+// time bound every such exchange runs under.
 import { JOB_LIMITS } from '../../contracts/limits.js';
 
 export type WireErrorCode =
@@ -7,6 +8,8 @@ export type WireErrorCode =
   | 'EWIRE_CLOSED'
   /** No answer within the attempt's time bound. */
   | 'EWIRE_TIMEOUT'
+  /** An answer began, but its body did not end within the attempt's time bound. */
+  | 'EWIRE_BODY_TIMEOUT'
   /** The answer was not what the protocol allows. */
   | 'EWIRE_MALFORMED'
   /** The response is longer than a job may read (JOB_LIMITS.responseBytes). */
