@@ -56,6 +56,20 @@ export interface Dashboard {
 
 const HEIGHT = 8;
 
+/** A template variable over a label's values: several or all may be chosen. */
+function labelVariable(name: string, label: string, query: string): QueryVariableBuilder {
+  return new QueryVariableBuilder(name)
+    .label(label)
+    .datasource(DATASOURCE)
+    .query(query)
+    .refresh(VariableRefresh.OnTimeRangeChanged)
+    .sort(VariableSort.AlphabeticalAsc)
+    .multi(true)
+    .includeAll(true)
+    .allValue('.*')
+    .current({ text: 'All', value: '$__all' });
+}
+
 /** The dashboard JSON, panels laid out left to right, top to bottom. */
 export function buildDashboard(spec: Dashboard): object {
   const builder = new DashboardBuilder(spec.title)
@@ -67,30 +81,8 @@ export function buildDashboard(spec: Dashboard): object {
     .time({ from: 'now-30d', to: 'now' })
     .refresh('5m')
     .withVariable(new DatasourceVariableBuilder('datasource').label('Prometheus').type('prometheus').current({ text: 'Prometheus (probefleet)', value: DATASOURCE_UID }))
-    .withVariable(
-      new QueryVariableBuilder('region')
-        .label('Region')
-        .datasource(DATASOURCE)
-        .query('label_values(probefleet_probe_jobs_total, region)')
-        .refresh(VariableRefresh.OnTimeRangeChanged)
-        .sort(VariableSort.AlphabeticalAsc)
-        .multi(true)
-        .includeAll(true)
-        .allValue('.*')
-        .current({ text: 'All', value: '$__all' }),
-    )
-    .withVariable(
-      new QueryVariableBuilder('target')
-        .label('Target')
-        .datasource(DATASOURCE)
-        .query('label_values(probefleet_probe_jobs_total{region=~"$region"}, target)')
-        .refresh(VariableRefresh.OnTimeRangeChanged)
-        .sort(VariableSort.AlphabeticalAsc)
-        .multi(true)
-        .includeAll(true)
-        .allValue('.*')
-        .current({ text: 'All', value: '$__all' }),
-    )
+    .withVariable(labelVariable('region', 'Region', 'label_values(probefleet_probe_jobs_total, region)'))
+    .withVariable(labelVariable('target', 'Target', 'label_values(probefleet_probe_jobs_total{region=~"$region"}, target)'))
     .withVariable(
       new CustomVariableBuilder('window')
         .label('Window')

@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import type { PlanProblem } from '../../coordinator/plan-loader.js';
 import type { FuzzInput, FuzzMessage } from '../helpers/plan-fuzz-worker.js';
-import { mutatePlan, seededRandom } from '../helpers/plan-mutations.js';
+import { prng } from '../../common/stats.js';
+import { mutatePlan } from '../helpers/plan-mutations.js';
 import { REPO_ROOT } from '../helpers/repo.js';
 
 const SEED = 20261130;
@@ -22,7 +23,7 @@ const HANG_MS = 10_000;
 const WHOLE_FILE = /^(YAML: |a plan is a YAML mapping)/;
 
 async function generatedInputs(): Promise<(FuzzInput & { mutations: string[] })[]> {
-  const random = seededRandom(SEED);
+  const random = prng(SEED);
   const examples = (await readdir(path.join(REPO_ROOT, 'examples'))).filter((f) => f.endsWith('.yaml')).sort();
   const inputs = [];
   for (const example of examples) {
