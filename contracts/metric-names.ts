@@ -66,7 +66,7 @@ export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'fai
 export const JOB_OUTCOMES = ['ok', 'error', 'failed', 'not_run'] as const;
 
 // ---------------------------------------------------------------------------------------------
-// Probe measurements, pushed to a Pushgateway (issue 6). Two kinds of group, so that nothing is
+// Probe measurements, pushed to a Pushgateway. Two kinds of group, so that nothing is
 // lost when targets take turns and nothing piles up per run (docs/architecture.md, "Metrics"):
 // - `probes`: each process that runs jobs (a worker, or `run` in embedded mode) keeps one
 //   cumulative registry of counters and histograms and pushes it whole (PUT) after every job,
