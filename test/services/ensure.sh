@@ -19,14 +19,14 @@ PACKAGE_OF+=(
   [setpriv]=util-linux
   [curl]=curl
 )
-# Metrics (issue 6): Prometheus with promtool, and the Pushgateway; tests start their own on free ports.
+# Metrics: Prometheus with promtool, and the Pushgateway; tests start their own on free ports.
 PACKAGE_OF+=(
   [prometheus]=prometheus
   [promtool]=prometheus
   [prometheus-pushgateway]=prometheus-pushgateway
 )
 
-# Deployment (issue 10): amtool checks the Alertmanager configuration of deploy/compose.yaml, and
+# Deployment: amtool checks the Alertmanager configuration of deploy/compose.yaml, and
 # the image's command lines are run through tini, the image's PID 1.
 PACKAGE_OF+=(
   [amtool]=prometheus-alertmanager
