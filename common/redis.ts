@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
+import { BadInputError } from './bad-input.js';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -15,7 +16,7 @@ export interface RedisSettings {
   caPem?: string;
 }
 
-export class RedisUrlError extends Error {
+export class RedisUrlError extends BadInputError {
   override name = 'RedisUrlError';
 }
 

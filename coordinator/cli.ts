@@ -1,23 +1,33 @@
 // `probefleet`: one command module per file under coordinator/commands/.
-import yargs from 'yargs';
+import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { labCommand } from './commands/lab.js';
-import { planCommand } from './commands/plan.js';
-import { regionsCommand } from './commands/regions.js';
-import { reportCommand } from './commands/report.js';
-import { runCommand } from './commands/run.js';
-import { coordinatorCommand } from './commands/coordinator.js';
-import { demoCommand } from './commands/demo.js';
-import { BadArgumentError } from './commands/redis-args.js';
-import { runsCommand } from './commands/runs.js';
-import { scheduleCommand } from './commands/schedule.js';
-import { workerCommand } from './commands/worker.js';
-import { RedisUrlError } from '../common/redis.js';
-import { PlanError } from './plan-loader.js';
+import { BadInputError } from '../common/bad-input.js';
+
+/**
+ * Each command's module, loaded only when it is asked for: `plan validate` need not load
+ * BullMQ, undici and the probes. Help and unknown commands load them all. Order = help's order.
+ */
+const COMMANDS: Record<string, () => Promise<CommandModule<any, any>>> = {
+  run: async () => (await import('./commands/run.js')).runCommand,
+  plan: async () => (await import('./commands/plan.js')).planCommand,
+  lab: async () => (await import('./commands/lab.js')).labCommand,
+  worker: async () => (await import('./commands/worker.js')).workerCommand,
+  coordinator: async () => (await import('./commands/coordinator.js')).coordinatorCommand,
+  schedule: async () => (await import('./commands/schedule.js')).scheduleCommand,
+  runs: async () => (await import('./commands/runs.js')).runsCommand,
+  regions: async () => (await import('./commands/regions.js')).regionsCommand,
+  demo: async () => (await import('./commands/demo.js')).demoCommand,
+  report: async () => (await import('./commands/report.js')).reportCommand,
+};
 
 /** Exit codes: 0 done, 1 failed, 2 bad input (plan, arguments). */
 export const EXIT_FAILED = 1;
 export const EXIT_BAD_INPUT = 2;
+
+async function commandsFor(argv: string[]): Promise<CommandModule<any, any>[]> {
+  const asked = argv.find((arg) => Object.hasOwn(COMMANDS, arg));
+  return Promise.all((asked ? [asked] : Object.keys(COMMANDS)).map((name) => COMMANDS[name]!()));
+}
 
 export async function main(argv: string[]): Promise<void> {
   await yargs(argv)
@@ -31,16 +41,7 @@ export async function main(argv: string[]): Promise<void> {
     .middleware((args) => {
       if (args.logLevel) process.env.PROBEFLEET_LOG_LEVEL = args.logLevel as string;
     })
-    .command(runCommand)
-    .command(planCommand)
-    .command(labCommand)
-    .command(workerCommand)
-    .command(coordinatorCommand)
-    .command(scheduleCommand)
-    .command(runsCommand)
-    .command(regionsCommand)
-    .command(demoCommand)
-    .command(reportCommand)
+    .command(await commandsFor(argv))
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .help()
@@ -57,7 +58,7 @@ export async function main(argv: string[]): Promise<void> {
 try {
   await main(hideBin(process.argv));
 } catch (err) {
-  if (err instanceof PlanError || err instanceof BadArgumentError || err instanceof RedisUrlError) {
+  if (err instanceof BadInputError) {
     process.stderr.write(`${err.message}\n`);
     process.exitCode = EXIT_BAD_INPUT;
   } else {

@@ -8,6 +8,7 @@ import type { JobTls } from '../contracts/job.js';
 import { planSchema, type Plan } from '../contracts/plan.js';
 import { PROBE_KINDS } from '../contracts/probes/index.js';
 import { formatIssuePath } from '../common/issue-path.js';
+import { BadInputError } from '../common/bad-input.js';
 
 export interface PlanProblem {
   file: string;
@@ -18,7 +19,7 @@ export interface PlanProblem {
   message: string;
 }
 
-export class PlanError extends Error {
+export class PlanError extends BadInputError {
   override name = 'PlanError';
   constructor(readonly problems: PlanProblem[]) {
     super(problems.map(formatProblem).join('\n'));

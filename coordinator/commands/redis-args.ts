@@ -5,6 +5,7 @@ import type { Logger } from '../../common/log.js';
 import { DEFAULT_REDIS_URL, redisSettingsFrom, type RedisSettings } from '../../common/redis.js';
 import { jobKeyFromEnv, JobKeyError } from '../../common/job-signature.js';
 import { openFleet, type Fleet } from '../fleet.js';
+import { BadInputError } from '../../common/bad-input.js';
 
 export const redisArgs = (y: Argv) =>
   y
@@ -33,7 +34,7 @@ export function redisSettingsOf(args: RedisArgs): RedisSettings {
   return redisSettingsFrom(redisUrlFrom(args) ?? DEFAULT_REDIS_URL, args.redisCa || process.env.REDIS_CA_FILE || undefined);
 }
 
-export class BadArgumentError extends Error {
+export class BadArgumentError extends BadInputError {
   override name = 'BadArgumentError';
 }
 
