@@ -156,7 +156,7 @@ export async function endToEndRun(redis: BenchRedis, url: string, tool: EndToEnd
   const workers = Array.from({ length: END_TO_END_WORKERS }, (_, i) => {
     const logFile = path.join(dir, `worker-${i}.log`);
     const fd = openSync(logFile, 'w');
-    const args = tool === 'probefleet' ? [CLI, 'worker', '--region', END_TO_END_REGION, '--redis', redis.url] : [BARE_WORKER_PROCESS, redis.url, END_TO_END_REGION];
+    const args = tool === 'probefleet' ? [CLI, 'worker', '--region', END_TO_END_REGION, '--redis', redis.url, '--allow-loopback'] : [BARE_WORKER_PROCESS, redis.url, END_TO_END_REGION];
     const child = spawn(launcher, [...launcherArgs, process.execPath, ...profileArgs(profileDir), ...args], { stdio: ['ignore', 'ignore', fd] });
     closeSync(fd);
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

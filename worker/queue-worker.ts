@@ -2,7 +2,6 @@
 // executeJob, the same code the embedded runner calls. A malformed payload fails at once
 // (UnrecoverableError) and the worker goes on; the probe result is the job's return value.
 import { hostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { JOB_NAMES, regionQueueName } from '../contracts/queues.js';
 import type { ProbeResult } from '../contracts/result.js';
@@ -118,11 +117,16 @@ class TimeBoundError extends Error {
   override name = 'TimeBoundError';
 }
 
+/** A plain timer, cleared when the work settles: cancelling a timers/promises sleep through an
+ * AbortController made a DOMException and an AbortError for every job. */
 async function withinBound<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
-  const timer = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TimeBoundError(message)), ms);
+  });
   try {
-    return await Promise.race([work, sleep(ms, undefined, { signal: timer.signal }).then(() => Promise.reject(new TimeBoundError(message)))]);
+    return await Promise.race([work, bound]);
   } finally {
-    timer.abort();
+    clearTimeout(timer);
   }
 }
