@@ -1,6 +1,6 @@
 // Splits a plan into jobs: one per (region, target, experiment variant). Ids are derived from
 // what the job is, so splitting the same run twice yields the same ids and adds nothing twice.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { JOB_SCHEMA, type JobPayload } from '../contracts/job.js';
 import { PROBES } from '../contracts/probes/index.js';
 import type { LoadedPlan } from './plan-loader.js';
@@ -64,4 +64,9 @@ export function splitPlan({ plan, tls }: LoadedPlan, runId: string): JobPayload[
 export function runIdFor(planName: string, at: Date, suffix?: string): string {
   const stamp = at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'z').toLowerCase();
   return `${planName}-${stamp}${suffix ? `-${suffix}` : ''}`;
+}
+
+/** The id of a run started now by hand; the random suffix keeps two started in the same second apart. */
+export function newRunId(planName: string): string {
+  return runIdFor(planName, new Date(), randomBytes(2).toString('hex'));
 }

@@ -1,6 +1,5 @@
 // `probefleet regions run|up|cleanup`: emulated regions on this machine (regions/): network
 // namespaces with a real round-trip time to a target host running the lab. Needs root.
-import { randomBytes } from 'node:crypto';
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
@@ -13,7 +12,7 @@ import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { loadPlanFile } from '../plan-loader.js';
 import { renderTable } from '../report/table.js';
 import { renderRunReport } from '../report/text.js';
-import { runIdFor } from '../split.js';
+import { newRunId } from '../split.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
 
 export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms'];
@@ -91,7 +90,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
       lab = await startTargetLab(regions);
       process.stdout.write(`Emulated regions\n${describeRegions(regions)}\n`);
       const report = await runPlanInRegions(regions, loaded, {
-        runId: runIdFor(loaded.plan.name, new Date(), randomBytes(2).toString('hex')),
+        runId: newRunId(loaded.plan.name),
         log,
         onRegion: (region, jobs) => process.stderr.write(`region ${region.name} (RTT ${region.rttMs} ms): ${jobs} jobs\n`),
       });

@@ -2,7 +2,6 @@
 // URL is given (--redis or REDIS_URL): then the run is submitted as a flow to the regions'
 // workers and waited for. Prints the report; --json writes the `probefleet.run/v1` document,
 // --html, --markdown and --csv the report in those formats.
-import { randomBytes } from 'node:crypto';
 import { Registry } from 'prom-client';
 import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
@@ -21,7 +20,7 @@ import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { renderRunReport } from '../report/text.js';
 import { buildRunReport } from '../run-report.js';
-import { runIdFor, splitPlan } from '../split.js';
+import { newRunId, splitPlan } from '../split.js';
 import { BadArgumentError, fleetOf, redisArgs, redisUrlFrom } from './redis-args.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
 import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
@@ -64,7 +63,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     if (plan.regions.some((r) => r !== EMBEDDED_REGION)) {
       log.warn({ regions: plan.regions }, `embedded mode runs every job here, as region "${EMBEDDED_REGION}"; use --redis and workers for regions`);
     }
-    const runId = runIdFor(plan.name, new Date(), randomBytes(2).toString('hex'));
+    const runId = newRunId(plan.name);
     const jobs = splitPlan({ ...loaded, plan: { ...plan, regions: [EMBEDDED_REGION] } }, runId);
     const pushgateway = pushgatewaySettingsOf(args);
     // Pushed after every job and for the run, like a worker and a coordinator; never fails the run.
@@ -119,7 +118,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
   let lab: Lab | undefined;
   try {
     if (args.lab) lab = await startLab({ basePort: args.labPort, log });
-    const runId = args.runId ?? runIdFor(loaded.plan.name, new Date(), randomBytes(2).toString('hex'));
+    const runId = args.runId ?? newRunId(loaded.plan.name);
     const submitted = await submitRun(fleet, loaded, runId, args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {});
     const regions = [...jobsPerRegion(submitted.data)].map(([region, n]) => `${region} ${n}`).join(', ');
     process.stderr.write(
