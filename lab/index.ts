@@ -43,7 +43,7 @@ export const LAB_SERVERS = [
   wrongHostServer,
   noResumeServer,
   slowHandshakeServer,
-  // Hostile and broken targets: each failure has its own error code (README, "Hostile targets").
+  // Hostile and broken targets: each failure has its own error code (docs/lab.md, "Hostile and broken targets").
   refusedServer,
   resetHeadersServer,
   silentServer,

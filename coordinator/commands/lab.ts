@@ -22,7 +22,7 @@ export const labCommand: CommandModule<object, ArgsOf<typeof options>> = {
         ['server', 'url', 'what it is'],
         Object.values(lab.servers).map((s) => [s.name, s.url, s.description]),
         'lll',
-      )}\npaths on every server but the hostile ones (README: The lab target): ${LAB_PATHS.join(' ')}\nlab CA certificate: ${lab.caFile}\nCtrl-C to stop.\n`,
+      )}\npaths on every server but the hostile ones (docs/lab.md): ${LAB_PATHS.join(' ')}\nlab CA certificate: ${lab.caFile}\nCtrl-C to stop.\n`,
     );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

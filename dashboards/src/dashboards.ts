@@ -126,7 +126,7 @@ export const protocolsDashboard: Dashboard = {
     },
     {
       title: 'CORS findings over time',
-      description: 'Findings of the cors probe in each run (README, Findings): a line while the run finds it.',
+      description: 'Findings of the cors probe in each run (docs/plan.md, Findings): a line while the run finds it.',
       kind: 'timeseries',
       unit: 'none',
       queries: [{ expr: `sum by (region, target, finding) (probefleet_findings${sel({ probe: 'cors' })})`, legend: '{{region}} {{target}} {{finding}}' }],

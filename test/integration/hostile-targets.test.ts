@@ -33,7 +33,7 @@ const PROBE_PARAMS: Record<Extract<ProbeKind, 'reuse' | 'tls' | 'http2'>, string
   http2: `repeats: 1, concurrent: 2, timeoutMs: ${REQUEST_TIMEOUT_MS}`,
 };
 
-/** The lab server, the probe that meets it, and the code its result must carry (README, "Hostile and broken targets"). */
+/** The lab server, the probe that meets it, and the code its result must carry (docs/lab.md, "Hostile and broken targets"). */
 const CASES: { server: LabServerName; probe: keyof typeof PROBE_PARAMS; code: ErrorCode; params?: string }[] = [
   { server: 'refused', probe: 'reuse', code: 'CONNECTION_REFUSED' },
   { server: 'reset-headers', probe: 'reuse', code: 'CONNECTION_RESET' },

@@ -14,7 +14,7 @@
 // next flight more slowly than in the back-to-back exchange of `base` (~0.5-1 ms for the client's
 // work on the server's first flight). TLS 1.2 collects both twice, so against `base` it measured
 // +2.5 to +4.5 ms over 2 RTT; against `ref`, which has the same path and the same idle gaps, the
-// round trips alone remain. README, "Fidelity tests", has the measurements.
+// round trips alone remain. docs/regions.md, "Fidelity tests", has the measurements.
 //
 // To add a probe's rows: add its experiment to FIDELITY_PLAN and one line per figure to EXPECTATIONS.
 import assert from 'node:assert/strict';
