@@ -32,8 +32,9 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
-# Only what the CLI imports (the test follows its imports from dist/coordinator/cli.js).
+# Only what the CLI imports (the test follows its imports from dist/cli/probefleet.js).
 COPY bin bin
+COPY --from=build /app/dist/cli dist/cli
 COPY --from=build /app/dist/coordinator dist/coordinator
 COPY --from=build /app/dist/worker dist/worker
 COPY --from=build /app/dist/common dist/common

@@ -3,3 +3,8 @@
 export class BadInputError extends Error {
   override name = 'BadInputError';
 }
+
+/** A command-line option or its environment form is wrong. */
+export class BadArgumentError extends BadInputError {
+  override name = 'BadArgumentError';
+}

@@ -20,7 +20,7 @@ import { freeLoopbackPort, startRedisServer, type RedisServer } from '../common/
 import { TARGET_ALLOWANCE, type Regions } from './harness.js';
 import { TIED_TO_THIS_PROCESS, tiedToThisProcess } from './system.js';
 
-const CLI = fileURLToPath(new URL('../coordinator/cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../bin/probefleet.js', import.meta.url));
 /** How long a process may take to say it is ready (node starts slowly on a busy 2-vCPU machine). */
 const READY_TIMEOUT_MS = 30_000;
 /** Workers get this long to finish a job in flight when the fleet stops. */

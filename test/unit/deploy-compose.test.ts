@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { DEFAULT_COORDINATOR_PORT } from '../../coordinator/commands/coordinator.js';
+import { DEFAULT_COORDINATOR_PORT } from '../../cli/commands/coordinator.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { DATASOURCE_UID } from '../../dashboards/src/grafana.js';
 import { DEFAULT_LAB_PORT, LAB_SERVERS } from '../../lab/index.js';

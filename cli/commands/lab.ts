@@ -4,7 +4,7 @@ import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
 import { DEFAULT_LAB_PORT, startLab } from '../../lab/index.js';
 import { LAB_PATHS } from '../../lab/routes.js';
-import { renderTable } from '../report/table.js';
+import { renderTable } from '../../coordinator/report/table.js';
 
 const options = (y: Argv) =>
   y

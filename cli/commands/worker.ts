@@ -8,7 +8,8 @@ import { startRegionWorker } from '../../worker/queue-worker.js';
 import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
 import { serveMetrics } from '../../worker/metrics/metrics-server.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
-import { BadArgumentError, jobKeyOf, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
+import { jobKeyOf, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
+import { BadArgumentError } from '../../common/bad-input.js';
 import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 
 const options = (y: Argv) =>

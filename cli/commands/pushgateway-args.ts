@@ -1,8 +1,8 @@
 // The options of every command that pushes metrics: --pushgateway and its timeout, and the
 // `instance` of the pushed probe metrics.
+import { BadArgumentError } from '../../common/bad-input.js';
 import type { Argv } from 'yargs';
 import { parsePushgatewayUrl, PushgatewayUrlError, type PushgatewaySettings } from '../../worker/metrics/pusher.js';
-import { BadArgumentError } from './redis-args.js';
 
 export const pushgatewayArgs = <T>(y: Argv<T>) =>
   y

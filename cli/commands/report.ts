@@ -4,11 +4,11 @@
 import type { CommandModule } from 'yargs';
 import type { Argv } from 'yargs';
 import type { ArgsOf } from './args.js';
-import { readRunFile, RunFileError } from '../report/run-file.js';
-import { renderRunReport } from '../report/text.js';
+import { readRunFile, RunFileError } from '../../coordinator/report/run-file.js';
+import { renderRunReport } from '../../coordinator/report/text.js';
 import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
 
-/** Exit code for bad input, as the CLI's (coordinator/cli.ts). */
+/** Exit code for bad input, as the CLI's (cli/probefleet.ts). */
 const EXIT_BAD_INPUT = 2;
 
 const options = (y: Argv) =>

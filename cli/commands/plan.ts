@@ -2,9 +2,9 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { planJsonSchema } from '../../contracts/plan-json-schema.js';
-import { loadPlanFile } from '../plan-loader.js';
-import { renderTable } from '../report/table.js';
-import { runIdFor, splitPlan } from '../split.js';
+import { loadPlanFile } from '../../coordinator/plan-loader.js';
+import { renderTable } from '../../coordinator/report/table.js';
+import { runIdFor, splitPlan } from '../../coordinator/split.js';
 
 const fileArg = (y: Argv) => y.positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
 const expandOptions = (y: Argv) =>

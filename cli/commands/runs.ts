@@ -3,8 +3,8 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
-import { renderRunReport } from '../report/text.js';
-import { renderTable } from '../report/table.js';
+import { renderRunReport } from '../../coordinator/report/text.js';
+import { renderTable } from '../../coordinator/report/table.js';
 import { fleetOf, redisArgs } from './redis-args.js';
 import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
 

@@ -4,8 +4,8 @@ import { DEFAULT_QUEUE_PREFIX, prefixProblem } from '../../contracts/queues.js';
 import type { Logger } from '../../common/log.js';
 import { DEFAULT_REDIS_URL, redisSettingsFrom, type RedisSettings } from '../../common/redis.js';
 import { jobKeyFromEnv, JobKeyError } from '../../common/job-signature.js';
-import { openFleet, type Fleet } from '../fleet.js';
-import { BadInputError } from '../../common/bad-input.js';
+import { openFleet, type Fleet } from '../../coordinator/fleet.js';
+import { BadArgumentError } from '../../common/bad-input.js';
 
 export const redisArgs = (y: Argv) =>
   y
@@ -32,10 +32,6 @@ export function redisUrlFrom(args: RedisArgs): string | undefined {
 
 export function redisSettingsOf(args: RedisArgs): RedisSettings {
   return redisSettingsFrom(redisUrlFrom(args) ?? DEFAULT_REDIS_URL, args.redisCa || process.env.REDIS_CA_FILE || undefined);
-}
-
-export class BadArgumentError extends BadInputError {
-  override name = 'BadArgumentError';
 }
 
 export function prefixOf(args: RedisArgs): string {

@@ -3,11 +3,12 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
-import type { Fleet } from '../fleet.js';
-import { loadPlanFile } from '../plan-loader.js';
-import { renderTable } from '../report/table.js';
-import { addSchedule, listSchedules, removeSchedule, scheduleSpecFor, type ScheduleInfo } from '../schedules.js';
-import { BadArgumentError, fleetOf, redisArgs, type RedisArgs } from './redis-args.js';
+import type { Fleet } from '../../coordinator/fleet.js';
+import { loadPlanFile } from '../../coordinator/plan-loader.js';
+import { renderTable } from '../../coordinator/report/table.js';
+import { addSchedule, listSchedules, removeSchedule, scheduleSpecFor, type ScheduleInfo } from '../../coordinator/schedules.js';
+import { fleetOf, redisArgs, type RedisArgs } from './redis-args.js';
+import { BadArgumentError } from '../../common/bad-input.js';
 
 const addOptions = (y: Argv) =>
   redisArgs(y)

@@ -9,14 +9,14 @@ import { startRegions, validateRegionSpecs, type RegionSpec, type Regions } from
 import { checkRegionsSupported } from '../../regions/preflight.js';
 import { formatRate, parseRegionSpec } from '../../regions/region-spec.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
-import { loadPlanFile } from '../plan-loader.js';
-import { renderTable } from '../report/table.js';
-import { renderRunReport } from '../report/text.js';
-import { newRunId } from '../split.js';
+import { loadPlanFile } from '../../coordinator/plan-loader.js';
+import { renderTable } from '../../coordinator/report/table.js';
+import { renderRunReport } from '../../coordinator/report/text.js';
+import { newRunId } from '../../coordinator/split.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
 
 export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms'];
-/** Exit code for bad input, as the CLI's (coordinator/cli.ts). */
+/** Exit code for bad input, as the CLI's (cli/probefleet.ts). */
 const EXIT_BAD_INPUT = 2;
 
 export const regionOptions = (y: Argv) =>

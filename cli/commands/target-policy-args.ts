@@ -1,9 +1,9 @@
 // The options of every command that runs probes: which addresses they may connect to
 // (worker/target-policy.ts). A worker allows no loopback unless told; `probefleet run` without
 // Redis, a person probing from their own machine, allows it unless told not to.
+import { BadArgumentError } from '../../common/bad-input.js';
 import type { Argv } from 'yargs';
 import { TargetPolicy, TargetPolicyError, type TargetPolicySettings } from '../../worker/target-policy.js';
-import { BadArgumentError } from './redis-args.js';
 
 export const targetPolicyArgs = <T>(y: Argv<T>, loopbackByDefault: boolean) =>
   y

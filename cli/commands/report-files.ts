@@ -4,9 +4,9 @@
 import type { Argv } from 'yargs';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';
 import type { RunReport } from '../../contracts/result.js';
-import { renderCsvReport } from '../report/csv.js';
-import { renderHtmlReport } from '../report/html.js';
-import { renderMarkdownReport } from '../report/markdown.js';
+import { renderCsvReport } from '../../coordinator/report/csv.js';
+import { renderHtmlReport } from '../../coordinator/report/html.js';
+import { renderMarkdownReport } from '../../coordinator/report/markdown.js';
 
 export const reportFileArgs = <T>(y: Argv<T>) =>
   y

@@ -18,9 +18,9 @@ import { runDirFor } from '../../regions/cleanup.js';
 import { fleetMetricsMissing, startFleetMetrics, type FleetMetrics } from '../../regions/fleet-metrics.js';
 import { hasCommand } from '../../regions/system.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
-import { loadPlanFile } from '../plan-loader.js';
-import { renderTable } from '../report/table.js';
-import { splitPlan } from '../split.js';
+import { loadPlanFile } from '../../coordinator/plan-loader.js';
+import { renderTable } from '../../coordinator/report/table.js';
+import { splitPlan } from '../../coordinator/split.js';
 import { describeRegions, regionOptions, regionSpecs } from './regions.js';
 
 export const DEMO_PLAN = fileURLToPath(new URL('../../../examples/regions-demo.yaml', import.meta.url));

@@ -1,4 +1,4 @@
-// `probefleet`: one command module per file under coordinator/commands/.
+// `probefleet`: one command module per file under cli/commands/.
 import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { BadInputError } from '../common/bad-input.js';

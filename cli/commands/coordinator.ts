@@ -4,10 +4,11 @@ import type { ArgsOf } from './args.js';
 import { NAME_PATTERN } from '../../contracts/common.js';
 import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
-import { startCoordinator } from '../coordinator-service.js';
-import { DEFAULT_REPORT_RETENTION_DAYS } from '../report-store.js';
+import { startCoordinator } from '../../coordinator/coordinator-service.js';
+import { DEFAULT_REPORT_RETENTION_DAYS } from '../../coordinator/report-store.js';
 import { pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
-import { BadArgumentError, fleetOf, redisArgs } from './redis-args.js';
+import { fleetOf, redisArgs } from './redis-args.js';
+import { BadArgumentError } from '../../common/bad-input.js';
 
 export const DEFAULT_COORDINATOR_PORT = 9470;
 
