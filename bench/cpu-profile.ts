@@ -22,7 +22,13 @@ export interface ProfileLine {
 function describe(frame: ProfileNode['callFrame']): string {
   const name = frame.functionName || '(anonymous)';
   if (!frame.url) return name.startsWith('(') ? name : `${name} (native)`;
-  const file = frame.url.replace(/^file:\/\//, '').split('/node_modules/').pop()!.split('/').slice(-3).join('/');
+  const file = frame.url
+    .replace(/^file:\/\//, '')
+    .split('/node_modules/')
+    .pop()!
+    .split('/')
+    .slice(-3)
+    .join('/');
   return `${name} ${file}:${frame.lineNumber + 1}`;
 }
 
@@ -31,7 +37,9 @@ export async function summarizeCpuProfile(file: string, count: number): Promise<
   const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
   const timeOf = new Map<number, number>();
   // A sample lasts until the next one (as DevTools counts): timeDeltas[0] is the profiler's own start.
-  profile.samples.forEach((id, i) => timeOf.set(id, (timeOf.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0)));
+  profile.samples.forEach((id, i) => {
+    timeOf.set(id, (timeOf.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+  });
   const byPlace = new Map<string, number>();
   let total = 0;
   for (const node of profile.nodes) {

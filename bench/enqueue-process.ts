@@ -44,7 +44,8 @@ try {
       if (!byRegion.has(region)) byRegion.set(region, []);
       byRegion.get(region)!.push(child);
     }
-    for (const [region, bulk] of byRegion) await fleet.regionQueue(region).addBulk(bulk.map(({ name, data, opts }) => ({ name, data, opts })));
+    for (const [region, bulk] of byRegion)
+      await fleet.regionQueue(region).addBulk(bulk.map(({ name, data, opts }) => ({ name, data, opts })));
   }
   const timing: EnqueueTiming = { jobs: jobs.length, splitMs, enqueueMs: performance.now() - start };
   process.stdout.write(JSON.stringify(timing));

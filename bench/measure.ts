@@ -38,22 +38,30 @@ export async function measure(
   const loadAverage = loadavg()[0];
   const serverBefore = processCpuSeconds(options.serverPid);
   try {
-    const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number | null }>((resolve, reject) => {
-      const child = spawn('/usr/bin/time', ['-f', '%e %U %S %M', '-o', timeFile, command, ...args], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        timeout: options.timeoutMs,
-        env: { ...process.env, ...options.env },
-      });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (err = (err + chunk.toString()).slice(-4000)));
-      child.once('error', reject);
-      child.once('close', (exitCode) => resolve({ stdout: out, stderr: err, code: exitCode }));
-    });
+    const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number | null }>(
+      (resolve, reject) => {
+        const child = spawn('/usr/bin/time', ['-f', '%e %U %S %M', '-o', timeFile, command, ...args], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          timeout: options.timeoutMs,
+          env: { ...process.env, ...options.env },
+        });
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (err = (err + chunk.toString()).slice(-4000)));
+        child.once('error', reject);
+        child.once('close', (exitCode) => resolve({ stdout: out, stderr: err, code: exitCode }));
+      },
+    );
     const serverCpuSeconds = processCpuSeconds(options.serverPid) - serverBefore;
-    if (code !== 0) throw new Error(`${command} ${args.join(' ').slice(0, 200)} exited with ${code}: ${stderr.trim().slice(-1000)}`);
-    const [wall, user, system, rss] = (await readFile(timeFile, 'utf8')).trim().split('\n').pop()!.split(' ').map(Number);
+    if (code !== 0)
+      throw new Error(`${command} ${args.join(' ').slice(0, 200)} exited with ${code}: ${stderr.trim().slice(-1000)}`);
+    const [wall, user, system, rss] = (await readFile(timeFile, 'utf8'))
+      .trim()
+      .split('\n')
+      .pop()!
+      .split(' ')
+      .map(Number);
     return { stdout, wallSeconds: wall, cpuSeconds: user + system, maxRssKb: rss, serverCpuSeconds, loadAverage };
   } finally {
     await rm(dir, { recursive: true, force: true });

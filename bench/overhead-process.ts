@@ -28,7 +28,10 @@ const layers: Record<string, () => Promise<void>> = {
     const client = new Client(url.origin);
     for (let i = 0; i < requests; i++) {
       await new Promise<void>((resolve, reject) =>
-        client.dispatch({ path: url.pathname, method: 'GET' }, { onConnect() {}, onHeaders: () => true, onData: () => true, onComplete: () => resolve(), onError: reject }),
+        client.dispatch(
+          { path: url.pathname, method: 'GET' },
+          { onConnect() {}, onHeaders: () => true, onData: () => true, onComplete: () => resolve(), onError: reject },
+        ),
       );
     }
     await client.close();
@@ -42,7 +45,11 @@ const layers: Record<string, () => Promise<void>> = {
     await client.close();
   },
   'probefleet TimedHttpClient (phases, sample per request)': async () => {
-    const client = new TimedHttpClient({ target: job.target, timeoutMs: job.params.timeoutMs, policy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS) });
+    const client = new TimedHttpClient({
+      target: job.target,
+      timeoutMs: job.params.timeoutMs,
+      policy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS),
+    });
     for (let i = 0; i < requests; i++) await client.request({ seq: i });
     await client.close();
   },
@@ -51,7 +58,9 @@ const layers: Record<string, () => Promise<void>> = {
   },
 };
 
-const costs = new Map<string, { cpu: number[]; wall: number[] }>(Object.keys(layers).map((k) => [k, { cpu: [], wall: [] }]));
+const costs = new Map<string, { cpu: number[]; wall: number[] }>(
+  Object.keys(layers).map((k) => [k, { cpu: [], wall: [] }]),
+);
 for (let round = 0; round < WARM_UP_ROUNDS + ROUNDS; round++) {
   for (const [layer, run] of Object.entries(layers)) {
     const cpuBefore = process.cpuUsage();
@@ -64,5 +73,9 @@ for (let round = 0; round < WARM_UP_ROUNDS + ROUNDS; round++) {
     costs.get(layer)!.wall.push((wall * 1000) / requests);
   }
 }
-const out: LayerCost[] = [...costs].map(([layer, c]) => ({ layer, cpuMicros: median(c.cpu), wallMicros: median(c.wall) }));
+const out: LayerCost[] = [...costs].map(([layer, c]) => ({
+  layer,
+  cpuMicros: median(c.cpu),
+  wallMicros: median(c.wall),
+}));
 process.stdout.write(JSON.stringify(out));

@@ -52,8 +52,13 @@ export const jobsOf = (shape: PlanShape) => shape.regions * shape.targets * shap
 export function queuePlanYaml(name: string, shape: PlanShape, url: string): string {
   const regions = Array.from({ length: shape.regions }, (_, i) => `r${i}`).join(', ');
   const targets = Array.from({ length: shape.targets }, (_, i) => `  - { name: t${i}, url: "${url}" }`);
-  const experiments = Array.from({ length: shape.experiments }, (_, i) => `  - { probe: reuse, requests: 1, modes: [${shape.modes.join(', ')}], timeoutMs: ${5_000 + i} }`);
-  return [`name: ${name}`, `regions: [${regions}]`, 'targets:', ...targets, 'experiments:', ...experiments, ''].join('\n');
+  const experiments = Array.from(
+    { length: shape.experiments },
+    (_, i) => `  - { probe: reuse, requests: 1, modes: [${shape.modes.join(', ')}], timeoutMs: ${5_000 + i} }`,
+  );
+  return [`name: ${name}`, `regions: [${regions}]`, 'targets:', ...targets, 'experiments:', ...experiments, ''].join(
+    '\n',
+  );
 }
 
 export interface BenchRedis {
@@ -97,8 +102,17 @@ export interface EnqueueRun extends EnqueueTiming {
 /** Node's options for a child that writes a CPU profile into `dir` when it exits (not for timed runs). */
 const profileArgs = (dir?: string) => (dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []);
 
-async function enqueue(redis: BenchRedis, mode: EnqueueMode, planYaml: string, profileDir?: string): Promise<EnqueueRun> {
-  const measured = await measure(process.execPath, [...profileArgs(profileDir), ENQUEUE_PROCESS, redis.url, mode, planYaml], { serverPid: redis.pid, timeoutMs: 600_000 });
+async function enqueue(
+  redis: BenchRedis,
+  mode: EnqueueMode,
+  planYaml: string,
+  profileDir?: string,
+): Promise<EnqueueRun> {
+  const measured = await measure(
+    process.execPath,
+    [...profileArgs(profileDir), ENQUEUE_PROCESS, redis.url, mode, planYaml],
+    { serverPid: redis.pid, timeoutMs: 600_000 },
+  );
   const timing = JSON.parse(measured.stdout) as EnqueueTiming;
   return { tool: mode, ...timing, jobsPerSecond: timing.jobs / (timing.enqueueMs / 1000), measured };
 }
@@ -107,7 +121,10 @@ async function enqueue(redis: BenchRedis, mode: EnqueueMode, planYaml: string, p
 async function waitingJobs(url: string, regions: number): Promise<number> {
   let total = 0;
   for (let i = 0; i < regions; i++) {
-    const queue = new Queue(regionQueueName(`r${i}`), { connection: bullmqConnection({ url }), prefix: DEFAULT_QUEUE_PREFIX });
+    const queue = new Queue(regionQueueName(`r${i}`), {
+      connection: bullmqConnection({ url }),
+      prefix: DEFAULT_QUEUE_PREFIX,
+    });
     total += await queue.getWaitingCount();
     await queue.close();
   }
@@ -117,10 +134,16 @@ async function waitingJobs(url: string, regions: number): Promise<number> {
 /** Split and enqueue ENQUEUE_SHAPE's 100,000 jobs one way; checks they all arrived, then flushes. */
 export async function enqueueRun(redis: BenchRedis, mode: EnqueueMode, profileDir?: string): Promise<EnqueueRun> {
   // The targets are never contacted: these jobs are enqueued, not run.
-  const run = await enqueue(redis, mode, queuePlanYaml('bench-enqueue', ENQUEUE_SHAPE, 'http://127.0.0.1:1/'), profileDir);
+  const run = await enqueue(
+    redis,
+    mode,
+    queuePlanYaml('bench-enqueue', ENQUEUE_SHAPE, 'http://127.0.0.1:1/'),
+    profileDir,
+  );
   const waiting = await waitingJobs(redis.url, ENQUEUE_SHAPE.regions);
   await redis.flush();
-  if (run.jobs !== jobsOf(ENQUEUE_SHAPE) || waiting !== run.jobs) throw new Error(`${mode}: split ${run.jobs} jobs, ${waiting} waiting in Redis; expected ${jobsOf(ENQUEUE_SHAPE)}`);
+  if (run.jobs !== jobsOf(ENQUEUE_SHAPE) || waiting !== run.jobs)
+    throw new Error(`${mode}: split ${run.jobs} jobs, ${waiting} waiting in Redis; expected ${jobsOf(ENQUEUE_SHAPE)}`);
   return run;
 }
 
@@ -149,15 +172,28 @@ function peakRssKb(pid: number): number {
 
 /** END_TO_END_SHAPE's 10,000 jobs, a one-request `reuse` probe each against `url`, submitted as
  * the coordinator does while two workers of the region wait; timed from BullMQ's own records. */
-export async function endToEndRun(redis: BenchRedis, url: string, tool: EndToEndRun['tool'], profileDir?: string): Promise<EndToEndRun> {
+export async function endToEndRun(
+  redis: BenchRedis,
+  url: string,
+  tool: EndToEndRun['tool'],
+  profileDir?: string,
+): Promise<EndToEndRun> {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-bench-queue-'));
-  const queue = new Queue(regionQueueName(END_TO_END_REGION), { connection: bullmqConnection({ url: redis.url }), prefix: DEFAULT_QUEUE_PREFIX });
+  const queue = new Queue(regionQueueName(END_TO_END_REGION), {
+    connection: bullmqConnection({ url: redis.url }),
+    prefix: DEFAULT_QUEUE_PREFIX,
+  });
   const [launcher, ...launcherArgs] = TIED_TO_THIS_PROCESS;
   const workers = Array.from({ length: END_TO_END_WORKERS }, (_, i) => {
     const logFile = path.join(dir, `worker-${i}.log`);
     const fd = openSync(logFile, 'w');
-    const args = tool === 'probefleet' ? [CLI, 'worker', '--region', END_TO_END_REGION, '--redis', redis.url, '--allow-loopback'] : [BARE_WORKER_PROCESS, redis.url, END_TO_END_REGION];
-    const child = spawn(launcher, [...launcherArgs, process.execPath, ...profileArgs(profileDir), ...args], { stdio: ['ignore', 'ignore', fd] });
+    const args =
+      tool === 'probefleet'
+        ? [CLI, 'worker', '--region', END_TO_END_REGION, '--redis', redis.url, '--allow-loopback']
+        : [BARE_WORKER_PROCESS, redis.url, END_TO_END_REGION];
+    const child = spawn(launcher, [...launcherArgs, process.execPath, ...profileArgs(profileDir), ...args], {
+      stdio: ['ignore', 'ignore', fd],
+    });
     closeSync(fd);
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     return { child, pid: child.pid!, logFile, exited };
@@ -175,7 +211,10 @@ export async function endToEndRun(redis: BenchRedis, url: string, tool: EndToEnd
     for (let waited = 0; ; waited += 250) {
       const counts = await queue.getJobCounts('completed', 'failed');
       if (counts.completed + counts.failed >= expected) break;
-      if (waited > END_TO_END_TIMEOUT_MS) throw new Error(`${tool}: ${counts.completed + counts.failed} of ${expected} jobs done after ${END_TO_END_TIMEOUT_MS / 1000} s:\n${logTail()}`);
+      if (waited > END_TO_END_TIMEOUT_MS)
+        throw new Error(
+          `${tool}: ${counts.completed + counts.failed} of ${expected} jobs done after ${END_TO_END_TIMEOUT_MS / 1000} s:\n${logTail()}`,
+        );
       if (workers.some((w) => w.child.exitCode !== null)) throw new Error(`a ${tool} worker exited:\n${logTail()}`);
       await sleep(250);
     }
@@ -185,7 +224,9 @@ export async function endToEndRun(redis: BenchRedis, url: string, tool: EndToEnd
     const completed = await queue.getJobs(['completed'], 0, -1);
     const failed = await queue.getFailedCount();
     const notOk = tool === 'probefleet' ? completed.filter((job) => !(job.returnvalue as ProbeResult).ok).length : 0;
-    const seconds = (Math.max(...completed.map((job) => job.finishedOn!)) - Math.min(...completed.map((job) => job.processedOn!))) / 1000;
+    const seconds =
+      (Math.max(...completed.map((job) => job.finishedOn!)) - Math.min(...completed.map((job) => job.processedOn!))) /
+      1000;
     return {
       tool,
       jobs: completed.length + failed,
@@ -239,7 +280,11 @@ export interface RedisCeiling {
 
 async function lpushPerSecond(url: string, args: string[]): Promise<number> {
   const { hostname, port } = new URL(url);
-  const { stdout } = await promisify(execFile)('redis-benchmark', ['-h', hostname, '-p', port, '-t', 'lpush', '--csv', ...args], { timeout: 60_000 });
+  const { stdout } = await promisify(execFile)(
+    'redis-benchmark',
+    ['-h', hostname, '-p', port, '-t', 'lpush', '--csv', ...args],
+    { timeout: 60_000 },
+  );
   const row = stdout.split('\n').find((line) => line.startsWith('"LPUSH"'));
   const rps = Number(row?.split(',')[1]?.replace(/"/g, ''));
   if (!Number.isFinite(rps) || rps <= 0) throw new Error(`unreadable redis-benchmark output:\n${stdout}`);

@@ -3,7 +3,16 @@
 import { median } from '../common/stats.js';
 import type { ProfileLine } from './cpu-profile.js';
 import type { LayerCost } from './overhead-process.js';
-import { END_TO_END_SHAPE, END_TO_END_WORKERS, ENQUEUE_SHAPE, jobsOf, PROBE_LOOP_JOBS, type EndToEndRun, type EnqueueRun, type QueueRound } from './queue.js';
+import {
+  END_TO_END_SHAPE,
+  END_TO_END_WORKERS,
+  ENQUEUE_SHAPE,
+  jobsOf,
+  PROBE_LOOP_JOBS,
+  type EndToEndRun,
+  type EnqueueRun,
+  type QueueRound,
+} from './queue.js';
 import { SEQUENTIAL_RUNS, type LoadRun, type SequentialRun } from './tools.js';
 
 export interface Machine {
@@ -25,7 +34,14 @@ export interface Machine {
 export interface BenchResults {
   machine: Machine;
   /** `only`: the benchmarks that ran (`--only`); the parts below are there when theirs ran. */
-  settings: { only: string[]; rounds: number; queueRounds: number; requests: number; connections: number; seconds: number };
+  settings: {
+    only: string[];
+    rounds: number;
+    queueRounds: number;
+    requests: number;
+    connections: number;
+    seconds: number;
+  };
   /** Per round, the runs in the order they ran. */
   sequential?: SequentialRun[][];
   /** Per-request cost of each layer over undici, in one warm process. */
@@ -61,7 +77,11 @@ function verdict(value: number, target: number, atMost: boolean): string {
 }
 
 function profileTable(lines: ProfileLine[]): string {
-  return ['| self time | where |', '|---:|---|', ...lines.map((l) => `| ${fixed(l.selfPercent, 1)}% | \`${l.where}\` |`)].join('\n');
+  return [
+    '| self time | where |',
+    '|---:|---|',
+    ...lines.map((l) => `| ${fixed(l.selfPercent, 1)}% | \`${l.where}\` |`),
+  ].join('\n');
 }
 
 export interface Missed {
@@ -96,8 +116,8 @@ export function renderResults(r: BenchResults): { markdown: string; missed: Miss
     'Each benchmark starts the lab target in a process of its own on loopback and runs every tool',
     'against the same endpoint (`GET /` on the keep-alive server, a 30-byte body) in the same run,',
     'rotating the order of the tools from round to round. Each tool runs as a process of its own,',
-    'measured the same way: CPU time and peak RSS from `/usr/bin/time`, the lab server\'s CPU time',
-    'from `/proc`. probefleet runs as a child that executes the job with the worker\'s own code',
+    "measured the same way: CPU time and peak RSS from `/usr/bin/time`, the lab server's CPU time",
+    "from `/proc`. probefleet runs as a child that executes the job with the worker's own code",
     '(`bench/probe-process.ts` → `executeJob`). The queue benchmark starts a redis-server of its own',
     'on a free loopback port and flushes it after every run.',
     '',
@@ -139,8 +159,14 @@ export function renderResults(r: BenchResults): { markdown: string; missed: Miss
   const profiles: [string, ProfileLine[] | undefined][] = [
     [`Sequential (${s.requests} requests)`, r.profiles.sequential],
     [`Load (${s.connections} connections, ${s.seconds} s)`, r.profiles.load],
-    [`Enqueue: a flow of ${count(jobsOf(ENQUEUE_SHAPE))} jobs (the whole \`enqueue-process\`, split and submitRun)`, r.profiles.enqueue],
-    [`End to end: one of the two \`probefleet worker\` processes (its whole life: start-up, ${count(jobsOf(END_TO_END_SHAPE))} jobs shared with the other, shutdown)`, r.profiles.worker],
+    [
+      `Enqueue: a flow of ${count(jobsOf(ENQUEUE_SHAPE))} jobs (the whole \`enqueue-process\`, split and submitRun)`,
+      r.profiles.enqueue,
+    ],
+    [
+      `End to end: one of the two \`probefleet worker\` processes (its whole life: start-up, ${count(jobsOf(END_TO_END_SHAPE))} jobs shared with the other, shutdown)`,
+      r.profiles.worker,
+    ],
   ];
   if (profiles.some(([, lines]) => lines)) {
     out.push(
@@ -154,14 +180,26 @@ export function renderResults(r: BenchResults): { markdown: string; missed: Miss
   return { markdown: `${out.join('\n').trimEnd()}\n`, missed };
 }
 
-function renderSequential(sequential: SequentialRun[][], layers: LayerCost[], s: BenchResults['settings'], targets: string[], out: string[], missed: Missed): void {
+function renderSequential(
+  sequential: SequentialRun[][],
+  layers: LayerCost[],
+  s: BenchResults['settings'],
+  targets: string[],
+  out: string[],
+  missed: Missed,
+): void {
   const seqRatios = sequential.map((round) => find(round, 'probefleet').medianMs / find(round, 'curl').medianMs);
   const seqRatio = median(seqRatios);
-  const runRatio = (run: number) => median(sequential.map((round) => find(round, 'probefleet').runMediansMs![run] / find(round, 'curl').medianMs));
+  const runRatio = (run: number) =>
+    median(sequential.map((round) => find(round, 'probefleet').runMediansMs![run] / find(round, 'curl').medianMs));
   const firstRunRatio = runRatio(0);
   const secondRunRatio = runRatio(1);
-  const overUndici = median(sequential.map((round) => find(round, 'probefleet').medianMs / find(round, 'undici').medianMs));
-  const undiciOverCurl = median(sequential.map((round) => find(round, 'undici').medianMs / find(round, 'curl').medianMs));
+  const overUndici = median(
+    sequential.map((round) => find(round, 'probefleet').medianMs / find(round, 'undici').medianMs),
+  );
+  const undiciOverCurl = median(
+    sequential.map((round) => find(round, 'undici').medianMs / find(round, 'curl').medianMs),
+  );
   missed.sequential = [seqRatio, secondRunRatio, firstRunRatio].some((x) => x > SEQUENTIAL_LIMIT);
   targets.push(
     `| sequential per-request time within ${SEQUENTIAL_LIMIT}x curl's: a long-lived worker (job ${SEQUENTIAL_RUNS} in its process) | ${fixed(seqRatio)}x | ${verdict(seqRatio, SEQUENTIAL_LIMIT, true)} |`,
@@ -206,7 +244,7 @@ function renderSequential(sequential: SequentialRun[][], layers: LayerCost[], s:
     '',
     '`bench/overhead-process.ts`: one process, 1,000 sequential reused requests through each layer',
     'probefleet puts on top of undici, the layers alternating, 10 warm-up rounds and then the median',
-    'of 15. CPU is the client process\'s own (user + system) per request; wall includes the server.',
+    "of 15. CPU is the client process's own (user + system) per request; wall includes the server.",
     '',
     '| layer | client CPU / request | over the floor | wall / request | over the floor |',
     '|---|---:|---:|---:|---:|',
@@ -218,9 +256,19 @@ function renderSequential(sequential: SequentialRun[][], layers: LayerCost[], s:
   );
 }
 
-function renderLoad(load: LoadRun[][], s: BenchResults['settings'], targets: string[], out: string[], missed: Missed): void {
-  const acRatios = load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'autocannon').requestsPerSecond);
-  const wrkRatios = load.map((round) => find(round, 'probefleet').requestsPerSecond / find(round, 'wrk').requestsPerSecond);
+function renderLoad(
+  load: LoadRun[][],
+  s: BenchResults['settings'],
+  targets: string[],
+  out: string[],
+  missed: Missed,
+): void {
+  const acRatios = load.map(
+    (round) => find(round, 'probefleet').requestsPerSecond / find(round, 'autocannon').requestsPerSecond,
+  );
+  const wrkRatios = load.map(
+    (round) => find(round, 'probefleet').requestsPerSecond / find(round, 'wrk').requestsPerSecond,
+  );
   const acRatio = median(acRatios);
   const wrkRatio = median(wrkRatios);
   missed.load = acRatio < 1 || wrkRatio < 0.5;
@@ -228,7 +276,8 @@ function renderLoad(load: LoadRun[][], s: BenchResults['settings'], targets: str
     `| load throughput at least autocannon's (${s.connections} connections) | ${fixed(acRatio)}x | ${verdict(acRatio, 1, false)} |`,
     `| load throughput at least half of wrk's (${s.connections} connections) | ${fixed(wrkRatio)}x | ${verdict(wrkRatio, 0.5, false)} |`,
   );
-  const loadMedian = (tool: LoadRun['tool'], pick: (run: LoadRun) => number) => median(load.map((round) => pick(find(round, tool))));
+  const loadMedian = (tool: LoadRun['tool'], pick: (run: LoadRun) => number) =>
+    median(load.map((round) => pick(find(round, tool))));
   out.push(
     `## Load: ${s.connections} connections for ${s.seconds} s`,
     '',
@@ -263,15 +312,25 @@ function renderLoad(load: LoadRun[][], s: BenchResults['settings'], targets: str
 
 function renderRss(r: BenchResults, s: BenchResults['settings'], targets: string[], out: string[]): void {
   const baseline = r.baseline!;
-  const seqRssKb = r.sequential ? Math.max(...r.sequential.map((round) => find(round, 'probefleet').measured.maxRssKb)) : undefined;
-  const loadRssKb = r.load ? Math.max(...r.load.map((round) => find(round, 'probefleet').measured.maxRssKb)) : undefined;
+  const seqRssKb = r.sequential
+    ? Math.max(...r.sequential.map((round) => find(round, 'probefleet').measured.maxRssKb))
+    : undefined;
+  const loadRssKb = r.load
+    ? Math.max(...r.load.map((round) => find(round, 'probefleet').measured.maxRssKb))
+    : undefined;
   const peaks: string[] = [];
   if (seqRssKb !== undefined) {
-    targets.push(`| worker peak RSS under ${RSS_LIMIT_MB} MB, ${s.requests}-request probe | ${mb(seqRssKb)} | ${verdict(seqRssKb / 1024, RSS_LIMIT_MB, true)} |`);
-    peaks.push(`${mb(seqRssKb)} for the process that ran the ${s.requests}-request \`reuse\` probe (${SEQUENTIAL_RUNS} times over, so the peak covers all of them)`);
+    targets.push(
+      `| worker peak RSS under ${RSS_LIMIT_MB} MB, ${s.requests}-request probe | ${mb(seqRssKb)} | ${verdict(seqRssKb / 1024, RSS_LIMIT_MB, true)} |`,
+    );
+    peaks.push(
+      `${mb(seqRssKb)} for the process that ran the ${s.requests}-request \`reuse\` probe (${SEQUENTIAL_RUNS} times over, so the peak covers all of them)`,
+    );
   }
   if (loadRssKb !== undefined) {
-    targets.push(`| worker peak RSS under ${RSS_LIMIT_MB} MB, load run | ${mb(loadRssKb)} | ${verdict(loadRssKb / 1024, RSS_LIMIT_MB, true)} |`);
+    targets.push(
+      `| worker peak RSS under ${RSS_LIMIT_MB} MB, load run | ${mb(loadRssKb)} | ${verdict(loadRssKb / 1024, RSS_LIMIT_MB, true)} |`,
+    );
     peaks.push(`${mb(loadRssKb)} during a ${s.seconds} s load run with ${s.connections} connections`);
   }
   out.push(
@@ -328,18 +387,20 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
     `data lists every job, and ${enqueueJobs} children in ${regions} region queues, in one transaction.`,
     '`addBulk` takes the same children (same data and options, from `flowOf`) without the parent and adds',
     'them with `Queue.addBulk`, one call per region queue: what the target names. "split" is `splitPlan`',
-    'alone; the flow\'s time includes a split of its own. Every run checks that all jobs are waiting in Redis.',
+    "alone; the flow's time includes a split of its own. Every run checks that all jobs are waiting in Redis.",
     '',
     `**End to end**: ${e2eJobs} jobs in one region (${END_TO_END_SHAPE.targets} targets × ${END_TO_END_SHAPE.experiments} experiments × modes`,
     `${END_TO_END_SHAPE.modes.join(', ')}), each a \`reuse\` probe of one request against the lab target, submitted`,
     `as a flow while ${END_TO_END_WORKERS} workers of that region wait. \`probefleet\`: ${END_TO_END_WORKERS} real \`probefleet worker\` processes`,
     '(concurrency 1, the default; info logs to a file). `bullmq`: the floor, 2 bare BullMQ workers with',
     'the same connection settings whose processor does nothing (`bench/bare-worker-process.ts`). Time is',
-    'from the first job\'s start to the last job\'s end as BullMQ recorded them (`processedOn`,',
+    "from the first job's start to the last job's end as BullMQ recorded them (`processedOn`,",
     '`finishedOn`), so process start-up and the submit are outside it. Errors: failed jobs, or probe',
-    'results that are not ok. `loop`: one of these jobs run ' + `${count(PROBE_LOOP_JOBS)}` + ' times by `executeJob` in one process, no',
+    'results that are not ok. `loop`: one of these jobs run ' +
+      `${count(PROBE_LOOP_JOBS)}` +
+      ' times by `executeJob` in one process, no',
     'queue, no Redis (`bench/probe-process.ts`): what the probe itself costs; two workers on two cores',
-    'cannot beat twice this. Its CPU per job includes the process\'s start-up.',
+    "cannot beat twice this. Its CPU per job includes the process's start-up.",
     '',
     '**Ceiling**: `redis-benchmark -t lpush` on the same server, each round: 50 clients with 100 commands',
     'per pipeline (how fast this Redis takes pipelined writes: the ceiling for enqueueing, which',
@@ -348,7 +409,10 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
     '',
     '| round | LPUSH/s, pipelined | LPUSH/s, 2 clients | load avg |',
     '|---:|---:|---:|---:|',
-    ...rounds.map((x, i) => `| ${i + 1} | ${count(x.ceiling.lpushPipelined)} | ${count(x.ceiling.lpushTwoClients)} | ${fixed(x.enqueue[0].measured.loadAverage)} |`),
+    ...rounds.map(
+      (x, i) =>
+        `| ${i + 1} | ${count(x.ceiling.lpushPipelined)} | ${count(x.ceiling.lpushTwoClients)} | ${fixed(x.enqueue[0].measured.loadAverage)} |`,
+    ),
     '',
     `| round | enqueue | jobs | split | enqueue time | jobs/s | / LPUSH pipelined | process CPU | Redis CPU | process peak RSS | load avg |`,
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -363,14 +427,16 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
     `| round | workers | jobs | errors | time | jobs/s | / LPUSH 2 clients | worker CPU / job | Redis CPU / job | worker peak RSS | load avg |`,
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rounds.flatMap((x, i) =>
-      x.endToEnd.map(
-        (run) =>
-          `| ${i + 1} | ${run.tool} | ${count(run.jobs)} | ${run.errors} | ${fixed(run.seconds)} s | ${count(run.jobsPerSecond)} | ${fixed(run.jobsPerSecond / x.ceiling.lpushTwoClients, 3)} | ` +
-          `${us(run.workerCpuSeconds, run.jobs)} | ${us(run.redisCpuSeconds, run.jobs)} | ${mb(run.workerPeakRssKb)} | ${fixed(run.loadAverage)} |`,
-      ).concat(
-        `| ${i + 1} | loop (1 process) | ${count(x.probeLoop.jobs)} | 0 | ${fixed(x.probeLoop.seconds)} s | ${count(x.probeLoop.jobsPerSecond)} | | ` +
-          `${us(x.probeLoop.measured.cpuSeconds, x.probeLoop.jobs)} | | ${mb(x.probeLoop.measured.maxRssKb)} | ${fixed(x.probeLoop.measured.loadAverage)} |`,
-      ),
+      x.endToEnd
+        .map(
+          (run) =>
+            `| ${i + 1} | ${run.tool} | ${count(run.jobs)} | ${run.errors} | ${fixed(run.seconds)} s | ${count(run.jobsPerSecond)} | ${fixed(run.jobsPerSecond / x.ceiling.lpushTwoClients, 3)} | ` +
+            `${us(run.workerCpuSeconds, run.jobs)} | ${us(run.redisCpuSeconds, run.jobs)} | ${mb(run.workerPeakRssKb)} | ${fixed(run.loadAverage)} |`,
+        )
+        .concat(
+          `| ${i + 1} | loop (1 process) | ${count(x.probeLoop.jobs)} | 0 | ${fixed(x.probeLoop.seconds)} s | ${count(x.probeLoop.jobsPerSecond)} | | ` +
+            `${us(x.probeLoop.measured.cpuSeconds, x.probeLoop.jobs)} | | ${mb(x.probeLoop.measured.maxRssKb)} | ${fixed(x.probeLoop.measured.loadAverage)} |`,
+        ),
     ),
     '',
     `Medians over rounds: enqueue ${perSecond(flow)} as a flow, ${perSecond(addBulk)} with addBulk ` +

@@ -74,23 +74,32 @@ function missingPrerequisites(selected: Set<Benchmark>): string[] {
   if (!existsSync('/usr/bin/time')) missing.push('/usr/bin/time (apt-get install time)');
   if (selected.has('load') && !existsSync(AUTOCANNON_CLI)) missing.push('autocannon (a devDependency: npm ci)');
   if (selected.has('queue') && !onPath('redis-server')) missing.push('redis-server (apt-get install redis-server)');
-  if (selected.has('queue') && !onPath('redis-benchmark')) missing.push('redis-benchmark (apt-get install redis-tools)');
+  if (selected.has('queue') && !onPath('redis-benchmark'))
+    missing.push('redis-benchmark (apt-get install redis-tools)');
   return missing;
 }
 
 function firstLine(command: string, args: string[]): string {
   try {
-    return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).split('\n')[0].trim();
+    return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+      .split('\n')[0]
+      .trim();
   } catch (err) {
     // wrk -v prints its version and exits 1.
-    return String((err as { stdout?: string }).stdout ?? '').split('\n')[0].trim();
+    return String((err as { stdout?: string }).stdout ?? '')
+      .split('\n')[0]
+      .trim();
   }
 }
 
 function packageVersion(name: string): string {
   const require = createRequire(import.meta.url);
   let dir = path.dirname(require.resolve(name));
-  while (!existsSync(path.join(dir, 'package.json')) || JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).name !== name) dir = path.dirname(dir);
+  while (
+    !existsSync(path.join(dir, 'package.json')) ||
+    JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).name !== name
+  )
+    dir = path.dirname(dir);
   return (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
@@ -98,7 +107,8 @@ function describeMachine(): Machine {
   let commit = 'unknown';
   try {
     commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
-    if (execFileSync('git', ['status', '--porcelain'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim()) commit += ' (with uncommitted changes)';
+    if (execFileSync('git', ['status', '--porcelain'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim())
+      commit += ' (with uncommitted changes)';
   } catch {
     // Not a git checkout: the versions below still say what ran.
   }
@@ -194,7 +204,11 @@ async function main(): Promise<void> {
   const ctx: ToolContext = { serverPid: lab.pid };
   const url = `${lab.urls.keepalive}/`;
   const say = (text: string) => process.stderr.write(`bench: ${text}\n`);
-  const results: BenchResults = { machine, settings: { only: [...selected], rounds, queueRounds, requests, connections, seconds }, profiles: {} };
+  const results: BenchResults = {
+    machine,
+    settings: { only: [...selected], rounds, queueRounds, requests, connections, seconds },
+    profiles: {},
+  };
   try {
     say(`lab target at ${url} (pid ${lab.pid}); warming it up`);
     if (selected.has('sequential')) await curlSequential(url, requests, ctx);
@@ -222,7 +236,9 @@ async function main(): Promise<void> {
         const runs: LoadRun[] = [];
         for (const tool of orderFor(['probefleet', 'autocannon', 'wrk'] as const, round)) {
           runs.push(await loadTools[tool](url, connections, seconds, ctx));
-          say(`load round ${round + 1}/${rounds}: ${tool} ${Math.round(runs.at(-1)!.requestsPerSecond)} req/s, p99 ${runs.at(-1)!.p99Ms} ms`);
+          say(
+            `load round ${round + 1}/${rounds}: ${tool} ${Math.round(runs.at(-1)!.requestsPerSecond)} req/s, p99 ${runs.at(-1)!.p99Ms} ms`,
+          );
         }
         results.load.push(runs);
       }
@@ -236,16 +252,29 @@ async function main(): Promise<void> {
         results.queue = [];
         for (let round = 0; round < queueRounds; round++) {
           const ceiling = await redisCeiling(redis);
-          say(`queue round ${round + 1}/${queueRounds}: redis-benchmark LPUSH ${Math.round(ceiling.lpushPipelined)}/s pipelined, ${Math.round(ceiling.lpushTwoClients)}/s from 2 clients`);
-          const queueRound: QueueRound = { ceiling, probeLoop: await probeLoopRun(url, ctx), enqueue: [], endToEnd: [] };
-          say(`queue round ${round + 1}/${queueRounds}: the job in a loop in one process ${Math.round(queueRound.probeLoop.jobsPerSecond)} jobs/s`);
+          say(
+            `queue round ${round + 1}/${queueRounds}: redis-benchmark LPUSH ${Math.round(ceiling.lpushPipelined)}/s pipelined, ${Math.round(ceiling.lpushTwoClients)}/s from 2 clients`,
+          );
+          const queueRound: QueueRound = {
+            ceiling,
+            probeLoop: await probeLoopRun(url, ctx),
+            enqueue: [],
+            endToEnd: [],
+          };
+          say(
+            `queue round ${round + 1}/${queueRounds}: the job in a loop in one process ${Math.round(queueRound.probeLoop.jobsPerSecond)} jobs/s`,
+          );
           for (const mode of orderFor(['flow', 'addBulk'] as const, round)) {
             queueRound.enqueue.push(await enqueueRun(redis, mode));
-            say(`queue round ${round + 1}/${queueRounds}: enqueue (${mode}) ${Math.round(queueRound.enqueue.at(-1)!.jobsPerSecond)} jobs/s`);
+            say(
+              `queue round ${round + 1}/${queueRounds}: enqueue (${mode}) ${Math.round(queueRound.enqueue.at(-1)!.jobsPerSecond)} jobs/s`,
+            );
           }
           for (const tool of orderFor(['probefleet', 'bullmq'] as const, round)) {
             queueRound.endToEnd.push(await endToEndRun(redis, url, tool));
-            say(`queue round ${round + 1}/${queueRounds}: end to end (${tool} workers) ${Math.round(queueRound.endToEnd.at(-1)!.jobsPerSecond)} jobs/s`);
+            say(
+              `queue round ${round + 1}/${queueRounds}: end to end (${tool} workers) ${Math.round(queueRound.endToEnd.at(-1)!.jobsPerSecond)} jobs/s`,
+            );
           }
           results.queue.push(queueRound);
         }

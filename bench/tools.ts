@@ -79,14 +79,24 @@ experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
   // request path; later ones show what it measures from then on.
   const { results, measured } = await runProbefleet<'reuse'>(job, SEQUENTIAL_RUNS, ctx, 300_000);
   const runMediansMs = results.map((r) => r.summary.phases.total!.p50);
-  return { tool: 'probefleet', requests: results.at(-1)!.summary.requests, medianMs: runMediansMs.at(-1)!, runMediansMs, measured };
+  return {
+    tool: 'probefleet',
+    requests: results.at(-1)!.summary.requests,
+    medianMs: runMediansMs.at(-1)!,
+    runMediansMs,
+    measured,
+  };
 }
 
 /** Peak RSS of a bare Node process, and of one that has only loaded the worker's code. */
 export async function baselineRss(ctx: ToolContext): Promise<{ nodeKb: number; workerCodeKb: number }> {
   const executeJob = new URL('../worker/execute-job.js', import.meta.url).href;
   const node = await measure(process.execPath, ['-e', ''], { serverPid: ctx.serverPid, timeoutMs: 60_000 });
-  const worker = await measure(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(executeJob)})`], { serverPid: ctx.serverPid, timeoutMs: 60_000 });
+  const worker = await measure(
+    process.execPath,
+    ['--input-type=module', '-e', `await import(${JSON.stringify(executeJob)})`],
+    { serverPid: ctx.serverPid, timeoutMs: 60_000 },
+  );
   return { nodeKb: node.maxRssKb, workerCodeKb: worker.maxRssKb };
 }
 
@@ -97,26 +107,45 @@ name: bench-overhead
 targets: [{ name: lab, url: "${url}" }]
 experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
 `);
-  const measured = await measure(process.execPath, [OVERHEAD_PROCESS, JSON.stringify(job)], { serverPid: ctx.serverPid, timeoutMs: 600_000 });
+  const measured = await measure(process.execPath, [OVERHEAD_PROCESS, JSON.stringify(job)], {
+    serverPid: ctx.serverPid,
+    timeoutMs: 600_000,
+  });
   return JSON.parse(measured.stdout) as LayerCost[];
 }
 
 /** A bare undici Client in a loop, run as often as probefleet's job: the floor under probefleet. */
 export async function undiciSequential(url: string, requests: number, ctx: ToolContext): Promise<SequentialRun> {
-  const measured = await measure(process.execPath, [UNDICI_PROCESS, url, String(requests), String(SEQUENTIAL_RUNS)], { serverPid: ctx.serverPid, timeoutMs: 300_000 });
+  const measured = await measure(process.execPath, [UNDICI_PROCESS, url, String(requests), String(SEQUENTIAL_RUNS)], {
+    serverPid: ctx.serverPid,
+    timeoutMs: 300_000,
+  });
   const runMediansMs = JSON.parse(measured.stdout) as number[];
   return { tool: 'undici', requests, medianMs: runMediansMs.at(-1)!, runMediansMs, measured };
 }
 
 /** One curl process, N URLs from a glob: curl reuses its connection; `%{time_total}` per transfer. */
 export async function curlSequential(url: string, requests: number, ctx: ToolContext): Promise<SequentialRun> {
-  const measured = await measure('curl', ['-s', '-o', '/dev/null', '-w', '%{time_total}\\n', `${url}?n=[1-${requests}]`], { serverPid: ctx.serverPid, timeoutMs: 120_000 });
-  const times = measured.stdout.trim().split('\n').map((line) => Number(line) * 1000);
-  if (times.length !== requests || times.some((t) => !Number.isFinite(t))) throw new Error(`curl printed ${times.length} times, expected ${requests}`);
+  const measured = await measure(
+    'curl',
+    ['-s', '-o', '/dev/null', '-w', '%{time_total}\\n', `${url}?n=[1-${requests}]`],
+    { serverPid: ctx.serverPid, timeoutMs: 120_000 },
+  );
+  const times = measured.stdout
+    .trim()
+    .split('\n')
+    .map((line) => Number(line) * 1000);
+  if (times.length !== requests || times.some((t) => !Number.isFinite(t)))
+    throw new Error(`curl printed ${times.length} times, expected ${requests}`);
   return { tool: 'curl', requests, medianMs: median(times), measured };
 }
 
-export async function probefleetLoad(url: string, connections: number, seconds: number, ctx: ToolContext): Promise<LoadRun> {
+export async function probefleetLoad(
+  url: string,
+  connections: number,
+  seconds: number,
+  ctx: ToolContext,
+): Promise<LoadRun> {
   const job = await jobFor(`
 name: bench-load
 jobTimeoutSeconds: ${Math.ceil(seconds) + 60}
@@ -137,12 +166,27 @@ experiments: [{ probe: load, connections: ${connections}, durationSeconds: ${sec
   };
 }
 
-export async function autocannonLoad(url: string, connections: number, seconds: number, ctx: ToolContext): Promise<LoadRun> {
-  const measured = await measure(process.execPath, [AUTOCANNON_CLI, '-c', String(connections), '-d', String(seconds), '-j', url], {
-    serverPid: ctx.serverPid,
-    timeoutMs: (seconds + 60) * 1000,
-  });
-  const out = JSON.parse(measured.stdout) as { requests: { total: number }; duration: number; latency: { p99: number }; errors: number; timeouts: number };
+export async function autocannonLoad(
+  url: string,
+  connections: number,
+  seconds: number,
+  ctx: ToolContext,
+): Promise<LoadRun> {
+  const measured = await measure(
+    process.execPath,
+    [AUTOCANNON_CLI, '-c', String(connections), '-d', String(seconds), '-j', url],
+    {
+      serverPid: ctx.serverPid,
+      timeoutMs: (seconds + 60) * 1000,
+    },
+  );
+  const out = JSON.parse(measured.stdout) as {
+    requests: { total: number };
+    duration: number;
+    latency: { p99: number };
+    errors: number;
+    timeouts: number;
+  };
   return {
     tool: 'autocannon',
     requests: out.requests.total,
@@ -164,7 +208,10 @@ function wrkDuration(text: string): number {
 
 /** wrk with one thread (like the other two tools' one event loop), latency distribution on. */
 export async function wrkLoad(url: string, connections: number, seconds: number, ctx: ToolContext): Promise<LoadRun> {
-  const measured = await measure('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url], { serverPid: ctx.serverPid, timeoutMs: (seconds + 60) * 1000 });
+  const measured = await measure('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url], {
+    serverPid: ctx.serverPid,
+    timeoutMs: (seconds + 60) * 1000,
+  });
   const out = measured.stdout;
   const total = /(\d+) requests in ([\d.]+\w+),/.exec(out);
   const p99 = /^\s*99%\s+([\d.]+\w+)\s*$/m.exec(out);

@@ -7,7 +7,9 @@ import { BadInputError } from '../common/bad-input.js';
  * Each command's module, loaded only when it is asked for: `plan validate` need not load
  * BullMQ, undici and the probes. Help and unknown commands load them all. Order = help's order.
  */
-const COMMANDS: Record<string, () => Promise<CommandModule<any, any>>> = {
+// biome-ignore lint/suspicious/noExplicitAny: each command module has its own argument types
+type AnyCommand = CommandModule<any, any>;
+const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   run: async () => (await import('./commands/run.js')).runCommand,
   plan: async () => (await import('./commands/plan.js')).planCommand,
   lab: async () => (await import('./commands/lab.js')).labCommand,
@@ -24,7 +26,7 @@ const COMMANDS: Record<string, () => Promise<CommandModule<any, any>>> = {
 export const EXIT_FAILED = 1;
 export const EXIT_BAD_INPUT = 2;
 
-async function commandsFor(argv: string[]): Promise<CommandModule<any, any>[]> {
+async function commandsFor(argv: string[]): Promise<AnyCommand[]> {
   const asked = argv.find((arg) => Object.hasOwn(COMMANDS, arg));
   return Promise.all((asked ? [asked] : Object.keys(COMMANDS)).map((name) => COMMANDS[name]!()));
 }

@@ -15,11 +15,14 @@ interface ZstdZlib {
 }
 const zstd = zlib as unknown as ZstdZlib;
 
-export const ZSTD_AVAILABLE = typeof zstd.zstdCompressSync === 'function' && typeof zstd.zstdDecompressSync === 'function';
+export const ZSTD_AVAILABLE =
+  typeof zstd.zstdCompressSync === 'function' && typeof zstd.zstdDecompressSync === 'function';
 
 /** Why a coding cannot be used in this process, or undefined when it can. */
 export function codingUnavailable(coding: ContentCoding): string | undefined {
-  return coding === 'zstd' && !ZSTD_AVAILABLE ? `node:zlib in Node ${process.versions.node} has no zstd (Node 22.15 or newer has)` : undefined;
+  return coding === 'zstd' && !ZSTD_AVAILABLE
+    ? `node:zlib in Node ${process.versions.node} has no zstd (Node 22.15 or newer has)`
+    : undefined;
 }
 
 /** The levels each coding accepts, and the level a server would use without being told. */

@@ -22,7 +22,9 @@ export function jobKeyFromEnv(env: NodeJS.ProcessEnv = process.env): string | un
   const key = env[JOB_KEY_ENV];
   if (!key) return undefined;
   if (key.length < MIN_JOB_KEY_LENGTH) {
-    throw new JobKeyError(`${JOB_KEY_ENV} must be at least ${MIN_JOB_KEY_LENGTH} characters (e.g. \`openssl rand -hex 32\`); it has ${key.length}`);
+    throw new JobKeyError(
+      `${JOB_KEY_ENV} must be at least ${MIN_JOB_KEY_LENGTH} characters (e.g. \`openssl rand -hex 32\`); it has ${key.length}`,
+    );
   }
   return key;
 }
@@ -58,11 +60,14 @@ export function openSignedData(data: unknown, key: string | undefined): unknown 
   }
   const { signature, ...rest } = data as Record<string, unknown>;
   if (!key) return rest;
-  if (typeof signature !== 'string') throw new JobSignatureError(`unsigned: ${JOB_KEY_ENV} is set here, and only jobs signed with it are accepted`);
+  if (typeof signature !== 'string')
+    throw new JobSignatureError(`unsigned: ${JOB_KEY_ENV} is set here, and only jobs signed with it are accepted`);
   const expected = Buffer.from(signatureOf(rest, key));
   const given = Buffer.from(signature);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw new JobSignatureError(`bad signature: the job was altered after it was signed, or signed with another ${JOB_KEY_ENV}`);
+    throw new JobSignatureError(
+      `bad signature: the job was altered after it was signed, or signed with another ${JOB_KEY_ENV}`,
+    );
   }
   return rest;
 }

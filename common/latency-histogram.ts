@@ -23,7 +23,7 @@ export function newLatencyHistogram(): Histogram {
 /** Records a duration given in milliseconds (performance.now() differences). */
 export function recordMs(histogram: Histogram, ms: number): void {
   const us = Math.round(ms * 1000);
-  histogram.recordValue(us < HIGHEST_TRACKABLE_US ? us : HIGHEST_TRACKABLE_US);
+  histogram.recordValue(Math.min(us, HIGHEST_TRACKABLE_US));
 }
 
 export function encodeHistogram(histogram: Histogram): EncodedHistogram {

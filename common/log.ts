@@ -10,6 +10,10 @@ export type { Logger };
  */
 export const REDACTED_PATHS = ['headers.*', '*.headers.*', '*.*.headers.*'];
 
-export function createLogger(name: string, level = process.env.PROBEFLEET_LOG_LEVEL ?? 'info', destination: DestinationStream = pino.destination(2)): Logger {
+export function createLogger(
+  name: string,
+  level = process.env.PROBEFLEET_LOG_LEVEL ?? 'info',
+  destination: DestinationStream = pino.destination(2),
+): Logger {
   return pino({ name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, destination);
 }

@@ -10,7 +10,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { freeLoopbackPort } from './redis-server.js';
 
-export const PROMETHEUS_BINARIES = { prometheus: 'prometheus', pushgateway: 'prometheus-pushgateway', promtool: 'promtool' } as const;
+export const PROMETHEUS_BINARIES = {
+  prometheus: 'prometheus',
+  pushgateway: 'prometheus-pushgateway',
+  promtool: 'promtool',
+} as const;
 
 export interface ServiceOptions {
   /** Put before the command, e.g. a wrapper that ties the process to this one (regions/system.ts). */
@@ -29,12 +33,22 @@ interface Service {
   stop(): Promise<void>;
 }
 
-async function startService(command: string, args: (port: number, dir: string) => string[], readyPath: string, dirPrefix: string, options: ServiceOptions, prepare?: (dir: string) => Promise<void>): Promise<Service> {
+async function startService(
+  command: string,
+  args: (port: number, dir: string) => string[],
+  readyPath: string,
+  dirPrefix: string,
+  options: ServiceOptions,
+  prepare?: (dir: string) => Promise<void>,
+): Promise<Service> {
   const dir = await mkdtemp(path.join(options.parentDir ?? tmpdir(), dirPrefix));
   await prepare?.(dir);
   const port = options.port ?? (await freeLoopbackPort());
   const [executable, ...launcherArgs] = [...(options.launcher ?? []), command];
-  const child: ChildProcess = spawn(executable, [...launcherArgs, ...args(port, dir)], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(executable, [...launcherArgs, ...args(port, dir)], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -58,7 +72,10 @@ async function startService(command: string, args: (port: number, dir: string) =
       await stop();
       throw new Error(`${command} exited with ${child.exitCode}:\n${output}`);
     }
-    const ready = await fetch(url + readyPath, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false);
+    const ready = await fetch(url + readyPath, { signal: AbortSignal.timeout(2_000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) return { url, port, pid: child.pid!, stop };
     await sleep(100);
   }
@@ -73,14 +90,24 @@ export interface Pushgateway extends Service {
 
 /** A Pushgateway in memory only (Debian's default persists to /var/lib/prometheus). */
 export async function startPushgateway(options: ServiceOptions = {}): Promise<Pushgateway> {
-  const service = await startService(PROMETHEUS_BINARIES.pushgateway, (port) => [`--web.listen-address=127.0.0.1:${port}`, '--persistence.file=', '--log.level=warn'], '/-/ready', 'probefleet-pushgateway-', options);
+  const service = await startService(
+    PROMETHEUS_BINARIES.pushgateway,
+    (port) => [`--web.listen-address=127.0.0.1:${port}`, '--persistence.file=', '--log.level=warn'],
+    '/-/ready',
+    'probefleet-pushgateway-',
+    options,
+  );
   return {
     ...service,
     async groups() {
-      const answer = (await (await fetch(`${service.url}/api/v1/metrics`)).json()) as { data: Record<string, unknown>[] };
+      const answer = (await (await fetch(`${service.url}/api/v1/metrics`)).json()) as {
+        data: Record<string, unknown>[];
+      };
       return answer.data.map((g) => ({
         labels: g.labels as Record<string, string>,
-        families: Object.keys(g).filter((k) => k !== 'labels' && k !== 'last_push_successful' && !k.startsWith('push_')),
+        families: Object.keys(g).filter(
+          (k) => k !== 'labels' && k !== 'last_push_successful' && !k.startsWith('push_'),
+        ),
       }));
     },
   };
@@ -103,10 +130,19 @@ export interface Prometheus extends Service {
 
 /** Prometheus with the given configuration (an object, written as YAML) and files beside it
  * (rules), with its own storage. */
-export async function startPrometheus(config: object, files: Record<string, string> = {}, options: ServiceOptions = {}): Promise<Prometheus> {
+export async function startPrometheus(
+  config: object,
+  files: Record<string, string> = {},
+  options: ServiceOptions = {},
+): Promise<Prometheus> {
   const service = await startService(
     PROMETHEUS_BINARIES.prometheus,
-    (port, dir) => [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    (port, dir) => [
+      `--config.file=${path.join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
     '/-/ready',
     'probefleet-prometheus-',
     options,
@@ -116,20 +152,27 @@ export async function startPrometheus(config: object, files: Record<string, stri
     },
   );
   const api = async <T>(pathAndQuery: string): Promise<T> => {
-    const answer = (await (await fetch(service.url + pathAndQuery, { signal: AbortSignal.timeout(10_000) })).json()) as { status: string; data: T; error?: string };
+    const answer = (await (
+      await fetch(service.url + pathAndQuery, { signal: AbortSignal.timeout(10_000) })
+    ).json()) as { status: string; data: T; error?: string };
     if (answer.status !== 'success') throw new Error(`${pathAndQuery}: ${answer.error}`);
     return answer.data;
   };
   const query = async (expr: string) => {
-    const data = await api<{ resultType: string; result: PromSample[] | [number, string] }>(`/api/v1/query?query=${encodeURIComponent(expr)}`);
+    const data = await api<{ resultType: string; result: PromSample[] | [number, string] }>(
+      `/api/v1/query?query=${encodeURIComponent(expr)}`,
+    );
     // A scalar (time(), a number) comes back as one value without labels.
-    return data.resultType === 'scalar' ? [{ metric: {}, value: data.result as [number, string] }] : (data.result as PromSample[]);
+    return data.resultType === 'scalar'
+      ? [{ metric: {}, value: data.result as [number, string] }]
+      : (data.result as PromSample[]);
   };
   return {
     ...service,
     query,
     series: (match) => api(`/api/v1/series?match[]=${encodeURIComponent(match)}&start=${Date.now() / 1000 - 3600}`),
-    alerts: async () => (await api<{ alerts: { labels: Record<string, string>; state: string }[] }>('/api/v1/alerts')).alerts,
+    alerts: async () =>
+      (await api<{ alerts: { labels: Record<string, string>; state: string }[] }>('/api/v1/alerts')).alerts,
     async waitFor(expr, check, timeoutMs = 30_000) {
       const until = Date.now() + timeoutMs;
       let last = 'no result';

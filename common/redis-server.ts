@@ -8,7 +8,13 @@ import { redisOptions } from './redis.js';
 
 /** Whether a Redis server answers PING at the URL (within about a second). */
 export async function redisAnswers(url: string, caPem?: string): Promise<boolean> {
-  const client = new Redis({ ...redisOptions({ url, ...(caPem ? { caPem } : {}) }), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+  const client = new Redis({
+    ...redisOptions({ url, ...(caPem ? { caPem } : {}) }),
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1_000,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -57,8 +63,10 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Red
   let spawnError: Error | undefined;
   child.once('error', (err) => (spawnError = err));
   for (let i = 0; i < 100; i++) {
-    if (spawnError) throw new Error(`cannot start ${command}: ${spawnError.message} (redis-server: apt-get install redis-server)`);
-    if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode} (args: ${options.args.join(' ')})`);
+    if (spawnError)
+      throw new Error(`cannot start ${command}: ${spawnError.message} (redis-server: apt-get install redis-server)`);
+    if (child.exitCode !== null)
+      throw new Error(`redis-server exited with ${child.exitCode} (args: ${options.args.join(' ')})`);
     if (await redisAnswers(options.url, options.caPem)) return { process: child, stop };
     await sleep(100);
   }

@@ -27,14 +27,17 @@ export function redisOptions(settings: RedisSettings): RedisOptions {
   try {
     url = new URL(settings.url);
   } catch {
-    throw new RedisUrlError(`not a valid Redis URL: "${redactRedisUrl(settings.url)}" (expected redis://[user:password@]host[:port][/db] or rediss://...)`);
+    throw new RedisUrlError(
+      `not a valid Redis URL: "${redactRedisUrl(settings.url)}" (expected redis://[user:password@]host[:port][/db] or rediss://...)`,
+    );
   }
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
     throw new RedisUrlError(`unsupported Redis URL scheme "${url.protocol}" (use redis:// or rediss://)`);
   }
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
-  if (!Number.isInteger(db) || db < 0) throw new RedisUrlError(`Redis URL database "${url.pathname.slice(1)}" is not a number`);
+  if (!Number.isInteger(db) || db < 0)
+    throw new RedisUrlError(`Redis URL database "${url.pathname.slice(1)}" is not a number`);
   return {
     host,
     port: url.port ? Number(url.port) : 6379,
@@ -42,7 +45,9 @@ export function redisOptions(settings: RedisSettings): RedisOptions {
     ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
     ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
     // SNI takes host names only; the certificate is still checked against an IP address.
-    ...(url.protocol === 'rediss:' ? { tls: { ...(isIP(host) ? {} : { servername: host }), ...(settings.caPem ? { ca: settings.caPem } : {}) } } : {}),
+    ...(url.protocol === 'rediss:'
+      ? { tls: { ...(isIP(host) ? {} : { servername: host }), ...(settings.caPem ? { ca: settings.caPem } : {}) } }
+      : {}),
     maxRetriesPerRequest: null,
   };
 }
@@ -70,7 +75,9 @@ export function redisSettingsFrom(url: string, caFile?: string): RedisSettings {
     try {
       caPem = readFileSync(caFile, 'utf8');
     } catch (err) {
-      throw new RedisUrlError(`cannot read the Redis CA file ${caFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new RedisUrlError(
+        `cannot read the Redis CA file ${caFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
   }
   redisOptions({ url }); // refuse a bad URL before anything connects

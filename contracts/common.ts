@@ -15,7 +15,8 @@ export const nameSchema = z
 export function distinct<T extends z.ZodArray>(list: T, what: string): T {
   return list.superRefine((values, ctx) => {
     values.forEach((value, i) => {
-      if (values.indexOf(value) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `lists ${what} "${String(value)}" twice` });
+      if (values.indexOf(value) !== i)
+        ctx.addIssue({ code: 'custom', path: [i], message: `lists ${what} "${String(value)}" twice` });
     });
   }) as T;
 }

@@ -19,7 +19,8 @@ export const FINDINGS = {
     severity: 'warning',
     title: 'The server closes the connection after every response',
     situation: 'Server answers every request with Connection: close',
-    advice: 'Enable keep-alive on the server (or the proxy in front of it); clients cannot reuse connections until it does',
+    advice:
+      'Enable keep-alive on the server (or the proxy in front of it); clients cannot reuse connections until it does',
   },
   NAGLE_DELAYED_ACK_STALL: {
     severity: 'warning',
@@ -32,19 +33,22 @@ export const FINDINGS = {
     severity: 'warning',
     title: 'Compressed responses without Vary: Accept-Encoding',
     situation: 'The encoding depends on Accept-Encoding, but responses lack Vary: Accept-Encoding',
-    advice: 'Send Vary: Accept-Encoding on every response whose encoding depends on the request, so caches keep the versions apart',
+    advice:
+      'Send Vary: Accept-Encoding on every response whose encoding depends on the request, so caches keep the versions apart',
   },
   COMPRESSES_TINY_RESPONSE: {
     severity: 'info',
     title: 'Tiny responses are compressed, and grow',
     situation: 'Tiny responses (under about 1 KB) are compressed',
-    advice: 'Skip compression under about 1 KB (e.g. nginx gzip_min_length 1024): the gzip header and trailer alone make them bigger',
+    advice:
+      'Skip compression under about 1 KB (e.g. nginx gzip_min_length 1024): the gzip header and trailer alone make them bigger',
   },
   COMPRESSES_INCOMPRESSIBLE: {
     severity: 'warning',
     title: 'Already-compressed bodies are compressed again',
     situation: 'Images, video, ZIP and other already-compressed bodies are compressed again',
-    advice: 'Compress text types only (HTML, CSS, JS, JSON, SVG, XML); already-compressed media gain nothing and cost CPU',
+    advice:
+      'Compress text types only (HTML, CSS, JS, JSON, SVG, XML); already-compressed media gain nothing and cost CPU',
   },
   NO_COMPRESSION_FOR_TEXT: {
     severity: 'warning',
@@ -56,26 +60,30 @@ export const FINDINGS = {
     severity: 'info',
     title: 'A high gzip level costs several times the CPU for a few per cent of bytes',
     situation: 'The server compresses on the fly with a high gzip level',
-    advice: 'Use gzip level 6 for on-the-fly compression; keep the highest levels for files compressed once at deploy time',
+    advice:
+      'Use gzip level 6 for on-the-fly compression; keep the highest levels for files compressed once at deploy time',
   },
   // cors
   CORS_WILDCARD_WITH_CREDENTIALS: {
     severity: 'warning',
     title: 'Access-Control-Allow-Origin: * together with Allow-Credentials: true',
     situation: 'CORS answers Access-Control-Allow-Origin: * with Access-Control-Allow-Credentials: true',
-    advice: 'Browsers refuse credentials with a wildcard: echo the one allowed origin (from an allowlist) with Allow-Credentials, and Vary: Origin',
+    advice:
+      'Browsers refuse credentials with a wildcard: echo the one allowed origin (from an allowlist) with Allow-Credentials, and Vary: Origin',
   },
   CORS_REFLECTS_ANY_ORIGIN: {
     severity: 'critical',
     title: 'CORS echoes any Origin back',
     situation: 'CORS echoes any Origin back in Access-Control-Allow-Origin',
-    advice: 'Check the Origin against an allowlist before echoing it; a reflected origin lets every site read the responses (logged-in ones too, with credentials)',
+    advice:
+      'Check the Origin against an allowlist before echoing it; a reflected origin lets every site read the responses (logged-in ones too, with credentials)',
   },
   CORS_MISSING_VARY_ORIGIN: {
     severity: 'warning',
     title: 'The CORS answer depends on Origin, without Vary: Origin',
     situation: 'Access-Control-Allow-Origin depends on the Origin, but responses lack Vary: Origin',
-    advice: "Send Vary: Origin whenever the answer depends on the request's Origin, so a cache or CDN never serves one origin's headers to another",
+    advice:
+      "Send Vary: Origin whenever the answer depends on the request's Origin, so a cache or CDN never serves one origin's headers to another",
   },
   CORS_PREFLIGHT_MISSING_METHOD: {
     severity: 'warning',
@@ -87,26 +95,30 @@ export const FINDINGS = {
     severity: 'warning',
     title: 'The preflight does not allow a header the page sends',
     situation: 'The CORS preflight does not allow a request header the page needs',
-    advice: 'List the header in Access-Control-Allow-Headers (a wildcard does not cover Authorization, nor anything with credentials)',
+    advice:
+      'List the header in Access-Control-Allow-Headers (a wildcard does not cover Authorization, nor anything with credentials)',
   },
   CORS_ALLOWED_ORIGIN_REFUSED: {
     severity: 'warning',
     title: 'An origin that should be allowed is refused',
     situation: 'An origin the API should allow gets no Access-Control-Allow-Origin',
-    advice: "Add the origin to the server's allowlist exactly as the browser sends it (scheme, host and port, no trailing slash)",
+    advice:
+      "Add the origin to the server's allowlist exactly as the browser sends it (scheme, host and port, no trailing slash)",
   },
   CORS_REFUSED_ORIGIN_STILL_SERVED: {
     severity: 'info',
     title: 'A refused origin still gets the full response: CORS protects nothing on the server',
     situation: 'Unwanted callers must be blocked (CORS refused the origin, yet the request ran)',
-    advice: 'Authentication, CSRF tokens and rate limits: CORS only decides what a browser lets the page read; curl, scripts and apps ignore it',
+    advice:
+      'Authentication, CSRF tokens and rate limits: CORS only decides what a browser lets the page read; curl, scripts and apps ignore it',
   },
   // drain
   UNREAD_BODY_BREAKS_REUSE: {
     severity: 'warning',
     title: 'Response bodies closed before their end cost a new connection each',
     situation: 'An HTTP/1.1 client closes response bodies without reading them to the end',
-    advice: 'Read bodies to the end, or drain them within a cap (Go 1.27: 256 KB / 50 ms) before closing; skip the drain on Connection: close; HTTP/2 needs none',
+    advice:
+      'Read bodies to the end, or drain them within a cap (Go 1.27: 256 KB / 50 ms) before closing; skip the drain on Connection: close; HTTP/2 needs none',
   },
   // tls
   TLS13_UNAVAILABLE: {
@@ -138,13 +150,15 @@ export const FINDINGS = {
     severity: 'info',
     title: 'HTTP/2 without TLS (h2c) is not supported',
     situation: 'Server speaks no h2c: neither prior knowledge nor Upgrade: h2c',
-    advice: 'Fine for browsers (they never use h2c); for service-to-service calls over plain HTTP, enable h2c prior knowledge if you want multiplexing',
+    advice:
+      'Fine for browsers (they never use h2c); for service-to-service calls over plain HTTP, enable h2c prior knowledge if you want multiplexing',
   },
   HTTP1_ONLY_MANY_CONNECTIONS: {
     severity: 'info',
     title: 'HTTP/1.1 only: concurrent requests need one connection each',
     situation: 'Server speaks only HTTP/1.1, so concurrent requests open several connections where HTTP/2 needs one',
-    advice: 'Offer HTTP/2 so concurrent requests share one connection (one handshake); meanwhile keep HTTP/1.1 connections alive and pooled',
+    advice:
+      'Offer HTTP/2 so concurrent requests share one connection (one handshake); meanwhile keep HTTP/1.1 connections alive and pooled',
   },
 } as const satisfies Record<string, FindingSpec>;
 

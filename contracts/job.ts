@@ -39,7 +39,10 @@ function jobSchemaFor<K extends ProbeKind>(kind: K) {
     params: PROBES[kind].params,
     variant: PROBES[kind].variant,
     /** The job's time bound; the probe stops and reports what it has when it is reached. */
-    timeLimitMs: z.int().min(1).max(JOB_LIMITS.durationSeconds * 1000),
+    timeLimitMs: z
+      .int()
+      .min(1)
+      .max(JOB_LIMITS.durationSeconds * 1000),
   });
 }
 

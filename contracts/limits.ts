@@ -38,5 +38,8 @@ export function overCapMessage(limit: JobLimit, how?: string): string {
 export function capsExceeded(demands: JobDemands): { param: string; message: string }[] {
   return (['requests', 'concurrency'] as const)
     .filter((limit) => demands[limit].value > JOB_LIMITS[limit])
-    .map((limit) => ({ param: demands[limit].param, message: overCapMessage(limit, `${demands[limit].how} = ${demands[limit].value}`) }));
+    .map((limit) => ({
+      param: demands[limit].param,
+      message: overCapMessage(limit, `${demands[limit].how} = ${demands[limit].value}`),
+    }));
 }

@@ -76,7 +76,9 @@ export const JOB_OUTCOMES = ['ok', 'error', 'failed', 'not_run'] as const;
 //   last-run panels read these, so they hold between nightly runs.
 
 /** Seconds, from 100 µs (a request over loopback) to 10 s (a handshake that times out). */
-export const SECONDS_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+export const SECONDS_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+] as const;
 
 /** Pushgateway groups: the `job` label and the labels of the grouping key. No run or job ids. */
 export const PUSH_GROUPS = {
@@ -295,7 +297,11 @@ const REQUEST_METRICS = {
 export const PROBE_METRICS: { [K in ProbeKind]: ProbeMetricLabels } = {
   reuse: {
     job: REQUEST_METRICS_WITH_MODE,
-    run: { newConnectionCost: ['target', 'scheme'], newConnectionCostLower: ['target', 'scheme'], newConnectionCostUpper: ['target', 'scheme'] },
+    run: {
+      newConnectionCost: ['target', 'scheme'],
+      newConnectionCostLower: ['target', 'scheme'],
+      newConnectionCostUpper: ['target', 'scheme'],
+    },
   },
   drain: { job: REQUEST_METRICS_WITH_MODE, run: {} },
   compression: {
@@ -331,7 +337,8 @@ export const LABEL_VALUES: Record<string, readonly string[] | string> = {
   plan: 'plan names',
   target: 'target names from the plan',
   probe: PROBE_KINDS,
-  outcome: 'probe jobs: ok or an error code (contracts/common.ts); run jobs: ok, error, failed, not_run; worker jobs: completed, failed, handed_back',
+  outcome:
+    'probe jobs: ok or an error code (contracts/common.ts); run jobs: ok, error, failed, not_run; worker jobs: completed, failed, handed_back',
   mode: [...new Set([...REUSE_MODES, ...DRAIN_MODES, ...LOAD_MODES])],
   loop: LOAD_LOOPS,
   code_class: CODE_CLASSES,

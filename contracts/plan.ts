@@ -62,7 +62,10 @@ function experimentSchemaFor<K extends ProbeKind>(kind: K) {
 
 export const experimentSchema = z.discriminatedUnion(
   'probe',
-  PROBE_KINDS.map(experimentSchemaFor) as [ReturnType<typeof experimentSchemaFor>, ...ReturnType<typeof experimentSchemaFor>[]],
+  PROBE_KINDS.map(experimentSchemaFor) as [
+    ReturnType<typeof experimentSchemaFor>,
+    ...ReturnType<typeof experimentSchemaFor>[],
+  ],
   // zod cannot tie each member's `probe` literal to its own parameters through a generic map;
   // the hand-written type below does, and every member is built by the same function.
 ) as unknown as z.ZodType<Experiment>;
@@ -85,13 +88,21 @@ export const scheduleSchema = z
       return;
     }
     if (schedule.cron.trim().split(/\s+/).length !== 5) {
-      ctx.addIssue({ code: 'custom', path: ['cron'], message: `cron needs 5 fields (minute hour day month weekday): "${schedule.cron}"` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cron'],
+        message: `cron needs 5 fields (minute hour day month weekday): "${schedule.cron}"`,
+      });
       return;
     }
     try {
       CronExpressionParser.parse(schedule.cron, { tz: schedule.tz });
     } catch (err) {
-      ctx.addIssue({ code: 'custom', path: ['cron'], message: `invalid cron expression "${schedule.cron}": ${(err as Error).message}` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cron'],
+        message: `invalid cron expression "${schedule.cron}": ${(err as Error).message}`,
+      });
     }
   });
 
@@ -110,7 +121,11 @@ export const planSchema = z
   })
   .superRefine((plan, ctx) => {
     if (plan.jobTimeoutSeconds > JOB_LIMITS.durationSeconds) {
-      ctx.addIssue({ code: 'custom', path: ['jobTimeoutSeconds'], message: overCapMessage('durationSeconds', `${plan.jobTimeoutSeconds} s`) });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['jobTimeoutSeconds'],
+        message: overCapMessage('durationSeconds', `${plan.jobTimeoutSeconds} s`),
+      });
     }
     reportDuplicates(plan.regions, ['regions'], 'region', ctx);
     reportDuplicates(
@@ -122,13 +137,20 @@ export const planSchema = z
     );
     plan.targets.forEach((target, i) => {
       if (target.tls && target.url.startsWith('http:')) {
-        ctx.addIssue({ code: 'custom', path: ['targets', i, 'tls'], message: 'tls settings apply to https:// targets only' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['targets', i, 'tls'],
+          message: 'tls settings apply to https:// targets only',
+        });
       }
     });
-    plan.experiments.forEach((experiment, i) => reportUnmeasurableTargets(plan.targets, experiment, i, ctx));
+    plan.experiments.forEach((experiment, i) => {
+      reportUnmeasurableTargets(plan.targets, experiment, i, ctx);
+    });
     plan.experiments.forEach((experiment, i) => {
       const demands = (PROBES[experiment.probe].demands as (params: Experiment) => JobDemands)(experiment);
-      for (const { param, message } of capsExceeded(demands)) ctx.addIssue({ code: 'custom', path: ['experiments', i, param], message });
+      for (const { param, message } of capsExceeded(demands))
+        ctx.addIssue({ code: 'custom', path: ['experiments', i, param], message });
     });
     const known = new Set(plan.targets.map((t) => t.name));
     plan.experiments.forEach((experiment, i) => {

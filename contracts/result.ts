@@ -56,7 +56,11 @@ export const probeResultSchema = z.discriminatedUnion(
 ) as unknown as z.ZodType<ProbeResult>;
 
 type ResultBase = Omit<z.output<ReturnType<typeof resultSchemaFor<ProbeKind>>>, 'probe' | 'variant' | 'details'>;
-export type ResultOf<K extends ProbeKind> = ResultBase & { probe: K; variant: ProbeVariant<K>; details: ProbeDetails<K> | null };
+export type ResultOf<K extends ProbeKind> = ResultBase & {
+  probe: K;
+  variant: ProbeVariant<K>;
+  details: ProbeDetails<K> | null;
+};
 export type ProbeResult = { [K in ProbeKind]: ResultOf<K> }[ProbeKind];
 
 export const comparisonSchema = z.strictObject({

@@ -24,7 +24,8 @@ export function compressionDecision(results: ProbeResult[]): Decision | undefine
   if (evidence.length === 0) return undefined;
   return {
     situation: 'Text over 1 KB (JSON, HTML, CSS, JS) crosses a slow link',
-    action: 'Compress it: gzip level 6 or brotli on the fly, or pre-compressed at deploy time; on fast links the CPU can cost more than the bytes save',
+    action:
+      'Compress it: gzip level 6 or brotli on the fly, or pre-compressed at deploy time; on fast links the CPU can cost more than the bytes save',
     evidence: evidence.join('; '),
     severity: 'info',
   };

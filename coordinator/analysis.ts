@@ -22,15 +22,21 @@ const STALL_THRESHOLD_MS = 20;
 type ReuseResult = ResultOf<'reuse'>;
 
 function okTotals(result: ReuseResult | undefined): number[] {
-  return (result?.details?.samples ?? []).flatMap((s) => (s.error || s.phases.total === undefined ? [] : [s.phases.total]));
+  return (result?.details?.samples ?? []).flatMap((s) =>
+    s.error || s.phases.total === undefined ? [] : [s.phases.total],
+  );
 }
 
 function okPhase(result: ReuseResult, phase: 'transfer' | 'processing'): number[] {
-  return (result.details?.samples ?? []).flatMap((s) => (s.error || s.phases[phase] === undefined ? [] : [s.phases[phase]]));
+  return (result.details?.samples ?? []).flatMap((s) =>
+    s.error || s.phases[phase] === undefined ? [] : [s.phases[phase]],
+  );
 }
 
 /** reuse results of one region and target, by mode. */
-function reuseGroups(results: ProbeResult[]): Map<string, Partial<Record<ReuseResult['variant']['mode'], ReuseResult>>> {
+function reuseGroups(
+  results: ProbeResult[],
+): Map<string, Partial<Record<ReuseResult['variant']['mode'], ReuseResult>>> {
   const groups = new Map<string, Partial<Record<ReuseResult['variant']['mode'], ReuseResult>>>();
   for (const result of results) {
     if (result.probe !== 'reuse') continue;
@@ -82,7 +88,11 @@ export function analyzeRun(results: ProbeResult[]): RunAnalysis {
           { region: reused.region, target: reused.target, probe: 'reuse' },
           `reused requests took a median ${ms(median(reusedTotals))} (of which transfer ${ms(median(where))}) ` +
             `against ${ms(median(newTotals))} on new connections: the body waits for the client's delayed ACK`,
-          { reusedMedianMs: median(reusedTotals), newMedianMs: median(newTotals), reusedTransferMedianMs: median(where) },
+          {
+            reusedMedianMs: median(reusedTotals),
+            newMedianMs: median(newTotals),
+            reusedTransferMedianMs: median(where),
+          },
         ),
       );
     }
@@ -101,7 +111,10 @@ function decide(results: ProbeResult[], comparisons: Comparison[], findings: Fin
       situation: 'A client makes many requests to the same host',
       action: 'Keep one client and reuse its connections (keep-alive); never a new connection per request',
       evidence: costly
-        .map((c) => `${c.target} from ${c.region}: +${ms(c.newConnectionCostMs.median)} per new connection (95% CI ${ms(c.newConnectionCostMs.ci95[0])} to ${ms(c.newConnectionCostMs.ci95[1])})`)
+        .map(
+          (c) =>
+            `${c.target} from ${c.region}: +${ms(c.newConnectionCostMs.median)} per new connection (95% CI ${ms(c.newConnectionCostMs.ci95[0])} to ${ms(c.newConnectionCostMs.ci95[1])})`,
+        )
         .join('; '),
       severity: worst.scheme === 'https' ? 'warning' : 'info',
     });
@@ -109,7 +122,10 @@ function decide(results: ProbeResult[], comparisons: Comparison[], findings: Fin
 
   for (const cold of results) {
     if (cold.probe !== 'reuse' || cold.variant.mode !== 'cold') continue;
-    const reused = results.find((r): r is ReuseResult => r.probe === 'reuse' && r.variant.mode === 'reused' && r.region === cold.region && r.target === cold.target);
+    const reused = results.find(
+      (r): r is ReuseResult =>
+        r.probe === 'reuse' && r.variant.mode === 'reused' && r.region === cold.region && r.target === cold.target,
+    );
     const coldTotals = okTotals(cold);
     const reusedTotals = okTotals(reused);
     if (coldTotals.length === 0 || reusedTotals.length === 0) continue;

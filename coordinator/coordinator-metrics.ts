@@ -15,7 +15,11 @@ export interface CoordinatorMetrics {
   recordRun(report: RunReport): void;
 }
 
-export function createCoordinatorMetrics(fleet: Fleet, regions: () => Promise<string[]>, log: Logger): CoordinatorMetrics {
+export function createCoordinatorMetrics(
+  fleet: Fleet,
+  regions: () => Promise<string[]>,
+  log: Logger,
+): CoordinatorMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -60,9 +64,24 @@ export function createCoordinatorMetrics(fleet: Fleet, regions: () => Promise<st
       for (const [region, { workers }] of await readQueues()) this.set({ region }, workers);
     },
   });
-  const jobs = new Counter({ name: M.jobsFinished.name, help: M.jobsFinished.help, labelNames: M.jobsFinished.labels, registers: [registry] });
-  const runs = new Counter({ name: M.runsFinished.name, help: M.runsFinished.help, labelNames: M.runsFinished.labels, registers: [registry] });
-  const duration = new Histogram({ name: M.runDuration.name, help: M.runDuration.help, buckets: RUN_DURATION_BUCKETS, registers: [registry] });
+  const jobs = new Counter({
+    name: M.jobsFinished.name,
+    help: M.jobsFinished.help,
+    labelNames: M.jobsFinished.labels,
+    registers: [registry],
+  });
+  const runs = new Counter({
+    name: M.runsFinished.name,
+    help: M.runsFinished.help,
+    labelNames: M.runsFinished.labels,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: M.runDuration.name,
+    help: M.runDuration.help,
+    buckets: RUN_DURATION_BUCKETS,
+    registers: [registry],
+  });
 
   return {
     registry,
@@ -71,7 +90,8 @@ export function createCoordinatorMetrics(fleet: Fleet, regions: () => Promise<st
         for (const outcome of JOB_OUTCOMES) jobs.inc({ region, outcome }, 0);
       }
       for (const r of report.results) jobs.inc({ region: r.region, outcome: r.ok ? 'ok' : 'error' });
-      for (const u of report.unfinishedJobs) jobs.inc({ region: u.region, outcome: u.status === 'failed' ? 'failed' : 'not_run' });
+      for (const u of report.unfinishedJobs)
+        jobs.inc({ region: u.region, outcome: u.status === 'failed' ? 'failed' : 'not_run' });
       runs.inc({ outcome: report.unfinishedJobs.length === 0 ? 'complete' : 'partial' });
       duration.observe((Date.parse(report.finishedAt) - Date.parse(report.startedAt)) / 1000);
     },

@@ -44,7 +44,10 @@ const CLOSE_GRACE_MS = 10_000;
 
 export async function startCoordinator(options: CoordinatorOptions): Promise<RunningCoordinator> {
   const { fleet, log } = options;
-  const knownRegions = async () => [...new Set([...(options.regions ?? []), ...(await fleet.client.smembers(reportKeys.regions(fleet.prefix)))])].sort();
+  const knownRegions = async () =>
+    [
+      ...new Set([...(options.regions ?? []), ...(await fleet.client.smembers(reportKeys.regions(fleet.prefix)))]),
+    ].sort();
   const metrics = createCoordinatorMetrics(fleet, knownRegions, log);
   const pusher = options.pushgateway ? new MetricsPusher(options.pushgateway, log, metrics.registry) : undefined;
 
@@ -54,16 +57,25 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
       // The plan in a schedule becomes signed jobs: it must itself be signed with the key.
       opened = openSignedData(job.data, fleet.jobKey);
     } catch (err) {
-      if (err instanceof JobSignatureError) throw new UnrecoverableError(`schedule ${job.repeatJobKey ?? job.id}: ${err.message}`);
+      if (err instanceof JobSignatureError)
+        throw new UnrecoverableError(`schedule ${job.repeatJobKey ?? job.id}: ${err.message}`);
       throw err;
     }
     const parsed = scheduledRunDataSchema.safeParse(opened);
-    if (!parsed.success) throw new UnrecoverableError(`schedule ${job.repeatJobKey ?? job.id} holds no valid plan: ${parsed.error.issues[0]?.message}`);
+    if (!parsed.success)
+      throw new UnrecoverableError(
+        `schedule ${job.repeatJobKey ?? job.id} holds no valid plan: ${parsed.error.issues[0]?.message}`,
+      );
     const { plan, tls, deadlineSeconds } = parsed.data;
     // The run id comes from the time the schedule fired, so redoing this job adds nothing twice.
     const firedAt = new Date(job.timestamp + (job.opts.delay ?? 0));
-    const run = await submitRun(fleet, { plan, file: `schedule ${plan.name}`, tls }, runIdFor(plan.name, firedAt), { deadlineSeconds });
-    log.info({ schedule: job.repeatJobKey, runId: run.runId, jobs: run.jobs.length, added: run.added }, 'schedule fired: run submitted');
+    const run = await submitRun(fleet, { plan, file: `schedule ${plan.name}`, tls }, runIdFor(plan.name, firedAt), {
+      deadlineSeconds,
+    });
+    log.info(
+      { schedule: job.repeatJobKey, runId: run.runId, jobs: run.jobs.length, added: run.added },
+      'schedule fired: run submitted',
+    );
     return { runId: run.runId, jobs: run.jobs.length };
   };
 
@@ -86,7 +98,9 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
     },
     { connection: bullmqConnection(fleet.redis), prefix: fleet.prefix, concurrency: 4, name: 'probefleet-coordinator' },
   );
-  worker.on('failed', (job, err) => log.error({ jobId: job?.id, name: job?.name, reason: err.message }, 'runs job failed'));
+  worker.on('failed', (job, err) =>
+    log.error({ jobId: job?.id, name: job?.name, reason: err.message }, 'runs job failed'),
+  );
   worker.on('error', (err) => log.warn({ err: err.message }, 'coordinator worker error (reconnecting)'));
 
   const stopSweeping = new AbortController();
@@ -97,7 +111,11 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
         for (const parent of await fleet.runs.getWaitingChildren(0, 999)) {
           if (parent.name !== JOB_NAMES.run) continue;
           const removed = await expireRunIfDue(parent, runDataOf(parent));
-          if (removed > 0) log.warn({ runId: parent.id, jobs: removed }, 'deadline passed: jobs no worker took are reported as not run');
+          if (removed > 0)
+            log.warn(
+              { runId: parent.id, jobs: removed },
+              'deadline passed: jobs no worker took are reported as not run',
+            );
         }
         lastProblem = '';
       } catch (err) {
@@ -151,7 +169,10 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
 async function healthy(fleet: Fleet, worker: Worker): Promise<string | undefined> {
   if (!worker.isRunning()) return 'the runs worker is not running';
   let answer: string | undefined;
-  const ping = fleet.client.ping().then((pong) => (answer = pong), () => undefined);
+  const ping = fleet.client.ping().then(
+    (pong) => (answer = pong),
+    () => undefined,
+  );
   await settlesWithin(ping, 1_000);
   return answer === 'PONG' ? undefined : 'redis does not answer';
 }

@@ -43,7 +43,11 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
         const pending = await pendingByRegion(fleet, parent);
         progress.update(new Map([...totals].map(([region, total]) => [region, total - (pending.get(region) ?? 0)])));
         const removed = await expireRunIfDue(parent, data);
-        if (removed > 0) log.warn({ runId: data.runId, jobs: removed, deadline: data.deadline }, 'deadline passed: jobs no worker took are reported as not run');
+        if (removed > 0)
+          log.warn(
+            { runId: data.runId, jobs: removed, deadline: data.deadline },
+            'deadline passed: jobs no worker took are reported as not run',
+          );
         lastProblem = '';
       } catch (err) {
         if (err instanceof RunDataError) throw err;

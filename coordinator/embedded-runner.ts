@@ -14,13 +14,25 @@ export const EMBEDDED_REGION = 'local';
  * `targetPolicy`: where probes may connect; default: loopback allowed, private ranges refused. */
 export async function runEmbedded(
   jobs: JobPayload[],
-  options: { log: Logger; progress: Progress; signal?: AbortSignal; region?: string; onResult?: (result: ProbeResult) => void; targetPolicy?: TargetPolicy },
+  options: {
+    log: Logger;
+    progress: Progress;
+    signal?: AbortSignal;
+    region?: string;
+    onResult?: (result: ProbeResult) => void;
+    targetPolicy?: TargetPolicy;
+  },
 ): Promise<ProbeResult[]> {
   const results: ProbeResult[] = [];
   options.progress.start(jobs.length);
   for (const job of jobs) {
     if (options.signal?.aborted) break;
-    const result = await executeJob(job, { region: options.region ?? EMBEDDED_REGION, log: options.log, signal: options.signal, targetPolicy: options.targetPolicy });
+    const result = await executeJob(job, {
+      region: options.region ?? EMBEDDED_REGION,
+      log: options.log,
+      signal: options.signal,
+      targetPolicy: options.targetPolicy,
+    });
     results.push(result);
     options.onResult?.(result);
     options.progress.step(`${job.probe} ${Object.values(job.variant).join(' ')} ${job.target.name}`);

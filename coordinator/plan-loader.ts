@@ -2,7 +2,17 @@
 // is reported as FILE:LINE:COL: FIELD: MESSAGE, all of them at once, and nothing runs.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { isCollection, isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
+import {
+  isCollection,
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  visit,
+  type Document,
+  type Node,
+} from 'yaml';
 import type { z } from 'zod';
 import type { JobTls } from '../contracts/job.js';
 import { planSchema, type Plan } from '../contracts/plan.js';
@@ -42,7 +52,9 @@ export async function loadPlanFile(file: string): Promise<LoadedPlan> {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new PlanError([{ file, line: 1, column: 1, field: '', message: `cannot read plan: ${(err as Error).message}` }]);
+    throw new PlanError([
+      { file, line: 1, column: 1, field: '', message: `cannot read plan: ${(err as Error).message}` },
+    ]);
   }
   return parsePlan(text, file);
 }
@@ -58,15 +70,37 @@ export async function parsePlan(text: string, file: string): Promise<LoadedPlan>
         const { line, col } = at(e.pos[0]);
         if (e.code === 'DUPLICATE_KEY') {
           const fieldPath = pathOfKeyAt(doc.contents, e.pos[0]);
-          if (fieldPath) return { file, line, column: col, field: formatIssuePath(fieldPath), message: 'YAML: given twice in the same mapping' };
+          if (fieldPath)
+            return {
+              file,
+              line,
+              column: col,
+              field: formatIssuePath(fieldPath),
+              message: 'YAML: given twice in the same mapping',
+            };
         }
-        if (e.code === 'MULTIPLE_DOCS') return { file, line, column: col, field: '', message: 'YAML: a plan is one document; this file has more (a "---" line)' };
-        return { file, line, column: col, field: '', message: `YAML: ${e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}` };
+        if (e.code === 'MULTIPLE_DOCS')
+          return {
+            file,
+            line,
+            column: col,
+            field: '',
+            message: 'YAML: a plan is one document; this file has more (a "---" line)',
+          };
+        return {
+          file,
+          line,
+          column: col,
+          field: '',
+          message: `YAML: ${e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`,
+        };
       }),
     );
   }
   if (!isMap(doc.contents)) {
-    throw new PlanError([{ file, line: 1, column: 1, field: '', message: 'a plan is a YAML mapping (name, targets, experiments, ...)' }]);
+    throw new PlanError([
+      { file, line: 1, column: 1, field: '', message: 'a plan is a YAML mapping (name, targets, experiments, ...)' },
+    ]);
   }
   const data = toPlainData(doc, file, at);
 
@@ -92,11 +126,21 @@ async function readTlsFiles(plan: Plan, doc: Document, file: string, at: (o: num
       try {
         caPem = await readFile(caPath, 'utf8');
         if (!caPem.includes('-----BEGIN CERTIFICATE-----')) {
-          problems.push(problemAt(doc, fieldPath, file, at, `${path.relative(process.cwd(), caPath)} holds no PEM certificate`));
+          problems.push(
+            problemAt(doc, fieldPath, file, at, `${path.relative(process.cwd(), caPath)} holds no PEM certificate`),
+          );
         }
       } catch (err) {
         const shown = path.relative(process.cwd(), caPath);
-        problems.push(problemAt(doc, fieldPath, file, at, `cannot read CA file ${shown}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`));
+        problems.push(
+          problemAt(
+            doc,
+            fieldPath,
+            file,
+            at,
+            `cannot read CA file ${shown}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+          ),
+        );
       }
     }
     tls[target.name] = { ...rest, ...(caPem ? { caPem } : {}) };
@@ -170,11 +214,19 @@ function isLooserBound(issue: Issue, all: readonly Issue[]): boolean {
       other !== issue &&
       other.code === issue.code &&
       formatIssuePath(other.path) === formatIssuePath(issue.path) &&
-      (issue.code === 'too_big' ? Number((other as typeof issue).maximum) < limit : Number((other as typeof issue).minimum) > limit),
+      (issue.code === 'too_big'
+        ? Number((other as typeof issue).maximum) < limit
+        : Number((other as typeof issue).minimum) > limit),
   );
 }
 
-function problemsOf(issue: Issue, doc: Document, file: string, at: (o: number) => { line: number; col: number }, data: unknown): PlanProblem[] {
+function problemsOf(
+  issue: Issue,
+  doc: Document,
+  file: string,
+  at: (o: number) => { line: number; col: number },
+  data: unknown,
+): PlanProblem[] {
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((key) => {
       const parent = doc.getIn(issue.path, true);

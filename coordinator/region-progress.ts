@@ -8,12 +8,16 @@ export interface RegionProgress {
 
 const PLAIN_EVERY_MS = 5_000;
 
-export function regionProgressFor(totals: Map<string, number>, stream: NodeJS.WriteStream = process.stderr): RegionProgress {
+export function regionProgressFor(
+  totals: Map<string, number>,
+  stream: NodeJS.WriteStream = process.stderr,
+): RegionProgress {
   const line = (done: Map<string, number>) =>
     [...totals].map(([region, total]) => `${region} ${done.get(region) ?? 0}/${total}`).join('  ');
   if (stream.isTTY) {
     return {
-      update: (done) => stream.write(`\r\x1b[2K${`jobs done per region: ${line(done)}`.slice(0, (stream.columns || 80) - 1)}`),
+      update: (done) =>
+        stream.write(`\r\x1b[2K${`jobs done per region: ${line(done)}`.slice(0, (stream.columns || 80) - 1)}`),
       done: () => stream.write('\r\x1b[2K'),
     };
   }

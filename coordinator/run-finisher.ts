@@ -15,12 +15,17 @@ export class RunDataError extends Error {
 
 export function runDataOf(parent: Job): RunJobData {
   const parsed = runJobDataSchema.safeParse(parent.data);
-  if (!parsed.success) throw new RunDataError(`run job ${parent.id} holds no valid run: ${parsed.error.issues[0]?.message}`);
+  if (!parsed.success)
+    throw new RunDataError(`run job ${parent.id} holds no valid run: ${parsed.error.issues[0]?.message}`);
   return parsed.data;
 }
 
 /** Results and unfinished jobs of a run whose children are all done (or removed at the deadline). */
-export async function collectRun(fleet: Fleet, parent: Job, data: RunJobData): Promise<{ results: ProbeResult[]; unfinishedJobs: UnfinishedJob[] }> {
+export async function collectRun(
+  fleet: Fleet,
+  parent: Job,
+  data: RunJobData,
+): Promise<{ results: ProbeResult[]; unfinishedJobs: UnfinishedJob[] }> {
   const [values, failures] = await Promise.all([parent.getChildrenValues(), parent.getIgnoredChildrenFailures()]);
   const resultById = new Map<string, ProbeResult | string>();
   for (const [key, value] of Object.entries(values)) {
@@ -28,7 +33,12 @@ export async function collectRun(fleet: Fleet, parent: Job, data: RunJobData): P
     if (!id) continue;
     const parsed = probeResultSchema.safeParse(value);
     // A result that breaks the contract is as good as none: say so rather than drop it.
-    resultById.set(id, parsed.success ? (parsed.data as ProbeResult) : `the worker returned an invalid result: ${parsed.error.issues[0]?.message}`);
+    resultById.set(
+      id,
+      parsed.success
+        ? (parsed.data as ProbeResult)
+        : `the worker returned an invalid result: ${parsed.error.issues[0]?.message}`,
+    );
   }
   const failureById = new Map<string, string>();
   for (const [key, reason] of Object.entries(failures)) {
@@ -42,14 +52,24 @@ export async function collectRun(fleet: Fleet, parent: Job, data: RunJobData): P
     const result = resultById.get(ref.jobId);
     if (result && typeof result !== 'string') results.push(result);
     else if (typeof result === 'string') unfinishedJobs.push({ ...ref, status: 'failed', reason: result });
-    else if (failureById.has(ref.jobId)) unfinishedJobs.push({ ...ref, status: 'failed', reason: failureById.get(ref.jobId)! });
-    else unfinishedJobs.push({ ...ref, status: 'not-run', reason: `no worker of region "${ref.region}" took it before the run's deadline (${data.deadline})` });
+    else if (failureById.has(ref.jobId))
+      unfinishedJobs.push({ ...ref, status: 'failed', reason: failureById.get(ref.jobId)! });
+    else
+      unfinishedJobs.push({
+        ...ref,
+        status: 'not-run',
+        reason: `no worker of region "${ref.region}" took it before the run's deadline (${data.deadline})`,
+      });
   }
   return { results, unfinishedJobs };
 }
 
 /** Builds the run's report and stores it, unless it is stored already; returns the stored one. */
-export async function finishRun(fleet: Fleet, parent: Job, finishedAt = new Date()): Promise<{ report: RunReport; stored: boolean }> {
+export async function finishRun(
+  fleet: Fleet,
+  parent: Job,
+  finishedAt = new Date(),
+): Promise<{ report: RunReport; stored: boolean }> {
   const data = runDataOf(parent);
   const stored = await fleet.store.get(data.runId);
   if (stored) return { report: stored, stored: false };

@@ -29,36 +29,58 @@ export interface ScheduleInfo {
 }
 
 /** The schedule from the command line, else from the plan's `schedule:`; checked like the plan's. */
-export function scheduleSpecFor(loaded: LoadedPlan, options: { cron?: string; tz?: string; everySeconds?: number }): ScheduleSpec {
+export function scheduleSpecFor(
+  loaded: LoadedPlan,
+  options: { cron?: string; tz?: string; everySeconds?: number },
+): ScheduleSpec {
   if (options.everySeconds !== undefined) {
     if (options.cron) throw new ScheduleError('give --cron or --every, not both');
     // Run ids have a resolution of one second: two firings in one second would be one run.
-    if (!(options.everySeconds >= 1)) throw new ScheduleError(`--every must be at least 1 second (got ${options.everySeconds})`);
+    if (!(options.everySeconds >= 1))
+      throw new ScheduleError(`--every must be at least 1 second (got ${options.everySeconds})`);
     return { everyMs: Math.round(options.everySeconds * 1000) };
   }
   const cron = options.cron ?? loaded.plan.schedule?.cron;
-  if (!cron) throw new ScheduleError(`${loaded.file}: the plan has no schedule; give --cron "0 2 * * *" (and --tz) or --every SECONDS`);
+  if (!cron)
+    throw new ScheduleError(
+      `${loaded.file}: the plan has no schedule; give --cron "0 2 * * *" (and --tz) or --every SECONDS`,
+    );
   const parsed = scheduleSchema.safeParse({ cron, tz: options.tz ?? loaded.plan.schedule?.tz ?? 'UTC' });
   if (!parsed.success) {
-    throw new ScheduleError(parsed.error.issues.map((i) => `${formatIssuePath(i.path) === 'tz' ? '--tz' : '--cron'}: ${i.message}`).join('; '));
+    throw new ScheduleError(
+      parsed.error.issues
+        .map((i) => `${formatIssuePath(i.path) === 'tz' ? '--tz' : '--cron'}: ${i.message}`)
+        .join('; '),
+    );
   }
   return parsed.data;
 }
 
-export async function addSchedule(fleet: Fleet, loaded: LoadedPlan, spec: ScheduleSpec, deadlineSeconds?: number): Promise<ScheduleInfo> {
+export async function addSchedule(
+  fleet: Fleet,
+  loaded: LoadedPlan,
+  spec: ScheduleSpec,
+  deadlineSeconds?: number,
+): Promise<ScheduleInfo> {
   const data: ScheduledRunData = {
     schema: SCHEDULED_RUN_SCHEMA,
     plan: loaded.plan,
-    tls: Object.fromEntries(Object.entries(loaded.tls).filter(([, tls]) => tls !== undefined)) as ScheduledRunData['tls'],
+    tls: Object.fromEntries(
+      Object.entries(loaded.tls).filter(([, tls]) => tls !== undefined),
+    ) as ScheduledRunData['tls'],
     ...(deadlineSeconds ? { deadlineSeconds } : {}),
   };
   scheduledRunDataSchema.parse(data);
   const name = loaded.plan.name;
-  await fleet.runs.upsertJobScheduler(name, 'everyMs' in spec ? { every: spec.everyMs } : { pattern: spec.cron, tz: spec.tz }, {
-    name: JOB_NAMES.scheduledRun,
-    data: signData(data, fleet.jobKey),
-    opts: { removeOnComplete: { age: JOB_RETENTION_SECONDS }, removeOnFail: { age: JOB_RETENTION_SECONDS } },
-  });
+  await fleet.runs.upsertJobScheduler(
+    name,
+    'everyMs' in spec ? { every: spec.everyMs } : { pattern: spec.cron, tz: spec.tz },
+    {
+      name: JOB_NAMES.scheduledRun,
+      data: signData(data, fleet.jobKey),
+      opts: { removeOnComplete: { age: JOB_RETENTION_SECONDS }, removeOnFail: { age: JOB_RETENTION_SECONDS } },
+    },
+  );
   const info = (await listSchedules(fleet)).find((s) => s.name === name);
   if (!info) throw new ScheduleError(`schedule "${name}" was added but cannot be read back`);
   return info;

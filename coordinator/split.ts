@@ -30,7 +30,10 @@ export function jobIdFor(
   params: Record<string, unknown>,
   variant: Record<string, unknown>,
 ): string {
-  const readable = Object.values(variant).map(String).join('-').replace(/[^A-Za-z0-9_-]/g, '_');
+  const readable = Object.values(variant)
+    .map(String)
+    .join('-')
+    .replace(/[^A-Za-z0-9_-]/g, '_');
   return `${runId}.${region}.${target}.${probe}-${readable}-${shortHash({ params, variant })}`;
 }
 
@@ -47,7 +50,12 @@ export function splitPlan({ plan, tls }: LoadedPlan, runId: string): JobPayload[
             runId,
             plan: plan.name,
             region,
-            target: { name: target.name, url: target.url, ...(target.headers ? { headers: target.headers } : {}), ...(tls[target.name] ? { tls: tls[target.name] } : {}) },
+            target: {
+              name: target.name,
+              url: target.url,
+              ...(target.headers ? { headers: target.headers } : {}),
+              ...(tls[target.name] ? { tls: tls[target.name] } : {}),
+            },
             probe,
             params,
             variant,
@@ -62,7 +70,11 @@ export function splitPlan({ plan, tls }: LoadedPlan, runId: string): JobPayload[
 
 /** `<plan>-<UTC time>[-<suffix>]`: sortable, readable, and valid in a job id. */
 export function runIdFor(planName: string, at: Date, suffix?: string): string {
-  const stamp = at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'z').toLowerCase();
+  const stamp = at
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'z')
+    .toLowerCase();
   return `${planName}-${stamp}${suffix ? `-${suffix}` : ''}`;
 }
 

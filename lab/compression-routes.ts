@@ -7,7 +7,13 @@
 //   vary=0: leave out Vary: Accept-Encoding
 // Compression runs on every request, like a server compressing on the fly.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CODING_LEVELS, codingUnavailable, compress, CONTENT_CODINGS, type ContentCoding } from '../common/content-coding.js';
+import {
+  CODING_LEVELS,
+  codingUnavailable,
+  compress,
+  CONTENT_CODINGS,
+  type ContentCoding,
+} from '../common/content-coding.js';
 import { productsJson, randomBytes, TINY_JSON } from './content.js';
 import { intParam, sendText } from './route-helpers.js';
 
@@ -53,7 +59,8 @@ export function serveAsset(req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? '/', 'http://lab');
   const asset = assetsByPath()[url.pathname];
   const policy = url.searchParams.get('policy') ?? 'sensible';
-  if (!['sensible', 'always', 'never'].includes(policy)) return sendText(res, 400, `policy must be sensible, always or never, got "${policy}"`);
+  if (!['sensible', 'always', 'never'].includes(policy))
+    return sendText(res, 400, `policy must be sensible, always or never, got "${policy}"`);
 
   const available = CONTENT_CODINGS.filter((c) => !codingUnavailable(c));
   const levels = new Map<ContentCoding, number>();
@@ -69,7 +76,12 @@ export function serveAsset(req: IncomingMessage, res: ServerResponse): void {
   const headers: Record<string, string | number> = { 'content-type': asset.type };
   // The answer depends on Accept-Encoding exactly when the server may compress it.
   if (compresses && url.searchParams.get('vary') !== '0') headers.vary = 'Accept-Encoding';
-  const coding = compresses ? acceptedCodings(req.headers['accept-encoding'], SERVER_PREFERENCE.filter((c) => available.includes(c)))[0] : undefined;
+  const coding = compresses
+    ? acceptedCodings(
+        req.headers['accept-encoding'],
+        SERVER_PREFERENCE.filter((c) => available.includes(c)),
+      )[0]
+    : undefined;
   const body = coding ? compress(coding, asset.body, levels.get(coding)!) : asset.body;
   if (coding) headers['content-encoding'] = coding;
   headers['content-length'] = body.length;

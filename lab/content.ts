@@ -9,11 +9,62 @@ export const RANDOM_BYTES = 100_000;
 /** The lecture's tiny JSON, byte for byte. */
 export const TINY_JSON = Buffer.from('{"ok":true,"id":42}');
 
-const ADJECTIVES = ['compact', 'wireless', 'ergonomic', 'durable', 'portable', 'classic', 'premium', 'recycled', 'smart', 'foldable', 'quiet', 'waterproof'];
-const NOUNS = ['desk lamp', 'backpack', 'keyboard', 'water bottle', 'headphones', 'notebook', 'chair', 'kettle', 'umbrella', 'monitor stand', 'charger', 'mug'];
+const ADJECTIVES = [
+  'compact',
+  'wireless',
+  'ergonomic',
+  'durable',
+  'portable',
+  'classic',
+  'premium',
+  'recycled',
+  'smart',
+  'foldable',
+  'quiet',
+  'waterproof',
+];
+const NOUNS = [
+  'desk lamp',
+  'backpack',
+  'keyboard',
+  'water bottle',
+  'headphones',
+  'notebook',
+  'chair',
+  'kettle',
+  'umbrella',
+  'monitor stand',
+  'charger',
+  'mug',
+];
 const CATEGORIES = ['office', 'outdoor', 'kitchen', 'audio', 'stationery', 'furniture', 'travel', 'electronics'];
 const COLOURS = ['black', 'white', 'graphite', 'navy', 'sand', 'forest green', 'red', 'silver'];
-const WORDS = ['made', 'for', 'everyday', 'use', 'with', 'a', 'two', 'year', 'warranty', 'and', 'free', 'returns', 'ships', 'in', 'plastic-free', 'packaging', 'from', 'our', 'warehouse', 'light', 'strong', 'easy', 'to', 'clean'];
+const WORDS = [
+  'made',
+  'for',
+  'everyday',
+  'use',
+  'with',
+  'a',
+  'two',
+  'year',
+  'warranty',
+  'and',
+  'free',
+  'returns',
+  'ships',
+  'in',
+  'plastic-free',
+  'packaging',
+  'from',
+  'our',
+  'warehouse',
+  'light',
+  'strong',
+  'easy',
+  'to',
+  'clean',
+];
 
 function pick<T>(random: () => number, list: readonly T[]): T {
   return list[Math.floor(random() * list.length)];
@@ -35,7 +86,11 @@ function product(random: () => number, id: number) {
     rating: Math.round(10 + random() * 40) / 10,
     colours: COLOURS.filter(() => random() < 0.3),
     description: `${name[0].toUpperCase()}${name.slice(1)}, ${sentence(random, 8 + Math.floor(random() * 10))}.`,
-    dimensions: { widthMm: 50 + Math.floor(random() * 400), heightMm: 50 + Math.floor(random() * 400), weightG: 100 + Math.floor(random() * 3000) },
+    dimensions: {
+      widthMm: 50 + Math.floor(random() * 400),
+      heightMm: 50 + Math.floor(random() * 400),
+      weightG: 100 + Math.floor(random() * 3000),
+    },
     available: random() < 0.85,
   };
 }
@@ -45,7 +100,8 @@ export function productsJson(size = PRODUCTS_JSON_BYTES): Buffer {
   const random = prng(7);
   // Products average well over 300 bytes rendered; generate enough, then find how many fit.
   const all = Array.from({ length: Math.ceil(size / 300) + 1 }, (_, i) => product(random, i + 1));
-  const render = (count: number, note: string) => JSON.stringify({ catalogue: 'probefleet lab', note, products: all.slice(0, count) }, null, 2);
+  const render = (count: number, note: string) =>
+    JSON.stringify({ catalogue: 'probefleet lab', note, products: all.slice(0, count) }, null, 2);
   let lo = 0;
   let hi = all.length;
   while (lo < hi) {
@@ -57,7 +113,8 @@ export function productsJson(size = PRODUCTS_JSON_BYTES): Buffer {
   let note = '';
   while (note.length < fill) note += `${pick(random, WORDS)} `;
   const text = render(lo, note.slice(0, fill));
-  if (Buffer.byteLength(text) !== size) throw new Error(`products JSON is ${Buffer.byteLength(text)} bytes, wanted ${size}`);
+  if (Buffer.byteLength(text) !== size)
+    throw new Error(`products JSON is ${Buffer.byteLength(text)} bytes, wanted ${size}`);
   return Buffer.from(text);
 }
 

@@ -68,7 +68,11 @@ export function apiProducts(req: IncomingMessage, res: ServerResponse): void {
 
 export function apiRequests(_req: IncomingMessage, res: ServerResponse): void {
   const body = Buffer.from(`${JSON.stringify({ requests: requestLog })}\n`);
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length, 'cache-control': 'no-store' });
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': body.length,
+    'cache-control': 'no-store',
+  });
   res.end(body);
 }
 
@@ -76,24 +80,44 @@ export const CORS_FAULTS = ['wildcard-credentials', 'reflect-origin', 'no-vary',
 type CorsFault = (typeof CORS_FAULTS)[number];
 
 /** Response headers per fault: [for a preflight, for the actual request]. */
-function faultyHeaders(fault: CorsFault, origin: string | undefined): { preflight: Record<string, string>; actual: Record<string, string> } {
+function faultyHeaders(
+  fault: CorsFault,
+  origin: string | undefined,
+): { preflight: Record<string, string>; actual: Record<string, string> } {
   // Done right apart from the fault: the allowed origin echoed, with credentials.
-  const allowed: Record<string, string> = origin === LAB_ALLOWED_ORIGIN ? { 'access-control-allow-origin': origin, 'access-control-allow-credentials': 'true' } : {};
-  const preflight = { 'access-control-allow-methods': 'GET, POST, PUT', 'access-control-allow-headers': 'Content-Type, Authorization', 'access-control-max-age': '600' };
+  const allowed: Record<string, string> =
+    origin === LAB_ALLOWED_ORIGIN
+      ? { 'access-control-allow-origin': origin, 'access-control-allow-credentials': 'true' }
+      : {};
+  const preflight = {
+    'access-control-allow-methods': 'GET, POST, PUT',
+    'access-control-allow-headers': 'Content-Type, Authorization',
+    'access-control-max-age': '600',
+  };
   switch (fault) {
     case 'wildcard-credentials': {
       const cors = { 'access-control-allow-origin': '*', 'access-control-allow-credentials': 'true' };
       return { preflight: { ...cors, ...preflight }, actual: cors };
     }
     case 'reflect-origin': {
-      const cors = { ...(origin ? { 'access-control-allow-origin': origin } : {}), 'access-control-allow-credentials': 'true', vary: 'Origin' };
+      const cors = {
+        ...(origin ? { 'access-control-allow-origin': origin } : {}),
+        'access-control-allow-credentials': 'true',
+        vary: 'Origin',
+      };
       return { preflight: { ...cors, ...preflight }, actual: cors };
     }
     case 'no-vary':
       return { preflight: { ...allowed, ...preflight }, actual: allowed };
     case 'narrow-preflight':
       return {
-        preflight: { ...allowed, vary: 'Origin', 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': 'Authorization', 'access-control-max-age': '600' },
+        preflight: {
+          ...allowed,
+          vary: 'Origin',
+          'access-control-allow-methods': 'GET, POST',
+          'access-control-allow-headers': 'Authorization',
+          'access-control-max-age': '600',
+        },
         actual: { ...allowed, vary: 'Origin' },
       };
   }
@@ -101,7 +125,8 @@ function faultyHeaders(fault: CorsFault, origin: string | undefined): { prefligh
 
 export function corsMisconfigured(req: IncomingMessage, res: ServerResponse): void {
   const fault = new URL(req.url ?? '/', 'http://lab').searchParams.get('fault');
-  if (!CORS_FAULTS.includes(fault as CorsFault)) return sendText(res, 400, `fault must be one of ${CORS_FAULTS.join(', ')}`);
+  if (!CORS_FAULTS.includes(fault as CorsFault))
+    return sendText(res, 400, `fault must be one of ${CORS_FAULTS.join(', ')}`);
   const headers = faultyHeaders(fault as CorsFault, req.headers.origin);
   if (req.method === 'OPTIONS') {
     res.writeHead(204, headers.preflight);

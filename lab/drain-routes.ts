@@ -14,7 +14,11 @@ const MAX_BYTES = 64 << 20;
 const MAX_INTERVAL_MS = 10_000;
 
 /** Reads integer query parameters; answers 400 and returns undefined when one is out of range. */
-function params<K extends string>(req: IncomingMessage, res: ServerResponse, spec: Record<K, [fallback: number, min: number, max: number]>): Record<K, number> | undefined {
+function params<K extends string>(
+  req: IncomingMessage,
+  res: ServerResponse,
+  spec: Record<K, [fallback: number, min: number, max: number]>,
+): Record<K, number> | undefined {
   const query = new URL(req.url ?? '/', 'http://lab').searchParams;
   const out = {} as Record<K, number>;
   for (const [name, [fallback, min, max]] of Object.entries(spec) as [K, [number, number, number]][]) {
@@ -36,7 +40,11 @@ export function large(req: IncomingMessage, res: ServerResponse): void {
 }
 
 export function trickle(req: IncomingMessage, res: ServerResponse): void {
-  const p = params(req, res, { bytes: [64 << 10, 1, MAX_BYTES], chunk: [1024, 1, 1 << 20], intervalMs: [20, 0, MAX_INTERVAL_MS] });
+  const p = params(req, res, {
+    bytes: [64 << 10, 1, MAX_BYTES],
+    chunk: [1024, 1, 1 << 20],
+    intervalMs: [20, 0, MAX_INTERVAL_MS],
+  });
   if (!p) return;
   const body = largeBody(p.bytes);
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': p.bytes });

@@ -95,7 +95,9 @@ function listen(server: net.Server, host: string, port: number, name: string): P
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(
         err.code === 'EADDRINUSE'
-          ? new LabPortInUseError(`lab server "${name}" cannot listen on ${host}:${port}: the port is in use (is \`probefleet lab\` already running? choose another with --port)`)
+          ? new LabPortInUseError(
+              `lab server "${name}" cannot listen on ${host}:${port}: the port is in use (is \`probefleet lab\` already running? choose another with --port)`,
+            )
           : err,
       ),
     );

@@ -11,11 +11,19 @@ export function sendText(res: ServerResponse, status: number, text: string): voi
 }
 
 /** An integer query parameter within [min, max], the fallback when absent, or a message saying what is wrong. */
-export function intParam(query: URLSearchParams, name: string, fallback: number, min: number, max: number): number | string {
+export function intParam(
+  query: URLSearchParams,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number | string {
   const raw = query.get(name);
   if (raw === null) return fallback;
   const value = Number(raw);
-  return Number.isInteger(value) && value >= min && value <= max ? value : `${name} must be an integer ${min}..${max}, got "${raw}"`;
+  return Number.isInteger(value) && value >= min && value <= max
+    ? value
+    : `${name} must be an integer ${min}..${max}, got "${raw}"`;
 }
 
 /**

@@ -40,10 +40,7 @@ export function listNamespaces(): string[] {
 
 function pidsIn(namespace: string): number[] {
   try {
-    return runSync('ip', ['netns', 'pids', namespace])
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number);
+    return runSync('ip', ['netns', 'pids', namespace]).split(/\s+/).filter(Boolean).map(Number);
   } catch {
     return [];
   }
@@ -129,7 +126,10 @@ export function cleanupStaleRegions(log?: Logger): string[] {
   }
   const stale = [...instances.values()].filter((instance) => !ownerAlive(Number(instance.id.split('-')[0])));
   for (const instance of stale) {
-    log?.warn({ id: instance.id, namespaces: instance.namespaces }, 'removing emulated regions left by a process that is gone');
+    log?.warn(
+      { id: instance.id, namespaces: instance.namespaces },
+      'removing emulated regions left by a process that is gone',
+    );
     removeInstanceSync(instance, log);
   }
   return stale.map((instance) => instance.id);

@@ -8,7 +8,14 @@
 // Both are tied to this process (regions/system.ts) and keep their files under the regions' run
 // directory, so the regions' cleanup (cleanup.ts) removes them after a Ctrl-C or a SIGKILL too.
 import { fileURLToPath } from 'node:url';
-import { startPrometheus, startPushgateway, PROMETHEUS_BINARIES, type Prometheus, type PromSample, type Pushgateway } from '../common/prometheus-server.js';
+import {
+  startPrometheus,
+  startPushgateway,
+  PROMETHEUS_BINARIES,
+  type Prometheus,
+  type PromSample,
+  type Pushgateway,
+} from '../common/prometheus-server.js';
 import { PUSH_GROUPS, PROBE_JOB_METRICS, RUN_METRICS } from '../contracts/metric-names.js';
 import { prometheusConfig } from '../common/prometheus-config.js';
 import { formatMs } from '../coordinator/report/format.js';
@@ -21,8 +28,12 @@ const SCRAPED_TIMEOUT_MS = 15_000;
 
 /** Why the demo runs without metrics here, or false. */
 export function fleetMetricsMissing(): string | false {
-  const missing = [PROMETHEUS_BINARIES.prometheus, PROMETHEUS_BINARIES.pushgateway].filter((command) => !hasCommand(command));
-  return missing.length === 0 ? false : `${missing.join(' and ')} not found (apt-get install prometheus prometheus-pushgateway)`;
+  const missing = [PROMETHEUS_BINARIES.prometheus, PROMETHEUS_BINARIES.pushgateway].filter(
+    (command) => !hasCommand(command),
+  );
+  return missing.length === 0
+    ? false
+    : `${missing.join(' and ')} not found (apt-get install prometheus prometheus-pushgateway)`;
 }
 
 export interface FleetMetrics {
@@ -61,7 +72,9 @@ export async function startFleetMetrics(options: FleetMetricsOptions): Promise<F
     ),
   ]);
   if (gateway.status === 'rejected' || prom.status === 'rejected') {
-    await Promise.all([gateway, prom].map((started) => (started.status === 'fulfilled' ? started.value.stop() : undefined)));
+    await Promise.all(
+      [gateway, prom].map((started) => (started.status === 'fulfilled' ? started.value.stop() : undefined)),
+    );
     throw gateway.status === 'rejected' ? gateway.reason : (prom as PromiseRejectedResult).reason;
   }
   const pushgateway = gateway.value;
@@ -77,8 +90,16 @@ export async function startFleetMetrics(options: FleetMetricsOptions): Promise<F
       const jobsPushed = `sum by (region) (${PROBE_JOB_METRICS.jobs.name}{job="${PUSH_GROUPS.probes.job}"})`;
       let complete = true;
       try {
-        await prometheus.waitFor(`count(${RUN_METRICS.lastRun.name}{${planSelector}})`, (n) => n === regions.length, SCRAPED_TIMEOUT_MS);
-        await prometheus.waitFor(`sum(${jobsPushed})`, (n) => n === [...jobsPerRegion.values()].reduce((a, b) => a + b, 0), SCRAPED_TIMEOUT_MS);
+        await prometheus.waitFor(
+          `count(${RUN_METRICS.lastRun.name}{${planSelector}})`,
+          (n) => n === regions.length,
+          SCRAPED_TIMEOUT_MS,
+        );
+        await prometheus.waitFor(
+          `sum(${jobsPushed})`,
+          (n) => n === [...jobsPerRegion.values()].reduce((a, b) => a + b, 0),
+          SCRAPED_TIMEOUT_MS,
+        );
       } catch {
         complete = false;
       }
@@ -87,7 +108,11 @@ export async function startFleetMetrics(options: FleetMetricsOptions): Promise<F
         handshake: `${RUN_METRICS.tlsHandshake.name}{${planSelector}, handshake="full", quantile="0.5"}`,
         jobs: jobsPushed,
       };
-      const [cost, handshake, jobs] = await Promise.all([prometheus.query(queries.cost), prometheus.query(queries.handshake), prometheus.query(queries.jobs)]);
+      const [cost, handshake, jobs] = await Promise.all([
+        prometheus.query(queries.cost),
+        prometheus.query(queries.handshake),
+        prometheus.query(queries.jobs),
+      ]);
       const rows = new Map<string, Map<string, string>>();
       const put = (what: string, target: string, samples: PromSample[], format: (value: number) => string) => {
         const row = rows.get(`${what}\t${target}`) ?? new Map<string, string>();
@@ -96,12 +121,17 @@ export async function startFleetMetrics(options: FleetMetricsOptions): Promise<F
       };
       const seconds = (value: number) => formatMs(value * 1000);
       const key = (s: PromSample, label: string) => `${s.metric.target}\t${s.metric[label]}`;
-      for (const group of groupBy(cost, (s) => key(s, 'scheme'))) put(`new-connection cost (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
-      for (const group of groupBy(handshake, (s) => key(s, 'tls_version'))) put(`full TLS ${group[0].metric.tls_version} handshake, median`, group[0].metric.target, group, seconds);
+      for (const group of groupBy(cost, (s) => key(s, 'scheme')))
+        put(`new-connection cost (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
+      for (const group of groupBy(handshake, (s) => key(s, 'tls_version')))
+        put(`full TLS ${group[0].metric.tls_version} handshake, median`, group[0].metric.target, group, seconds);
       put('jobs pushed by its worker', '-', jobs, String);
       const table = renderTable(
         ['from Prometheus', 'target', ...regions],
-        [...rows].map(([name, byRegion]) => [...name.split('\t'), ...regions.map((region) => byRegion.get(region) ?? '-')]),
+        [...rows].map(([name, byRegion]) => [
+          ...name.split('\t'),
+          ...regions.map((region) => byRegion.get(region) ?? '-'),
+        ]),
         `ll${'r'.repeat(regions.length)}`,
       );
       return (

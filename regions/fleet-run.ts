@@ -21,7 +21,11 @@ export interface FleetRunOptions {
   onRegion?: (region: EmulatedRegion, jobs: number) => void;
 }
 
-export async function runPlanInRegions(regions: Regions, loaded: LoadedPlan, options: FleetRunOptions): Promise<RunReport> {
+export async function runPlanInRegions(
+  regions: Regions,
+  loaded: LoadedPlan,
+  options: FleetRunOptions,
+): Promise<RunReport> {
   const plan = { ...loaded.plan, regions: regions.regions.map((r) => r.name) };
   const jobs = splitPlan({ ...loaded, plan }, options.runId);
   const startedAt = new Date();
@@ -29,7 +33,10 @@ export async function runPlanInRegions(regions: Regions, loaded: LoadedPlan, opt
   for (const region of regions.regions) {
     const mine = jobs.filter((job) => job.region === region.name);
     options.onRegion?.(region, mine.length);
-    const child = regions.spawn(region.namespace, process.execPath, [RUNNER, region.name], { stdio: ['pipe', 'pipe', 'inherit'], realtime: true });
+    const child = regions.spawn(region.namespace, process.execPath, [RUNNER, region.name], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+      realtime: true,
+    });
     child.stdin!.end(JSON.stringify(mine));
     const [out, exit] = await Promise.all([text(child.stdout!), exitOf(child)]);
     if (exit !== 0) throw new Error(`the jobs of region ${region.name} did not run: their runner exited with ${exit}`);

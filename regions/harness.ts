@@ -17,7 +17,14 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../common/log.js';
 import { NAME_PATTERN } from '../contracts/common.js';
-import { cleanupStaleRegions, removeInstanceSync, runDirFor, trackInstance, untrackInstance, type InstanceResources } from './cleanup.js';
+import {
+  cleanupStaleRegions,
+  removeInstanceSync,
+  runDirFor,
+  trackInstance,
+  untrackInstance,
+  type InstanceResources,
+} from './cleanup.js';
 import { nfqDelayBinary } from './delay/nfq-delay-binary.js';
 import { formatRelayEnd, relaySocketPath, type RelayEnd } from './port-relay.js';
 import { checkNfqueueSupported, checkRegionsSupported, RegionsUnavailableError } from './preflight.js';
@@ -89,19 +96,27 @@ export interface Regions {
   /** Starts a command inside one of the namespaces (`ip netns exec`). */
   spawn(namespace: string, command: string, args: string[], options?: SpawnOptions & InNamespaceOptions): ChildProcess;
   /** Runs a command inside one of the namespaces to its end; resolves with its stdout. */
-  exec(namespace: string, command: string, args: string[], options?: InNamespaceOptions & { timeoutMs?: number }): Promise<string>;
+  exec(
+    namespace: string,
+    command: string,
+    args: string[],
+    options?: InNamespaceOptions & { timeoutMs?: number },
+  ): Promise<string>;
   /** Stops the helpers and removes every namespace; safe to call more than once. */
   close(): Promise<void>;
 }
 
 export function validateRegionSpecs(specs: RegionSpec[]): void {
-  if (specs.length === 0 || specs.length > MAX_REGIONS) throw new RangeError(`between 1 and ${MAX_REGIONS} regions, got ${specs.length}`);
+  if (specs.length === 0 || specs.length > MAX_REGIONS)
+    throw new RangeError(`between 1 and ${MAX_REGIONS} regions, got ${specs.length}`);
   const seen = new Set<string>();
   for (const spec of specs) {
-    if (!NAME_PATTERN.test(spec.name)) throw new RangeError(`region name "${spec.name}": use 1-63 characters of a-z, 0-9, "-" or "_"`);
+    if (!NAME_PATTERN.test(spec.name))
+      throw new RangeError(`region name "${spec.name}": use 1-63 characters of a-z, 0-9, "-" or "_"`);
     if (seen.has(spec.name)) throw new RangeError(`region "${spec.name}" is listed twice`);
     seen.add(spec.name);
-    if (!(spec.rttMs >= 0 && spec.rttMs <= MAX_RTT_MS)) throw new RangeError(`region "${spec.name}": RTT must be 0..${MAX_RTT_MS} ms, got ${spec.rttMs}`);
+    if (!(spec.rttMs >= 0 && spec.rttMs <= MAX_RTT_MS))
+      throw new RangeError(`region "${spec.name}": RTT must be 0..${MAX_RTT_MS} ms, got ${spec.rttMs}`);
     if (spec.rateBytesPerSecond !== undefined && !(spec.rateBytesPerSecond >= 1000)) {
       throw new RangeError(`region "${spec.name}": rate must be at least 1000 bytes/s, got ${spec.rateBytesPerSecond}`);
     }
@@ -117,10 +132,20 @@ interface Helper {
 
 const RELAY_ENTRY = fileURLToPath(new URL('./relay-entry.js', import.meta.url));
 
-const relayArgs = (pairs: [RelayEnd, RelayEnd][]) => [RELAY_ENTRY, ...pairs.map(([listen, connect]) => `${formatRelayEnd(listen)}=${formatRelayEnd(connect)}`)];
+const relayArgs = (pairs: [RelayEnd, RelayEnd][]) => [
+  RELAY_ENTRY,
+  ...pairs.map(([listen, connect]) => `${formatRelayEnd(listen)}=${formatRelayEnd(connect)}`),
+];
 
 /** Starts a helper (in a namespace, or in this one with namespace null) and waits for its "ready" line on stdout. */
-function startHelper(spawnIn: Regions['spawn'], namespace: string | null, what: string, command: string, args: string[], log: Logger): Promise<Helper> {
+function startHelper(
+  spawnIn: Regions['spawn'],
+  namespace: string | null,
+  what: string,
+  command: string,
+  args: string[],
+  log: Logger,
+): Promise<Helper> {
   const stdio: SpawnOptions = { stdio: ['pipe', 'pipe', 'pipe'] };
   const child = namespace === null ? spawn(command, args, stdio) : spawnIn(namespace, command, args, stdio);
   const helper: Helper = { what, child, stderr: [], stopping: false };
@@ -148,7 +173,11 @@ function startHelper(spawnIn: Regions['spawn'], namespace: string | null, what: 
       const how = signal ?? `code ${code}`;
       if (!ready) fail(new Error(`${what} exited (${how}) while starting`));
       // A delay helper gone means undelayed packets (--queue-bypass): never silently.
-      else if (!helper.stopping) log.error({ helper: what, exit: how, stderr: helper.stderr.join('').trim() }, 'a region helper exited early; its region is no longer emulated faithfully');
+      else if (!helper.stopping)
+        log.error(
+          { helper: what, exit: how, stderr: helper.stderr.join('').trim() },
+          'a region helper exited early; its region is no longer emulated faithfully',
+        );
     });
   });
 }
@@ -196,7 +225,9 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
     id,
     namespaces: [targetNamespace, ...regions.map((r) => r.namespace)],
     runDir: runDirFor(id),
-    beforeRemove: () => helpers.forEach((helper) => (helper.stopping = true)),
+    beforeRemove: () => {
+      for (const helper of helpers) helper.stopping = true;
+    },
   };
   let closed: Promise<void> | undefined;
 
@@ -213,8 +244,18 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
     spawn('ip', inNamespace(namespace, command, args, { realtime: wanted }), spawnOptions);
   const execIn: Regions['exec'] = (namespace, command, args, options = {}) =>
     new Promise((resolve, reject) => {
-      execFile('ip', inNamespace(namespace, command, args, options), { timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
-        err ? reject(new Error(`${command} in ${namespace}: ${err.message.split('\n')[0]}${stderr ? `\n${stderr.trim()}` : ''}`)) : resolve(stdout),
+      execFile(
+        'ip',
+        inNamespace(namespace, command, args, options),
+        { timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 << 20 },
+        (err, stdout, stderr) =>
+          err
+            ? reject(
+                new Error(
+                  `${command} in ${namespace}: ${err.message.split('\n')[0]}${stderr ? `\n${stderr.trim()}` : ''}`,
+                ),
+              )
+            : resolve(stdout),
       );
     });
 
@@ -233,7 +274,10 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
       realtime = await run(MEASURED_PRIORITY[0], [...MEASURED_PRIORITY.slice(1), 'true']).then(
         () => true,
         (err: Error) => {
-          log.warn({ err: err.message }, 'no real-time priority for measured processes here; other work on this machine will show in the timings');
+          log.warn(
+            { err: err.message },
+            'no real-time priority for measured processes here; other work on this machine will show in the timings',
+          );
           return false;
         },
       );
@@ -242,12 +286,35 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
     await run('ip', ['-n', targetNamespace, 'addr', 'add', `${TARGET_ADDRESS}/32`, 'dev', 'lo']);
     for (const [index, region] of regions.entries()) {
       await createNamespace(region.namespace);
-      await run('ip', ['-n', targetNamespace, 'link', 'add', targetLink(index), 'type', 'veth', 'peer', 'name', REGION_LINK, 'netns', region.namespace]);
+      await run('ip', [
+        '-n',
+        targetNamespace,
+        'link',
+        'add',
+        targetLink(index),
+        'type',
+        'veth',
+        'peer',
+        'name',
+        REGION_LINK,
+        'netns',
+        region.namespace,
+      ]);
       await run('ip', ['-n', targetNamespace, 'addr', 'add', `${linkPrefix(index)}.1/24`, 'dev', targetLink(index)]);
       await run('ip', ['-n', targetNamespace, 'link', 'set', 'dev', targetLink(index), 'up']);
       await run('ip', ['-n', region.namespace, 'addr', 'add', `${region.address}/24`, 'dev', REGION_LINK]);
       await run('ip', ['-n', region.namespace, 'link', 'set', 'dev', REGION_LINK, 'up']);
-      await run('ip', ['-n', region.namespace, 'route', 'add', `${TARGET_ADDRESS}/32`, 'via', `${linkPrefix(index)}.1`, 'dev', REGION_LINK]);
+      await run('ip', [
+        '-n',
+        region.namespace,
+        'route',
+        'add',
+        `${TARGET_ADDRESS}/32`,
+        'via',
+        `${linkPrefix(index)}.1`,
+        'dev',
+        REGION_LINK,
+      ]);
     }
 
     const delayed = regions.filter((r) => r.rttMs > 0);
@@ -259,23 +326,94 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
           [region.namespace, REGION_LINK],
           [targetNamespace, targetLink(index)],
         ]) {
-          await run('tc', ['-n', namespace, 'qdisc', 'replace', 'dev', dev, 'root', 'handle', '1:', 'netem', 'delay', `${oneWayUs}us`, 'limit', '100000']);
-          if (region.rateBytesPerSecond) await run('tc', ['-n', namespace, 'qdisc', 'add', 'dev', dev, 'parent', '1:1', 'handle', '10:', ...tbfArgs(region.rateBytesPerSecond)]);
+          await run('tc', [
+            '-n',
+            namespace,
+            'qdisc',
+            'replace',
+            'dev',
+            dev,
+            'root',
+            'handle',
+            '1:',
+            'netem',
+            'delay',
+            `${oneWayUs}us`,
+            'limit',
+            '100000',
+          ]);
+          if (region.rateBytesPerSecond)
+            await run('tc', [
+              '-n',
+              namespace,
+              'qdisc',
+              'add',
+              'dev',
+              dev,
+              'parent',
+              '1:1',
+              'handle',
+              '10:',
+              ...tbfArgs(region.rateBytesPerSecond),
+            ]);
         }
         continue;
       }
       if (region.rateBytesPerSecond) {
-        await run('tc', ['-n', region.namespace, 'qdisc', 'add', 'dev', REGION_LINK, 'root', ...tbfArgs(region.rateBytesPerSecond)]);
-        await run('tc', ['-n', targetNamespace, 'qdisc', 'add', 'dev', targetLink(index), 'root', ...tbfArgs(region.rateBytesPerSecond)]);
+        await run('tc', [
+          '-n',
+          region.namespace,
+          'qdisc',
+          'add',
+          'dev',
+          REGION_LINK,
+          'root',
+          ...tbfArgs(region.rateBytesPerSecond),
+        ]);
+        await run('tc', [
+          '-n',
+          targetNamespace,
+          'qdisc',
+          'add',
+          'dev',
+          targetLink(index),
+          'root',
+          ...tbfArgs(region.rateBytesPerSecond),
+        ]);
       }
       if (mechanism === 'nfqueue' && region.rttMs > 0) {
         // The helper first: with --queue-bypass, packets queued before anyone listens pass undelayed.
-        helpers.push(await startHelper(spawnIn, region.namespace, `nfq-delay in ${region.name}`, await nfqDelayBinary(), ['--queue', '0', '--delay-us', String(oneWayUs)], log));
+        helpers.push(
+          await startHelper(
+            spawnIn,
+            region.namespace,
+            `nfq-delay in ${region.name}`,
+            await nfqDelayBinary(),
+            ['--queue', '0', '--delay-us', String(oneWayUs)],
+            log,
+          ),
+        );
         for (const rule of [
           ['OUTPUT', '-o'],
           ['INPUT', '-i'],
         ]) {
-          await run('ip', ['netns', 'exec', region.namespace, 'iptables-legacy', '-w', '10', '-A', rule[0], rule[1], REGION_LINK, '-j', 'NFQUEUE', '--queue-num', '0', '--queue-bypass']);
+          await run('ip', [
+            'netns',
+            'exec',
+            region.namespace,
+            'iptables-legacy',
+            '-w',
+            '10',
+            '-A',
+            rule[0],
+            rule[1],
+            REGION_LINK,
+            '-j',
+            'NFQUEUE',
+            '--queue-num',
+            '0',
+            '--queue-bypass',
+          ]);
         }
       }
     }
@@ -284,14 +422,29 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
       const sockets = forwardPorts.map((port) => ({ port, path: relaySocketPath(instance.runDir, port) }));
       const rootSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ path }, { port }]);
       const regionSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ port }, { path }]);
-      helpers.push(await startHelper(spawnIn, null, 'port relay on this machine', process.execPath, relayArgs(rootSide), log));
+      helpers.push(
+        await startHelper(spawnIn, null, 'port relay on this machine', process.execPath, relayArgs(rootSide), log),
+      );
       for (const region of regions) {
-        helpers.push(await startHelper(spawnIn, region.namespace, `port relay in ${region.name}`, process.execPath, relayArgs(regionSide), log));
+        helpers.push(
+          await startHelper(
+            spawnIn,
+            region.namespace,
+            `port relay in ${region.name}`,
+            process.execPath,
+            relayArgs(regionSide),
+            log,
+          ),
+        );
       }
     }
 
     log.info(
-      { id, delay: mechanism, regions: regions.map((r) => ({ name: r.name, rttMs: r.rttMs, rateBytesPerSecond: r.rateBytesPerSecond })) },
+      {
+        id,
+        delay: mechanism,
+        regions: regions.map((r) => ({ name: r.name, rttMs: r.rttMs, rateBytesPerSecond: r.rateBytesPerSecond })),
+      },
       'emulated regions up',
     );
     return {
@@ -323,7 +476,8 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
         return 'netem';
       } catch (err) {
         if (!(err instanceof CommandError)) throw err;
-        if (wanted === 'netem') throw new RegionsUnavailableError(`netem was asked for, but this kernel cannot add it: ${err.stderr.trim()}`);
+        if (wanted === 'netem')
+          throw new RegionsUnavailableError(`netem was asked for, but this kernel cannot add it: ${err.stderr.trim()}`);
         log.debug({ tc: err.stderr.trim() }, 'no netem here; delaying with the NFQUEUE helper');
       }
     }

@@ -7,8 +7,14 @@ import { startLab } from '../lab/index.js';
 const [host, port] = process.argv.slice(2);
 if (!host || !/^\d+$/.test(port ?? '')) throw new Error('usage: lab-entry.js HOST BASE_PORT');
 
-const lab = await startLab({ host, basePort: Number(port), log: createLogger('lab', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn') });
-process.stdout.write(`${JSON.stringify({ servers: Object.fromEntries(Object.values(lab.servers).map((s) => [s.name, s.url])), caFile: lab.caFile })}\n`);
+const lab = await startLab({
+  host,
+  basePort: Number(port),
+  log: createLogger('lab', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'),
+});
+process.stdout.write(
+  `${JSON.stringify({ servers: Object.fromEntries(Object.values(lab.servers).map((s) => [s.name, s.url])), caFile: lab.caFile })}\n`,
+);
 
 let closing = false;
 const close = async () => {

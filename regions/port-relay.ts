@@ -43,7 +43,10 @@ function splice(a: net.Socket, b: net.Socket): void {
 export async function startRelay(listen: RelayEnd, connect: RelayEnd): Promise<net.Server> {
   const server = net.createServer({ noDelay: true }, (incoming) => {
     incoming.pause();
-    const outgoing = 'port' in connect ? net.connect({ host: '127.0.0.1', port: connect.port, noDelay: true }) : net.connect(connect.path);
+    const outgoing =
+      'port' in connect
+        ? net.connect({ host: '127.0.0.1', port: connect.port, noDelay: true })
+        : net.connect(connect.path);
     outgoing.once('connect', () => incoming.resume());
     splice(incoming, outgoing);
   });

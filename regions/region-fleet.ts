@@ -101,8 +101,18 @@ interface Started {
 
 /** Starts a CLI process and resolves once it logs `readyMessage`; rejects with its last log lines
  * if it exits or stays silent first. */
-function startCli(what: string, namespace: string | null, spawnIt: (options: SpawnOptions) => ChildProcess, readyMessage: string, log: Logger): Promise<Started> {
-  const child = spawnIt({ stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: { ...process.env, PROBEFLEET_LOG_LEVEL: childLogLevel() } });
+function startCli(
+  what: string,
+  namespace: string | null,
+  spawnIt: (options: SpawnOptions) => ChildProcess,
+  readyMessage: string,
+  log: Logger,
+): Promise<Started> {
+  const child = spawnIt({
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+    env: { ...process.env, PROBEFLEET_LOG_LEVEL: childLogLevel() },
+  });
   const forwardAt = forwardedLevel();
   const kept: string[] = [];
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -116,7 +126,10 @@ function startCli(what: string, namespace: string | null, spawnIt: (options: Spa
     clearTimeout(timer);
   };
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(`did not say "${readyMessage}" within ${READY_TIMEOUT_MS / 1000} s`), READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(`did not say "${readyMessage}" within ${READY_TIMEOUT_MS / 1000} s`),
+      READY_TIMEOUT_MS,
+    );
     let settled = false;
     let up = false;
     const fail = (why: string) => {
@@ -128,7 +141,11 @@ function startCli(what: string, namespace: string | null, spawnIt: (options: Spa
     };
     child.once('exit', (code, signal) => {
       // A worker gone mid-run leaves its region's jobs to the run's deadline: say so at once.
-      if (up && !stopping) log.error({ process: what, exit: signal ?? code, lastLines: kept.slice(-5) }, 'a fleet process exited while the fleet was up');
+      if (up && !stopping)
+        log.error(
+          { process: what, exit: signal ?? code, lastLines: kept.slice(-5) },
+          'a fleet process exited while the fleet was up',
+        );
     });
     let partial = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -171,19 +188,50 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
   };
 
   const pushArgs = options.pushgatewayUrl ? ['--pushgateway', options.pushgatewayUrl] : [];
-  const coordinatorArgs = ['coordinator', '--redis', redisUrl, '--port', '0', ...names.flatMap((name) => ['--region', name]), ...pushArgs];
-  const startingCoordinator = startCli('coordinator', null, (spawnOptions) => spawn(...tiedToThisProcess(process.execPath, [CLI, ...coordinatorArgs]), spawnOptions), 'serving; Ctrl-C to stop', log).then(
-    (started) => (coordinator = started),
-  );
+  const coordinatorArgs = [
+    'coordinator',
+    '--redis',
+    redisUrl,
+    '--port',
+    '0',
+    ...names.flatMap((name) => ['--region', name]),
+    ...pushArgs,
+  ];
+  const startingCoordinator = startCli(
+    'coordinator',
+    null,
+    (spawnOptions) => spawn(...tiedToThisProcess(process.execPath, [CLI, ...coordinatorArgs]), spawnOptions),
+    'serving; Ctrl-C to stop',
+    log,
+  ).then((started) => (coordinator = started));
   const startingWorkers = regions.regions.map((region) => {
-    const workerArgs = ['worker', '--region', region.name, '--redis', redisUrl, '--allow-targets', TARGET_ALLOWANCE, '--shutdown-grace-seconds', String(WORKER_GRACE_SECONDS), ...pushArgs, ...(options.workerArgs ?? [])];
+    const workerArgs = [
+      'worker',
+      '--region',
+      region.name,
+      '--redis',
+      redisUrl,
+      '--allow-targets',
+      TARGET_ALLOWANCE,
+      '--shutdown-grace-seconds',
+      String(WORKER_GRACE_SECONDS),
+      ...pushArgs,
+      ...(options.workerArgs ?? []),
+    ];
     return startCli(
       `worker ${region.name}`,
       region.namespace,
-      (spawnOptions) => regions.spawn(region.namespace, ...tiedToThisProcess(process.execPath, [CLI, ...workerArgs]), { ...spawnOptions, realtime: true }),
+      (spawnOptions) =>
+        regions.spawn(region.namespace, ...tiedToThisProcess(process.execPath, [CLI, ...workerArgs]), {
+          ...spawnOptions,
+          realtime: true,
+        }),
       'worker ready',
       log,
-    ).then((started) => (workers.set(region.name, started), started));
+    ).then((started) => {
+      workers.set(region.name, started);
+      return started;
+    });
   });
   // All of them are waited for before a failure counts, so that close() stops whatever did start.
   await Promise.allSettled([startingCoordinator, ...startingWorkers]);
@@ -201,10 +249,23 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
     metricsUrl: String(up[0].ready.metrics),
     processes,
     run(planFile, extraArgs = []) {
-      const child = spawn(...tiedToThisProcess(process.execPath, [CLI, 'run', planFile, '--redis', redisUrl, '--regions', ...names, ...pushArgs, ...extraArgs]), {
-        stdio: ['ignore', 'inherit', 'inherit'],
-        detached: true,
-      });
+      const child = spawn(
+        ...tiedToThisProcess(process.execPath, [
+          CLI,
+          'run',
+          planFile,
+          '--redis',
+          redisUrl,
+          '--regions',
+          ...names,
+          ...pushArgs,
+          ...extraArgs,
+        ]),
+        {
+          stdio: ['ignore', 'inherit', 'inherit'],
+          detached: true,
+        },
+      );
       runs.add(child);
       return new Promise((resolve) => {
         child.once('error', (err) => {

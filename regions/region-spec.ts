@@ -20,15 +20,19 @@ const RATE_UNITS: Record<string, number> = {
 
 export function parseRegionSpec(text: string): RegionSpec {
   const match = /^([^=]+)=([\d.]+)([a-z]*)(?:,([\d.]+)\s*([a-z/]+))?$/i.exec(text.trim());
-  if (!match) throw new RegionSpecError(`region "${text}": expected NAME=RTT[,RATE], e.g. eu-west=20ms or ap-south=160ms,1MB/s`);
+  if (!match)
+    throw new RegionSpecError(`region "${text}": expected NAME=RTT[,RATE], e.g. eu-west=20ms or ap-south=160ms,1MB/s`);
   const [, name, rtt, rttUnit, rate, rateUnit] = match;
   const rttScale = RTT_UNITS[rttUnit.toLowerCase()];
-  if (rttScale === undefined || Number.isNaN(Number(rtt))) throw new RegionSpecError(`region "${text}": RTT "${rtt}${rttUnit}" is not a time (use ms or s)`);
+  if (rttScale === undefined || Number.isNaN(Number(rtt)))
+    throw new RegionSpecError(`region "${text}": RTT "${rtt}${rttUnit}" is not a time (use ms or s)`);
   const spec: RegionSpec = { name, rttMs: Number(rtt) * rttScale };
   if (rate !== undefined) {
     const rateScale = RATE_UNITS[rateUnit.toLowerCase()];
     if (rateScale === undefined || Number.isNaN(Number(rate))) {
-      throw new RegionSpecError(`region "${text}": rate "${rate}${rateUnit}" is not a rate (use B/s, kB/s, MB/s, GB/s, kbit, mbit or gbit)`);
+      throw new RegionSpecError(
+        `region "${text}": rate "${rate}${rateUnit}" is not a rate (use B/s, kB/s, MB/s, GB/s, kbit, mbit or gbit)`,
+      );
     }
     spec.rateBytesPerSecond = Number(rate) * rateScale;
   }

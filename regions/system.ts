@@ -9,7 +9,9 @@ export class CommandError extends Error {
     readonly stderr: string,
     readonly exitCode: number | null,
   ) {
-    super(`\`${command.join(' ')}\` failed${exitCode === null ? '' : ` (exit ${exitCode})`}: ${stderr.trim() || 'no message'}`);
+    super(
+      `\`${command.join(' ')}\` failed${exitCode === null ? '' : ` (exit ${exitCode})`}: ${stderr.trim() || 'no message'}`,
+    );
   }
 }
 

@@ -16,10 +16,15 @@ export interface TargetLab {
 const LAB_ENTRY = fileURLToPath(new URL('./lab-entry.js', import.meta.url));
 
 export async function startTargetLab(regions: Regions, basePort = DEFAULT_LAB_PORT): Promise<TargetLab> {
-  const child = regions.spawn(regions.target.namespace, process.execPath, [LAB_ENTRY, regions.target.address, String(basePort)], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    realtime: true,
-  });
+  const child = regions.spawn(
+    regions.target.namespace,
+    process.execPath,
+    [LAB_ENTRY, regions.target.address, String(basePort)],
+    {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      realtime: true,
+    },
+  );
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -43,7 +48,9 @@ export async function startTargetLab(regions: Regions, basePort = DEFAULT_LAB_PO
         fail(err as Error);
       }
     });
-    child.once('exit', (code, signal) => fail(new Error(`the lab target exited (${signal ?? `code ${code}`}) while starting`)));
+    child.once('exit', (code, signal) =>
+      fail(new Error(`the lab target exited (${signal ?? `code ${code}`}) while starting`)),
+    );
   });
 
   return {

@@ -55,7 +55,11 @@ const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 function codesOf(err: unknown): string[] {
   const codes: string[] = [];
-  for (let e = err as { code?: unknown; name?: unknown; cause?: unknown } | undefined; e && codes.length < 5; e = e.cause as typeof e) {
+  for (
+    let e = err as { code?: unknown; name?: unknown; cause?: unknown } | undefined;
+    e && codes.length < 5;
+    e = e.cause as typeof e
+  ) {
     if (typeof e.code === 'string') codes.push(e.code);
     if (e.name === 'AbortError' || e.name === 'TimeoutError') codes.push('ABORT_ERR');
     // undici 7 looks llhttp's error number up in a table keyed by name, so its parser errors come without a code.
@@ -67,14 +71,16 @@ function codesOf(err: unknown): string[] {
 export function classifyError(err: unknown): ProbeError {
   const message = err instanceof Error ? err.message : String(err);
   const codes = codesOf(err);
-  if (err instanceof ConnectError && err.phase === 'tls' && RESET_CODES.has(err.code)) return { code: 'TLS_HANDSHAKE_RESET', message };
+  if (err instanceof ConnectError && err.phase === 'tls' && RESET_CODES.has(err.code))
+    return { code: 'TLS_HANDSHAKE_RESET', message };
   for (const code of codes) {
     const mapped = BY_CODE[code];
     if (mapped) return { code: mapped, message };
   }
   if (err instanceof ConnectError && err.phase === 'tls') return { code: 'TLS_HANDSHAKE_FAILED', message };
   if (err instanceof ConnectError && err.phase === 'resolve') return { code: 'DNS_FAILED', message };
-  if (codes.some((c) => c.startsWith('HPE_') || c === 'UND_ERR_INVALID_ARG')) return { code: 'HTTP_PROTOCOL_ERROR', message };
+  if (codes.some((c) => c.startsWith('HPE_') || c === 'UND_ERR_INVALID_ARG'))
+    return { code: 'HTTP_PROTOCOL_ERROR', message };
   if (codes.some((c) => c.startsWith('ERR_HTTP2_'))) return { code: 'HTTP2_ERROR', message };
   if (codes.some((c) => c.startsWith('ERR_SSL_'))) return { code: 'TLS_HANDSHAKE_FAILED', message };
   return { code: 'INTERNAL_ERROR', message };

@@ -39,7 +39,8 @@ export function parseJobPayload(payload: unknown): JobPayload {
   const job = parsed.data as JobPayload;
   // Each parameter is within its bounds; together they may still ask for more than a job may.
   const over = capsExceeded((PROBES[job.probe].demands as (params: JobPayload['params']) => JobDemands)(job.params));
-  if (over.length > 0) throw new InvalidJobError(`invalid job payload: ${over.map((o) => `params.${o.param}: ${o.message}`).join('; ')}`);
+  if (over.length > 0)
+    throw new InvalidJobError(`invalid job payload: ${over.map((o) => `params.${o.param}: ${o.message}`).join('; ')}`);
   return job;
 }
 
@@ -60,7 +61,9 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   const startedAt = new Date().toISOString();
   log.debug({ variant: job.variant }, 'probe starting');
   const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
-  const outcome = (await refusedTarget(job, targetPolicy)) ?? (await withSecretsIn(job, (ready) => runProbe(ready, { signal, log, targetPolicy })));
+  const outcome =
+    (await refusedTarget(job, targetPolicy)) ??
+    (await withSecretsIn(job, (ready) => runProbe(ready, { signal, log, targetPolicy })));
   const result = {
     schema: RESULT_SCHEMA,
     jobId: job.jobId,
@@ -82,7 +85,10 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   return result;
 }
 
-async function runProbe<K extends ProbeKind>(job: JobOf<K>, ctx: ProbeContext): Promise<ProbeOutcome<K> | ProbeOutcome<ProbeKind>> {
+async function runProbe<K extends ProbeKind>(
+  job: JobOf<K>,
+  ctx: ProbeContext,
+): Promise<ProbeOutcome<K> | ProbeOutcome<ProbeKind>> {
   const probe = PROBE_IMPLEMENTATIONS[job.probe];
   try {
     return await probe(job, ctx);
@@ -103,13 +109,18 @@ async function refusedTarget(job: JobPayload, policy: TargetPolicy): Promise<Pro
     await policy.resolve(new URL(job.target.url).hostname);
     return undefined;
   } catch (err) {
-    return err instanceof TargetRefusedError ? notRun({ code: 'TARGET_REFUSED_BY_POLICY', message: err.message }) : undefined;
+    return err instanceof TargetRefusedError
+      ? notRun({ code: 'TARGET_REFUSED_BY_POLICY', message: err.message })
+      : undefined;
   }
 }
 
 /** Runs the job with its header references filled in from this worker's environment; a missing
  * variable is a result saying which, and the probe does not start. */
-async function withSecretsIn(job: JobPayload, run: (job: JobPayload) => Promise<ProbeOutcome<ProbeKind>>): Promise<ProbeOutcome<ProbeKind>> {
+async function withSecretsIn(
+  job: JobPayload,
+  run: (job: JobPayload) => Promise<ProbeOutcome<ProbeKind>>,
+): Promise<ProbeOutcome<ProbeKind>> {
   let target;
   try {
     target = withSecrets(job.target);
@@ -121,5 +132,10 @@ async function withSecretsIn(job: JobPayload, run: (job: JobPayload) => Promise<
 }
 
 function notRun(error: ProbeError): ProbeOutcome<ProbeKind> {
-  return { summary: { requests: 0, errors: 0, connectionsOpened: 0, durationMs: 0, phases: {} }, details: null, findings: [], error };
+  return {
+    summary: { requests: 0, errors: 0, connectionsOpened: 0, durationMs: 0, phases: {} },
+    details: null,
+    findings: [],
+    error,
+  };
 }

@@ -51,9 +51,15 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   let handingBack = false;
 
   // Three parameters: BullMQ passes the abort signal only to processors that declare it.
-  const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<ProbeResult> => {
+  const processor = async (
+    job: Job,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<ProbeResult> => {
     if (job.name !== JOB_NAMES.probe) {
-      throw new UnrecoverableError(`unexpected job "${job.name}" in queue ${queueName} (only "${JOB_NAMES.probe}" jobs belong here)`);
+      throw new UnrecoverableError(
+        `unexpected job "${job.name}" in queue ${queueName} (only "${JOB_NAMES.probe}" jobs belong here)`,
+      );
     }
     let result: ProbeResult;
     try {
@@ -90,12 +96,17 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     name: `${hostname()}-${process.pid}`,
   });
   worker.on('completed', (job) => log.info({ jobId: job.id }, 'job completed'));
-  worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, reason: err.message }, 'job failed'));
+  worker.on('failed', (job, err) =>
+    log.warn({ jobId: job?.id, attempt: job?.attemptsMade, reason: err.message }, 'job failed'),
+  );
   // Without a listener an 'error' (e.g. Redis going away) would end the process.
   worker.on('error', (err) => log.warn({ err: err.message }, 'worker error (reconnecting)'));
 
   const ready = worker.waitUntilReady().then(() => {
-    log.info({ queue: queueName, prefix: options.prefix, concurrency: options.concurrency, stalledInterval }, 'worker ready');
+    log.info(
+      { queue: queueName, prefix: options.prefix, concurrency: options.concurrency, stalledInterval },
+      'worker ready',
+    );
   });
   ready.catch((err: Error) => log.error({ err: err.message }, 'worker could not start'));
 

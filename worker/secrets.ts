@@ -17,7 +17,8 @@ export function withSecrets(target: JobTarget, env: NodeJS.ProcessEnv = process.
       name,
       value.replace(ENV_REFERENCE, (_reference, variable: string) => {
         const secret = env[variable];
-        if (secret === undefined || secret === '') throw new SecretNotSetError(`header ${name} refers to \${env:${variable}}, which is not set on this worker`);
+        if (secret === undefined || secret === '')
+          throw new SecretNotSetError(`header ${name} refers to \${env:${variable}}, which is not set on this worker`);
         return secret;
       }),
     ]),

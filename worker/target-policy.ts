@@ -87,7 +87,10 @@ export class TargetPolicy {
       const cidr = parseCidr(entry.includes('/') || net.isIP(entry) ? entry : '');
       if (cidr) this.cidrs.push(cidr);
       else if (HOST_PATTERN.test(entry.toLowerCase())) this.hostPatterns.push(entry.toLowerCase());
-      else throw new TargetPolicyError(`"${entry}" is neither a CIDR (10.0.0.0/8, fd00::/8) nor a host pattern (*.internal.example)`);
+      else
+        throw new TargetPolicyError(
+          `"${entry}" is neither a CIDR (10.0.0.0/8, fd00::/8) nor a host pattern (*.internal.example)`,
+        );
     }
   }
 
@@ -115,9 +118,12 @@ export class TargetPolicy {
       case 'never':
         return { allowed: false, reason: `${what}: never a target` };
       case 'loopback':
-        return this.settings.allowLoopback ? { allowed: true } : { allowed: false, reason: `${what}: allowed only with --allow-loopback` };
+        return this.settings.allowLoopback
+          ? { allowed: true }
+          : { allowed: false, reason: `${what}: allowed only with --allow-loopback` };
       case 'allow-targets':
-        if (this.cidrs.some((c) => contains(c, parsed) || contains(c, reached)) || this.hostMatches(host)) return { allowed: true };
+        if (this.cidrs.some((c) => contains(c, parsed) || contains(c, reached)) || this.hostMatches(host))
+          return { allowed: true };
         return { allowed: false, reason: `${what}: allowed only by --allow-targets (a CIDR or a host pattern)` };
     }
   }

@@ -27,13 +27,19 @@ export const DEMO_PLAN = fileURLToPath(new URL('../../../examples/regions-demo.y
 
 const options = (y: Argv) =>
   regionOptions(y)
-    .positional('plan', { type: 'string', default: DEMO_PLAN, defaultDescription: 'examples/regions-demo.yaml', describe: 'plan YAML file; its targets point at the target host, 10.77.0.1' })
+    .positional('plan', {
+      type: 'string',
+      default: DEMO_PLAN,
+      defaultDescription: 'examples/regions-demo.yaml',
+      describe: 'plan YAML file; its targets point at the target host, 10.77.0.1',
+    })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('forward-port', {
       type: 'number',
       array: true,
       default: [] as number[],
-      describe: 'more TCP ports of 127.0.0.1 here that the regions reach at their own 127.0.0.1 (the fleet\'s Redis is always forwarded)',
+      describe:
+        "more TCP ports of 127.0.0.1 here that the regions reach at their own 127.0.0.1 (the fleet's Redis is always forwarded)",
     })
     .option('worker-arg', {
       type: 'string',
@@ -52,18 +58,49 @@ const options = (y: Argv) =>
       describe: 'after the report, keep everything (regions, fleet, Prometheus, Pushgateway) up until Enter or Ctrl-C',
     });
 
-function describeFleet(redis: FleetRedis, lab: TargetLab, fleet: RegionFleet, regions: Regions, metrics: FleetMetrics | undefined): string {
+function describeFleet(
+  redis: FleetRedis,
+  lab: TargetLab,
+  fleet: RegionFleet,
+  regions: Regions,
+  metrics: FleetMetrics | undefined,
+): string {
   const ports = Object.values(lab.servers).map((url) => Number(new URL(url).port));
   const rows = [
-    ['redis-server', String(redis.pid), 'this machine', `${redis.url} (the same address in every region, without delay)`],
+    [
+      'redis-server',
+      String(redis.pid),
+      'this machine',
+      `${redis.url} (the same address in every region, without delay)`,
+    ],
     ...(metrics
       ? [
-          ['pushgateway', String(metrics.pushgateway.pid), 'this machine', `${metrics.pushgateway.url} (the same address in every region, without delay)`],
-          ['prometheus', String(metrics.prometheus.pid), 'this machine', `${metrics.prometheus.url} (scrapes the Pushgateway every second)`],
+          [
+            'pushgateway',
+            String(metrics.pushgateway.pid),
+            'this machine',
+            `${metrics.pushgateway.url} (the same address in every region, without delay)`,
+          ],
+          [
+            'prometheus',
+            String(metrics.prometheus.pid),
+            'this machine',
+            `${metrics.prometheus.url} (scrapes the Pushgateway every second)`,
+          ],
         ]
       : []),
-    ['lab target', '-', regions.target.namespace, `${regions.target.address}, ports ${Math.min(...ports)}-${Math.max(...ports)}`],
-    ...fleet.processes.map((p) => [p.what, String(p.pid), p.namespace ?? 'this machine', p.what === 'coordinator' ? fleet.metricsUrl : '']),
+    [
+      'lab target',
+      '-',
+      regions.target.namespace,
+      `${regions.target.address}, ports ${Math.min(...ports)}-${Math.max(...ports)}`,
+    ],
+    ...fleet.processes.map((p) => [
+      p.what,
+      String(p.pid),
+      p.namespace ?? 'this machine',
+      p.what === 'coordinator' ? fleet.metricsUrl : '',
+    ]),
   ];
   const whileItRuns = metrics
     ? `while it runs: ${metrics.prometheus.url}/graph (try probefleet_new_connection_cost_seconds), ${metrics.pushgateway.url} (the pushed groups); --keep-up keeps them after the report\n`
@@ -84,7 +121,8 @@ async function untilEnter(): Promise<void> {
 
 export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
   command: 'demo [plan]',
-  describe: 'A fleet on this machine: emulated regions, Redis, a coordinator and a worker per region; runs a plan across the regions, prints the comparison, tears down (root)',
+  describe:
+    'A fleet on this machine: emulated regions, Redis, a coordinator and a worker per region; runs a plan across the regions, prints the comparison, tears down (root)',
   builder: options,
   handler: async (args) => {
     const log = createLogger('demo', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
@@ -98,11 +136,14 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
       ['setpriv', 'util-linux'],
     ].filter(([command]) => !hasCommand(command));
     if (missing.length > 0) {
-      throw new RegionsUnavailableError(`the demo needs ${missing.map(([c]) => c).join(' and ')}: apt-get install ${missing.map(([, p]) => p).join(' ')}`);
+      throw new RegionsUnavailableError(
+        `the demo needs ${missing.map(([c]) => c).join(' and ')}: apt-get install ${missing.map(([, p]) => p).join(' ')}`,
+      );
     }
 
     const metricsMissing = args.metrics ? fleetMetricsMissing() : 'not asked for (--no-metrics)';
-    if (metricsMissing) process.stderr.write(`demo: no Pushgateway and Prometheus: ${metricsMissing}; running without metrics\n`);
+    if (metricsMissing)
+      process.stderr.write(`demo: no Pushgateway and Prometheus: ${metricsMissing}; running without metrics\n`);
 
     const startedAt = Date.now();
     const redis = await startFleetRedis();
@@ -113,19 +154,37 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
     try {
       const pushgatewayPort = metricsMissing ? undefined : await freeLoopbackPort();
       const forwardPorts = [redis.port, ...(pushgatewayPort ? [pushgatewayPort] : []), ...args.forwardPort];
-      const built = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, forwardPorts, log });
+      const built = await startRegions({
+        regions: specs,
+        delay: args.delay,
+        realtime: args.realtime,
+        forwardPorts,
+        log,
+      });
       regions = built;
       // Node starts slowly on a busy machine: the lab, the fleet's processes and the metrics start
       // side by side, and all are waited for before a failure counts, so that `finally` stops what did start.
       const pushgatewayUrl = pushgatewayPort ? `http://127.0.0.1:${pushgatewayPort}` : undefined;
       const startingLab = startTargetLab(built).then((started) => (lab = started));
-      const startingFleet = startRegionFleet({ regions: built, redisUrl: redis.url, workerArgs: args.workerArg, pushgatewayUrl, log }).then((started) => (fleet = started));
+      const startingFleet = startRegionFleet({
+        regions: built,
+        redisUrl: redis.url,
+        workerArgs: args.workerArg,
+        pushgatewayUrl,
+        log,
+      }).then((started) => (fleet = started));
       const startingMetrics = pushgatewayPort
         ? startFleetMetrics({ pushgatewayPort, parentDir: runDirFor(built.id) }).then((started) => (metrics = started))
         : Promise.resolve(undefined);
       await Promise.allSettled([startingLab, startingFleet, startingMetrics]);
-      const [startedLab, startedFleet, startedMetrics] = await Promise.all([startingLab, startingFleet, startingMetrics]);
-      process.stdout.write(`Emulated regions\n${describeRegions(built)}\n${describeFleet(redis, startedLab, startedFleet, built, startedMetrics)}\n`);
+      const [startedLab, startedFleet, startedMetrics] = await Promise.all([
+        startingLab,
+        startingFleet,
+        startingMetrics,
+      ]);
+      process.stdout.write(
+        `Emulated regions\n${describeRegions(built)}\n${describeFleet(redis, startedLab, startedFleet, built, startedMetrics)}\n`,
+      );
       process.exitCode = await startedFleet.run(args.plan, args.json ? ['--json', args.json] : []);
       // After a failed run the wait for every region's numbers would only time out.
       if (startedMetrics && process.exitCode === 0) {
@@ -135,17 +194,23 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
         process.stdout.write(`\n${await startedMetrics.regionalComparison(loaded.plan.name, jobsPerRegion)}`);
       }
       if (args.keepUp) {
-        process.stderr.write(`demo: everything stays up${startedMetrics ? ` (Prometheus ${startedMetrics.prometheus.url})` : ''}; press Enter (or Ctrl-C) to stop and remove it\n`);
+        process.stderr.write(
+          `demo: everything stays up${startedMetrics ? ` (Prometheus ${startedMetrics.prometheus.url})` : ''}; press Enter (or Ctrl-C) to stop and remove it\n`,
+        );
         await untilEnter();
       }
     } finally {
-      process.stderr.write(`demo: stopping the workers, the coordinator, the lab${metrics ? ', Prometheus, the Pushgateway' : ''} and Redis; removing the regions\n`);
+      process.stderr.write(
+        `demo: stopping the workers, the coordinator, the lab${metrics ? ', Prometheus, the Pushgateway' : ''} and Redis; removing the regions\n`,
+      );
       await fleet?.close();
       await metrics?.close();
       await lab?.close();
       await regions?.close();
       await redis.stop();
-      process.stderr.write(`demo: stopped and removed everything it started (${((Date.now() - startedAt) / 1000).toFixed(1)} s in all)\n`);
+      process.stderr.write(
+        `demo: stopped and removed everything it started (${((Date.now() - startedAt) / 1000).toFixed(1)} s in all)\n`,
+      );
     }
   },
 };

@@ -8,7 +8,11 @@ import { renderTable } from '../../coordinator/report/table.js';
 
 const options = (y: Argv) =>
   y
-    .option('port', { type: 'number', default: DEFAULT_LAB_PORT, describe: 'first port; each server listens on port + its offset (0: any free ports)' })
+    .option('port', {
+      type: 'number',
+      default: DEFAULT_LAB_PORT,
+      describe: 'first port; each server listens on port + its offset (0: any free ports)',
+    })
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to listen on' });
 
 export const labCommand: CommandModule<object, ArgsOf<typeof options>> = {

@@ -36,7 +36,9 @@ const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
     const loaded = await loadPlanFile(file);
     const jobs = splitPlan(loaded, runId ?? `${loaded.plan.name}-preview`);
     if (json) {
-      process.stdout.write(jobs.map((j) => JSON.stringify({ ...j, target: { ...j.target, headers: j.target.headers && '[redacted]' } })).join('\n') + '\n');
+      process.stdout.write(
+        `${jobs.map((j) => JSON.stringify({ ...j, target: { ...j.target, headers: j.target.headers && '[redacted]' } })).join('\n')}\n`,
+      );
       return;
     }
     process.stdout.write(
@@ -60,6 +62,11 @@ const schema: CommandModule = {
 export const planCommand: CommandModule = {
   command: 'plan',
   describe: 'Validate a plan, show the jobs it makes, or print its JSON Schema',
-  builder: (y) => y.command(validate).command(expand).command(schema).demandCommand(1, 'plan needs a subcommand: validate, expand or schema'),
+  builder: (y) =>
+    y
+      .command(validate)
+      .command(expand)
+      .command(schema)
+      .demandCommand(1, 'plan needs a subcommand: validate, expand or schema'),
   handler: () => {},
 };

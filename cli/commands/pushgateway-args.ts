@@ -8,18 +8,21 @@ export const pushgatewayArgs = <T>(y: Argv<T>) =>
   y
     .option('pushgateway', {
       type: 'string',
-      describe: 'Prometheus Pushgateway URL, http[s]://[user:password@]host:port; metrics are pushed after every job and run (default: $PROBEFLEET_PUSHGATEWAY; none: no pushes)',
+      describe:
+        'Prometheus Pushgateway URL, http[s]://[user:password@]host:port; metrics are pushed after every job and run (default: $PROBEFLEET_PUSHGATEWAY; none: no pushes)',
     })
     .option('pushgateway-timeout-seconds', {
       type: 'number',
       default: 5,
-      describe: 'bound on each request to the Pushgateway; a push is tried 3 times, 0.5 s and 1 s apart, then logged and counted as failed',
+      describe:
+        'bound on each request to the Pushgateway; a push is tried 3 times, 0.5 s and 1 s apart, then logged and counted as failed',
     });
 
 export const instanceArg = <T>(y: Argv<T>) =>
   y.option('instance', {
     type: 'string',
-    describe: 'the "instance" label of the probe metrics this process pushes; one per process of a region (default: $PROBEFLEET_INSTANCE, else the host name)',
+    describe:
+      'the "instance" label of the probe metrics this process pushes; one per process of a region (default: $PROBEFLEET_INSTANCE, else the host name)',
   });
 
 export interface PushgatewayArgs {
@@ -37,7 +40,10 @@ export function pushgatewaySettingsOf(args: PushgatewayArgs): PushgatewaySetting
     if (err instanceof PushgatewayUrlError) throw new BadArgumentError(`--pushgateway: ${err.message}`);
     throw err;
   }
-  if (!(args.pushgatewayTimeoutSeconds > 0)) throw new BadArgumentError(`--pushgateway-timeout-seconds must be positive (got ${args.pushgatewayTimeoutSeconds})`);
+  if (!(args.pushgatewayTimeoutSeconds > 0))
+    throw new BadArgumentError(
+      `--pushgateway-timeout-seconds must be positive (got ${args.pushgatewayTimeoutSeconds})`,
+    );
   return { url, timeoutMs: args.pushgatewayTimeoutSeconds * 1000 };
 }
 
@@ -49,4 +55,3 @@ export function instanceOf(args: { instance?: string }): string | undefined {
   }
   return instance;
 }
-

@@ -13,7 +13,10 @@ export const redisArgs = (y: Argv) =>
       type: 'string',
       describe: `Redis URL: redis://[user:password@]host[:port][/db] or rediss:// for TLS (default: $REDIS_URL, else ${DEFAULT_REDIS_URL})`,
     })
-    .option('redis-ca', { type: 'string', describe: 'PEM file with the CA of a rediss:// server (default: $REDIS_CA_FILE)' })
+    .option('redis-ca', {
+      type: 'string',
+      describe: 'PEM file with the CA of a rediss:// server (default: $REDIS_CA_FILE)',
+    })
     .option('prefix', {
       type: 'string',
       describe: `key prefix of every queue, with a Redis Cluster hash tag (default: $PROBEFLEET_PREFIX, else "${DEFAULT_QUEUE_PREFIX}")`,
@@ -31,7 +34,10 @@ export function redisUrlFrom(args: RedisArgs): string | undefined {
 }
 
 export function redisSettingsOf(args: RedisArgs): RedisSettings {
-  return redisSettingsFrom(redisUrlFrom(args) ?? DEFAULT_REDIS_URL, args.redisCa || process.env.REDIS_CA_FILE || undefined);
+  return redisSettingsFrom(
+    redisUrlFrom(args) ?? DEFAULT_REDIS_URL,
+    args.redisCa || process.env.REDIS_CA_FILE || undefined,
+  );
 }
 
 export function prefixOf(args: RedisArgs): string {
@@ -42,7 +48,13 @@ export function prefixOf(args: RedisArgs): string {
 }
 
 export function fleetOf(args: RedisArgs, log: Logger, reportRetentionSeconds?: number): Fleet {
-  return openFleet({ redis: redisSettingsOf(args), prefix: prefixOf(args), log, jobKey: jobKeyOf(), ...(reportRetentionSeconds ? { reportRetentionSeconds } : {}) });
+  return openFleet({
+    redis: redisSettingsOf(args),
+    prefix: prefixOf(args),
+    log,
+    jobKey: jobKeyOf(),
+    ...(reportRetentionSeconds ? { reportRetentionSeconds } : {}),
+  });
 }
 
 /** PROBEFLEET_JOB_KEY, checked: a key too short to trust is bad input. */

@@ -35,17 +35,26 @@ export const regionOptions = (y: Argv) =>
     .option('realtime', {
       type: 'boolean',
       default: true,
-      describe: 'run the lab and the probes at a real-time priority, so other work on this machine does not show as network time (--no-realtime: ordinary priority)',
+      describe:
+        'run the lab and the probes at a real-time priority, so other work on this machine does not show as network time (--no-realtime: ordinary priority)',
     });
 
 const runOptions = (y: Argv) =>
   reportFileArgs(regionOptions(y))
-    .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file; its targets point at the target host, 10.77.0.1' })
+    .positional('plan', {
+      type: 'string',
+      demandOption: true,
+      describe: 'plan YAML file; its targets point at the target host, 10.77.0.1',
+    })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' });
 
 const upOptions = (y: Argv) =>
   regionOptions(y)
-    .option('lab', { type: 'boolean', default: true, describe: 'start the lab target on the target host (--no-lab: leave it empty)' })
+    .option('lab', {
+      type: 'boolean',
+      default: true,
+      describe: 'start the lab target on the target host (--no-lab: leave it empty)',
+    })
     .option('forward-port', {
       type: 'number',
       array: true,
@@ -67,17 +76,20 @@ export function regionSpecs(texts: string[]): RegionSpec[] | undefined {
 }
 
 export function describeRegions(regions: Regions): string {
-  return `${renderTable(
-    ['region', 'RTT to target', 'rate limit', 'namespace', 'address'],
-    regions.regions.map((r) => [r.name, `${r.rttMs} ms`, formatRate(r.rateBytesPerSecond), r.namespace, r.address]),
-    'lrrll',
-  )}\ntarget host ${regions.target.address} in namespace ${regions.target.namespace}; delay added by ${regions.delay}` +
-    `${regions.realtime ? '' : '; measured processes at ordinary priority'}\n`;
+  return (
+    `${renderTable(
+      ['region', 'RTT to target', 'rate limit', 'namespace', 'address'],
+      regions.regions.map((r) => [r.name, `${r.rttMs} ms`, formatRate(r.rateBytesPerSecond), r.namespace, r.address]),
+      'lrrll',
+    )}\ntarget host ${regions.target.address} in namespace ${regions.target.namespace}; delay added by ${regions.delay}` +
+    `${regions.realtime ? '' : '; measured processes at ordinary priority'}\n`
+  );
 }
 
 const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
   command: 'run <plan>',
-  describe: 'Bring up emulated regions, run the plan from each of them against the lab on the target host, print the report, tear down',
+  describe:
+    'Bring up emulated regions, run the plan from each of them against the lab on the target host, print the report, tear down',
   builder: runOptions,
   handler: async (args) => {
     const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
@@ -92,7 +104,8 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
       const report = await runPlanInRegions(regions, loaded, {
         runId: newRunId(loaded.plan.name),
         log,
-        onRegion: (region, jobs) => process.stderr.write(`region ${region.name} (RTT ${region.rttMs} ms): ${jobs} jobs\n`),
+        onRegion: (region, jobs) =>
+          process.stderr.write(`region ${region.name} (RTT ${region.rttMs} ms): ${jobs} jobs\n`),
       });
       process.stdout.write(renderRunReport(report));
       await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
@@ -111,7 +124,13 @@ const up: CommandModule<object, ArgsOf<typeof upOptions>> = {
     const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const specs = regionSpecs(args.region);
     if (!specs) return;
-    const regions = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, forwardPorts: args.forwardPort, log });
+    const regions = await startRegions({
+      regions: specs,
+      delay: args.delay,
+      realtime: args.realtime,
+      forwardPorts: args.forwardPort,
+      log,
+    });
     let lab: TargetLab | undefined;
     try {
       if (args.lab) lab = await startTargetLab(regions);
@@ -127,7 +146,10 @@ const up: CommandModule<object, ArgsOf<typeof upOptions>> = {
           `  ip netns exec ${first.namespace} npx probefleet run examples/regions-reuse.yaml`,
         );
       }
-      if (regions.forwardPorts.length > 0) lines.push(`Ports ${regions.forwardPorts.join(', ')} of 127.0.0.1 here answer at 127.0.0.1 in every region, without delay.`);
+      if (regions.forwardPorts.length > 0)
+        lines.push(
+          `Ports ${regions.forwardPorts.join(', ')} of 127.0.0.1 here answer at 127.0.0.1 in every region, without delay.`,
+        );
       lines.push('Ctrl-C removes everything.');
       process.stdout.write(`${lines.join('\n')}\n`);
       await new Promise<void>((resolve) => {
@@ -147,13 +169,18 @@ const cleanup: CommandModule = {
   handler: () => {
     checkRegionsSupported();
     const removed = cleanupStaleRegions(createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
-    process.stdout.write(removed.length > 0 ? `removed the leftovers of ${removed.length} run(s): ${removed.join(', ')}\n` : 'nothing to remove\n');
+    process.stdout.write(
+      removed.length > 0
+        ? `removed the leftovers of ${removed.length} run(s): ${removed.join(', ')}\n`
+        : 'nothing to remove\n',
+    );
   },
 };
 
 export const regionsCommand: CommandModule = {
   command: 'regions',
   describe: 'Emulated regions on this machine (network namespaces with real round-trip times; needs root)',
-  builder: (y) => y.command(run).command(up).command(cleanup).demandCommand(1, 'regions needs a subcommand: run, up or cleanup'),
+  builder: (y) =>
+    y.command(run).command(up).command(cleanup).demandCommand(1, 'regions needs a subcommand: run, up or cleanup'),
   handler: () => {},
 };

@@ -10,9 +10,19 @@ import { renderMarkdownReport } from '../../coordinator/report/markdown.js';
 
 export const reportFileArgs = <T>(y: Argv<T>) =>
   y
-    .option('html', { type: 'string', describe: 'write the report as one self-contained HTML page with charts (opens offline) to this file' })
-    .option('markdown', { type: 'string', describe: 'write the report as Markdown tables (for a pull request or wiki) to this file (--markdown=- for stdout)' })
-    .option('csv', { type: 'string', describe: 'write one CSV row per job and phase to this file (--csv=- for stdout)' });
+    .option('html', {
+      type: 'string',
+      describe: 'write the report as one self-contained HTML page with charts (opens offline) to this file',
+    })
+    .option('markdown', {
+      type: 'string',
+      describe:
+        'write the report as Markdown tables (for a pull request or wiki) to this file (--markdown=- for stdout)',
+    })
+    .option('csv', {
+      type: 'string',
+      describe: 'write one CSV row per job and phase to this file (--csv=- for stdout)',
+    });
 
 export interface ReportFiles {
   /** The run itself, `probefleet.run/v1`. */

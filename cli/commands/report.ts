@@ -12,11 +12,16 @@ import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-fil
 const EXIT_BAD_INPUT = 2;
 
 const options = (y: Argv) =>
-  reportFileArgs(y).positional('file', { type: 'string', demandOption: true, describe: 'a run JSON (probefleet.run/v1), as written by run --json' });
+  reportFileArgs(y).positional('file', {
+    type: 'string',
+    demandOption: true,
+    describe: 'a run JSON (probefleet.run/v1), as written by run --json',
+  });
 
 export const reportCommand: CommandModule<object, ArgsOf<typeof options>> = {
   command: 'report <file>',
-  describe: 'Turn a saved run (run --json) into an HTML page with charts, Markdown or CSV; without options, print the report',
+  describe:
+    'Turn a saved run (run --json) into an HTML page with charts, Markdown or CSV; without options, print the report',
   builder: options,
   handler: async (args) => {
     let report;

@@ -35,40 +35,75 @@ const options = (y: Argv) =>
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('lab', { type: 'boolean', default: false, describe: 'start the lab target for the duration of the run' })
-    .option('lab-port', { type: 'number', default: DEFAULT_LAB_PORT, describe: 'first port of the lab target with --lab' })
-    .option('run-id', { type: 'string', describe: 'with --redis: the run\'s id (default: <plan>-<UTC time>-<random>); submitting an existing id adds nothing' })
-    .option('deadline', { type: 'number', describe: 'with --redis: seconds after which jobs no worker took are reported as not run (default: jobs per region x jobTimeoutSeconds + 60)' })
-    .option('detach', { type: 'boolean', default: false, describe: 'with --redis: submit the run, print its id and exit (probefleet runs show ID reads the report)' })
-    .option('regions', { type: 'string', array: true, describe: 'with --redis: the regions to run from, instead of the plan\'s own `regions` (probefleet demo passes its emulated ones)' });
+    .option('lab-port', {
+      type: 'number',
+      default: DEFAULT_LAB_PORT,
+      describe: 'first port of the lab target with --lab',
+    })
+    .option('run-id', {
+      type: 'string',
+      describe:
+        "with --redis: the run's id (default: <plan>-<UTC time>-<random>); submitting an existing id adds nothing",
+    })
+    .option('deadline', {
+      type: 'number',
+      describe:
+        'with --redis: seconds after which jobs no worker took are reported as not run (default: jobs per region x jobTimeoutSeconds + 60)',
+    })
+    .option('detach', {
+      type: 'boolean',
+      default: false,
+      describe: 'with --redis: submit the run, print its id and exit (probefleet runs show ID reads the report)',
+    })
+    .option('regions', {
+      type: 'string',
+      array: true,
+      describe:
+        "with --redis: the regions to run from, instead of the plan's own `regions` (probefleet demo passes its emulated ones)",
+    });
 
 type RunArgs = ArgumentsCamelCase<ArgsOf<typeof options>>;
 
 export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   command: 'run <plan>',
-  describe: 'Run a plan and print the report (embedded in this process, or with --redis on the regions\' workers)',
+  describe: "Run a plan and print the report (embedded in this process, or with --redis on the regions' workers)",
   builder: options,
   handler: async (args) => {
     const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan);
     if (redisUrlFrom(args)) {
-      for (const [given, option] of [[args.allowLoopback !== undefined, '--allow-loopback'], [args.allowTargets !== undefined, '--allow-targets']] as const) {
-        if (given) throw new BadArgumentError(`${option} applies to embedded runs; with --redis each worker has its own`);
+      for (const [given, option] of [
+        [args.allowLoopback !== undefined, '--allow-loopback'],
+        [args.allowTargets !== undefined, '--allow-targets'],
+      ] as const) {
+        if (given)
+          throw new BadArgumentError(`${option} applies to embedded runs; with --redis each worker has its own`);
       }
       return runDistributed(args, loaded, log);
     }
     const targetPolicy = targetPolicyOf(args, true);
-    for (const [given, option] of [[args.runId !== undefined, '--run-id'], [args.deadline !== undefined, '--deadline'], [args.detach, '--detach'], [args.regions !== undefined, '--regions']] as const) {
+    for (const [given, option] of [
+      [args.runId !== undefined, '--run-id'],
+      [args.deadline !== undefined, '--deadline'],
+      [args.detach, '--detach'],
+      [args.regions !== undefined, '--regions'],
+    ] as const) {
       if (given) throw new BadArgumentError(`${option} needs --redis (or REDIS_URL)`);
     }
     const { plan } = loaded;
     if (plan.regions.some((r) => r !== EMBEDDED_REGION)) {
-      log.warn({ regions: plan.regions }, `embedded mode runs every job here, as region "${EMBEDDED_REGION}"; use --redis and workers for regions`);
+      log.warn(
+        { regions: plan.regions },
+        `embedded mode runs every job here, as region "${EMBEDDED_REGION}"; use --redis and workers for regions`,
+      );
     }
     const runId = newRunId(plan.name);
     const jobs = splitPlan({ ...loaded, plan: { ...plan, regions: [EMBEDDED_REGION] } }, runId);
     const pushgateway = pushgatewaySettingsOf(args);
     // Pushed after every job and for the run, like a worker and a coordinator; never fails the run.
-    const metrics = pushgateway ? createJobMetrics({ region: EMBEDDED_REGION, instance: instanceOf(args), pushgateway, log }) : undefined;
+    const metrics = pushgateway
+      ? createJobMetrics({ region: EMBEDDED_REGION, instance: instanceOf(args), pushgateway, log })
+      : undefined;
 
     const stop = new AbortController();
     const interrupt = () => stop.abort();
@@ -77,7 +112,13 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     try {
       if (args.lab) lab = await startLab({ basePort: args.labPort, log });
       const startedAt = new Date();
-      const results = await runEmbedded(jobs, { log, progress: progressFor(), signal: stop.signal, targetPolicy, onResult: (result) => metrics?.recordResult(result) });
+      const results = await runEmbedded(jobs, {
+        log,
+        progress: progressFor(),
+        signal: stop.signal,
+        targetPolicy,
+        onResult: (result) => metrics?.recordResult(result),
+      });
       const report = buildRunReport({ runId, mode: 'embedded', plan, startedAt, finishedAt: new Date(), results });
       process.stdout.write(renderRunReport(report));
       await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
@@ -108,9 +149,12 @@ function withRegions(loaded: LoadedPlan, regions: string[]): LoadedPlan {
 async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Promise<void> {
   const loaded = args.regions ? withRegions(given, args.regions) : given;
   if (args.runId !== undefined && !runIdSchema.safeParse(args.runId).success) {
-    throw new BadArgumentError(`--run-id: "${args.runId}" is not a run id (a-z, 0-9, ".", "_", "-"; starting with a letter or digit)`);
+    throw new BadArgumentError(
+      `--run-id: "${args.runId}" is not a run id (a-z, 0-9, ".", "_", "-"; starting with a letter or digit)`,
+    );
   }
-  if (args.deadline !== undefined && !(args.deadline >= 1)) throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
+  if (args.deadline !== undefined && !(args.deadline >= 1))
+    throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
   const pushgateway = pushgatewaySettingsOf(args);
   const fleet = fleetOf(args, log);
   const stop = new AbortController();
@@ -120,7 +164,12 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
   try {
     if (args.lab) lab = await startLab({ basePort: args.labPort, log });
     const runId = args.runId ?? newRunId(loaded.plan.name);
-    const submitted = await submitRun(fleet, loaded, runId, args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {});
+    const submitted = await submitRun(
+      fleet,
+      loaded,
+      runId,
+      args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {},
+    );
     const regions = [...jobsPerRegion(submitted.data)].map(([region, n]) => `${region} ${n}`).join(', ');
     process.stderr.write(
       `run ${runId} ${submitted.added ? 'submitted' : 'already submitted: nothing added'} to ${redactRedisUrl(fleet.redis.url)} (prefix ${fleet.prefix}); ` +

@@ -32,11 +32,31 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
       } else if (runs.length === 0) {
         process.stdout.write('no stored runs\n');
       } else {
-        const seconds = (r: (typeof runs)[number]) => `${((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000).toFixed(1)} s`;
+        const seconds = (r: (typeof runs)[number]) =>
+          `${((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000).toFixed(1)} s`;
         process.stdout.write(
           `${renderTable(
-            ['run', 'mode', 'started (UTC)', 'took', 'regions', 'jobs', 'ok', 'target errors', 'failed', 'not run', 'findings'],
-            runs.map((r) => [r.runId, r.mode, r.startedAt, seconds(r), r.regions.join(', '), ...[r.jobs, r.ok, r.errors, r.failed, r.notRun, r.findings].map(String)]),
+            [
+              'run',
+              'mode',
+              'started (UTC)',
+              'took',
+              'regions',
+              'jobs',
+              'ok',
+              'target errors',
+              'failed',
+              'not run',
+              'findings',
+            ],
+            runs.map((r) => [
+              r.runId,
+              r.mode,
+              r.startedAt,
+              seconds(r),
+              r.regions.join(', '),
+              ...[r.jobs, r.ok, r.errors, r.failed, r.notRun, r.findings].map(String),
+            ]),
             'lllrlrrrrrr',
           )}\n`,
         );
@@ -49,14 +69,16 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
 
 const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
   command: 'show <id>',
-  describe: 'Print a stored run\'s report (--json: the whole run; --html, --markdown, --csv: write those instead)',
+  describe: "Print a stored run's report (--json: the whole run; --html, --markdown, --csv: write those instead)",
   builder: showOptions,
   handler: async (args) => {
     const fleet = fleetOf(args, log());
     try {
       const report = await fleet.store.get(args.id);
       if (!report) {
-        process.stderr.write(`probefleet: no stored run "${args.id}" (see: probefleet runs list; reports expire after the coordinator's retention)\n`);
+        process.stderr.write(
+          `probefleet: no stored run "${args.id}" (see: probefleet runs list; reports expire after the coordinator's retention)\n`,
+        );
         process.exitCode = 1;
         return;
       }

@@ -6,19 +6,36 @@ import { createLogger } from '../../common/log.js';
 import type { Fleet } from '../../coordinator/fleet.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
-import { addSchedule, listSchedules, removeSchedule, scheduleSpecFor, type ScheduleInfo } from '../../coordinator/schedules.js';
+import {
+  addSchedule,
+  listSchedules,
+  removeSchedule,
+  scheduleSpecFor,
+  type ScheduleInfo,
+} from '../../coordinator/schedules.js';
 import { fleetOf, redisArgs, type RedisArgs } from './redis-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 
 const addOptions = (y: Argv) =>
   redisArgs(y)
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
-    .option('cron', { type: 'string', describe: 'five-field cron expression, e.g. "0 2 * * *" (default: the plan\'s schedule.cron)' })
-    .option('tz', { type: 'string', describe: 'IANA time zone of the cron expression (default: the plan\'s schedule.tz, else UTC)' })
+    .option('cron', {
+      type: 'string',
+      describe: 'five-field cron expression, e.g. "0 2 * * *" (default: the plan\'s schedule.cron)',
+    })
+    .option('tz', {
+      type: 'string',
+      describe: "IANA time zone of the cron expression (default: the plan's schedule.tz, else UTC)",
+    })
     .option('every', { type: 'number', describe: 'fire every N seconds instead of on a cron expression' })
-    .option('deadline', { type: 'number', describe: 'seconds after firing when jobs no worker took are reported as not run (default: from the plan)' });
-const listOptions = (y: Argv) => redisArgs(y).option('json', { type: 'boolean', describe: 'print the schedules as JSON' });
-const removeOptions = (y: Argv) => redisArgs(y).positional('name', { type: 'string', demandOption: true, describe: 'schedule name (the plan\'s name)' });
+    .option('deadline', {
+      type: 'number',
+      describe: 'seconds after firing when jobs no worker took are reported as not run (default: from the plan)',
+    });
+const listOptions = (y: Argv) =>
+  redisArgs(y).option('json', { type: 'boolean', describe: 'print the schedules as JSON' });
+const removeOptions = (y: Argv) =>
+  redisArgs(y).positional('name', { type: 'string', demandOption: true, describe: "schedule name (the plan's name)" });
 
 async function withFleet<T>(args: RedisArgs, work: (fleet: Fleet) => Promise<T>): Promise<T> {
   const fleet = fleetOf(args, createLogger('schedule', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
@@ -39,7 +56,8 @@ const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
   builder: addOptions,
   handler: async (args) => {
     const loaded = await loadPlanFile(args.plan);
-    if (args.deadline !== undefined && !(args.deadline >= 1)) throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
+    if (args.deadline !== undefined && !(args.deadline >= 1))
+      throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
     let spec;
     try {
       spec = scheduleSpecFor(loaded, { cron: args.cron, tz: args.tz, everySeconds: args.every });
@@ -47,7 +65,9 @@ const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
       throw new BadArgumentError((err as Error).message);
     }
     const info = await withFleet(args, (fleet) => addSchedule(fleet, loaded, spec, args.deadline));
-    process.stdout.write(`schedule ${info.name}: ${when(info)}, ${info.jobs} jobs over ${info.regions.join(', ')}; next run ${info.next?.toISOString() ?? '-'}\n`);
+    process.stdout.write(
+      `schedule ${info.name}: ${when(info)}, ${info.jobs} jobs over ${info.regions.join(', ')}; next run ${info.next?.toISOString() ?? '-'}\n`,
+    );
   },
 };
 
@@ -58,7 +78,13 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
   handler: async (args) => {
     const schedules = await withFleet(args, listSchedules);
     if (args.json) {
-      process.stdout.write(`${JSON.stringify(schedules.map((s) => ({ ...s, next: s.next?.toISOString() })), null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify(
+          schedules.map((s) => ({ ...s, next: s.next?.toISOString() })),
+          null,
+          2,
+        )}\n`,
+      );
       return;
     }
     if (schedules.length === 0) {
@@ -77,7 +103,7 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
 
 const remove: CommandModule<object, ArgsOf<typeof removeOptions>> = {
   command: 'remove <name>',
-  describe: 'Remove a plan\'s schedule (runs already started go on)',
+  describe: "Remove a plan's schedule (runs already started go on)",
   builder: removeOptions,
   handler: async (args) => {
     const removed = await withFleet(args, (fleet) => removeSchedule(fleet, args.name));
@@ -93,6 +119,7 @@ const remove: CommandModule<object, ArgsOf<typeof removeOptions>> = {
 export const scheduleCommand: CommandModule = {
   command: 'schedule',
   describe: 'Run plans on a schedule (needs Redis and a running coordinator)',
-  builder: (y) => y.command(add).command(list).command(remove).demandCommand(1, 'schedule needs a subcommand: add, list or remove'),
+  builder: (y) =>
+    y.command(add).command(list).command(remove).demandCommand(1, 'schedule needs a subcommand: add, list or remove'),
   handler: () => {},
 };

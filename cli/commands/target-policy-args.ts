@@ -34,7 +34,9 @@ export function targetPolicyOf(args: TargetPolicyArgs, loopbackByDefault: boolea
   }
   const settings: TargetPolicySettings = {
     allowLoopback: args.allowLoopback ?? (env ? env === '1' || env === 'true' : loopbackByDefault),
-    allowTargets: (args.allowTargets ?? [process.env.PROBEFLEET_ALLOW_TARGETS ?? '']).flatMap((entry) => entry.split(/[\s,]+/)).filter(Boolean),
+    allowTargets: (args.allowTargets ?? [process.env.PROBEFLEET_ALLOW_TARGETS ?? ''])
+      .flatMap((entry) => entry.split(/[\s,]+/))
+      .filter(Boolean),
   };
   try {
     return new TargetPolicy(settings);

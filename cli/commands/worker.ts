@@ -14,11 +14,20 @@ import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 
 const options = (y: Argv) =>
   targetPolicyArgs(instanceArg(pushgatewayArgs(redisArgs(y))), false)
-    .option('region', { type: 'string', demandOption: true, describe: 'the region this worker measures from; it takes only this region\'s jobs' })
-    .option('concurrency', { type: 'number', default: 1, describe: 'jobs at once (1 keeps measurements from competing for the CPU)' })
+    .option('region', {
+      type: 'string',
+      demandOption: true,
+      describe: "the region this worker measures from; it takes only this region's jobs",
+    })
+    .option('concurrency', {
+      type: 'number',
+      default: 1,
+      describe: 'jobs at once (1 keeps measurements from competing for the CPU)',
+    })
     .option('stalled-interval-ms', {
       type: 'number',
-      describe: 'how often to look for jobs whose worker died, and how long a job lock lasts; such jobs are taken again within about two intervals (default: $PROBEFLEET_STALLED_INTERVAL_MS, else 30000)',
+      describe:
+        'how often to look for jobs whose worker died, and how long a job lock lasts; such jobs are taken again within about two intervals (default: $PROBEFLEET_STALLED_INTERVAL_MS, else 30000)',
     })
     .option('shutdown-grace-seconds', {
       type: 'number',
@@ -27,20 +36,32 @@ const options = (y: Argv) =>
     })
     .option('metrics-port', {
       type: 'number',
-      describe: 'serve this worker\'s own metrics (jobs, push failures, process) on /metrics at this port; 0: any free port, logged (default: $PROBEFLEET_METRICS_PORT, else not served)',
+      describe:
+        "serve this worker's own metrics (jobs, push failures, process) on /metrics at this port; 0: any free port, logged (default: $PROBEFLEET_METRICS_PORT, else not served)",
     })
-    .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'address of /metrics (0.0.0.0 in a container)' });
+    .option('metrics-host', {
+      type: 'string',
+      default: '127.0.0.1',
+      describe: 'address of /metrics (0.0.0.0 in a container)',
+    });
 
 export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
   command: 'worker',
-  describe: 'Run a region worker: take that region\'s jobs from Redis and measure',
+  describe: "Run a region worker: take that region's jobs from Redis and measure",
   builder: options,
   handler: async (args) => {
-    if (!NAME_PATTERN.test(args.region)) throw new BadArgumentError(`--region: "${args.region}" is not a region name (a-z, 0-9, "-", "_")`);
-    if (!Number.isInteger(args.concurrency) || args.concurrency < 1) throw new BadArgumentError(`--concurrency must be a positive integer (got ${args.concurrency})`);
-    const stalledIntervalMs = args.stalledIntervalMs ?? (process.env.PROBEFLEET_STALLED_INTERVAL_MS ? Number(process.env.PROBEFLEET_STALLED_INTERVAL_MS) : undefined);
-    if (stalledIntervalMs !== undefined && !(stalledIntervalMs >= 100)) throw new BadArgumentError(`--stalled-interval-ms must be at least 100 (got ${stalledIntervalMs})`);
-    const metricsPort = args.metricsPort ?? (process.env.PROBEFLEET_METRICS_PORT ? Number(process.env.PROBEFLEET_METRICS_PORT) : undefined);
+    if (!NAME_PATTERN.test(args.region))
+      throw new BadArgumentError(`--region: "${args.region}" is not a region name (a-z, 0-9, "-", "_")`);
+    if (!Number.isInteger(args.concurrency) || args.concurrency < 1)
+      throw new BadArgumentError(`--concurrency must be a positive integer (got ${args.concurrency})`);
+    const stalledIntervalMs =
+      args.stalledIntervalMs ??
+      (process.env.PROBEFLEET_STALLED_INTERVAL_MS ? Number(process.env.PROBEFLEET_STALLED_INTERVAL_MS) : undefined);
+    if (stalledIntervalMs !== undefined && !(stalledIntervalMs >= 100))
+      throw new BadArgumentError(`--stalled-interval-ms must be at least 100 (got ${stalledIntervalMs})`);
+    const metricsPort =
+      args.metricsPort ??
+      (process.env.PROBEFLEET_METRICS_PORT ? Number(process.env.PROBEFLEET_METRICS_PORT) : undefined);
     if (metricsPort !== undefined && !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort <= 65535)) {
       throw new BadArgumentError(`--metrics-port must be a port number, or 0 for any free port (got ${metricsPort})`);
     }
@@ -50,11 +71,17 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
     const log = createLogger(`worker`).child({ region: args.region });
     const metrics = createJobMetrics({ region: args.region, instance: instanceOf(args), pushgateway, log });
     if (metrics.pusher) log.info({ pushgateway: metrics.pusher.url }, 'pushing probe metrics after every job');
-    const metricsServer = metricsPort !== undefined ? await serveMetrics(metrics.registry, { host: args.metricsHost, port: metricsPort }) : undefined;
+    const metricsServer =
+      metricsPort !== undefined
+        ? await serveMetrics(metrics.registry, { host: args.metricsHost, port: metricsPort })
+        : undefined;
     if (metricsServer) log.info({ metrics: `${metricsServer.url}/metrics` }, 'serving /metrics');
     log.info(targetPolicy.settings, 'target policy: private and link-local addresses refused unless allowed');
     if (jobKey) log.info('PROBEFLEET_JOB_KEY set: only jobs signed with it run');
-    else log.warn('PROBEFLEET_JOB_KEY not set: jobs are not verified; anyone who can write to this Redis can aim this worker');
+    else
+      log.warn(
+        'PROBEFLEET_JOB_KEY not set: jobs are not verified; anyone who can write to this Redis can aim this worker',
+      );
     const redis = redisSettingsOf(args);
     log.info({ redis: redactRedisUrl(redis.url) }, 'connecting');
     const worker = startRegionWorker({
@@ -72,7 +99,10 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));
     });
-    log.info({ signal, graceSeconds: args.shutdownGraceSeconds }, 'stopping: no new jobs; finishing the ones in flight');
+    log.info(
+      { signal, graceSeconds: args.shutdownGraceSeconds },
+      'stopping: no new jobs; finishing the ones in flight',
+    );
     const outcome = await worker.close(args.shutdownGraceSeconds * 1000);
     await metrics.close();
     await metricsServer?.close();

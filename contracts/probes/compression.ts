@@ -66,7 +66,12 @@ export const compressionProbe = defineProbe({
   summary: 'Bytes on the wire and decode time per Accept-Encoding, Vary, a local level table, and a link model',
   params: z.strictObject({
     /** Accept-Encoding values asked for, one at a time. */
-    encodings: distinct(z.array(z.enum(ACCEPT_ENCODINGS)).min(1), 'encoding').default(['identity', 'gzip', 'br', 'zstd']),
+    encodings: distinct(z.array(z.enum(ACCEPT_ENCODINGS)).min(1), 'encoding').default([
+      'identity',
+      'gzip',
+      'br',
+      'zstd',
+    ]),
     /** Requests per encoding (interleaved), for the medians. */
     requests: z.int().min(1).max(100).default(5),
     /** Levels of the local level table, on the decoded body. */
@@ -78,7 +83,11 @@ export const compressionProbe = defineProbe({
     /** Link speeds of the link model, in MB/s (10^6 bytes per second). */
     linkSpeedsMBps: z.array(z.number().positive().max(100_000)).min(1).max(10).default([1, 100]),
     /** Bodies under this many bytes are "tiny": compressing them adds bytes. */
-    tinyBytes: z.int().min(1).max(1 << 20).default(1024),
+    tinyBytes: z
+      .int()
+      .min(1)
+      .max(1 << 20)
+      .default(1024),
     /** Per-request time bound. */
     timeoutMs: z.int().min(1).max(120_000).default(10_000),
   }),
@@ -109,5 +118,10 @@ export const compressionProbe = defineProbe({
     samples: z.array(requestSampleSchema.extend({ acceptEncoding: z.enum(ACCEPT_ENCODINGS) })),
   }),
   variants: (_params, target) => [{ scheme: schemeOf(target.url) }],
-  demands: (params) => sequential({ value: params.encodings.length * params.requests, param: 'requests', how: `${params.encodings.length} encodings x ${params.requests} requests` }),
+  demands: (params) =>
+    sequential({
+      value: params.encodings.length * params.requests,
+      param: 'requests',
+      how: `${params.encodings.length} encodings x ${params.requests} requests`,
+    }),
 });

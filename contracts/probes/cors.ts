@@ -13,7 +13,10 @@ const originSchema = z.string().superRefine((value, ctx) => {
     // reported below
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== value) {
-    ctx.addIssue({ code: 'custom', message: `"${value}" is not an origin (scheme://host[:port], no path or trailing slash)` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `"${value}" is not an origin (scheme://host[:port], no path or trailing slash)`,
+    });
   }
 });
 
@@ -65,7 +68,8 @@ export type CorsOriginResult = z.infer<typeof corsOriginSchema>;
 
 export const corsProbe = defineProbe({
   kind: 'cors',
-  summary: 'Preflight and simple GET per allowed, refused and random origin: what a browser needs, and what the server still runs',
+  summary:
+    'Preflight and simple GET per allowed, refused and random origin: what a browser needs, and what the server still runs',
   params: z.strictObject({
     /** Origins the API should allow, e.g. https://app.example. */
     allowedOrigins: z.array(originSchema).max(20).default([]),
@@ -88,7 +92,9 @@ export const corsProbe = defineProbe({
     requestHeaders: z.array(z.string()),
     credentials: z.boolean(),
     origins: z.array(corsOriginSchema),
-    serverLog: z.strictObject({ path: z.string(), status: z.int().optional(), error: probeErrorSchema.optional() }).nullable(),
+    serverLog: z
+      .strictObject({ path: z.string(), status: z.int().optional(), error: probeErrorSchema.optional() })
+      .nullable(),
     samples: z.array(requestSampleSchema),
   }),
   variants: (_params, target) => [{ scheme: schemeOf(target.url) }],

@@ -2,12 +2,7 @@ import type { z } from 'zod';
 import type { Demand, JobDemands } from '../limits.js';
 
 /** What the plan, the splitter and the worker know about one probe kind. */
-export interface ProbeContract<
-  K extends string,
-  P extends z.ZodObject,
-  V extends z.ZodObject,
-  D extends z.ZodType,
-> {
+export interface ProbeContract<K extends string, P extends z.ZodObject, V extends z.ZodObject, D extends z.ZodType> {
   kind: K;
   summary: string;
   /** The experiment's parameters in a plan (besides `probe` and `targets`). */

@@ -41,7 +41,11 @@ export const drainProbe = defineProbe({
     requests: z.int().min(1).max(10_000).default(100),
     modes: distinct(z.array(z.enum(DRAIN_MODES)).min(1), 'mode').default(['full', 'unread', 'drain']),
     /** Drain at most this many bytes (Go 1.27: 256 KB). */
-    drainMaxBytes: z.int().min(0).max(64 << 20).default(256 << 10),
+    drainMaxBytes: z
+      .int()
+      .min(0)
+      .max(64 << 20)
+      .default(256 << 10),
     /** Drain for at most this long (Go 1.27: 50 ms). */
     drainMaxMs: z.int().min(0).max(60_000).default(50),
     /** Per-request time bound. */
@@ -60,5 +64,6 @@ export const drainProbe = defineProbe({
   }),
   variants: (params, target) => params.modes.map((mode) => ({ mode, scheme: schemeOf(target.url) })),
   // One more connection on https asks whether the target speaks HTTP/2.
-  demands: (params) => sequential({ value: params.requests + 1, param: 'requests', how: `${params.requests} requests + 1` }),
+  demands: (params) =>
+    sequential({ value: params.requests + 1, param: 'requests', how: `${params.requests} requests + 1` }),
 });

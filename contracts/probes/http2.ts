@@ -71,7 +71,11 @@ export const http2Probe = defineProbe({
   variants: (_params, target) => [{ scheme: schemeOf(target.url) }],
   // One HTTP/1.1 and 1 + repeats HTTP/2 requests, the h2c attempts, then `concurrent` requests over each protocol.
   demands: (params) => ({
-    requests: { value: 4 + params.repeats + 2 * params.concurrent, param: 'concurrent', how: `4 + ${params.repeats} repeats + 2 x ${params.concurrent} concurrent` },
+    requests: {
+      value: 4 + params.repeats + 2 * params.concurrent,
+      param: 'concurrent',
+      how: `4 + ${params.repeats} repeats + 2 x ${params.concurrent} concurrent`,
+    },
     concurrency: { value: params.concurrent, param: 'concurrent', how: `${params.concurrent} concurrent` },
   }),
 });

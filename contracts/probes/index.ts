@@ -25,4 +25,3 @@ type Contract<K extends ProbeKind> = (typeof PROBES)[K];
 export type ProbeParams<K extends ProbeKind> = import('zod').output<Contract<K>['params']>;
 export type ProbeVariant<K extends ProbeKind> = import('zod').output<Contract<K>['variant']>;
 export type ProbeDetails<K extends ProbeKind> = import('zod').output<Contract<K>['details']>;
-

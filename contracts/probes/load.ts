@@ -102,11 +102,13 @@ export const loadVariantSchema = z.strictObject({
 
 export const loadProbe = defineProbe({
   kind: 'load',
-  summary: 'C connections (closed loop) or R requests/s (open loop) for a duration; HDR latency histograms, throughput, errors',
+  summary:
+    'C connections (closed loop) or R requests/s (open loop) for a duration; HDR latency histograms, throughput, errors',
   params: loadParamsSchema,
   variant: loadVariantSchema,
   details: loadDetailsSchema,
-  variants: (params) => params.modes.map((mode) => ({ mode, loop: params.rate === undefined ? ('closed' as const) : ('open' as const) })),
+  variants: (params) =>
+    params.modes.map((mode) => ({ mode, loop: params.rate === undefined ? ('closed' as const) : ('open' as const) })),
   demands: (params) => {
     const streams = params.modes.includes('h2') ? params.streams : 1;
     const scheduled = params.rate === undefined ? undefined : Math.ceil(params.rate * params.durationSeconds);
@@ -119,7 +121,11 @@ export const loadProbe = defineProbe({
           : { value: 0, param: 'requests', how: 'as many as the duration allows, stopped at the cap' };
     return {
       requests,
-      concurrency: { value: params.connections * streams, param: streams > 1 ? 'streams' : 'connections', how: `${params.connections} connections x ${streams} streams` },
+      concurrency: {
+        value: params.connections * streams,
+        param: streams > 1 ? 'streams' : 'connections',
+        how: `${params.connections} connections x ${streams} streams`,
+      },
     };
   },
 });

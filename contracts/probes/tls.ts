@@ -89,5 +89,10 @@ export const tlsProbe = defineProbe({
     samples: z.array(handshakeSampleSchema),
   }),
   variants: (params) => params.versions.map((version) => ({ version })),
-  demands: (params) => sequential({ value: params.samples * (params.resumption ? 2 : 1), param: 'samples', how: `${params.samples} samples${params.resumption ? ' x 2 (full and resumed)' : ''}` }),
+  demands: (params) =>
+    sequential({
+      value: params.samples * (params.resumption ? 2 : 1),
+      param: 'samples',
+      how: `${params.samples} samples${params.resumption ? ' x 2 (full and resumed)' : ''}`,
+    }),
 });

@@ -8,7 +8,16 @@ import type { RunReport } from '../../contracts/result.js';
 import type { ReportBlock, Table } from './document.js';
 import { html, trustedHtml, type Html } from './html-template.js';
 import { REPORT_CSS } from './html-style.js';
-import { comparedRegions, costByRegionTable, costChart, costTable, decisionTable, findingsTable, probeSections, unfinishedTable } from './run-views.js';
+import {
+  comparedRegions,
+  costByRegionTable,
+  costChart,
+  costTable,
+  decisionTable,
+  findingsTable,
+  probeSections,
+  unfinishedTable,
+} from './run-views.js';
 import { reportFacts } from './report-facts.js';
 import { renderBarChart } from './svg-chart.js';
 
@@ -26,16 +35,19 @@ interface TableOptions {
 }
 
 function renderTableHtml(table: Table, caption: string | undefined, options: TableOptions = {}): Html {
-  const cls = (i: number) => [table.align[i] === 'r' ? 'num' : '', options.wide?.includes(i) ? 'wide' : ''].filter(Boolean).join(' ');
+  const cls = (i: number) =>
+    [table.align[i] === 'r' ? 'num' : '', options.wide?.includes(i) ? 'wide' : ''].filter(Boolean).join(' ');
   const attr = (i: number) => (cls(i) ? html` class="${cls(i)}"` : '');
   return html`<div class="table-scroll"><table>${caption ? html`<caption>${caption}</caption>` : ''}<thead><tr>${table.headers.map(
     (h, i) => html`<th scope="col"${attr(i)}>${h}</th>`,
   )}</tr></thead><tbody>${table.rows.map(
-    (row) => html`<tr>${row.map((cell, i) => html`<td${attr(i)}>${options.cell ? options.cell(i, cell) : cell}</td>`)}</tr>`,
+    (row) =>
+      html`<tr>${row.map((cell, i) => html`<td${attr(i)}>${options.cell ? options.cell(i, cell) : cell}</td>`)}</tr>`,
   )}</tbody></table></div>`;
 }
 
-const notesHtml = (notes: string[] | undefined) => (notes && notes.length > 0 ? html`<ul class="notes">${notes.map((n) => html`<li>${n}</li>`)}</ul>` : '');
+const notesHtml = (notes: string[] | undefined) =>
+  notes && notes.length > 0 ? html`<ul class="notes">${notes.map((n) => html`<li>${n}</li>`)}</ul>` : '';
 
 function renderBlock(block: ReportBlock, nextChartId: () => string): Html {
   switch (block.kind) {
@@ -72,9 +84,13 @@ function parts(report: RunReport): Part[] {
     {
       id: 'targets',
       title: 'Targets',
-      body: renderTableHtml({ headers: ['target', 'URL'], align: 'll', rows: report.plan.targets.map((t) => [t.name, t.url]) }, undefined, {
-        cell: (i, text) => (i === 1 ? html`<code>${text}</code>` : text),
-      }),
+      body: renderTableHtml(
+        { headers: ['target', 'URL'], align: 'll', rows: report.plan.targets.map((t) => [t.name, t.url]) },
+        undefined,
+        {
+          cell: (i, text) => (i === 1 ? html`<code>${text}</code>` : text),
+        },
+      ),
     },
   ];
   if (report.comparisons.length > 0) {
@@ -82,22 +98,39 @@ function parts(report: RunReport): Part[] {
       id: 'new-connection-cost',
       title: 'New-connection cost',
       body: html`${renderBlock({ kind: 'chart', chart: costChart(report) }, nextChartId)}${
-        comparedRegions(report).length > 1 ? renderTableHtml(costByRegionTable(report), 'Per target and region: median(new) − median(reused) per request (95% CI)') : ''
+        comparedRegions(report).length > 1
+          ? renderTableHtml(
+              costByRegionTable(report),
+              'Per target and region: median(new) − median(reused) per request (95% CI)',
+            )
+          : ''
       }${renderTableHtml(costTable(report), 'New-connection cost = median(new) − median(reused), per request')}`,
     });
   }
   for (const { kind, section } of probeSections(report)) {
-    out.push({ id: `probe-${kind}`, title: section.heading, body: html`${section.blocks.map((b) => renderBlock(b, nextChartId))}` });
+    out.push({
+      id: `probe-${kind}`,
+      title: section.heading,
+      body: html`${section.blocks.map((b) => renderBlock(b, nextChartId))}`,
+    });
   }
   const unfinished = unfinishedTable(report);
-  if (unfinished.rows.length > 0) out.push({ id: 'unfinished', title: 'Jobs that did not finish cleanly', body: renderTableHtml(unfinished, undefined, { wide: [5] }) });
+  if (unfinished.rows.length > 0)
+    out.push({
+      id: 'unfinished',
+      title: 'Jobs that did not finish cleanly',
+      body: renderTableHtml(unfinished, undefined, { wide: [5] }),
+    });
   const findings = findingsTable(report);
   out.push({
     id: 'findings',
     title: 'Findings',
     body:
       findings.rows.length > 0
-        ? renderTableHtml(findings, undefined, { wide: [1, 3], cell: (i, text) => (i === 0 ? severityBadge(text) : i === 1 ? findingCell(text) : text) })
+        ? renderTableHtml(findings, undefined, {
+            wide: [1, 3],
+            cell: (i, text) => (i === 0 ? severityBadge(text) : i === 1 ? findingCell(text) : text),
+          })
         : html`<p>No findings: nothing this run measured needs attention.</p>`,
   });
   // The decision table with each row's severity in front.
@@ -108,7 +141,11 @@ function parts(report: RunReport): Part[] {
     body:
       decisions.rows.length > 0
         ? renderTableHtml(
-            { headers: ['', ...decisions.headers], align: `l${decisions.align}`, rows: decisions.rows.map((row, i) => [report.decisions[i].severity, ...row]) },
+            {
+              headers: ['', ...decisions.headers],
+              align: `l${decisions.align}`,
+              rows: decisions.rows.map((row, i) => [report.decisions[i].severity, ...row]),
+            },
             'Situation, what to do, and the numbers from this run that say so',
             { wide: [1, 2, 3], cell: (i, text) => (i === 0 ? severityBadge(text) : text) },
           )
@@ -138,8 +175,10 @@ ${report.plan.description ? html`<p class="muted">${report.plan.description}</p>
 <nav aria-label="Sections"><ul>${sections.map(({ id, title }) => html`<li><a href="#${id}">${title}</a></li>`)}</ul></nav>
 </header>
 <main>
-${sections.map(({ id, title, body }) => html`<section id="${id}"><h2>${title}</h2>${body}</section>
-`)}</main>
+${sections.map(
+  ({ id, title, body }) => html`<section id="${id}"><h2>${title}</h2>${body}</section>
+`,
+)}</main>
 <footer>Made by probefleet from the run JSON (${report.schema}); the numbers are this run's, measured from the regions named above.</footer>
 </body>
 </html>

@@ -4,7 +4,15 @@
 import type { RunReport } from '../../contracts/result.js';
 import type { ReportBlock, Table } from './document.js';
 import { reportFacts } from './report-facts.js';
-import { comparedRegions, costByRegionTable, costTable, decisionTable, findingsTable, probeSections, unfinishedTable } from './run-views.js';
+import {
+  comparedRegions,
+  costByRegionTable,
+  costTable,
+  decisionTable,
+  findingsTable,
+  probeSections,
+  unfinishedTable,
+} from './run-views.js';
 
 const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
 
@@ -14,12 +22,14 @@ const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;
  * breaks as spaces (a table cell is one line).
  */
 export function escapeMarkdownInline(text: string): string {
-  return text
-    .replace(/\s*[\r\n]+\s*/g, ' ')
-    .replace(/[&<>]/g, (c) => ENTITIES[c])
-    .replace(/[\\`*[\]|~]/g, (c) => `\\${c}`)
-    // An underscore inside a word (SERVER_CLOSES) never starts emphasis; one at a word's edge may.
-    .replace(/(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])/g, '\\_');
+  return (
+    text
+      .replace(/\s*[\r\n]+\s*/g, ' ')
+      .replace(/[&<>]/g, (c) => ENTITIES[c])
+      .replace(/[\\`*[\]|~]/g, (c) => `\\${c}`)
+      // An underscore inside a word (SERVER_CLOSES) never starts emphasis; one at a word's edge may.
+      .replace(/(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])/g, '\\_')
+  );
 }
 
 /** As `escapeMarkdownInline`, and a start that would open a heading, list or setext line escaped too. */
@@ -33,7 +43,8 @@ function tableMarkdown(table: Table): string {
   return [row(table.headers), rule, ...table.rows.map(row)].join('\n');
 }
 
-const notesMarkdown = (notes: string[] | undefined) => (notes && notes.length > 0 ? [notes.map((n) => `- ${escapeMarkdown(n)}`).join('\n')] : []);
+const notesMarkdown = (notes: string[] | undefined) =>
+  notes && notes.length > 0 ? [notes.map((n) => `- ${escapeMarkdown(n)}`).join('\n')] : [];
 
 function blockMarkdown(block: ReportBlock): string[] {
   switch (block.kind) {
@@ -49,16 +60,35 @@ function blockMarkdown(block: ReportBlock): string[] {
 export function renderMarkdownReport(report: RunReport): string {
   const out: string[] = [`# probefleet run report: ${escapeMarkdown(report.plan.name)}`];
   if (report.plan.description) out.push(escapeMarkdown(report.plan.description));
-  out.push(reportFacts(report).map(([name, value]) => `- **${name}**: ${escapeMarkdown(value)}`).join('\n'));
+  out.push(
+    reportFacts(report)
+      .map(([name, value]) => `- **${name}**: ${escapeMarkdown(value)}`)
+      .join('\n'),
+  );
   if (report.comparisons.length > 0) {
     out.push('## New-connection cost');
-    if (comparedRegions(report).length > 1) out.push('**Per target and region: median(new) − median(reused) per request (95% CI)**', tableMarkdown(costByRegionTable(report)));
+    if (comparedRegions(report).length > 1)
+      out.push(
+        '**Per target and region: median(new) − median(reused) per request (95% CI)**',
+        tableMarkdown(costByRegionTable(report)),
+      );
     out.push('**New-connection cost = median(new) − median(reused), per request**', tableMarkdown(costTable(report)));
   }
-  for (const { section } of probeSections(report)) out.push(`## ${escapeMarkdown(section.heading)}`, ...section.blocks.flatMap(blockMarkdown));
+  for (const { section } of probeSections(report))
+    out.push(`## ${escapeMarkdown(section.heading)}`, ...section.blocks.flatMap(blockMarkdown));
   const unfinished = unfinishedTable(report);
   if (unfinished.rows.length > 0) out.push('## Jobs that did not finish cleanly', tableMarkdown(unfinished));
-  out.push('## Findings', report.findings.length > 0 ? tableMarkdown(findingsTable(report)) : 'No findings: nothing this run measured needs attention.');
-  out.push('## Decision table', report.decisions.length > 0 ? tableMarkdown(decisionTable(report)) : 'No decisions: the run found nothing to change.');
+  out.push(
+    '## Findings',
+    report.findings.length > 0
+      ? tableMarkdown(findingsTable(report))
+      : 'No findings: nothing this run measured needs attention.',
+  );
+  out.push(
+    '## Decision table',
+    report.decisions.length > 0
+      ? tableMarkdown(decisionTable(report))
+      : 'No decisions: the run found nothing to change.',
+  );
   return `${out.join('\n\n')}\n`;
 }

@@ -8,13 +8,28 @@ const seconds = (from: string, to: string) => `${((Date.parse(to) - Date.parse(f
 export function reportFacts(report: RunReport): [string, string][] {
   const withError = report.results.filter((r) => r.error).length;
   const jobs = report.results.length + report.unfinishedJobs.length;
-  const severities = SEVERITIES.map((s) => [s, report.findings.filter((f) => f.severity === s).length] as const).filter(([, n]) => n > 0);
+  const severities = SEVERITIES.map((s) => [s, report.findings.filter((f) => f.severity === s).length] as const).filter(
+    ([, n]) => n > 0,
+  );
   return [
     ['run', report.runId],
     ['mode', report.mode],
-    ['regions', (jobs > 0 ? orderedRegions(report, [...report.results, ...report.unfinishedJobs]) : report.plan.regions).join(', ')],
+    [
+      'regions',
+      (jobs > 0 ? orderedRegions(report, [...report.results, ...report.unfinishedJobs]) : report.plan.regions).join(
+        ', ',
+      ),
+    ],
     ['started', `${report.startedAt} (took ${seconds(report.startedAt, report.finishedAt)})`],
-    ['jobs', `${jobs}: ${report.results.length - withError} measured cleanly, ${withError} with errors, ${report.unfinishedJobs.length} without a result`],
-    ['findings', report.findings.length === 0 ? 'none' : `${report.findings.length}: ${severities.map(([s, n]) => `${n} ${s}`).join(', ')}`],
+    [
+      'jobs',
+      `${jobs}: ${report.results.length - withError} measured cleanly, ${withError} with errors, ${report.unfinishedJobs.length} without a result`,
+    ],
+    [
+      'findings',
+      report.findings.length === 0
+        ? 'none'
+        : `${report.findings.length}: ${severities.map(([s, n]) => `${n} ${s}`).join(', ')}`,
+    ],
   ];
 }

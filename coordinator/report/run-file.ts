@@ -26,12 +26,16 @@ export async function readRunFile(file: string): Promise<RunReport> {
   }
   const schema = (json as { schema?: unknown } | null)?.schema;
   if (schema !== RUN_SCHEMA) {
-    throw new RunFileError(`${file}: schema: expected "${RUN_SCHEMA}", found ${JSON.stringify(schema) ?? 'none'} (write one with: probefleet run PLAN --json FILE)`);
+    throw new RunFileError(
+      `${file}: schema: expected "${RUN_SCHEMA}", found ${JSON.stringify(schema) ?? 'none'} (write one with: probefleet run PLAN --json FILE)`,
+    );
   }
   const parsed = runReportSchema.safeParse(json);
   if (!parsed.success) {
     const issues = parsed.error.issues;
-    const lines = issues.slice(0, MAX_PROBLEMS).map((issue) => `${file}: ${formatIssuePath(issue.path)}: ${issue.message}`);
+    const lines = issues
+      .slice(0, MAX_PROBLEMS)
+      .map((issue) => `${file}: ${formatIssuePath(issue.path)}: ${issue.message}`);
     if (issues.length > MAX_PROBLEMS) lines.push(`${file}: ... and ${issues.length - MAX_PROBLEMS} more problems`);
     throw new RunFileError(lines.join('\n'));
   }

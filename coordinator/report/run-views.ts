@@ -33,7 +33,8 @@ export function comparedRegions(report: RunReport): string[] {
 
 /** The regions of these results, in the plan's order, any others after. */
 export function orderedRegions(report: RunReport, placed: { region: string }[]): string[] {
-  const rank = (region: string) => (report.plan.regions.includes(region) ? report.plan.regions.indexOf(region) : report.plan.regions.length);
+  const rank = (region: string) =>
+    report.plan.regions.includes(region) ? report.plan.regions.indexOf(region) : report.plan.regions.length;
   return [...new Set(placed.map((p) => p.region))].sort((a, b) => rank(a) - rank(b));
 }
 
@@ -76,7 +77,15 @@ export function costChart(report: RunReport): BarChart {
         bars: regions.flatMap((region) => {
           const c = mine.find((m) => m.region === region);
           return c
-            ? [{ label: region, series: region, value: c.newConnectionCostMs.median, interval: c.newConnectionCostMs.ci95, text: `${formatMs(c.newConnectionCostMs.median)} (95% CI ${interval(c.newConnectionCostMs.ci95)})` }]
+            ? [
+                {
+                  label: region,
+                  series: region,
+                  value: c.newConnectionCostMs.median,
+                  interval: c.newConnectionCostMs.ci95,
+                  text: `${formatMs(c.newConnectionCostMs.median)} (95% CI ${interval(c.newConnectionCostMs.ci95)})`,
+                },
+              ]
             : [];
         }),
       };
@@ -92,8 +101,24 @@ export function unfinishedTable(report: RunReport): Table {
     headers: ['region', 'target', 'probe', 'variant', 'status', 'why'],
     align: 'llllll',
     rows: [
-      ...report.results.filter((r) => r.error).map((r) => [r.region, r.target, r.probe, variantText(r.variant), r.ok ? 'partly measured' : 'failed', `${r.error!.code}: ${r.error!.message}`]),
-      ...report.unfinishedJobs.map((u) => [u.region, u.target, u.probe, variantText(u.variant), u.status === 'failed' ? 'no result' : 'not run', u.reason]),
+      ...report.results
+        .filter((r) => r.error)
+        .map((r) => [
+          r.region,
+          r.target,
+          r.probe,
+          variantText(r.variant),
+          r.ok ? 'partly measured' : 'failed',
+          `${r.error!.code}: ${r.error!.message}`,
+        ]),
+      ...report.unfinishedJobs.map((u) => [
+        u.region,
+        u.target,
+        u.probe,
+        variantText(u.variant),
+        u.status === 'failed' ? 'no result' : 'not run',
+        u.reason,
+      ]),
     ],
   };
 }
@@ -103,7 +128,12 @@ export function findingsTable(report: RunReport): Table {
   return {
     headers: ['severity', 'finding', 'where', 'evidence from this run'],
     align: 'llll',
-    rows: report.findings.map((f) => [f.severity, `${f.code}: ${FINDINGS[f.code].title}`, `${f.target} from ${f.region}`, f.evidence]),
+    rows: report.findings.map((f) => [
+      f.severity,
+      `${f.code}: ${FINDINGS[f.code].title}`,
+      `${f.target} from ${f.region}`,
+      f.evidence,
+    ]),
   };
 }
 

@@ -50,7 +50,9 @@ function axis(chart: BarChart): { min: number; max: number; step: number } {
 
 /** The sentence a screen reader hears: the description, then every bar's label and value. */
 export function chartDescription(chart: BarChart): string {
-  const groups = chart.groups.filter((g) => g.bars.length > 0).map((g) => `${g.label}: ${g.bars.map((b) => `${b.label} ${b.text}`).join('; ')}.`);
+  const groups = chart.groups
+    .filter((g) => g.bars.length > 0)
+    .map((g) => `${g.label}: ${g.bars.map((b) => `${b.label} ${b.text}`).join('; ')}.`);
   return [chart.description, ...groups].join(' ');
 }
 

@@ -16,9 +16,18 @@ function wrapText(text: string, width: number): string[] {
 }
 
 /** `align` has one letter per column: l(eft) or r(ight). */
-export function renderTable(headers: string[], rows: string[][], align: string, options: { wrap?: number[] } = {}): string {
-  const wrapped = rows.map((row) => row.map((cell, i) => (options.wrap?.[i] ? wrapText(cell, options.wrap[i]) : [cell])));
-  const widths = headers.map((h, i) => Math.max(h.length, ...wrapped.map((row) => Math.max(...row[i].map((l) => l.length)))));
+export function renderTable(
+  headers: string[],
+  rows: string[][],
+  align: string,
+  options: { wrap?: number[] } = {},
+): string {
+  const wrapped = rows.map((row) =>
+    row.map((cell, i) => (options.wrap?.[i] ? wrapText(cell, options.wrap[i]) : [cell])),
+  );
+  const widths = headers.map((h, i) =>
+    Math.max(h.length, ...wrapped.map((row) => Math.max(...row[i].map((l) => l.length)))),
+  );
   const pad = (cell: string, i: number) => (align[i] === 'r' ? cell.padStart(widths[i]) : cell.padEnd(widths[i]));
   const line = (cells: string[]) => `  ${cells.map(pad).join('  ')}`.trimEnd();
   const out = [line(headers), line(widths.map((w) => '-'.repeat(w)))];

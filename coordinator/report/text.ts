@@ -14,9 +14,15 @@ function section<K extends ProbeKind>(kind: K, results: ProbeResult[]): string |
 
 export function renderRunReport(report: RunReport): string {
   const jobs = report.results.length + report.unfinishedJobs.length;
-  const out: string[] = [`run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${jobs} jobs${report.mode === 'distributed' ? `, regions ${report.plan.regions.join(', ')}` : ''}`];
+  const out: string[] = [
+    `run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${jobs} jobs${report.mode === 'distributed' ? `, regions ${report.plan.regions.join(', ')}` : ''}`,
+  ];
   if (comparedRegions(report).length > 1) {
-    out.push('', 'New-connection cost per target and region: median(new) - median(reused) per request (95% CI)', tableAsText(costByRegionTable(report)));
+    out.push(
+      '',
+      'New-connection cost per target and region: median(new) - median(reused) per request (95% CI)',
+      tableAsText(costByRegionTable(report)),
+    );
   }
   for (const kind of PROBE_KINDS) {
     const text = section(kind, report.results);
@@ -28,9 +34,14 @@ export function renderRunReport(report: RunReport): string {
   const failed = report.results.filter((r) => r.error);
   if (failed.length > 0 || report.unfinishedJobs.length > 0) {
     out.push('', 'Jobs that did not finish cleanly');
-    for (const r of failed) out.push(`  ${r.region} ${r.target} ${r.probe} ${Object.values(r.variant).join(' ')}: ${r.error?.code} ${r.error?.message}`);
+    for (const r of failed)
+      out.push(
+        `  ${r.region} ${r.target} ${r.probe} ${Object.values(r.variant).join(' ')}: ${r.error?.code} ${r.error?.message}`,
+      );
     for (const u of report.unfinishedJobs) {
-      out.push(`  ${u.region} ${u.target} ${u.probe} ${Object.values(u.variant).join(' ')}: ${u.status === 'failed' ? 'FAILED' : 'NOT RUN'} ${u.reason}`);
+      out.push(
+        `  ${u.region} ${u.target} ${u.probe} ${Object.values(u.variant).join(' ')}: ${u.status === 'failed' ? 'FAILED' : 'NOT RUN'} ${u.reason}`,
+      );
     }
   }
   if (report.findings.length > 0) {

@@ -42,7 +42,8 @@ export const THRESHOLDS = {
   certExpirySeconds: 21 * 86400,
 } as const;
 
-const lastRunMedianHandshake = 'max by (region, target, tls_version) (probefleet_last_run_tls_handshake_seconds{handshake="full", quantile="0.5"})';
+const lastRunMedianHandshake =
+  'max by (region, target, tls_version) (probefleet_last_run_tls_handshake_seconds{handshake="full", quantile="0.5"})';
 /** The median handshake averaged over the 7 days before the last day: the region's own baseline. */
 const baselineMedianHandshake =
   'max by (region, target, tls_version) (avg_over_time(probefleet_last_run_tls_handshake_seconds{handshake="full", quantile="0.5"}[7d] offset 1d))';
@@ -90,7 +91,8 @@ export const ALERTS: readonly AlertSpec[] = [
   {
     name: 'ProbefleetProbeFailureRatio',
     uid: 'probefleet-probe-failure-ratio',
-    query: 'sum by (region, probe) (probefleet_last_run_jobs{outcome!="ok"})\n/\nsum by (region, probe) (probefleet_last_run_jobs)',
+    query:
+      'sum by (region, probe) (probefleet_last_run_jobs{outcome!="ok"})\n/\nsum by (region, probe) (probefleet_last_run_jobs)',
     op: '>',
     threshold: THRESHOLDS.failureRatio,
     for: '15m',
@@ -109,7 +111,8 @@ export const ALERTS: readonly AlertSpec[] = [
     for: '1h',
     severity: 'warning',
     summary: 'The certificate of {{ $labels.target }} expires within 21 days',
-    describe: (v) => `The certificate the tls probe saw on {{ $labels.target }} expires in ${v.seconds} (negative: it has expired). Renew it.`,
+    describe: (v) =>
+      `The certificate the tls probe saw on {{ $labels.target }} expires in ${v.seconds} (negative: it has expired). Renew it.`,
   },
 ];
 
@@ -128,7 +131,14 @@ export function prometheusRules(): object {
           expr: `(\n  ${a.query.replaceAll('\n', '\n  ')}\n)\n${a.op} ${a.threshold}\n`,
           for: a.for,
           labels: { severity: a.severity },
-          annotations: { summary: a.summary, description: a.describe({ seconds: '{{ $value | humanizeDuration }}', number: '{{ $value | humanize }}', ratio: '{{ $value | humanizePercentage }}' }) },
+          annotations: {
+            summary: a.summary,
+            description: a.describe({
+              seconds: '{{ $value | humanizeDuration }}',
+              number: '{{ $value | humanize }}',
+              ratio: '{{ $value | humanizePercentage }}',
+            }),
+          },
         })),
       },
     ],
@@ -148,19 +158,40 @@ export function grafanaAlertRules(): object {
           .model(new DataqueryBuilder().expr(a.query).instant().refId('A')),
       )
       .withQuery(
-        new AlertQueryBuilder('B')
-          .datasourceUid('__expr__')
-          .model(new TypeThresholdBuilder().expression('A').refId('B').conditions([{ evaluator: { type: a.op === '>' ? 'gt' : 'lt', params: [a.threshold] } }])),
+        new AlertQueryBuilder('B').datasourceUid('__expr__').model(
+          new TypeThresholdBuilder()
+            .expression('A')
+            .refId('B')
+            .conditions([{ evaluator: { type: a.op === '>' ? 'gt' : 'lt', params: [a.threshold] } }]),
+        ),
       )
       .forDuration(a.for)
       .noDataState('OK')
       .execErrState('Error')
       .labels({ severity: a.severity })
-      .annotations({ summary: a.summary, description: a.describe({ seconds: '{{ humanizeDuration $values.A.Value }}', number: '{{ humanize $values.A.Value }}', ratio: '{{ humanizePercentage $values.A.Value }}' }) })
+      .annotations({
+        summary: a.summary,
+        description: a.describe({
+          seconds: '{{ humanizeDuration $values.A.Value }}',
+          number: '{{ humanize $values.A.Value }}',
+          ratio: '{{ humanizePercentage $values.A.Value }}',
+        }),
+      })
       .build();
     // File provisioning takes the rule without the API's placement fields (folder, group, org).
     const { uid, title, condition, data, for: forDuration, noDataState, execErrState, labels, annotations } = rule;
-    return { uid, title, condition, data, for: forDuration, noDataState, execErrState, labels, annotations, isPaused: false };
+    return {
+      uid,
+      title,
+      condition,
+      data,
+      for: forDuration,
+      noDataState,
+      execErrState,
+      labels,
+      annotations,
+      isPaused: false,
+    };
   });
   return { apiVersion: 1, groups: [{ orgId: 1, name: RULE_GROUP, folder: 'probefleet', interval: '1m', rules }] };
 }

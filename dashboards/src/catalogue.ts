@@ -60,9 +60,14 @@ export function buildCatalogue(): Catalogue {
       entry[spec.name] = sorted([...labels, ...group]);
       producedBy.set(spec.name, [...(producedBy.get(spec.name) ?? []), probe]);
     };
-    for (const key of COMMON_PROBE_METRICS.job) add(PROBE_JOB_METRICS[key], PROBE_JOB_METRICS[key].labels, PUSH_GROUPS.probes.key);
+    for (const key of COMMON_PROBE_METRICS.job)
+      add(PROBE_JOB_METRICS[key], PROBE_JOB_METRICS[key].labels, PUSH_GROUPS.probes.key);
     for (const [key, labels] of Object.entries(PROBE_METRICS[probe].job)) {
-      add(PROBE_JOB_METRICS[key as keyof typeof PROBE_JOB_METRICS], labels as readonly string[], PUSH_GROUPS.probes.key);
+      add(
+        PROBE_JOB_METRICS[key as keyof typeof PROBE_JOB_METRICS],
+        labels as readonly string[],
+        PUSH_GROUPS.probes.key,
+      );
     }
     for (const key of COMMON_PROBE_METRICS.run) add(RUN_METRICS[key], RUN_METRICS[key].labels, PUSH_GROUPS.run.key);
     for (const [key, labels] of Object.entries(PROBE_METRICS[probe].run)) {

@@ -6,7 +6,8 @@ import { selector as sel, VARIABLES, type Dashboard } from './grafana.js';
 const w = VARIABLES.window;
 
 /** histogram_quantile over the increase of a histogram in the window. */
-const quantile = (q: number, metric: string, by: string, matchers: string) => `histogram_quantile(${q}, sum by (${by}, le) (increase(${metric}_bucket${matchers}[${w}])))`;
+const quantile = (q: number, metric: string, by: string, matchers: string) =>
+  `histogram_quantile(${q}, sum by (${by}, le) (increase(${metric}_bucket${matchers}[${w}])))`;
 
 /** Connections opened per request in the window. */
 const connectionsPerRequest = (probe: string) =>
@@ -16,14 +17,21 @@ const connectionsPerRequest = (probe: string) =>
 export const connectionCostDashboard: Dashboard = {
   uid: 'probefleet-connection-cost',
   title: 'probefleet / Regional connection cost',
-  description: 'What a new connection costs from each region, and where the time goes: new-connection cost per region and target, TLS handshakes, reused vs new requests, connections per request.',
+  description:
+    'What a new connection costs from each region, and where the time goes: new-connection cost per region and target, TLS handshakes, reused vs new requests, connections per request.',
   panels: [
     {
       title: 'New-connection cost, last run',
-      description: 'median(new) - median(reused) per request in the last run, per region and target: one number for each. Reuse probe with modes reused and new.',
+      description:
+        'median(new) - median(reused) per request in the last run, per region and target: one number for each. Reuse probe with modes reused and new.',
       kind: 'bargauge',
       unit: 's',
-      queries: [{ expr: `max by (region, target, scheme) (probefleet_new_connection_cost_seconds${sel()})`, legend: '{{region}} {{target}} ({{scheme}})' }],
+      queries: [
+        {
+          expr: `max by (region, target, scheme) (probefleet_new_connection_cost_seconds${sel()})`,
+          legend: '{{region}} {{target}} ({{scheme}})',
+        },
+      ],
     },
     {
       title: 'New-connection cost over time, with its 95% interval',
@@ -31,9 +39,18 @@ export const connectionCostDashboard: Dashboard = {
       kind: 'timeseries',
       unit: 's',
       queries: [
-        { expr: `max by (region, target) (probefleet_new_connection_cost_seconds${sel()})`, legend: '{{region}} {{target}}' },
-        { expr: `max by (region, target) (probefleet_new_connection_cost_ci95_lower_seconds${sel()})`, legend: '{{region}} {{target}} 95% low' },
-        { expr: `max by (region, target) (probefleet_new_connection_cost_ci95_upper_seconds${sel()})`, legend: '{{region}} {{target}} 95% high' },
+        {
+          expr: `max by (region, target) (probefleet_new_connection_cost_seconds${sel()})`,
+          legend: '{{region}} {{target}}',
+        },
+        {
+          expr: `max by (region, target) (probefleet_new_connection_cost_ci95_lower_seconds${sel()})`,
+          legend: '{{region}} {{target}} 95% low',
+        },
+        {
+          expr: `max by (region, target) (probefleet_new_connection_cost_ci95_upper_seconds${sel()})`,
+          legend: '{{region}} {{target}} 95% high',
+        },
       ],
     },
     {
@@ -42,13 +59,20 @@ export const connectionCostDashboard: Dashboard = {
       kind: 'timeseries',
       unit: 's',
       queries: [
-        { expr: quantile(0.5, 'probefleet_tls_handshake_seconds', 'region', sel({ handshake: 'full' })), legend: '{{region}} p50' },
-        { expr: quantile(0.95, 'probefleet_tls_handshake_seconds', 'region', sel({ handshake: 'full' })), legend: '{{region}} p95' },
+        {
+          expr: quantile(0.5, 'probefleet_tls_handshake_seconds', 'region', sel({ handshake: 'full' })),
+          legend: '{{region}} p50',
+        },
+        {
+          expr: quantile(0.95, 'probefleet_tls_handshake_seconds', 'region', sel({ handshake: 'full' })),
+          legend: '{{region}} p95',
+        },
       ],
     },
     {
       title: 'TLS handshake p95 per target, last run',
-      description: 'What the handshake alerts look at: the p95 of full handshakes in the last run, per region, target and TLS version.',
+      description:
+        'What the handshake alerts look at: the p95 of full handshakes in the last run, per region, target and TLS version.',
       kind: 'timeseries',
       unit: 's',
       queries: [
@@ -60,26 +84,44 @@ export const connectionCostDashboard: Dashboard = {
     },
     {
       title: 'Request time: reused vs new connection (median)',
-      description: 'Total time per request of the reuse probe, on a kept-alive connection and on a new one, per region.',
-      kind: 'timeseries',
-      unit: 's',
-      queries: [{ expr: quantile(0.5, 'probefleet_request_phase_seconds', 'region, connection', sel({ probe: 'reuse', phase: 'total', mode: '=~"reused|new"' })), legend: '{{region}} {{connection}}' }],
-    },
-    {
-      title: "Where a new connection's time goes (median per phase)",
-      description: 'Phases of requests on new connections (reuse probe, mode new): resolve, TCP connect, TLS, processing (time to first byte), transfer.',
+      description:
+        'Total time per request of the reuse probe, on a kept-alive connection and on a new one, per region.',
       kind: 'timeseries',
       unit: 's',
       queries: [
         {
-          expr: quantile(0.5, 'probefleet_request_phase_seconds', 'region, phase', sel({ probe: 'reuse', mode: 'new', connection: 'new', phase: '!="total"' })),
+          expr: quantile(
+            0.5,
+            'probefleet_request_phase_seconds',
+            'region, connection',
+            sel({ probe: 'reuse', phase: 'total', mode: '=~"reused|new"' }),
+          ),
+          legend: '{{region}} {{connection}}',
+        },
+      ],
+    },
+    {
+      title: "Where a new connection's time goes (median per phase)",
+      description:
+        'Phases of requests on new connections (reuse probe, mode new): resolve, TCP connect, TLS, processing (time to first byte), transfer.',
+      kind: 'timeseries',
+      unit: 's',
+      queries: [
+        {
+          expr: quantile(
+            0.5,
+            'probefleet_request_phase_seconds',
+            'region, phase',
+            sel({ probe: 'reuse', mode: 'new', connection: 'new', phase: '!="total"' }),
+          ),
           legend: '{{region}} {{phase}}',
         },
       ],
     },
     {
       title: 'Connections per request',
-      description: 'Connections opened per request of the reuse probe, per mode: near 0 when connections are reused, 1 when every request opens one (or the server closes them).',
+      description:
+        'Connections opened per request of the reuse probe, per mode: near 0 when connections are reused, 1 when every request opens one (or the server closes them).',
       kind: 'timeseries',
       unit: 'none',
       queries: [{ expr: connectionsPerRequest('reuse'), legend: '{{region}} {{target}} {{mode}}' }],
@@ -91,52 +133,87 @@ export const connectionCostDashboard: Dashboard = {
 export const protocolsDashboard: Dashboard = {
   uid: 'probefleet-protocols-payloads',
   title: 'probefleet / Protocols and payloads',
-  description: 'What HTTP/2 and compression change, and what CORS and unread bodies cost: header bytes, concurrent requests, bytes per encoding, findings over time.',
+  description:
+    'What HTTP/2 and compression change, and what CORS and unread bodies cost: header bytes, concurrent requests, bytes per encoding, findings over time.',
   panels: [
     {
       title: 'Header bytes: HTTP/1.1 vs HTTP/2 (last run)',
-      description: 'One request and its response: HTTP/1.1 heads (the same on every request), the first HTTP/2 HEADERS frames on a connection (HPACK table empty) and the median repeat.',
+      description:
+        'One request and its response: HTTP/1.1 heads (the same on every request), the first HTTP/2 HEADERS frames on a connection (HPACK table empty) and the median repeat.',
       kind: 'timeseries',
       unit: 'bytes',
-      queries: [{ expr: `max by (target, protocol, request, message) (probefleet_header_bytes${sel()})`, legend: '{{target}} {{protocol}} {{request}} {{message}}' }],
+      queries: [
+        {
+          expr: `max by (target, protocol, request, message) (probefleet_header_bytes${sel()})`,
+          legend: '{{target}} {{protocol}} {{request}} {{message}}',
+        },
+      ],
     },
     {
       title: 'Concurrent requests: HTTP/1.1 pool vs one HTTP/2 connection (last run)',
-      description: 'Time from connecting to the last byte of the http2 probe\'s concurrent requests, and the connections each protocol opened.',
+      description:
+        "Time from connecting to the last byte of the http2 probe's concurrent requests, and the connections each protocol opened.",
       kind: 'timeseries',
       unit: 's',
       queries: [
-        { expr: `max by (region, target, protocol) (probefleet_multiplex_seconds${sel()})`, legend: '{{region}} {{target}} {{protocol}}' },
-        { expr: `max by (region, target, protocol) (probefleet_multiplex_connections${sel()})`, legend: '{{region}} {{target}} {{protocol}} connections' },
+        {
+          expr: `max by (region, target, protocol) (probefleet_multiplex_seconds${sel()})`,
+          legend: '{{region}} {{target}} {{protocol}}',
+        },
+        {
+          expr: `max by (region, target, protocol) (probefleet_multiplex_connections${sel()})`,
+          legend: '{{region}} {{target}} {{protocol}} connections',
+        },
       ],
     },
     {
       title: 'Compression: bytes on the wire vs decoded, per encoding (last run)',
-      description: 'Per Accept-Encoding asked: every byte read from the connection for the response, and the body after decoding.',
+      description:
+        'Per Accept-Encoding asked: every byte read from the connection for the response, and the body after decoding.',
       kind: 'timeseries',
       unit: 'bytes',
-      queries: [{ expr: `max by (target, encoding, layer) (probefleet_response_bytes${sel({ layer: '=~"wire|decoded"' })})`, legend: '{{target}} {{encoding}} {{layer}}' }],
+      queries: [
+        {
+          expr: `max by (target, encoding, layer) (probefleet_response_bytes${sel({ layer: '=~"wire|decoded"' })})`,
+          legend: '{{target}} {{encoding}} {{layer}}',
+        },
+      ],
     },
     {
       title: 'Decode time per encoding (last run)',
       description: 'Median time to decode the body on the worker, per Accept-Encoding asked.',
       kind: 'timeseries',
       unit: 's',
-      queries: [{ expr: `max by (region, target, encoding) (probefleet_decode_seconds${sel()})`, legend: '{{region}} {{target}} {{encoding}}' }],
+      queries: [
+        {
+          expr: `max by (region, target, encoding) (probefleet_decode_seconds${sel()})`,
+          legend: '{{region}} {{target}} {{encoding}}',
+        },
+      ],
     },
     {
       title: 'CORS findings over time',
       description: 'Findings of the cors probe in each run (docs/plan.md, Findings): a line while the run finds it.',
       kind: 'timeseries',
       unit: 'none',
-      queries: [{ expr: `sum by (region, target, finding) (probefleet_findings${sel({ probe: 'cors' })})`, legend: '{{region}} {{target}} {{finding}}' }],
+      queries: [
+        {
+          expr: `sum by (region, target, finding) (probefleet_findings${sel({ probe: 'cors' })})`,
+          legend: '{{region}} {{target}} {{finding}}',
+        },
+      ],
     },
     {
       title: 'Drain findings over time',
       description: 'Findings of the drain probe in each run: unread bodies that cost a connection each.',
       kind: 'timeseries',
       unit: 'none',
-      queries: [{ expr: `sum by (region, target, finding) (probefleet_findings${sel({ probe: 'drain' })})`, legend: '{{region}} {{target}} {{finding}}' }],
+      queries: [
+        {
+          expr: `sum by (region, target, finding) (probefleet_findings${sel({ probe: 'drain' })})`,
+          legend: '{{region}} {{target}} {{finding}}',
+        },
+      ],
     },
     {
       title: 'Connections per request by body handling (drain)',
@@ -147,24 +224,41 @@ export const protocolsDashboard: Dashboard = {
     },
     {
       title: 'Load: answered requests per second (last run)',
-      description: 'Throughput of each load job: keep-alive connections (reused), a new connection per request (new), or HTTP/2 streams (h2); closed or open loop.',
+      description:
+        'Throughput of each load job: keep-alive connections (reused), a new connection per request (new), or HTTP/2 streams (h2); closed or open loop.',
       kind: 'timeseries',
       unit: 'reqps',
-      queries: [{ expr: `max by (region, target, mode, loop) (probefleet_load_requests_per_second${sel()})`, legend: '{{region}} {{target}} {{mode}} {{loop}}' }],
+      queries: [
+        {
+          expr: `max by (region, target, mode, loop) (probefleet_load_requests_per_second${sel()})`,
+          legend: '{{region}} {{target}} {{mode}} {{loop}}',
+        },
+      ],
     },
     {
       title: 'Load: p99 latency (last run)',
-      description: 'p99 latency of each load job from its HDR histogram (open loop: from the intended send time, so coordinated omission is corrected).',
+      description:
+        'p99 latency of each load job from its HDR histogram (open loop: from the intended send time, so coordinated omission is corrected).',
       kind: 'timeseries',
       unit: 's',
-      queries: [{ expr: `max by (region, target, mode, loop) (probefleet_load_latency_seconds${sel({ quantile: '0.99' })})`, legend: '{{region}} {{target}} {{mode}} {{loop}}' }],
+      queries: [
+        {
+          expr: `max by (region, target, mode, loop) (probefleet_load_latency_seconds${sel({ quantile: '0.99' })})`,
+          legend: '{{region}} {{target}} {{mode}} {{loop}}',
+        },
+      ],
     },
     {
       title: 'Other findings over time',
       description: 'Findings of the other probes (reuse, tls, http2, compression) in each run.',
       kind: 'timeseries',
       unit: 'none',
-      queries: [{ expr: `sum by (region, target, probe, finding) (probefleet_findings${sel({ probe: '!~"cors|drain"' })})`, legend: '{{region}} {{target}} {{finding}}' }],
+      queries: [
+        {
+          expr: `sum by (region, target, probe, finding) (probefleet_findings${sel({ probe: '!~"cors|drain"' })})`,
+          legend: '{{region}} {{target}} {{finding}}',
+        },
+      ],
     },
   ],
 };
@@ -172,80 +266,130 @@ export const protocolsDashboard: Dashboard = {
 export const fleetDashboard: Dashboard = {
   uid: 'probefleet-fleet',
   title: 'probefleet / Fleet',
-  description: 'Is the fleet measuring? Queue depth, job outcomes, worker liveness, the last successful run per region, push failures.',
+  description:
+    'Is the fleet measuring? Queue depth, job outcomes, worker liveness, the last successful run per region, push failures.',
   panels: [
     {
       title: 'Queue depth by region and state',
       description: "Jobs in each region's queue (coordinator /metrics).",
       kind: 'timeseries',
       unit: 'none',
-      queries: [{ expr: `sum by (region, state) (probefleet_queue_jobs${sel({}, { target: false })})`, legend: '{{region}} {{state}}' }],
+      queries: [
+        {
+          expr: `sum by (region, state) (probefleet_queue_jobs${sel({}, { target: false })})`,
+          legend: '{{region}} {{state}}',
+        },
+      ],
     },
     {
       title: 'Workers connected per region',
       description: "Workers connected to each region's queue (coordinator /metrics): 0 means the region's jobs wait.",
       kind: 'timeseries',
       unit: 'none',
-      queries: [{ expr: `sum by (region) (probefleet_queue_workers${sel({}, { target: false })})`, legend: '{{region}}' }],
+      queries: [
+        { expr: `sum by (region) (probefleet_queue_workers${sel({}, { target: false })})`, legend: '{{region}}' },
+      ],
     },
     {
       title: 'Last successful job per region',
       description: 'When a probe job last finished without error in each region (pushed by the workers).',
       kind: 'stat',
       unit: 'dateTimeFromNow',
-      queries: [{ expr: `max by (region) (probefleet_probe_last_success_timestamp_seconds${sel()}) * 1000`, legend: '{{region}}' }],
+      queries: [
+        {
+          expr: `max by (region) (probefleet_probe_last_success_timestamp_seconds${sel()}) * 1000`,
+          legend: '{{region}}',
+        },
+      ],
     },
     {
       title: 'Last run with results per region',
-      description: 'When the last run of any plan with results from the region finished; the nightly-run alert fires after 26 hours.',
+      description:
+        'When the last run of any plan with results from the region finished; the nightly-run alert fires after 26 hours.',
       kind: 'stat',
       unit: 'dateTimeFromNow',
-      queries: [{ expr: `max by (region) (probefleet_last_run_timestamp_seconds${sel({}, { target: false })}) * 1000`, legend: '{{region}}' }],
+      queries: [
+        {
+          expr: `max by (region) (probefleet_last_run_timestamp_seconds${sel({}, { target: false })}) * 1000`,
+          legend: '{{region}}',
+        },
+      ],
     },
     {
       title: 'Job outcomes of finished runs',
-      description: 'Jobs of the runs the coordinator finished in the window: ok, error (the target failed), failed (no result), not_run.',
+      description:
+        'Jobs of the runs the coordinator finished in the window: ok, error (the target failed), failed (no result), not_run.',
       kind: 'timeseries',
       unit: 'none',
-      queries: [{ expr: `sum by (region, outcome) (increase(probefleet_run_jobs_total${sel({}, { target: false })}[${w}]))`, legend: '{{region}} {{outcome}}' }],
+      queries: [
+        {
+          expr: `sum by (region, outcome) (increase(probefleet_run_jobs_total${sel({}, { target: false })}[${w}]))`,
+          legend: '{{region}} {{outcome}}',
+        },
+      ],
     },
     {
       title: 'Probe jobs by probe and outcome',
-      description: 'Jobs the workers ran in the window: ok, or the error code of a job that could not measure everything.',
+      description:
+        'Jobs the workers ran in the window: ok, or the error code of a job that could not measure everything.',
       kind: 'timeseries',
       unit: 'none',
-      queries: [{ expr: `sum by (probe, outcome) (increase(probefleet_probe_jobs_total${sel()}[${w}]))`, legend: '{{probe}} {{outcome}}' }],
+      queries: [
+        {
+          expr: `sum by (probe, outcome) (increase(probefleet_probe_jobs_total${sel()}[${w}]))`,
+          legend: '{{probe}} {{outcome}}',
+        },
+      ],
     },
     {
       title: "Worker liveness: time since each worker's last job",
       description: 'Per pushing process (region, instance): how long ago it last finished a job.',
       kind: 'timeseries',
       unit: 's',
-      queries: [{ expr: `time() - max by (region, instance) (probefleet_probe_last_run_timestamp_seconds${sel()})`, legend: '{{region}} {{instance}}' }],
+      queries: [
+        {
+          expr: `time() - max by (region, instance) (probefleet_probe_last_run_timestamp_seconds${sel()})`,
+          legend: '{{region}} {{instance}}',
+        },
+      ],
     },
     {
       title: 'Jobs taken per worker',
-      description: 'Jobs each scraped worker took in the window (worker /metrics), by outcome, and the jobs running now.',
+      description:
+        'Jobs each scraped worker took in the window (worker /metrics), by outcome, and the jobs running now.',
       kind: 'timeseries',
       unit: 'none',
       queries: [
-        { expr: `sum by (region, instance, outcome) (increase(probefleet_worker_jobs_total${sel({}, { target: false })}[${w}]))`, legend: '{{region}} {{instance}} {{outcome}}' },
-        { expr: `sum by (region, instance) (probefleet_worker_jobs_in_flight${sel({}, { target: false })})`, legend: '{{region}} {{instance}} running' },
+        {
+          expr: `sum by (region, instance, outcome) (increase(probefleet_worker_jobs_total${sel({}, { target: false })}[${w}]))`,
+          legend: '{{region}} {{instance}} {{outcome}}',
+        },
+        {
+          expr: `sum by (region, instance) (probefleet_worker_jobs_in_flight${sel({}, { target: false })})`,
+          legend: '{{region}} {{instance}} running',
+        },
       ],
     },
     {
       title: 'Runs finished',
-      description: 'Runs the coordinator turned into reports in the window: complete, or partial (some jobs without a result).',
+      description:
+        'Runs the coordinator turned into reports in the window: complete, or partial (some jobs without a result).',
       kind: 'timeseries',
       unit: 'none',
       queries: [{ expr: `sum by (outcome) (increase(probefleet_runs_total[${w}]))`, legend: '{{outcome}}' }],
     },
     {
       title: 'Pushgateway push failures',
-      description: 'Pushes that failed after their retries, per process (worker and coordinator /metrics); the measurements went on without them.',
+      description:
+        'Pushes that failed after their retries, per process (worker and coordinator /metrics); the measurements went on without them.',
       kind: 'timeseries',
       unit: 'none',
-      queries: [{ expr: `sum by (job, instance, group) (increase(probefleet_push_failures_total[${w}]))`, legend: '{{job}} {{instance}} {{group}}' }],
+      queries: [
+        {
+          expr: `sum by (job, instance, group) (increase(probefleet_push_failures_total[${w}]))`,
+          legend: '{{job}} {{instance}} {{group}}',
+        },
+      ],
     },
   ],
 };

@@ -2,9 +2,23 @@
 // and these helpers give every probefleet dashboard the same datasource, template variables,
 // layout and legends. The SDK builds classic dashboard JSON (what Grafana's file provisioning
 // loads).
-import { DashboardBuilder, DashboardCursorSync, DatasourceVariableBuilder, CustomVariableBuilder, QueryVariableBuilder, VariableRefresh, VariableSort } from '@grafana/grafana-foundation-sdk/dashboard';
+import {
+  DashboardBuilder,
+  DashboardCursorSync,
+  DatasourceVariableBuilder,
+  CustomVariableBuilder,
+  QueryVariableBuilder,
+  VariableRefresh,
+  VariableSort,
+} from '@grafana/grafana-foundation-sdk/dashboard';
 import { PanelBuilder as BarGaugePanelBuilder } from '@grafana/grafana-foundation-sdk/bargauge';
-import { LegendDisplayMode, LegendPlacement, ReduceDataOptionsBuilder, VisibilityMode, VizLegendOptionsBuilder } from '@grafana/grafana-foundation-sdk/common';
+import {
+  LegendDisplayMode,
+  LegendPlacement,
+  ReduceDataOptionsBuilder,
+  VisibilityMode,
+  VizLegendOptionsBuilder,
+} from '@grafana/grafana-foundation-sdk/common';
 import { DataqueryBuilder } from '@grafana/grafana-foundation-sdk/prometheus';
 import { PanelBuilder as StatPanelBuilder } from '@grafana/grafana-foundation-sdk/stat';
 import { PanelBuilder as TimeseriesPanelBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
@@ -80,9 +94,16 @@ export function buildDashboard(spec: Dashboard): object {
     .tooltip(DashboardCursorSync.Crosshair)
     .time({ from: 'now-30d', to: 'now' })
     .refresh('5m')
-    .withVariable(new DatasourceVariableBuilder('datasource').label('Prometheus').type('prometheus').current({ text: 'Prometheus (probefleet)', value: DATASOURCE_UID }))
+    .withVariable(
+      new DatasourceVariableBuilder('datasource')
+        .label('Prometheus')
+        .type('prometheus')
+        .current({ text: 'Prometheus (probefleet)', value: DATASOURCE_UID }),
+    )
     .withVariable(labelVariable('region', 'Region', 'label_values(probefleet_probe_jobs_total, region)'))
-    .withVariable(labelVariable('target', 'Target', 'label_values(probefleet_probe_jobs_total{region=~"$region"}, target)'))
+    .withVariable(
+      labelVariable('target', 'Target', 'label_values(probefleet_probe_jobs_total{region=~"$region"}, target)'),
+    )
     .withVariable(
       new CustomVariableBuilder('window')
         .label('Window')
@@ -107,10 +128,17 @@ export function buildDashboard(spec: Dashboard): object {
 
 function panelBuilder(panel: Panel) {
   const targets = panel.queries.map((q, i) => {
-    const query = new DataqueryBuilder().expr(q.expr).legendFormat(q.legend).refId(String.fromCharCode(65 + i));
+    const query = new DataqueryBuilder()
+      .expr(q.expr)
+      .legendFormat(q.legend)
+      .refId(String.fromCharCode(65 + i));
     return panel.kind === 'timeseries' ? query.range() : query.instant();
   });
-  const legend = new VizLegendOptionsBuilder().showLegend(true).displayMode(LegendDisplayMode.Table).placement(LegendPlacement.Bottom).calcs(['lastNotNull', 'max']);
+  const legend = new VizLegendOptionsBuilder()
+    .showLegend(true)
+    .displayMode(LegendDisplayMode.Table)
+    .placement(LegendPlacement.Bottom)
+    .calcs(['lastNotNull', 'max']);
   const lastValue = new ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false);
   const common = <B extends TimeseriesPanelBuilder | StatPanelBuilder | BarGaugePanelBuilder>(b: B): B => {
     b.title(panel.title).description(panel.description).datasource(DATASOURCE).unit(panel.unit);
@@ -119,7 +147,11 @@ function panelBuilder(panel: Panel) {
   };
   switch (panel.kind) {
     case 'timeseries':
-      return common(new TimeseriesPanelBuilder()).legend(legend).spanNulls(false).showPoints(VisibilityMode.Always).pointSize(5);
+      return common(new TimeseriesPanelBuilder())
+        .legend(legend)
+        .spanNulls(false)
+        .showPoints(VisibilityMode.Always)
+        .pointSize(5);
     case 'stat':
       return common(new StatPanelBuilder()).reduceOptions(lastValue);
     case 'bargauge':

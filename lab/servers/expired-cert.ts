@@ -9,5 +9,11 @@ export const expiredCertServer: LabServerSpec = {
   scheme: 'https',
   description: 'HTTPS with a lab-CA certificate that expired yesterday',
   create: async ({ ca, certHosts }) =>
-    labHttpsServer(await ca.issue({ hosts: certHosts, notBefore: new Date(Date.now() - 90 * DAY_MS), notAfter: new Date(Date.now() - DAY_MS) })),
+    labHttpsServer(
+      await ca.issue({
+        hosts: certHosts,
+        notBefore: new Date(Date.now() - 90 * DAY_MS),
+        notAfter: new Date(Date.now() - DAY_MS),
+      }),
+    ),
 };

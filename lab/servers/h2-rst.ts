@@ -6,6 +6,8 @@ export const h2RstServer: LabServerSpec = {
   name: 'h2-rst',
   offset: 29,
   scheme: 'https',
-  description: 'HTTPS with ALPN h2: every HTTP/2 response stops after part of its body with RST_STREAM (INTERNAL_ERROR); the connection stays up',
-  create: ({ serverCert }) => interruptingH2Server(serverCert, (stream) => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR)),
+  description:
+    'HTTPS with ALPN h2: every HTTP/2 response stops after part of its body with RST_STREAM (INTERNAL_ERROR); the connection stays up',
+  create: ({ serverCert }) =>
+    interruptingH2Server(serverCert, (stream) => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR)),
 };

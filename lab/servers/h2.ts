@@ -15,7 +15,13 @@ export const h2Server: LabServerSpec = {
   description: 'HTTPS with ALPN h2 and http/1.1 (HTTP/2, and HTTP/1.1 for clients that ask), TLS 1.2 and 1.3',
   create: ({ serverCert }) =>
     http2.createSecureServer(
-      { key: serverCert.keyPem, cert: serverCert.certPem, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.3', allowHTTP1: true },
+      {
+        key: serverCert.keyPem,
+        cert: serverCert.certPem,
+        minVersion: 'TLSv1.2',
+        maxVersion: 'TLSv1.3',
+        allowHTTP1: true,
+      },
       handleLabH2Request,
     ),
 };

@@ -24,7 +24,8 @@ export const h2cServer: LabServerSpec = {
   name: 'h2c',
   offset: 4,
   scheme: 'http',
-  description: 'HTTP/2 without TLS: prior knowledge, and Upgrade: h2c (101, the answer on stream 1, GOAWAY); else HTTP/1.1',
+  description:
+    'HTTP/2 without TLS: prior knowledge, and Upgrade: h2c (101, the answer on stream 1, GOAWAY); else HTTP/1.1',
   create: () => {
     const h2 = http2.createServer(handleLabH2Request);
     const h1 = http.createServer({ keepAliveTimeout: 60_000 }, handleLabRequest);
@@ -69,7 +70,12 @@ function answerUpgrade(req: IncomingMessage, stream: Duplex, head: Buffer): void
   socket.write(
     Buffer.concat([
       encodeFrame(FRAME_TYPE.SETTINGS, 0, 0), // the server's connection preface
-      encodeFrame(FRAME_TYPE.HEADERS, FRAME_FLAG.END_HEADERS, 1, Buffer.concat([Buffer.from([known ? STATUS_200 : STATUS_404]), CONTENT_TYPE_TEXT])),
+      encodeFrame(
+        FRAME_TYPE.HEADERS,
+        FRAME_FLAG.END_HEADERS,
+        1,
+        Buffer.concat([Buffer.from([known ? STATUS_200 : STATUS_404]), CONTENT_TYPE_TEXT]),
+      ),
       encodeFrame(FRAME_TYPE.DATA, FRAME_FLAG.END_STREAM, 1, body),
     ]),
   );

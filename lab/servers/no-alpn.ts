@@ -12,6 +12,8 @@ export const noAlpnServer: LabServerSpec = {
   // server offers none.
   create: ({ serverCert }) => {
     const http1 = http.createServer({ keepAliveTimeout: 60_000 }, handleLabRequest);
-    return tls.createServer({ key: serverCert.keyPem, cert: serverCert.certPem, minVersion: 'TLSv1.2' }, (socket) => http1.emit('connection', socket));
+    return tls.createServer({ key: serverCert.keyPem, cert: serverCert.certPem, minVersion: 'TLSv1.2' }, (socket) =>
+      http1.emit('connection', socket),
+    );
   },
 };

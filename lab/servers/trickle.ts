@@ -9,7 +9,8 @@ export const trickleServer: LabServerSpec = {
   name: 'trickle',
   offset: 23,
   scheme: 'http',
-  description: 'HTTP/1.1 whose body comes 16 bytes every 100 ms (64 KiB in 7 minutes): no gap is long, the whole is past any time bound',
+  description:
+    'HTTP/1.1 whose body comes 16 bytes every 100 ms (64 KiB in 7 minutes): no gap is long, the whole is past any time bound',
   create: () =>
     http.createServer((req, res) => {
       req.url = SLOW_TRICKLE;

@@ -19,7 +19,10 @@ export async function nfqDelayBinary(): Promise<string> {
   } catch (err) {
     throw new Error(`the NFQUEUE delay helper's source is missing at ${NFQ_DELAY_SOURCE}: ${(err as Error).message}`);
   }
-  const dir = path.join(tmpdir(), `probefleet-nfq-delay-${createHash('sha256').update(source).digest('hex').slice(0, 12)}`);
+  const dir = path.join(
+    tmpdir(),
+    `probefleet-nfq-delay-${createHash('sha256').update(source).digest('hex').slice(0, 12)}`,
+  );
   const binary = path.join(dir, 'nfq-delay');
   if (existsSync(binary)) return binary;
 
@@ -27,7 +30,9 @@ export async function nfqDelayBinary(): Promise<string> {
   // Parallel setups may compile at once: each writes its own file, the rename is atomic.
   const partial = `${binary}.${randomBytes(4).toString('hex')}`;
   try {
-    await run('gcc', ['-O2', '-Wall', '-o', partial, NFQ_DELAY_SOURCE, '-lnetfilter_queue', '-lnfnetlink'], { timeoutMs: 60_000 });
+    await run('gcc', ['-O2', '-Wall', '-o', partial, NFQ_DELAY_SOURCE, '-lnetfilter_queue', '-lnfnetlink'], {
+      timeoutMs: 60_000,
+    });
   } catch (err) {
     await rm(partial, { force: true });
     const stderr = err instanceof CommandError ? err.stderr : (err as Error).message;

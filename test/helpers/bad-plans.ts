@@ -20,7 +20,9 @@ export async function badPlans(): Promise<BadPlan[]> {
     names.map(async (name) => {
       const file = `${BAD_PLANS_DIR}/${name}`;
       const text = await readFile(path.join(REPO_ROOT, file), 'utf8');
-      const expected = [...text.matchAll(/^# expect: (\d+:\d+) (.*)$/gm)].map(([, at, rest]) => `${file}:${at}: ${rest}`);
+      const expected = [...text.matchAll(/^# expect: (\d+:\d+) (.*)$/gm)].map(
+        ([, at, rest]) => `${file}:${at}: ${rest}`,
+      );
       return { file, expected };
     }),
   );

@@ -34,7 +34,10 @@ export interface ComposeService {
 
 /** Compose's interpolation where the variable is unset: `${X:-default}` and `${X-default}` give the default, `${X}` "". */
 export function interpolateDefaults(value: string): string {
-  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}/g, (_, _name, fallback: string | undefined) => fallback ?? '');
+  return value.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}/g,
+    (_, _name, fallback: string | undefined) => fallback ?? '',
+  );
 }
 
 export function loadCompose(file = path.join(DEPLOY_DIR, 'compose.yaml')): Map<string, ComposeService> {
@@ -45,17 +48,31 @@ export function loadCompose(file = path.join(DEPLOY_DIR, 'compose.yaml')): Map<s
     if (!isObject(raw)) throw new Error(`${file}: service ${name} is not a mapping`);
     const environment: Record<string, string> = {};
     if (isObject(raw.environment)) {
-      for (const [key, value] of Object.entries(raw.environment)) environment[key] = interpolateDefaults(String(value ?? ''));
+      for (const [key, value] of Object.entries(raw.environment))
+        environment[key] = interpolateDefaults(String(value ?? ''));
     } else if (raw.environment !== undefined) {
       throw new Error(`${file}: ${name}.environment: write it as a mapping`);
     }
     const binds = new Map<string, string>();
     for (const volume of (raw.volumes as unknown[] | undefined) ?? []) {
       const [source, target] = String(volume).split(':');
-      if (source!.startsWith('.') || source!.startsWith('/')) binds.set(target!, path.resolve(path.dirname(file), source!));
+      if (source!.startsWith('.') || source!.startsWith('/'))
+        binds.set(target!, path.resolve(path.dirname(file), source!));
     }
-    const command = raw.command === undefined ? [] : Array.isArray(raw.command) ? raw.command.map(String) : String(raw.command).split(/\s+/);
-    services.set(name, { name, ...(typeof raw.image === 'string' ? { image: raw.image } : {}), command, environment, binds, raw });
+    const command =
+      raw.command === undefined
+        ? []
+        : Array.isArray(raw.command)
+          ? raw.command.map(String)
+          : String(raw.command).split(/\s+/);
+    services.set(name, {
+      name,
+      ...(typeof raw.image === 'string' ? { image: raw.image } : {}),
+      command,
+      environment,
+      binds,
+      raw,
+    });
   }
   return services;
 }
@@ -111,8 +128,14 @@ export interface DockerInstruction {
 
 /** The Dockerfile's instructions (continuations joined, comments dropped), each with its stage's name. */
 export function readDockerfile(file = path.join(REPO_ROOT, 'Dockerfile')): DockerInstruction[] {
-  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => !/^\s*#/.test(l));
-  const joined = lines.join('\n').replace(/\\\n/g, ' ').split('\n').filter((l) => l.trim() !== '');
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => !/^\s*#/.test(l));
+  const joined = lines
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   let stage = '';
   return joined.map((line) => {
     const [, keyword, args] = /^\s*(\S+)\s*(.*)$/.exec(line)!;
@@ -138,7 +161,14 @@ export interface Manifest extends Yaml {
 
 const KUSTOMIZATION_FIELDS = new Set(['apiVersion', 'kind', 'resources', 'patches', 'configMapGenerator']);
 /** Strategic merge keys of the lists deploy/k8s patches (as in the Kubernetes API's patchMergeKey). */
-const MERGE_KEYS: Record<string, string> = { containers: 'name', initContainers: 'name', volumes: 'name', env: 'name', volumeMounts: 'mountPath', ports: 'containerPort' };
+const MERGE_KEYS: Record<string, string> = {
+  containers: 'name',
+  initContainers: 'name',
+  volumes: 'name',
+  env: 'name',
+  volumeMounts: 'mountPath',
+  ports: 'containerPort',
+};
 
 export function readManifests(file: string): Manifest[] {
   return parseAllDocuments(readFileSync(file, 'utf8'))
@@ -148,7 +178,13 @@ export function readManifests(file: string): Manifest[] {
     })
     .filter((doc) => doc !== null)
     .map((doc) => {
-      if (!isObject(doc) || typeof doc.apiVersion !== 'string' || typeof doc.kind !== 'string' || !isObject(doc.metadata) || typeof doc.metadata.name !== 'string') {
+      if (
+        !isObject(doc) ||
+        typeof doc.apiVersion !== 'string' ||
+        typeof doc.kind !== 'string' ||
+        !isObject(doc.metadata) ||
+        typeof doc.metadata.name !== 'string'
+      ) {
         throw new Error(`${file}: a document without apiVersion, kind and metadata.name`);
       }
       return doc as Manifest;
@@ -156,7 +192,8 @@ export function readManifests(file: string): Manifest[] {
 }
 
 function strategicMerge(base: unknown, patch: unknown, key = ''): unknown {
-  if (isObject(patch) && '$patch' in patch) throw new Error(`$patch directives are not supported by this render (at ${key})`);
+  if (isObject(patch) && '$patch' in patch)
+    throw new Error(`$patch directives are not supported by this render (at ${key})`);
   if (Array.isArray(patch)) {
     const mergeKey = MERGE_KEYS[key];
     if (!mergeKey || !Array.isArray(base)) return patch;
@@ -185,7 +222,12 @@ function renameConfigMapRefs(value: unknown, names: Map<string, string>, key = '
   if (!isObject(value)) return value;
   const out: Yaml = {};
   for (const [k, v] of Object.entries(value)) out[k] = renameConfigMapRefs(v, names, k);
-  if (['configMap', 'configMapRef', 'configMapKeyRef'].includes(key) && typeof out.name === 'string' && names.has(out.name)) out.name = names.get(out.name);
+  if (
+    ['configMap', 'configMapRef', 'configMapKeyRef'].includes(key) &&
+    typeof out.name === 'string' &&
+    names.has(out.name)
+  )
+    out.name = names.get(out.name);
   return out;
 }
 
@@ -206,7 +248,8 @@ export function renderKustomization(dir: string): Rendered {
   const k = readYaml(file);
   if (!isObject(k)) throw new Error(`${file}: not a mapping`);
   const unsupported = Object.keys(k).filter((f) => !KUSTOMIZATION_FIELDS.has(f));
-  if (unsupported.length > 0) throw new Error(`${file}: ${unsupported.join(', ')}: not supported by test/helpers/deploy.ts's render`);
+  if (unsupported.length > 0)
+    throw new Error(`${file}: ${unsupported.join(', ')}: not supported by test/helpers/deploy.ts's render`);
   let manifests: Manifest[] = [];
   const generated: string[] = [];
   for (const resource of (k.resources as string[] | undefined) ?? []) {
@@ -223,7 +266,12 @@ export function renderKustomization(dir: string): Rendered {
   const renames = new Map<string, string>();
   for (const generator of (k.configMapGenerator as Yaml[] | undefined) ?? []) {
     const name = String(generator.name);
-    const data = Object.fromEntries(((generator.files as string[] | undefined) ?? []).map((f) => [path.basename(f), readFileSync(path.join(dir, f), 'utf8')]));
+    const data = Object.fromEntries(
+      ((generator.files as string[] | undefined) ?? []).map((f) => [
+        path.basename(f),
+        readFileSync(path.join(dir, f), 'utf8'),
+      ]),
+    );
     const hash = createHash('sha256').update(JSON.stringify({ name, data })).digest('hex').slice(0, 10);
     renames.set(name, `${name}-${hash}`);
     generated.push(name);
@@ -231,10 +279,14 @@ export function renderKustomization(dir: string): Rendered {
   }
   manifests = manifests.map((m) => renameConfigMapRefs(m, renames) as Manifest);
   for (const patch of (k.patches as Yaml[] | undefined) ?? []) {
-    if (typeof patch.path !== 'string' || Object.keys(patch).length !== 1) throw new Error(`${file}: only patches given by path are supported`);
+    if (typeof patch.path !== 'string' || Object.keys(patch).length !== 1)
+      throw new Error(`${file}: only patches given by path are supported`);
     for (const p of readManifests(path.join(dir, patch.path))) {
       const at = manifests.findIndex((m) => m.kind === p.kind && m.metadata.name === p.metadata.name);
-      if (at === -1) throw new Error(`${file}: patch ${patch.path} targets ${p.kind}/${p.metadata.name}, which is not among the resources`);
+      if (at === -1)
+        throw new Error(
+          `${file}: patch ${patch.path} targets ${p.kind}/${p.metadata.name}, which is not among the resources`,
+        );
       manifests[at] = strategicMerge(manifests[at], p) as Manifest;
     }
   }
@@ -246,7 +298,13 @@ export function podSpecs(manifests: Manifest[]): { owner: Manifest; spec: Yaml; 
   return manifests.flatMap((m) => {
     const template = isObject(m.spec) && isObject(m.spec.template) ? m.spec.template : undefined;
     if (!template || !isObject(template.spec)) return [];
-    return [{ owner: m, spec: template.spec, labels: (isObject(template.metadata) && isObject(template.metadata.labels) ? template.metadata.labels : {}) }];
+    return [
+      {
+        owner: m,
+        spec: template.spec,
+        labels: isObject(template.metadata) && isObject(template.metadata.labels) ? template.metadata.labels : {},
+      },
+    ];
   });
 }
 
@@ -274,7 +332,8 @@ export function runtimeFiles(entry: string): Set<string> {
     if (!existsSync(file)) throw new Error(`${relative} is referenced but does not exist (npm run build?)`);
     seen.add(relative);
     if (!file.endsWith('.js')) continue;
-    for (const match of readFileSync(file, 'utf8').matchAll(RELATIVE_REFERENCE)) pending.push(path.resolve(path.dirname(file), match[1]!));
+    for (const match of readFileSync(file, 'utf8').matchAll(RELATIVE_REFERENCE))
+      pending.push(path.resolve(path.dirname(file), match[1]!));
   }
   return seen;
 }

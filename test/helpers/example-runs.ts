@@ -36,13 +36,23 @@ function capCounts(plan: Plan, caps: Record<string, number>): Plan {
   return {
     ...plan,
     experiments: plan.experiments.map(
-      (e) => Object.fromEntries(Object.entries(e).map(([key, value]) => [key, typeof value === 'number' && key in caps ? Math.min(value, caps[key]) : value])) as typeof e,
+      (e) =>
+        Object.fromEntries(
+          Object.entries(e).map(([key, value]) => [
+            key,
+            typeof value === 'number' && key in caps ? Math.min(value, caps[key]) : value,
+          ]),
+        ) as typeof e,
     ),
   };
 }
 
 /** Runs every job of the plan, region by region, and returns the run report as its JSON reads back. */
-export async function runPlanText(text: string, file: string, options: { runId?: string; caps?: Record<string, number> } = {}): Promise<RunReport> {
+export async function runPlanText(
+  text: string,
+  file: string,
+  options: { runId?: string; caps?: Record<string, number> } = {},
+): Promise<RunReport> {
   const parsed = await parsePlan(text, file);
   const loaded: LoadedPlan = options.caps ? { ...parsed, plan: capCounts(parsed.plan, options.caps) } : parsed;
   const runId = options.runId ?? 'example-run';
@@ -50,12 +60,28 @@ export async function runPlanText(text: string, file: string, options: { runId?:
   const startedAt = new Date();
   const results: ProbeResult[] = [];
   for (const region of loaded.plan.regions) {
-    results.push(...(await runEmbedded(jobs.filter((j) => j.region === region), { log, region, progress: quiet })));
+    results.push(
+      ...(await runEmbedded(
+        jobs.filter((j) => j.region === region),
+        { log, region, progress: quiet },
+      )),
+    );
   }
-  const report = buildRunReport({ runId, mode: 'embedded', plan: loaded.plan, startedAt, finishedAt: new Date(), results });
+  const report = buildRunReport({
+    runId,
+    mode: 'embedded',
+    plan: loaded.plan,
+    startedAt,
+    finishedAt: new Date(),
+    results,
+  });
   return runReportSchema.parse(JSON.parse(JSON.stringify(report))) as RunReport;
 }
 
-export async function runExamplePlan(lab: Lab, file: string, options: { runId?: string; caps?: Record<string, number> } = {}): Promise<RunReport> {
+export async function runExamplePlan(
+  lab: Lab,
+  file: string,
+  options: { runId?: string; caps?: Record<string, number> } = {},
+): Promise<RunReport> {
   return runPlanText(await examplePlanFor(lab, file), file, options);
 }

@@ -7,7 +7,9 @@ import { DEFAULT_LAB_PORT, LAB_SERVERS, type Lab } from '../../lab/index.js';
 import { REPO_ROOT } from './repo.js';
 
 export async function everyProbePlan(lab: Lab, name: string, regions: string[] = ['local']): Promise<string> {
-  const plan = parse(await readFile(path.join(REPO_ROOT, 'examples/metrics-lab.yaml'), 'utf8')) as { targets: { url: string }[] };
+  const plan = parse(await readFile(path.join(REPO_ROOT, 'examples/metrics-lab.yaml'), 'utf8')) as {
+    targets: { url: string }[];
+  };
   for (const target of plan.targets) {
     const url = new URL(target.url);
     const spec = LAB_SERVERS.find((s) => DEFAULT_LAB_PORT + s.offset === Number(url.port));

@@ -24,12 +24,58 @@ const ALIAS_PLACEHOLDER = 'probefleet-alias-placeholder';
 /** Keys a mapping should not have: numbers, collections. */
 const ODD_KEYS: unknown[] = [5, 1.5, true, null, ['a', 'b'], { a: 1 }];
 /** Values of every YAML type, for a field that expects another. */
-const OTHER_VALUES: unknown[] = [0, -1, 1e21, 2.5, '', 'x', 'http://', true, null, [], ['a', 1], {}, { a: { b: [null] } }];
+const OTHER_VALUES: unknown[] = [
+  0,
+  -1,
+  1e21,
+  2.5,
+  '',
+  'x',
+  'http://',
+  true,
+  null,
+  [],
+  ['a', 1],
+  {},
+  { a: { b: [null] } },
+];
 /** What a hand-edited or damaged file may hold: YAML indicators, controls, NUL, a BOM, invalid UTF-8 (as it decodes). */
-const GARBAGE = [':', '-', '- ', '[', ']', '{', '}', '"', "'", '&a', '*a', '!!binary', '%YAML 1.1', '? ', '|', '>', '#', '\t', '\r', '\0', '\u001b[0m', '\uFEFF', '\u2028', '---', '...', '\n  ', '\uFFFD\uFFFD', '😀'];
+const GARBAGE = [
+  ':',
+  '-',
+  '- ',
+  '[',
+  ']',
+  '{',
+  '}',
+  '"',
+  "'",
+  '&a',
+  '*a',
+  '!!binary',
+  '%YAML 1.1',
+  '? ',
+  '|',
+  '>',
+  '#',
+  '\t',
+  '\r',
+  '\0',
+  '\u001b[0m',
+  '\uFEFF',
+  '\u2028',
+  '---',
+  '...',
+  '\n  ',
+  '\uFFFD\uFFFD',
+  '😀',
+];
 
 /** A change to one key: value pair of the parsed document; the text unchanged when there is none to change, or it cannot be written back. */
-function onAPair(change: (pair: Pair, doc: Document, map: YAMLMap, random: Random) => void, after: (text: string) => string = (t) => t) {
+function onAPair(
+  change: (pair: Pair, doc: Document, map: YAMLMap, random: Random) => void,
+  after: (text: string) => string = (t) => t,
+) {
   return (text: string, random: Random): string => {
     const doc = parseDocument(text);
     const pairs = pairsOf(doc);
@@ -46,8 +92,12 @@ function onAPair(change: (pair: Pair, doc: Document, map: YAMLMap, random: Rando
 
 const MUTATIONS: Record<string, (text: string, random: Random) => string> = {
   'delete a key': onAPair((pair, _doc, map) => map.items.splice(map.items.indexOf(pair), 1)),
-  "change a value's type": onAPair((pair, doc, _map, random) => (pair.value = doc.createNode(pick(random, OTHER_VALUES)))),
-  'replace a key with an odd one': onAPair((pair, doc, _map, random) => (pair.key = doc.createNode(pick(random, ODD_KEYS)))),
+  "change a value's type": onAPair(
+    (pair, doc, _map, random) => (pair.value = doc.createNode(pick(random, OTHER_VALUES))),
+  ),
+  'replace a key with an odd one': onAPair(
+    (pair, doc, _map, random) => (pair.key = doc.createNode(pick(random, ODD_KEYS))),
+  ),
   // The YAML library will not write an alias to an anchor that is never set: put it in as text.
   'replace a value with an alias': onAPair(
     (pair, doc) => (pair.value = doc.createNode(ALIAS_PLACEHOLDER)),

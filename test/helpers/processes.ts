@@ -20,7 +20,11 @@ export interface CliProcess {
 /** `wrapper`: a command the CLI runs under, as a container's entry point does (e.g. tini --). */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, wrapper: string[] = []): CliProcess {
   const [command, ...rest] = [...wrapper, process.execPath, CLI, ...args];
-  const child = spawn(command!, rest, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command!, rest, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
   child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
   child.stdout!.resume();
@@ -47,8 +51,17 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, wrapper: s
 
 /** A worker process for a region, on the given Redis and prefix, allowed to reach the lab on
  * loopback (add `--no-allow-loopback` to `extra` to refuse it); resolves once it takes jobs. */
-export async function startWorkerProcess(region: string, redisUrl: string, prefix: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<CliProcess> {
-  const worker = spawnCli(['worker', '--region', region, '--redis', redisUrl, '--prefix', prefix, '--allow-loopback', ...extra], env);
+export async function startWorkerProcess(
+  region: string,
+  redisUrl: string,
+  prefix: string,
+  extra: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<CliProcess> {
+  const worker = spawnCli(
+    ['worker', '--region', region, '--redis', redisUrl, '--prefix', prefix, '--allow-loopback', ...extra],
+    env,
+  );
   await worker.waitFor(/"msg":"worker ready"/);
   return worker;
 }

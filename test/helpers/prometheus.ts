@@ -6,7 +6,14 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { PROMETHEUS_BINARIES } from '../../common/prometheus-server.js';
 
-export { PROMETHEUS_BINARIES, startPrometheus, startPushgateway, type Prometheus, type PromSample, type Pushgateway } from '../../common/prometheus-server.js';
+export {
+  PROMETHEUS_BINARIES,
+  startPrometheus,
+  startPushgateway,
+  type Prometheus,
+  type PromSample,
+  type Pushgateway,
+} from '../../common/prometheus-server.js';
 
 export function onPath(command: string): boolean {
   try {

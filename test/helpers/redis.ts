@@ -75,7 +75,21 @@ export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnR
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-redis-'));
   const port = await freePort();
   const url = options.url?.(port) ?? `redis://127.0.0.1:${port}`;
-  const args = ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', ...(options.args?.(port, dir) ?? [])];
+  const args = [
+    '--bind',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'always',
+    ...(options.args?.(port, dir) ?? []),
+  ];
   await options.prepare?.(dir);
   let server: RedisServer | undefined;
   const start = async () => {

@@ -12,12 +12,20 @@ export interface CliOutcome {
 }
 
 /** Runs the real `probefleet` binary from the repository root. */
-export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliOutcome> {
+export function runCli(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<CliOutcome> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [CLI, ...args],
-      { cwd: REPO_ROOT, env: { ...process.env, ...options.env }, timeout: options.timeoutMs ?? 120_000, maxBuffer: 16 << 20 },
+      {
+        cwd: REPO_ROOT,
+        env: { ...process.env, ...options.env },
+        timeout: options.timeoutMs ?? 120_000,
+        maxBuffer: 16 << 20,
+      },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
         resolve({ code, stdout, stderr });

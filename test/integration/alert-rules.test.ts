@@ -33,6 +33,9 @@ test('promtool test rules: every alert fires for its series and not for the othe
 
 test('promtool check config: the example Prometheus configuration is valid', needsPrometheus, async () => {
   requirePrometheus();
-  const { code, output } = await promtool(['check', 'config', '--syntax-only', 'prometheus.yml'], path.join(REPO_ROOT, 'dashboards/prometheus'));
+  const { code, output } = await promtool(
+    ['check', 'config', '--syntax-only', 'prometheus.yml'],
+    path.join(REPO_ROOT, 'dashboards/prometheus'),
+  );
   assert.equal(code, 0, output);
 });

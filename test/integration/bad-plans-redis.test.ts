@@ -10,7 +10,14 @@ import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } fr
 import { runCli } from '../helpers/repo.js';
 
 /** One of each kind: YAML, schema, cross-field, and a problem found only when reading the CA file. */
-const REFUSED = ['yaml-syntax', 'unknown-probe', 'bad-cron', 'duplicate-target', 'duplicate-experiment-target', 'missing-ca-file'];
+const REFUSED = [
+  'yaml-syntax',
+  'unknown-probe',
+  'bad-cron',
+  'duplicate-target',
+  'duplicate-experiment-target',
+  'missing-ca-file',
+];
 
 describe('bad plans and Redis', needsRedis, () => {
   const prefix = testPrefix();
@@ -27,7 +34,15 @@ describe('bad plans and Redis', needsRedis, () => {
   });
 
   test('a valid plan submitted with --detach writes keys under the prefix (the control)', async () => {
-    const { code, stderr } = await runCli(['run', 'examples/lecture-keepalive.yaml', '--redis', TEST_REDIS_URL, '--prefix', prefix, '--detach']);
+    const { code, stderr } = await runCli([
+      'run',
+      'examples/lecture-keepalive.yaml',
+      '--redis',
+      TEST_REDIS_URL,
+      '--prefix',
+      prefix,
+      '--detach',
+    ]);
     assert.equal(code, 0, stderr);
     assert.ok((await keys()).length > 0);
     await deletePrefix(TEST_REDIS_URL, prefix);

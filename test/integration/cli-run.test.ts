@@ -12,16 +12,23 @@ test('probefleet run --lab examples/lecture-keepalive.yaml prints the table and 
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
   const json = path.join(dir, 'run.json');
   // REDIS_URL empty: embedded even where the environment names a Redis.
-  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/lecture-keepalive.yaml', '--json', json], { timeoutMs: 300_000, env: { REDIS_URL: '' } });
+  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/lecture-keepalive.yaml', '--json', json], {
+    timeoutMs: 300_000,
+    env: { REDIS_URL: '' },
+  });
   assert.equal(code, 0, stderr);
 
   const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
   assert.equal(report.schema, 'probefleet.run/v1');
   assert.equal(report.mode, 'embedded');
   assert.equal(report.results.length, 8);
-  assert.ok(report.results.every((r) => r.ok && r.region === 'local'), 'every job measured');
+  assert.ok(
+    report.results.every((r) => r.ok && r.region === 'local'),
+    'every job measured',
+  );
 
-  const row = (target: string, mode: string) => report.results.find((r) => r.target === target && r.probe === 'reuse' && r.variant.mode === mode)!;
+  const row = (target: string, mode: string) =>
+    report.results.find((r) => r.target === target && r.probe === 'reuse' && r.variant.mode === mode)!;
   assert.equal(row('http', 'reused').summary.connectionsOpened, 1);
   assert.equal(row('http', 'new').summary.connectionsOpened, 200);
   assert.equal(row('http', 'cold').summary.connectionsOpened, 200);
@@ -59,14 +66,20 @@ test('unknown options are refused with exit 2', async () => {
   assert.match(stderr, /Unknown argument/);
 });
 
-test('probefleet run --lab examples/lecture-http2.yaml reproduces the lecture\'s HTTP/2 section', async () => {
+test("probefleet run --lab examples/lecture-http2.yaml reproduces the lecture's HTTP/2 section", async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
   const json = path.join(dir, 'run.json');
-  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/lecture-http2.yaml', '--json', json], { timeoutMs: 120_000 });
+  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/lecture-http2.yaml', '--json', json], {
+    timeoutMs: 120_000,
+  });
   assert.equal(code, 0, stderr);
   const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
-  assert.ok(report.results.every((r) => r.ok), JSON.stringify(report.results.map((r) => r.error)));
-  const details = (target: string) => (report.results.find((r) => r.probe === 'http2' && r.target === target) as ResultOf<'http2'>).details!;
+  assert.ok(
+    report.results.every((r) => r.ok),
+    JSON.stringify(report.results.map((r) => r.error)),
+  );
+  const details = (target: string) =>
+    (report.results.find((r) => r.probe === 'http2' && r.target === target) as ResultOf<'http2'>).details!;
 
   // h1.1 vs h2 header bytes for the same request: HPACK on the first request, indexes on repeats.
   const h2 = details('h2');
@@ -75,7 +88,10 @@ test('probefleet run --lab examples/lecture-http2.yaml reproduces the lecture\'s
     assert.ok(h2.h2HeaderBytesFirst![side] < h2.h1HeaderBytes![side], side);
   }
   // The plain HTTP/1.1 server: the upgrade ignored, prior knowledge refused.
-  assert.deepEqual(details('h1').h2cUpgrade, { supported: false, answer: 'answered HTTP/1.1 200, ignored the upgrade' });
+  assert.deepEqual(details('h1').h2cUpgrade, {
+    supported: false,
+    answer: 'answered HTTP/1.1 200, ignored the upgrade',
+  });
   assert.equal(details('h1').h2cPriorKnowledge?.supported, false);
   assert.equal(details('h2c').h2cPriorKnowledge?.supported, true);
   assert.deepEqual(report.findings.map((f) => `${f.code} ${f.target}`).sort(), [
@@ -92,7 +108,9 @@ test('probefleet run --lab examples/lecture-http2.yaml reproduces the lecture\'s
 test('probefleet run --lab examples/tls-handshakes.yaml measures both versions and names what the lab servers lack', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
   const json = path.join(dir, 'run.json');
-  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/tls-handshakes.yaml', '--json', json], { timeoutMs: 120_000 });
+  const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/tls-handshakes.yaml', '--json', json], {
+    timeoutMs: 120_000,
+  });
   assert.equal(code, 0, stderr);
   const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
   const tls = report.results.filter((r): r is ResultOf<'tls'> => r.probe === 'tls');
@@ -100,12 +118,15 @@ test('probefleet run --lab examples/tls-handshakes.yaml measures both versions a
   const https13 = tls.find((r) => r.target === 'https' && r.variant.version === '1.3')!;
   assert.equal(https13.details?.tlsVersion, 'TLSv1.3');
   assert.deepEqual(https13.details?.resumption, { attempted: 30, sessionsOffered: 30, resumed: 30 });
-  assert.deepEqual(report.findings.map((f) => `${f.code} ${f.target} ${String(f.data.tlsVersion ?? '')}`.trim()).sort(), [
-    'CERT_EXPIRES_SOON expired',
-    'NO_SESSION_RESUMPTION no-resume 1.2',
-    'NO_SESSION_RESUMPTION no-resume 1.3',
-    'TLS13_UNAVAILABLE tls12',
-  ]);
+  assert.deepEqual(
+    report.findings.map((f) => `${f.code} ${f.target} ${String(f.data.tlsVersion ?? '')}`.trim()).sort(),
+    [
+      'CERT_EXPIRES_SOON expired',
+      'NO_SESSION_RESUMPTION no-resume 1.2',
+      'NO_SESSION_RESUMPTION no-resume 1.3',
+      'TLS13_UNAVAILABLE tls12',
+    ],
+  );
   assert.match(stdout, /TLS handshakes: full/);
   assert.match(stdout, /local\s+tls12\s+1\.2\s+TLSv1\.2/);
 });

@@ -22,14 +22,17 @@ async function compression(url: string, options: Record<string, unknown> = {}): 
   const experiment = { probe: 'compression', requests: 2, repetitions: 3, brotliLevels: [1, 5], ...options };
   const target = { name: 't', url, ...(url.startsWith('https:') ? { tls: { insecure: true } } : {}) };
   // JSON is YAML: the plan goes through the real loader and splitter.
-  const [job] = await jobsOf(JSON.stringify({ name: 'compression-test', targets: [target], experiments: [experiment] }));
+  const [job] = await jobsOf(
+    JSON.stringify({ name: 'compression-test', targets: [target], experiments: [experiment] }),
+  );
   const result = (await executeJob(job, { region: 'local', log })) as ResultOf<'compression'>;
   assert.equal(result.ok, true, JSON.stringify(result.error));
   return result;
 }
 
 const codes = (result: ResultOf<'compression'>) => result.findings.map((f) => f.code).sort();
-const row = (result: ResultOf<'compression'>, accept: string) => result.details!.encodings.find((e) => e.acceptEncoding === accept)!;
+const row = (result: ResultOf<'compression'>, accept: string) =>
+  result.details!.encodings.find((e) => e.acceptEncoding === accept)!;
 
 describe('compression probe', () => {
   test('gzip bytes on the wire are what the server wrote, counted on the server', async () => {
@@ -40,13 +43,21 @@ describe('compression probe', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as net.AddressInfo).port;
     try {
-      const result = await compression(`http://127.0.0.1:${port}/api/products`, { encodings: ['gzip'], requests: 3, gzipLevels: [6] });
+      const result = await compression(`http://127.0.0.1:${port}/api/products`, {
+        encodings: ['gzip'],
+        requests: 3,
+        gzipLevels: [6],
+      });
       await new Promise<void>((resolve) => server.close(() => resolve()));
       const gzip = row(result, 'gzip');
       assert.equal(gzip.answered, 3);
       assert.equal(gzip.contentEncoding, 'gzip');
       // Every response is the same size, so three of them are exactly what the server wrote.
-      assert.equal(gzip.wireBytes! * 3, written, `probe read ${gzip.wireBytes} B per response, server wrote ${written} B in all`);
+      assert.equal(
+        gzip.wireBytes! * 3,
+        written,
+        `probe read ${gzip.wireBytes} B per response, server wrote ${written} B in all`,
+      );
       assert.equal(gzip.encodedBytes, zlib.gzipSync(productsJson(), { level: 6 }).length);
       assert.equal(gzip.decodedBytes, 179_500);
       assert.ok(gzip.wireBytes! > gzip.encodedBytes, 'status line and headers are on the wire too');
@@ -75,11 +86,20 @@ describe('compression probe', () => {
     assert.equal(table.inputBytes, 179_500);
     assert.equal(table.contentType, 'application/json');
     const gzip = table.rows.filter((r) => r.coding === 'gzip');
-    assert.deepEqual(gzip.map((r) => r.level), [1, 6, 9]);
+    assert.deepEqual(
+      gzip.map((r) => r.level),
+      [1, 6, 9],
+    );
     assert.ok(gzip[0].bytes > gzip[1].bytes && gzip[1].bytes > gzip[2].bytes, JSON.stringify(gzip.map((r) => r.bytes)));
     assert.ok(gzip.every((r) => r.runs === 3 && r.compressMs > 0 && r.decompressMs > 0));
-    assert.deepEqual(table.rows.filter((r) => r.coding === 'br').map((r) => r.level), [1, 5]);
-    assert.equal(table.rows.some((r) => r.coding === 'zstd'), ZSTD_AVAILABLE);
+    assert.deepEqual(
+      table.rows.filter((r) => r.coding === 'br').map((r) => r.level),
+      [1, 5],
+    );
+    assert.equal(
+      table.rows.some((r) => r.coding === 'zstd'),
+      ZSTD_AVAILABLE,
+    );
   });
 
   test('a tiny body compressed anyway is flagged, and grows', async () => {
@@ -127,14 +147,22 @@ describe('compression probe', () => {
     const result = await compression(lab.url('keepalive', '/api/products'), { linkSpeedsMBps: [1, 1000] });
     const [slow, fast] = result.details!.linkModel;
     assert.equal(slow.linkMBps, 1);
-    assert.deepEqual(slow.rows.map((r) => r.contentEncoding), [null, 'gzip'], 'br came back as identity and is not a separate row');
+    assert.deepEqual(
+      slow.rows.map((r) => r.contentEncoding),
+      [null, 'gzip'],
+      'br came back as identity and is not a separate row',
+    );
     const identity = slow.rows[0];
-    assert.ok(Math.abs(identity.transferMs - identity.wireBytes / 1000) < 1e-6, '1 MB/s moves 1,000 bytes per millisecond');
+    assert.ok(
+      Math.abs(identity.transferMs - identity.wireBytes / 1000) < 1e-6,
+      '1 MB/s moves 1,000 bytes per millisecond',
+    );
     // At 1 MB/s shipping 160 KB fewer bytes wins whatever the CPU costs on this machine.
     assert.equal(slow.fastest, 'gzip');
     assert.match(slow.recommendation, /^gzip saves/);
     assert.equal(fast.linkMBps, 1000);
-    for (const m of [slow, fast]) for (const r of m.rows) assert.ok(Math.abs(r.totalMs - (r.compressMs + r.transferMs + r.decodeMs)) < 1e-9);
+    for (const m of [slow, fast])
+      for (const r of m.rows) assert.ok(Math.abs(r.totalMs - (r.compressMs + r.transferMs + r.decodeMs)) < 1e-9);
   });
 
   test('zstd is measured where the runtime has it, and reported unavailable where it does not', async () => {
@@ -143,7 +171,10 @@ describe('compression probe', () => {
       assert.equal(row(result, 'zstd').contentEncoding, 'zstd');
       assert.equal(row(result, 'zstd').decodedBytes, 179_500);
     } else {
-      assert.deepEqual(result.details!.unavailable.map((u) => u.encoding), ['zstd']);
+      assert.deepEqual(
+        result.details!.unavailable.map((u) => u.encoding),
+        ['zstd'],
+      );
       assert.equal(row(result, 'zstd'), undefined);
       assert.equal(row(result, 'gzip').decodedBytes, 179_500);
     }

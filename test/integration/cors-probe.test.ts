@@ -14,8 +14,20 @@ const log = createLogger('test', 'silent');
 const lab = labForThisFile();
 
 async function cors(path: string, options: Record<string, unknown> = {}): Promise<ResultOf<'cors'>> {
-  const experiment = { probe: 'cors', allowedOrigins: ['https://app.example'], method: 'PUT', requestHeaders: ['content-type'], ...options };
-  const [job] = await jobsOf(JSON.stringify({ name: 'cors-test', targets: [{ name: 't', url: lab.url('keepalive', path) }], experiments: [experiment] }));
+  const experiment = {
+    probe: 'cors',
+    allowedOrigins: ['https://app.example'],
+    method: 'PUT',
+    requestHeaders: ['content-type'],
+    ...options,
+  };
+  const [job] = await jobsOf(
+    JSON.stringify({
+      name: 'cors-test',
+      targets: [{ name: 't', url: lab.url('keepalive', path) }],
+      experiments: [experiment],
+    }),
+  );
   const result = (await executeJob(job, { region: 'local', log })) as ResultOf<'cors'>;
   assert.equal(result.ok, true, JSON.stringify(result.error));
   return result;
@@ -32,7 +44,12 @@ describe('cors probe', () => {
     assert.equal(allowed.preflight.status, 204);
     assert.equal(allowed.preflight.allowOrigin, 'https://app.example');
     assert.equal(allowed.preflight.maxAge, '600');
-    assert.deepEqual(allowed.verdict, { preflightAllowsOrigin: true, methodAllowed: true, headersMissing: [], getReadable: true });
+    assert.deepEqual(allowed.verdict, {
+      preflightAllowsOrigin: true,
+      methodAllowed: true,
+      headersMissing: [],
+      getReadable: true,
+    });
     assert.equal(random.role, 'random');
     assert.match(random.origin, /^https:\/\/probefleet-[0-9a-f]{8}\.example$/);
     assert.equal(random.preflight.allowOrigin, undefined);
@@ -55,7 +72,9 @@ describe('cors probe', () => {
   }
 
   test('the narrow preflight says which method and header are missing', async () => {
-    const result = await cors('/cors/misconfigured?fault=narrow-preflight', { requestHeaders: ['content-type', 'authorization'] });
+    const result = await cors('/cors/misconfigured?fault=narrow-preflight', {
+      requestHeaders: ['content-type', 'authorization'],
+    });
     const allowed = result.details!.origins[0];
     assert.equal(allowed.verdict.methodAllowed, false);
     assert.deepEqual(allowed.verdict.headersMissing, ['content-type'], 'authorization is allowed, content-type is not');
@@ -65,7 +84,10 @@ describe('cors probe', () => {
   });
 
   test("the refused origin's GET is answered in full and shown to have run on the server", async () => {
-    const result = await cors('/api/products', { refusedOrigins: ['https://evil.example'], serverLogPath: '/api/requests' });
+    const result = await cors('/api/products', {
+      refusedOrigins: ['https://evil.example'],
+      serverLogPath: '/api/requests',
+    });
     assert.deepEqual(codes(result), ['CORS_REFUSED_ORIGIN_STILL_SERVED']);
     const evil = result.details!.origins.find((o) => o.role === 'refused')!;
     assert.equal(evil.origin, 'https://evil.example');
@@ -78,10 +100,19 @@ describe('cors probe', () => {
     assert.equal(result.details!.serverLog?.status, 200);
 
     // The witness, read directly: the server logged the GET (not the preflight) with the probe's id and origin.
-    const logged = (await (await request(lab.url('keepalive', '/api/requests'))).body.json()) as { requests: LoggedRequest[] };
+    const logged = (await (await request(lab.url('keepalive', '/api/requests'))).body.json()) as {
+      requests: LoggedRequest[];
+    };
     const entries = logged.requests.filter((r) => r.requestId === evil.get.requestId);
-    assert.deepEqual(entries.map((r) => [r.method, r.path, r.origin]), [['GET', '/api/products', 'https://evil.example']]);
-    assert.equal(logged.requests.filter((r) => r.method === 'OPTIONS').length, 0, 'preflights never reach the logging code');
+    assert.deepEqual(
+      entries.map((r) => [r.method, r.path, r.origin]),
+      [['GET', '/api/products', 'https://evil.example']],
+    );
+    assert.equal(
+      logged.requests.filter((r) => r.method === 'OPTIONS').length,
+      0,
+      'preflights never reach the logging code',
+    );
   });
 
   test('without a log to read, the GET is still reported served, with no claim about the log', async () => {

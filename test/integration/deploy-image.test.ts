@@ -7,7 +7,14 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { execForm, hostPathOf, loadCompose, readDockerfile, runtimeFiles, type DockerInstruction } from '../helpers/deploy.js';
+import {
+  execForm,
+  hostPathOf,
+  loadCompose,
+  readDockerfile,
+  runtimeFiles,
+  type DockerInstruction,
+} from '../helpers/deploy.js';
 import { spawnCli, type CliProcess } from '../helpers/processes.js';
 import { onPath } from '../helpers/prometheus.js';
 import { deletePrefix, freePort, needsRedis, requireRedis, testPrefix, TEST_REDIS_URL } from '../helpers/redis.js';
@@ -24,7 +31,10 @@ const one = (keyword: string) => {
 const entrypoint = execForm(one('ENTRYPOINT'));
 const cmd = execForm(one('CMD'));
 const healthcheck = execForm(one('HEALTHCHECK'));
-const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; engines: { node: string } };
+const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+  bin: Record<string, string>;
+  engines: { node: string };
+};
 
 /** Repository paths a stage's COPY instructions bring in (from the context, or --from=build's /app). */
 function copied(stage: DockerInstruction[], from?: string): string[] {
@@ -44,16 +54,30 @@ describe('Dockerfile', () => {
     const major = Number(image[1]);
     assert.ok(major % 2 === 0 && major >= 22, `node ${major}: an LTS line (even), 22 or later`);
     assert.ok(major >= Number(/(\d+)/.exec(pkg.engines.node)![1]), 'within engines.node');
-    for (const stage of ['build', 'runtime']) assert.ok(instructions.some((i) => i.keyword === 'FROM' && i.stage === stage && i.args.startsWith('${NODE_IMAGE}')), stage);
+    for (const stage of ['build', 'runtime'])
+      assert.ok(
+        instructions.some((i) => i.keyword === 'FROM' && i.stage === stage && i.args.startsWith('${NODE_IMAGE}')),
+        stage,
+      );
     const user = one('USER').args;
     assert.ok(!['root', '0'].includes(user), `USER ${user}`);
-    assert.ok(runtime.some((i) => i.keyword === 'RUN' && /npm ci --omit=dev/.test(i.args)), 'production dependencies only');
+    assert.ok(
+      runtime.some((i) => i.keyword === 'RUN' && /npm ci --omit=dev/.test(i.args)),
+      'production dependencies only',
+    );
   });
 
-  test('the entry point is tini, then the package\'s bin; the health check is the shipped script', () => {
+  test("the entry point is tini, then the package's bin; the health check is the shipped script", () => {
     assert.deepEqual(entrypoint.slice(0, 3), ['/usr/bin/tini', '--', 'node']);
-    assert.ok(runtime.some((i) => i.keyword === 'RUN' && /apt-get install .*\btini\b/.test(i.args)), 'tini is installed');
-    assert.equal(path.normalize(entrypoint[3]!), path.normalize(pkg.bin.probefleet!), 'ENTRYPOINT runs package.json\'s bin');
+    assert.ok(
+      runtime.some((i) => i.keyword === 'RUN' && /apt-get install .*\btini\b/.test(i.args)),
+      'tini is installed',
+    );
+    assert.equal(
+      path.normalize(entrypoint[3]!),
+      path.normalize(pkg.bin.probefleet!),
+      "ENTRYPOINT runs package.json's bin",
+    );
     assert.equal(healthcheck[0], 'node');
     assert.equal(cmd[0], 'coordinator');
   });
@@ -61,7 +85,8 @@ describe('Dockerfile', () => {
   test('the runtime stage copies every file its scripts load, and the build stage the sources of what it compiles', () => {
     const fromContext = copied(runtime);
     const fromBuild = copied(runtime, 'build');
-    const inImage = (file: string) => [...fromContext, ...fromBuild].some((c) => file === c || file.startsWith(`${c}/`));
+    const inImage = (file: string) =>
+      [...fromContext, ...fromBuild].some((c) => file === c || file.startsWith(`${c}/`));
     for (const script of [entrypoint[3]!, healthcheck[1]!]) {
       const files = runtimeFiles(path.join(REPO_ROOT, script));
       assert.ok(files.size > (script === entrypoint[3] ? 50 : 0), `${script}: ${files.size} files`);
@@ -77,7 +102,7 @@ describe('Dockerfile', () => {
   });
 });
 
-describe('the image\'s command lines, run as the image runs them', needsRedis, () => {
+describe("the image's command lines, run as the image runs them", needsRedis, () => {
   const compose = loadCompose();
   const prefix = testPrefix();
   const tini = entrypoint[0]!;
@@ -89,12 +114,19 @@ describe('the image\'s command lines, run as the image runs them', needsRedis, (
 
   /** The service's environment from compose, on the test's Redis and prefix, without the stack's Pushgateway (a host that exists only there). */
   function envOf(service: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-    return { ...compose.get(service)!.environment, REDIS_URL: TEST_REDIS_URL, PROBEFLEET_PREFIX: prefix, PROBEFLEET_PUSHGATEWAY: '', ...extra };
+    return {
+      ...compose.get(service)!.environment,
+      REDIS_URL: TEST_REDIS_URL,
+      PROBEFLEET_PREFIX: prefix,
+      PROBEFLEET_PUSHGATEWAY: '',
+      ...extra,
+    };
   }
 
   /** ENTRYPOINT + arguments: through tini when it is installed (ensure.sh installs it), else node alone. */
   function start(args: string[], env: NodeJS.ProcessEnv): CliProcess {
-    if (process.env.CI === 'true') assert.ok(onPath(tini), `${tini} missing: run bash test/services/ensure.sh as root (installs tini)`);
+    if (process.env.CI === 'true')
+      assert.ok(onPath(tini), `${tini} missing: run bash test/services/ensure.sh as root (installs tini)`);
     const proc = spawnCli(args, env, onPath(tini) ? entrypoint.slice(0, 2) : []);
     started.push(proc);
     return proc;
@@ -102,8 +134,11 @@ describe('the image\'s command lines, run as the image runs them', needsRedis, (
 
   function health(url: string): Promise<number> {
     return new Promise((resolve) => {
-      execFile(process.execPath, healthcheck.slice(1), { cwd: REPO_ROOT, env: { ...process.env, PROBEFLEET_HEALTH_URL: url }, timeout: 10_000 }, (err) =>
-        resolve(err ? (typeof err.code === 'number' ? err.code : 1) : 0),
+      execFile(
+        process.execPath,
+        healthcheck.slice(1),
+        { cwd: REPO_ROOT, env: { ...process.env, PROBEFLEET_HEALTH_URL: url }, timeout: 10_000 },
+        (err) => resolve(err ? (typeof err.code === 'number' ? err.code : 1) : 0),
       );
     });
   }
@@ -135,23 +170,24 @@ describe('the image\'s command lines, run as the image runs them', needsRedis, (
     }
   });
 
-  test('lab: the lab target starts with its command line (on free ports here) and answers its health URL\'s path', async () => {
+  test("lab: the lab target starts with its command line (on free ports here) and answers its health URL's path", async () => {
     const service = compose.get('lab')!;
     const lab = start([...service.command, '--port', '0'], envOf('lab'));
     let stdout = '';
     lab.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const until = Date.now() + 20_000;
-    while (!/Ctrl-C to stop/.test(stdout) && Date.now() < until && lab.child.exitCode === null) await new Promise((r) => setTimeout(r, 50));
+    while (!/Ctrl-C to stop/.test(stdout) && Date.now() < until && lab.child.exitCode === null)
+      await new Promise((r) => setTimeout(r, 50));
     const keepalive = /\bhttp:\/\/[^\s]+:(\d+)\b/.exec(stdout);
     assert.ok(keepalive, `no lab URL in:\n${stdout}${lab.stderr()}`);
     const url = new URL(service.environment.PROBEFLEET_HEALTH_URL!);
-    assert.equal(Number(url.port), 18170, 'the lab\'s first server, where the health check asks');
+    assert.equal(Number(url.port), 18170, "the lab's first server, where the health check asks");
     url.port = keepalive[1]!;
     assert.equal(await health(url.href), 0, url.href);
     assert.equal(await lab.stop('SIGTERM'), 0);
   });
 
-  test('schedule-nightly: registers the mounted example plan\'s schedule and exits 0', async () => {
+  test("schedule-nightly: registers the mounted example plan's schedule and exits 0", async () => {
     requireRedis();
     const service = compose.get('schedule-nightly')!;
     const args = service.command.map((a) => hostPathOf(service, a) ?? a);
@@ -159,6 +195,9 @@ describe('the image\'s command lines, run as the image runs them', needsRedis, (
     let stdout = '';
     schedule.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     assert.equal(await schedule.exited, 0, schedule.stderr());
-    assert.match(stdout, /^schedule compose-nightly: cron "0 2 \* \* \*" UTC, 18 jobs over eu-west, us-east, ap-south; next run /);
+    assert.match(
+      stdout,
+      /^schedule compose-nightly: cron "0 2 \* \* \*" UTC, 18 jobs over eu-west, us-east, ap-south; next run /,
+    );
   });
 });

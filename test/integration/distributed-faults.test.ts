@@ -17,7 +17,15 @@ import { parsePlan } from '../../coordinator/plan-loader.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { writePlan } from '../helpers/plans.js';
 import { spawnCli, startWorkerProcess, type CliProcess } from '../helpers/processes.js';
-import { deletePrefix, needsRedis, requireRedis, startOwnRedis, TEST_REDIS_URL, testPrefix, type OwnRedis } from '../helpers/redis.js';
+import {
+  deletePrefix,
+  needsRedis,
+  requireRedis,
+  startOwnRedis,
+  TEST_REDIS_URL,
+  testPrefix,
+  type OwnRedis,
+} from '../helpers/redis.js';
 
 const log = createLogger('test', 'silent');
 const quiet = { update() {}, done() {} };
@@ -40,11 +48,16 @@ experiments:
 
 /** The first active job whose id matches, and the pid of the worker process holding it
  * (workers are named <host>-<pid>, and BullMQ records the name on the job). */
-async function activeJob(queue: Queue, idPattern = /./, timeoutMs = 30_000): Promise<{ id: string; workerPid: number }> {
+async function activeJob(
+  queue: Queue,
+  idPattern = /./,
+  timeoutMs = 30_000,
+): Promise<{ id: string; workerPid: number }> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     const active = (await queue.getActive()).find((job) => job.id && idPattern.test(job.id));
-    if (active?.id && active.processedBy) return { id: active.id, workerPid: Number(active.processedBy.split('-').at(-1)) };
+    if (active?.id && active.processedBy)
+      return { id: active.id, workerPid: Number(active.processedBy.split('-').at(-1)) };
     await sleep(50);
   }
   throw new Error(`no job matching ${idPattern} became active`);
@@ -69,9 +82,16 @@ describe('faults in distributed runs', needsRedis, () => {
   });
 
   test('kill -9 of a worker in the middle of a job: another worker takes it after the stall interval, every job counted once', async () => {
-    const pair = await Promise.all([startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL), startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL)]);
+    const pair = await Promise.all([
+      startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL),
+      startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL),
+    ]);
     processes.push(...pair);
-    const run = await submitRun(fleet, await parsePlan(slowPlan(lab, 'killed', 100), 'inline.yaml'), 'killed-worker-run');
+    const run = await submitRun(
+      fleet,
+      await parsePlan(slowPlan(lab, 'killed', 100), 'inline.yaml'),
+      'killed-worker-run',
+    );
     const { id: slowJob, workerPid } = await activeJob(fleet.regionQueue('a'), /\.slow\./);
     const first = pair.find((w) => w.pid === workerPid)!;
     const second = pair.find((w) => w.pid !== workerPid)!;
@@ -82,7 +102,11 @@ describe('faults in distributed runs', needsRedis, () => {
     const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
     assert.ok(report);
     assert.deepEqual(report.unfinishedJobs, []);
-    assert.deepEqual(report.results.map((r) => r.jobId).sort(), run.jobs.map((j) => j.jobId).sort(), 'every job exactly once');
+    assert.deepEqual(
+      report.results.map((r) => r.jobId).sort(),
+      run.jobs.map((j) => j.jobId).sort(),
+      'every job exactly once',
+    );
     const slow = report.results.find((r) => r.jobId === slowJob)!;
     assert.equal(slow.worker.pid, second.pid, 'the job was measured again, whole, by the surviving worker');
     assert.equal(slow.summary.requests, 100);
@@ -94,13 +118,21 @@ describe('faults in distributed runs', needsRedis, () => {
   test('SIGTERM while a job runs: the worker hands the job back within its grace period and exits 0; another worker finishes it', async () => {
     const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix, ['--shutdown-grace-seconds', '1']);
     processes.push(worker);
-    const run = await submitRun(fleet, await parsePlan(slowPlan(lab, 'stopped', 80), 'inline.yaml'), 'stopped-worker-run');
+    const run = await submitRun(
+      fleet,
+      await parsePlan(slowPlan(lab, 'stopped', 80), 'inline.yaml'),
+      'stopped-worker-run',
+    );
     const { id: slowJob } = await activeJob(fleet.regionQueue('a'), /\.slow\./);
     const stoppedAt = Date.now();
     assert.equal(await worker.stop('SIGTERM'), 0);
     assert.ok(Date.now() - stoppedAt < 8_000, 'within the grace period and the hand-back bound');
     assert.match(worker.stderr(), /"outcome":"handed-back"/);
-    assert.equal(await (await fleet.regionQueue('a').getJob(slowJob))!.getState(), 'waiting', 'back in the queue, not failed');
+    assert.equal(
+      await (await fleet.regionQueue('a').getJob(slowJob))!.getState(),
+      'waiting',
+      'back in the queue, not failed',
+    );
 
     const next = await startWorkerProcess('a', TEST_REDIS_URL, prefix);
     processes.push(next);
@@ -157,12 +189,16 @@ describe('Redis restarted in the middle of a run', needsRedis, () => {
     assert.equal(report.results.length, 2);
     assert.ok(report.results.every((r) => r.ok && r.worker.pid === worker.pid));
     assert.deepEqual(report.unfinishedJobs, []);
-    assert.ok(Date.parse(report.results.find((r) => r.target === 'slow')!.finishedAt) > restartedAt, 'the job in flight finished after the restart');
+    assert.ok(
+      Date.parse(report.results.find((r) => r.target === 'slow')!.finishedAt) > restartedAt,
+      'the job in flight finished after the restart',
+    );
 
     // The coordinator finished the flow too and stored the same report.
     const fleet = openFleet({ redis: { url: redis.url }, prefix, log });
     try {
-      for (let i = 0; i < 100 && (await fleet.runs.getJob('restarted-run'))?.finishedOn === undefined; i++) await sleep(100);
+      for (let i = 0; i < 100 && (await fleet.runs.getJob('restarted-run'))?.finishedOn === undefined; i++)
+        await sleep(100);
       assert.equal(await (await fleet.runs.getJob('restarted-run'))!.getState(), 'completed');
       assert.equal((await fleet.store.get('restarted-run'))?.finishedAt, report.finishedAt);
     } finally {

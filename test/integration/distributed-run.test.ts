@@ -49,7 +49,10 @@ describe('distributed runs with region workers in their own processes', needsRed
     requireRedis();
     lab = await startLab({ log });
     fleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
-    [workers.a, workers.b] = await Promise.all([startWorkerProcess('a', TEST_REDIS_URL, prefix), startWorkerProcess('b', TEST_REDIS_URL, prefix)]);
+    [workers.a, workers.b] = await Promise.all([
+      startWorkerProcess('a', TEST_REDIS_URL, prefix),
+      startWorkerProcess('b', TEST_REDIS_URL, prefix),
+    ]);
   });
 
   after(async () => {
@@ -59,7 +62,7 @@ describe('distributed runs with region workers in their own processes', needsRed
     if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, prefix);
   });
 
-  test('a plan over regions a and b completes with results from both, each job run by its own region\'s worker', async () => {
+  test("a plan over regions a and b completes with results from both, each job run by its own region's worker", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
     const json = path.join(dir, 'run.json');
     const plan = await writePlan(planYaml(lab, 'two-regions', ['a', 'b']));
@@ -77,7 +80,12 @@ describe('distributed runs with region workers in their own processes', needsRed
     }
     assert.equal(new Set(report.results.map((r) => r.jobId)).size, report.results.length);
     assert.deepEqual(new Set(report.comparisons.map((c) => c.region)), new Set(['a', 'b']));
-    assert.equal(report.results.find((r) => r.region === 'b' && r.target === 'https' && r.probe === 'reuse' && r.variant.mode === 'new')?.summary.connectionsOpened, 10);
+    assert.equal(
+      report.results.find(
+        (r) => r.region === 'b' && r.target === 'https' && r.probe === 'reuse' && r.variant.mode === 'new',
+      )?.summary.connectionsOpened,
+      10,
+    );
 
     // The headline: new-connection cost per target, one column per region.
     assert.match(stdout, /New-connection cost per target and region/);
@@ -105,11 +113,16 @@ describe('distributed runs with region workers in their own processes', needsRed
     const json = path.join(dir, 'run.json');
     const plan = await writePlan(planYaml(lab, 'other-regions', ['elsewhere'], 3));
     t.after(() => Promise.all([dir, path.dirname(plan)].map((d) => rm(d, { recursive: true, force: true }))));
-    const { code, stderr } = await runCli(['run', plan, ...redisArgs, '--regions', 'b', '--json', json], { timeoutMs: 120_000 });
+    const { code, stderr } = await runCli(['run', plan, ...redisArgs, '--regions', 'b', '--json', json], {
+      timeoutMs: 120_000,
+    });
     assert.equal(code, 0, stderr);
     const report = await readReport(json);
     assert.deepEqual(report.plan.regions, ['b']);
-    assert.ok(report.results.length > 0 && report.results.every((r) => r.ok && r.region === 'b' && r.worker.pid === workers.b.pid));
+    assert.ok(
+      report.results.length > 0 &&
+        report.results.every((r) => r.ok && r.region === 'b' && r.worker.pid === workers.b.pid),
+    );
 
     for (const [args, message] of [
       [[...redisArgs, '--regions', 'B'], /--regions: "B" must be 1-63 characters/],
@@ -124,7 +137,17 @@ describe('distributed runs with region workers in their own processes', needsRed
 
   test('a malformed payload pushed into a region queue fails at once with the reason, and the worker goes on', async () => {
     const queue = fleet.regionQueue('a');
-    const bad = await queue.add('probe', { schema: 'probefleet.job/v1', jobId: 'bad-1', region: 'a', probe: 'reuse', target: { name: 'x', url: 'ftp://nowhere' } }, { jobId: 'malformed-1', attempts: 3 });
+    const bad = await queue.add(
+      'probe',
+      {
+        schema: 'probefleet.job/v1',
+        jobId: 'bad-1',
+        region: 'a',
+        probe: 'reuse',
+        target: { name: 'x', url: 'ftp://nowhere' },
+      },
+      { jobId: 'malformed-1', attempts: 3 },
+    );
     let state = '';
     for (let i = 0; i < 100 && state !== 'failed'; i++) {
       await sleep(100);
@@ -152,7 +175,10 @@ describe('distributed runs with region workers in their own processes', needsRed
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stderr, /run same-run-1 submitted/);
     const queue = fleet.regionQueue('idle');
-    const counted = async () => ({ idle: await queue.getJobCountByTypes('waiting'), runs: await fleet.runs.getJobCountByTypes('waiting-children') });
+    const counted = async () => ({
+      idle: await queue.getJobCountByTypes('waiting'),
+      runs: await fleet.runs.getJobCountByTypes('waiting-children'),
+    });
     const before = await counted();
     assert.deepEqual(before, { idle: 4, runs: 1 });
 
@@ -160,7 +186,11 @@ describe('distributed runs with region workers in their own processes', needsRed
     assert.equal(second.code, 0, second.stderr);
     assert.match(second.stderr, /already submitted: nothing added/);
     // A submit that crashed after adding and is retried adds the whole flow again: still nothing new.
-    const existing = await submitRun(fleet, await parsePlan(planYaml(lab, 'same-twice', ['idle']), 'inline.yaml'), 'same-run-1');
+    const existing = await submitRun(
+      fleet,
+      await parsePlan(planYaml(lab, 'same-twice', ['idle']), 'inline.yaml'),
+      'same-run-1',
+    );
     await fleet.flows.add(flowOf(existing.data, existing.jobs));
     assert.deepEqual(await counted(), before);
   });
@@ -171,7 +201,10 @@ describe('distributed runs with region workers in their own processes', needsRed
     const plan = await writePlan(planYaml(lab, 'missing-region', ['a', 'nobody'], 3));
     const started = Date.now();
     const csv = path.join(dir, 'run.csv');
-    const { code, stdout, stderr } = await runCli(['run', plan, ...redisArgs, '--deadline', '3', '--json', json, '--csv', csv], { timeoutMs: 60_000 });
+    const { code, stdout, stderr } = await runCli(
+      ['run', plan, ...redisArgs, '--deadline', '3', '--json', json, '--csv', csv],
+      { timeoutMs: 60_000 },
+    );
     assert.equal(code, 1, `a run with jobs not run exits 1\n${stderr}`);
     assert.ok(Date.now() - started >= 3_000, 'it waited for the deadline');
 
@@ -184,9 +217,11 @@ describe('distributed runs with region workers in their own processes', needsRed
       assert.equal(job.status, 'not-run');
       assert.match(job.reason, /no worker of region "nobody" took it before the run's deadline/);
     }
-    assert.match(stdout, /Jobs that did not finish cleanly\n(  nobody \S+ reuse \S+ \S+: NOT RUN .*\n){4}/);
+    assert.match(stdout, /Jobs that did not finish cleanly\n( {2}nobody \S+ reuse \S+ \S+: NOT RUN .*\n){4}/);
     // The CSV has a row for each of them too.
-    const notRun = (await readFile(csv, 'utf8')).split('\r\n').filter((line) => line.includes(',nobody,') && line.includes(',not-run,'));
+    const notRun = (await readFile(csv, 'utf8'))
+      .split('\r\n')
+      .filter((line) => line.includes(',nobody,') && line.includes(',not-run,'));
     assert.equal(notRun.length, 4);
     assert.equal(await fleet.regionQueue('nobody').getJobCountByTypes('waiting'), 0, 'the jobs left the queue');
   });

@@ -16,7 +16,9 @@ async function runExample(file: string): Promise<{ report: RunReport; text: stri
 }
 
 function only<K extends ProbeResult['probe']>(report: RunReport, probe: K, target: string, mode?: string): ResultOf<K> {
-  const found = report.results.filter((r) => r.probe === probe && r.target === target && (!mode || (r.variant as { mode?: string }).mode === mode));
+  const found = report.results.filter(
+    (r) => r.probe === probe && r.target === target && (!mode || (r.variant as { mode?: string }).mode === mode),
+  );
   assert.equal(found.length, 1, `${probe} ${target} ${mode ?? ''}`);
   return found[0] as ResultOf<K>;
 }
@@ -24,7 +26,10 @@ function only<K extends ProbeResult['probe']>(report: RunReport, probe: K, targe
 describe('example plans against the lab', () => {
   test("go-drain.yaml: the article's 100 GETs, ~100 connections unread vs 1 drained", async () => {
     const { report, text } = await runExample('go-drain.yaml');
-    assert.ok(report.results.every((r) => r.ok), JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)));
+    assert.ok(
+      report.results.every((r) => r.ok),
+      JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)),
+    );
     const conns = (target: string, mode: string) => only(report, 'drain', target, mode).summary.connectionsOpened;
     assert.equal(conns('body-200k', 'full'), 1);
     assert.equal(conns('body-200k', 'unread'), 100);
@@ -47,7 +52,10 @@ describe('example plans against the lab', () => {
 
   test("lecture-compression-cors.yaml: the lecture's gzip table, its mistakes, and the CORS section", async () => {
     const { report, text } = await runExample('lecture-compression-cors.yaml');
-    assert.ok(report.results.every((r) => r.ok), JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)));
+    assert.ok(
+      report.results.every((r) => r.ok),
+      JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)),
+    );
 
     const api = only(report, 'compression', 'api');
     const gzip = api.details!.levelTable!.rows.filter((r) => r.coding === 'gzip');
@@ -55,7 +63,11 @@ describe('example plans against the lab', () => {
     assert.ok(gzip[0].bytes > gzip[1].bytes && gzip[1].bytes > gzip[2].bytes);
     assert.equal(api.details!.levelTable!.serverGzipLevel, 6);
 
-    const byTarget = (code: string) => report.findings.filter((f) => f.code === code).map((f) => f.target).sort();
+    const byTarget = (code: string) =>
+      report.findings
+        .filter((f) => f.code === code)
+        .map((f) => f.target)
+        .sort();
     assert.deepEqual(byTarget('COMPRESSES_TINY_RESPONSE'), ['tiny']);
     assert.deepEqual(byTarget('COMPRESSES_INCOMPRESSIBLE'), ['random']);
     assert.deepEqual(byTarget('NO_COMPRESSION_FOR_TEXT'), ['uncompressed']);
@@ -67,7 +79,9 @@ describe('example plans against the lab', () => {
     assert.deepEqual(byTarget('CORS_PREFLIGHT_MISSING_HEADER'), ['cors-narrow']);
     assert.deepEqual(byTarget('CORS_REFUSED_ORIGIN_STILL_SERVED'), ['api']);
     assert.equal(report.findings.find((f) => f.code === 'CORS_REFUSED_ORIGIN_STILL_SERVED')?.data.ranOnServer, true);
-    assert.ok(report.decisions.some((d) => d.situation.startsWith('Text over 1 KB') && d.evidence.includes('api from local')));
+    assert.ok(
+      report.decisions.some((d) => d.situation.startsWith('Text over 1 KB') && d.evidence.includes('api from local')),
+    );
 
     assert.match(text, /Level table for api \(local\): 179,500 B of application\/json/);
     assert.match(text, /Raw gzip: asked for gzip, .* sent bodies starting 1f 8b/);

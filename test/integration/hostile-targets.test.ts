@@ -40,7 +40,12 @@ const CASES: { server: LabServerName; probe: keyof typeof PROBE_PARAMS; code: Er
   { server: 'silent', probe: 'reuse', code: 'RESPONSE_TIMEOUT' },
   { server: 'trickle', probe: 'reuse', code: 'BODY_TIMEOUT' },
   // Time to read up to the per-job byte cap (JOB_LIMITS.responseBytes) on a busy machine: the code must be about size, not time.
-  { server: 'huge-body', probe: 'reuse', code: 'RESPONSE_TOO_LARGE', params: 'requests: 2, modes: [reused], timeoutMs: 6000' },
+  {
+    server: 'huge-body',
+    probe: 'reuse',
+    code: 'RESPONSE_TOO_LARGE',
+    params: 'requests: 2, modes: [reused], timeoutMs: 6000',
+  },
   { server: 'bad-status', probe: 'reuse', code: 'HTTP_PROTOCOL_ERROR' },
   { server: 'huge-headers', probe: 'reuse', code: 'RESPONSE_HEADERS_TOO_LARGE' },
   { server: 'expired', probe: 'tls', code: 'TLS_CERT_EXPIRED' },
@@ -57,8 +62,19 @@ function hostilePlan(lab: Lab, region: string): string {
     const tls = lab.servers[server].url.startsWith('https:') ? `, tls: { ca: "${lab.caFile}" }` : '';
     return `  - { name: ${server}, url: "${lab.url(server)}"${tls} }`;
   });
-  const experiments = CASES.map(({ server, probe, params }) => `  - { probe: ${probe}, targets: [${server}], ${params ?? PROBE_PARAMS[probe]} }`);
-  return [`name: hostile`, `regions: [${region}]`, `jobTimeoutSeconds: ${JOB_TIMEOUT_SECONDS}`, 'targets:', ...targets, 'experiments:', ...experiments, ''].join('\n');
+  const experiments = CASES.map(
+    ({ server, probe, params }) => `  - { probe: ${probe}, targets: [${server}], ${params ?? PROBE_PARAMS[probe]} }`,
+  );
+  return [
+    `name: hostile`,
+    `regions: [${region}]`,
+    `jobTimeoutSeconds: ${JOB_TIMEOUT_SECONDS}`,
+    'targets:',
+    ...targets,
+    'experiments:',
+    ...experiments,
+    '',
+  ].join('\n');
 }
 
 function assertCase(result: ProbeResult | undefined, server: string, code: ErrorCode): void {
@@ -128,20 +144,33 @@ describe('hostile and broken targets', () => {
           code,
         );
       }
-      assert.equal(report.results.find((r) => r.target === 'huge-body')?.worker.pid, worker.pid, 'measured by the worker process');
+      assert.equal(
+        report.results.find((r) => r.target === 'huge-body')?.worker.pid,
+        worker.pid,
+        'measured by the worker process',
+      );
 
       assert.equal(worker.child.exitCode, null, 'the worker is still running');
       const { peak } = await memoryOf(worker.pid);
       const growth = peak - before.rss;
-      t.diagnostic(`worker RSS at start ${(before.rss / 2 ** 20).toFixed(0)} MiB, peak ${(peak / 2 ** 20).toFixed(0)} MiB`);
-      assert.ok(growth < HUGE_BODY_BYTES / 4, `peak RSS grew by ${(growth / 2 ** 20).toFixed(0)} MiB (the body is ${HUGE_BODY_BYTES / 2 ** 30} GiB)`);
+      t.diagnostic(
+        `worker RSS at start ${(before.rss / 2 ** 20).toFixed(0)} MiB, peak ${(peak / 2 ** 20).toFixed(0)} MiB`,
+      );
+      assert.ok(
+        growth < HUGE_BODY_BYTES / 4,
+        `peak RSS grew by ${(growth / 2 ** 20).toFixed(0)} MiB (the body is ${HUGE_BODY_BYTES / 2 ** 30} GiB)`,
+      );
 
       // And it still measures: a healthy target right after.
       const healthy = await parsePlan(
         `name: after-hostile\nregions: [hostile]\ntargets: [{ name: ok, url: "${lab.url('keepalive')}" }]\nexperiments: [{ probe: reuse, requests: 3, modes: [reused] }]\n`,
         'healthy.yaml',
       );
-      const second = await waitForRun(fleet, (await submitRun(fleet, healthy, 'after-hostile-run')).data, { log, progress: quiet, pollMs: 200 });
+      const second = await waitForRun(fleet, (await submitRun(fleet, healthy, 'after-hostile-run')).data, {
+        log,
+        progress: quiet,
+        pollMs: 200,
+      });
       assert.equal(second?.results[0]?.ok, true);
       assert.equal(second?.results[0]?.worker.pid, worker.pid);
     });

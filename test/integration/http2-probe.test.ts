@@ -56,21 +56,38 @@ describe('http2 probe', () => {
     const d = r.details!;
     assert.equal(r.ok, true, JSON.stringify(r.error));
     assert.deepEqual(d.alpn, { offered: ['h2', 'http/1.1'], selected: 'h2' });
-    assert.deepEqual(d.h2Requests.map((q) => [q.seq, q.status]), [[0, 200], [1, 200], [2, 200], [3, 200], [4, 200]]);
+    assert.deepEqual(
+      d.h2Requests.map((q) => [q.seq, q.status]),
+      [
+        [0, 200],
+        [1, 200],
+        [2, 200],
+        [3, 200],
+        [4, 200],
+      ],
+    );
     const h1 = d.h1HeaderBytes!;
     const first = d.h2HeaderBytesFirst!;
     const repeat = d.h2HeaderBytesRepeat!;
     // The same request: HPACK shrinks it on the first request, and to index references on repeats.
     assert.ok(repeat.request < first.request && first.request < h1.request, JSON.stringify({ h1, first, repeat }));
     assert.ok(repeat.response < first.response && first.response < h1.response, JSON.stringify({ h1, first, repeat }));
-    assert.equal(h1.request, Buffer.byteLength(`GET / HTTP/1.1\r\nHost: ${new URL(lab.url('h2')).host}\r\nuser-agent: probefleet\r\naccept: */*\r\n\r\n`));
+    assert.equal(
+      h1.request,
+      Buffer.byteLength(
+        `GET / HTTP/1.1\r\nHost: ${new URL(lab.url('h2')).host}\r\nuser-agent: probefleet\r\naccept: */*\r\n\r\n`,
+      ),
+    );
     assert.equal(d.h2cPriorKnowledge, null, 'h2c is for http:// targets');
     assert.equal(d.h2cUpgrade, null);
 
     assert.equal(d.multiplexing.requests, 12);
     assert.equal(d.multiplexing.h2?.connectionsOpened, 1);
     assert.equal(d.multiplexing.h2?.errors, 0);
-    assert.ok(d.multiplexing.h1!.connectionsOpened > 1 && d.multiplexing.h1!.connectionsOpened <= 6, JSON.stringify(d.multiplexing));
+    assert.ok(
+      d.multiplexing.h1!.connectionsOpened > 1 && d.multiplexing.h1!.connectionsOpened <= 6,
+      JSON.stringify(d.multiplexing),
+    );
     // first connection + the HTTP/1.1 head + the HTTP/1.1 pool + one HTTP/2 connection
     const opened = 1 + 1 + d.multiplexing.h1!.connectionsOpened + 1;
     assert.equal(r.summary.connectionsOpened, opened);
@@ -104,7 +121,10 @@ describe('http2 probe', () => {
     const d = r.details!;
     assert.equal(r.ok, true, JSON.stringify(r.error));
     assert.equal(d.alpn, null);
-    assert.deepEqual(d.h2cPriorKnowledge, { supported: false, answer: 'protocol error: answered "HTTP/1.1 400 Bad Request"' });
+    assert.deepEqual(d.h2cPriorKnowledge, {
+      supported: false,
+      answer: 'protocol error: answered "HTTP/1.1 400 Bad Request"',
+    });
     assert.deepEqual(d.h2cUpgrade, { supported: false, answer: 'answered HTTP/1.1 200, ignored the upgrade' });
     assert.equal(d.h2HeaderBytesFirst, null);
     assert.ok(d.h1HeaderBytes);
@@ -136,10 +156,13 @@ describe('http2 probe', () => {
       assert.deepEqual(quiet.details?.h2cUpgrade, { supported: false, answer: 'no answer within 300 ms' });
       assert.equal(quiet.ok, false);
       assert.equal(quiet.error?.code, 'RESPONSE_TIMEOUT');
-      assert.deepEqual(quiet.details?.errors.map((e) => [e.step, e.code]), [
-        ['h1-headers', 'RESPONSE_TIMEOUT'],
-        ['multiplex-h1', 'RESPONSE_TIMEOUT'],
-      ]);
+      assert.deepEqual(
+        quiet.details?.errors.map((e) => [e.step, e.code]),
+        [
+          ['h1-headers', 'RESPONSE_TIMEOUT'],
+          ['multiplex-h1', 'RESPONSE_TIMEOUT'],
+        ],
+      );
 
       const mute = await runHttp2(secure.url, 'concurrent: 2, timeoutMs: 300', '{ insecure: true }');
       assert.ok(mute.summary.durationMs < 5000, `took ${mute.summary.durationMs} ms`);
@@ -165,7 +188,10 @@ experiments: [{ probe: http2, timeoutMs: 60000 }]
       const r = (await executeJob(job, { region: 'local', log })) as ResultOf<'http2'>;
       assert.ok(r.summary.durationMs < 5000, `took ${r.summary.durationMs} ms`);
       assert.equal(r.error?.code, 'DEADLINE_EXCEEDED');
-      assert.deepEqual(r.details?.errors.map((e) => [e.step, e.code]), [['h2-headers', 'DEADLINE_EXCEEDED']]);
+      assert.deepEqual(
+        r.details?.errors.map((e) => [e.step, e.code]),
+        [['h2-headers', 'DEADLINE_EXCEEDED']],
+      );
       assert.equal(r.details?.h2cPriorKnowledge, null, 'cut short, not answered');
       assert.equal(r.details?.multiplexing.h1, null);
       assert.equal(r.summary.connectionsOpened, 1);

@@ -41,12 +41,20 @@ async function runLoad(server: LabServerName, path: string, experiment: string) 
   const [job] = await jobsOf(planFor(lab.url(server, path), experiment));
   const acceptedBefore = lab.servers[server].connectionsAccepted();
   const result = (await executeJob(job, { region: 'local', log })) as LoadResult;
-  return { result, details: result.details!, serverAccepted: lab.servers[server].connectionsAccepted() - acceptedBefore };
+  return {
+    result,
+    details: result.details!,
+    serverAccepted: lab.servers[server].connectionsAccepted() - acceptedBefore,
+  };
 }
 
 describe('load probe', () => {
   test('closed loop: C connections open C connections, and the server agrees', async () => {
-    const { result, details, serverAccepted } = await runLoad('keepalive', '/', 'connections: 8, requests: 2000, durationSeconds: 60');
+    const { result, details, serverAccepted } = await runLoad(
+      'keepalive',
+      '/',
+      'connections: 8, requests: 2000, durationSeconds: 60',
+    );
     assert.equal(result.ok, true, JSON.stringify(result.error));
     assert.equal(details.stoppedBy, 'requests');
     assert.equal(details.completed, 2000);
@@ -97,10 +105,17 @@ describe('load probe', () => {
   });
 
   test('new mode: about one connection per request, and the server agrees', async () => {
-    const { result, details, serverAccepted } = await runLoad('keepalive', '/', 'connections: 4, requests: 200, modes: [new]');
+    const { result, details, serverAccepted } = await runLoad(
+      'keepalive',
+      '/',
+      'connections: 4, requests: 200, modes: [new]',
+    );
     assert.equal(result.ok, true, JSON.stringify(result.error));
     assert.equal(details.completed, 200);
-    assert.ok(details.connectionsOpened >= 200 && details.connectionsOpened <= 204, `opened ${details.connectionsOpened}`);
+    assert.ok(
+      details.connectionsOpened >= 200 && details.connectionsOpened <= 204,
+      `opened ${details.connectionsOpened}`,
+    );
     assert.equal(serverAccepted, details.connectionsOpened);
   });
 
@@ -108,27 +123,45 @@ describe('load probe', () => {
     const { result, details } = await runLoad('keepalive', '/', 'connections: 2, durationSeconds: 0.5');
     assert.equal(result.ok, true, JSON.stringify(result.error));
     assert.equal(details.stoppedBy, 'duration');
-    assert.ok(result.summary.durationMs >= 500 && result.summary.durationMs < 10_000, `ran ${result.summary.durationMs} ms`);
+    assert.ok(
+      result.summary.durationMs >= 500 && result.summary.durationMs < 10_000,
+      `ran ${result.summary.durationMs} ms`,
+    );
   });
 
   test('open loop: against a stalling endpoint, latency from the intended send time exceeds the service time', async () => {
     // 100 requests/s on one connection to an endpoint that takes 50 ms: it serves 20/s, so
     // requests queue; a closed-loop tool would report ~50 ms and hide the queue.
-    const { result, details } = await runLoad('keepalive', '/delay?ms=50', 'connections: 1, rate: 100, durationSeconds: 1');
+    const { result, details } = await runLoad(
+      'keepalive',
+      '/delay?ms=50',
+      'connections: 1, rate: 100, durationSeconds: 1',
+    );
     assert.equal(result.ok, true, JSON.stringify(result.error));
     assert.equal(result.variant.loop, 'open');
     assert.equal(details.scheduled, 100);
-    assert.equal(details.completed + details.unsent!, details.scheduled, 'every scheduled request answered or counted unsent');
+    assert.equal(
+      details.completed + details.unsent!,
+      details.scheduled,
+      'every scheduled request answered or counted unsent',
+    );
     assert.ok(details.unsent! > 50, `unsent ${details.unsent}: the target fell behind`);
     const service = details.serviceTimeMs!;
     assert.ok(service.p50 >= 45, `service p50 ${service.p50}`);
-    assert.ok(details.latencyMs.p50 > 2 * service.p50, `corrected p50 ${details.latencyMs.p50} vs service p50 ${service.p50}`);
+    assert.ok(
+      details.latencyMs.p50 > 2 * service.p50,
+      `corrected p50 ${details.latencyMs.p50} vs service p50 ${service.p50}`,
+    );
     assert.ok(details.latencyMs.max > 400, `corrected max ${details.latencyMs.max}`);
   });
 
   test('HTTP/2: one connection carries many concurrent streams', async () => {
     // 100 requests of at least 20 ms each need 2,000 ms one at a time; 10 streams need ~200 ms.
-    const { result, details, serverAccepted } = await runLoad('h2', '/delay?ms=20', 'connections: 1, streams: 10, requests: 100, modes: [h2]');
+    const { result, details, serverAccepted } = await runLoad(
+      'h2',
+      '/delay?ms=20',
+      'connections: 1, streams: 10, requests: 100, modes: [h2]',
+    );
     assert.equal(result.ok, true, JSON.stringify(result.error));
     assert.equal(details.completed, 100);
     assert.deepEqual(details.protocols, { h2: 1 });
@@ -139,12 +172,19 @@ describe('load probe', () => {
   });
 
   test('HTTP/2 over cleartext (prior knowledge)', async () => {
-    const h2c = http2.createServer(handleLabRequest as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+    const h2c = http2.createServer(
+      handleLabRequest as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+    );
     let accepted = 0;
     h2c.on('connection', () => accepted++);
     await new Promise<void>((resolve) => h2c.listen(0, '127.0.0.1', resolve));
     try {
-      const [job] = await jobsOf(planFor(`http://127.0.0.1:${(h2c.address() as net.AddressInfo).port}/`, 'connections: 2, streams: 5, requests: 300, modes: [h2]'));
+      const [job] = await jobsOf(
+        planFor(
+          `http://127.0.0.1:${(h2c.address() as net.AddressInfo).port}/`,
+          'connections: 2, streams: 5, requests: 300, modes: [h2]',
+        ),
+      );
       const result = (await executeJob(job, { region: 'local', log })) as LoadResult;
       assert.equal(result.ok, true, JSON.stringify(result.error));
       assert.equal(result.details!.completed, 300);
@@ -156,7 +196,11 @@ describe('load probe', () => {
   });
 
   test('HTTP/2 asked of an HTTP/1.1-only server is a classified error', async () => {
-    const { result, details } = await runLoad('https', '/', 'connections: 1, streams: 2, durationSeconds: 5, modes: [h2]');
+    const { result, details } = await runLoad(
+      'https',
+      '/',
+      'connections: 1, streams: 2, durationSeconds: 5, modes: [h2]',
+    );
     assert.equal(result.ok, false);
     assert.equal(result.error?.code, 'HTTP2_ERROR');
     assert.match(result.error!.message, /did not negotiate HTTP\/2/);
@@ -175,7 +219,9 @@ describe('load probe', () => {
   });
 
   test("the job's time bound cuts the run and says so", async () => {
-    const [job] = await jobsOf(planFor(lab.url('keepalive', '/delay?ms=200'), 'connections: 2, durationSeconds: 30', 'jobTimeoutSeconds: 1'));
+    const [job] = await jobsOf(
+      planFor(lab.url('keepalive', '/delay?ms=200'), 'connections: 2, durationSeconds: 30', 'jobTimeoutSeconds: 1'),
+    );
     const result = (await executeJob(job, { region: 'local', log })) as LoadResult;
     assert.equal(result.error?.code, 'DEADLINE_EXCEEDED');
     assert.equal(result.details!.stoppedBy, 'deadline');
@@ -184,12 +230,22 @@ describe('load probe', () => {
   });
 
   test('two regions: the run report merges their histograms and shows the merged row', async () => {
-    const loaded = await parsePlan(planFor(lab.url('keepalive'), 'connections: 2, requests: 300', 'regions: [eu, ap]'), 'inline.yaml');
+    const loaded = await parsePlan(
+      planFor(lab.url('keepalive'), 'connections: 2, requests: 300', 'regions: [eu, ap]'),
+      'inline.yaml',
+    );
     const jobs = splitPlan(loaded, 'test-run');
     const startedAt = new Date();
     const results = [];
     for (const job of jobs) results.push(await executeJob(job, { region: job.region, log }));
-    const report = buildRunReport({ runId: 'test-run', mode: 'distributed', plan: loaded.plan, startedAt, finishedAt: new Date(), results });
+    const report = buildRunReport({
+      runId: 'test-run',
+      mode: 'distributed',
+      plan: loaded.plan,
+      startedAt,
+      finishedAt: new Date(),
+      results,
+    });
     runReportSchema.parse(JSON.parse(JSON.stringify(report)));
 
     assert.equal(report.loadTotals.length, 1);
@@ -199,7 +255,10 @@ describe('load probe', () => {
     assert.equal(total.completed, 600);
     assert.equal(total.latencyMs.n, 600);
     assert.equal(total.latencyMs.max, Math.max(a.latencyMs.max, b.latencyMs.max));
-    assert.ok(total.latencyMs.p99 >= Math.min(a.latencyMs.p99, b.latencyMs.p99) && total.latencyMs.p99 <= Math.max(a.latencyMs.p99, b.latencyMs.p99));
+    assert.ok(
+      total.latencyMs.p99 >= Math.min(a.latencyMs.p99, b.latencyMs.p99) &&
+        total.latencyMs.p99 <= Math.max(a.latencyMs.p99, b.latencyMs.p99),
+    );
     assert.equal(total.requestsPerSecond, a.requestsPerSecond + b.requestsPerSecond);
 
     const text = renderRunReport(report);

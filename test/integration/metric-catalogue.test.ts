@@ -28,8 +28,13 @@ const quiet = { start() {}, step() {}, done() {} };
 type Sample = { family: string; name: string; labels: Record<string, string | number>; value: number };
 
 async function samplesOf(registry: Registry): Promise<Sample[]> {
-  const json = (await registry.getMetricsAsJSON()) as unknown as { name: string; values: { metricName?: string; labels: Record<string, string | number>; value: number }[] }[];
-  return json.flatMap((m) => m.values.map((v) => ({ family: m.name, name: v.metricName ?? m.name, labels: v.labels, value: v.value })));
+  const json = (await registry.getMetricsAsJSON()) as unknown as {
+    name: string;
+    values: { metricName?: string; labels: Record<string, string | number>; value: number }[];
+  }[];
+  return json.flatMap((m) =>
+    m.values.map((v) => ({ family: m.name, name: v.metricName ?? m.name, labels: v.labels, value: v.value })),
+  );
 }
 
 /** Metric family → its label names as Prometheus will store them (group labels added, `le` left out). */
@@ -43,7 +48,9 @@ async function labelsByFamily(registry: Registry, groupLabels: readonly string[]
 }
 
 const sum = (samples: Sample[], name: string, match: Record<string, string> = {}) =>
-  samples.filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v)).reduce((n, s) => n + s.value, 0);
+  samples
+    .filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v))
+    .reduce((n, s) => n + s.value, 0);
 
 describe('metric catalogue vs a real run of every probe', () => {
   let lab: Lab;
@@ -56,7 +63,14 @@ describe('metric catalogue vs a real run of every probe', () => {
     const loaded = await parsePlan(await everyProbePlan(lab, 'catalogue'), 'catalogue.yaml');
     const startedAt = new Date();
     results = await runEmbedded(splitPlan(loaded, 'catalogue-run'), { log, progress: quiet });
-    report = buildRunReport({ runId: 'catalogue-run', mode: 'embedded', plan: loaded.plan, startedAt, finishedAt: new Date(), results });
+    report = buildRunReport({
+      runId: 'catalogue-run',
+      mode: 'embedded',
+      plan: loaded.plan,
+      startedAt,
+      finishedAt: new Date(),
+      results,
+    });
   });
 
   after(async () => {
@@ -64,7 +78,14 @@ describe('metric catalogue vs a real run of every probe', () => {
   });
 
   test('the plan ran every probe, each with at least one clean result', () => {
-    for (const probe of PROBE_KINDS) assert.ok(results.some((r) => r.probe === probe && r.ok), `${probe}: ${results.filter((r) => r.probe === probe).map((r) => r.error?.message).join('; ')}`);
+    for (const probe of PROBE_KINDS)
+      assert.ok(
+        results.some((r) => r.probe === probe && r.ok),
+        `${probe}: ${results
+          .filter((r) => r.probe === probe)
+          .map((r) => r.error?.message)
+          .join('; ')}`,
+      );
   });
 
   for (const probe of PROBE_KINDS) {
@@ -85,7 +106,9 @@ describe('metric catalogue vs a real run of every probe', () => {
         for (const [name, sets] of await labelsByFamily(registry, PUSH_GROUPS.run.key)) emitted.set(name, sets);
       }
       const actual = Object.fromEntries([...emitted].map(([name, sets]) => [name, [...sets].map((s) => s.split(','))]));
-      const expected = Object.fromEntries(Object.entries(catalogue.probes[probe]).map(([name, labels]) => [name, [labels]]));
+      const expected = Object.fromEntries(
+        Object.entries(catalogue.probes[probe]).map(([name, labels]) => [name, [labels]]),
+      );
       assert.deepEqual(actual, expected);
     });
   }
@@ -93,14 +116,22 @@ describe('metric catalogue vs a real run of every probe', () => {
   test('closed label values stay within the catalogue', async () => {
     const jobMetrics = createProbeMetrics();
     for (const r of results) jobMetrics.record(r);
-    const samples = [...(await samplesOf(jobMetrics.registry)), ...(await Promise.all(runMetricsOf(report).map((g) => samplesOf(g.registry)))).flat()];
+    const samples = [
+      ...(await samplesOf(jobMetrics.registry)),
+      ...(await Promise.all(runMetricsOf(report).map((g) => samplesOf(g.registry)))).flat(),
+    ];
     const outcomes = new Set(['ok', 'error', 'failed', 'not_run']);
     for (const s of samples) {
       for (const [label, value] of Object.entries(s.labels)) {
         const allowed = LABEL_VALUES[label];
-        if (label === 'le' || typeof allowed === 'string' && label !== 'outcome') continue;
-        if (label === 'outcome') assert.ok(outcomes.has(String(value)) || /^[A-Z_]+$/.test(String(value)), `${s.name} outcome="${value}"`);
-        else assert.ok(allowed?.includes(String(value)), `${s.name} ${label}="${value}" is not in the catalogue's values for ${label}`);
+        if (label === 'le' || (typeof allowed === 'string' && label !== 'outcome')) continue;
+        if (label === 'outcome')
+          assert.ok(outcomes.has(String(value)) || /^[A-Z_]+$/.test(String(value)), `${s.name} outcome="${value}"`);
+        else
+          assert.ok(
+            allowed?.includes(String(value)),
+            `${s.name} ${label}="${value}" is not in the catalogue's values for ${label}`,
+          );
       }
     }
   });
@@ -111,20 +142,44 @@ describe('metric catalogue vs a real run of every probe', () => {
     const samples = await samplesOf(jobMetrics.registry);
     assert.equal(sum(samples, 'probefleet_probe_jobs_total'), results.length);
     const reuse = results.filter((r) => r.probe === 'reuse');
-    assert.equal(sum(samples, 'probefleet_requests_total', { probe: 'reuse' }), reuse.reduce((n, r) => n + r.summary.requests, 0));
-    assert.equal(sum(samples, 'probefleet_connections_opened_total', { probe: 'reuse', mode: 'new' }), 15, '5 new connections for each of 3 targets');
+    assert.equal(
+      sum(samples, 'probefleet_requests_total', { probe: 'reuse' }),
+      reuse.reduce((n, r) => n + r.summary.requests, 0),
+    );
+    assert.equal(
+      sum(samples, 'probefleet_connections_opened_total', { probe: 'reuse', mode: 'new' }),
+      15,
+      '5 new connections for each of 3 targets',
+    );
     const answered = reuse.flatMap((r) => (r.details?.samples ?? []).filter((s) => !s.error));
-    assert.equal(sum(samples, 'probefleet_request_phase_seconds_count', { probe: 'reuse', phase: 'total' }), answered.length);
-    assert.equal(sum(samples, 'probefleet_tls_handshake_seconds_count', { handshake: 'full' }), 6, '3 full handshakes on https and on slow-tls');
+    assert.equal(
+      sum(samples, 'probefleet_request_phase_seconds_count', { probe: 'reuse', phase: 'total' }),
+      answered.length,
+    );
+    assert.equal(
+      sum(samples, 'probefleet_tls_handshake_seconds_count', { handshake: 'full' }),
+      6,
+      '3 full handshakes on https and on slow-tls',
+    );
 
     const [group] = runMetricsOf(report);
     assert.deepEqual([group.plan, group.region], ['catalogue', 'local']);
     const run = await samplesOf(group.registry);
-    const p95 = (target: string) => run.find((s) => s.name === 'probefleet_last_run_tls_handshake_seconds' && s.labels.target === target && s.labels.handshake === 'full' && s.labels.quantile === '0.95')!.value;
+    const p95 = (target: string) =>
+      run.find(
+        (s) =>
+          s.name === 'probefleet_last_run_tls_handshake_seconds' &&
+          s.labels.target === target &&
+          s.labels.handshake === 'full' &&
+          s.labels.quantile === '0.95',
+      )!.value;
     assert.ok(p95('slow-tls') >= SLOW_HANDSHAKE_DELAY_MS / 1000, `slow-tls handshake p95 ${p95('slow-tls')} s`);
     assert.ok(p95('https') < 0.5, `https handshake p95 ${p95('https')} s`);
     const cost = report.comparisons.find((c) => c.target === 'https')!;
-    assert.equal(run.find((s) => s.name === 'probefleet_new_connection_cost_seconds' && s.labels.target === 'https')?.value, cost.newConnectionCostMs.median / 1000);
+    assert.equal(
+      run.find((s) => s.name === 'probefleet_new_connection_cost_seconds' && s.labels.target === 'https')?.value,
+      cost.newConnectionCostMs.median / 1000,
+    );
     assert.equal(sum(run, 'probefleet_last_run_jobs'), results.length);
     assert.equal(sum(run, 'probefleet_findings'), report.findings.length);
   });
@@ -132,10 +187,14 @@ describe('metric catalogue vs a real run of every probe', () => {
   test("the worker's own /metrics registry has the catalogue's metrics and process metrics", async () => {
     const metrics = createJobMetrics({ region: 'eu-west', pushgateway: { url: 'http://127.0.0.1:9' }, log });
     const names = new Set((await metrics.registry.getMetricsAsJSON()).map((m) => m.name));
-    for (const spec of [...Object.values(WORKER_METRICS), ...Object.values(PUSH_METRICS)]) assert.ok(names.has(spec.name), spec.name);
+    for (const spec of [...Object.values(WORKER_METRICS), ...Object.values(PUSH_METRICS)])
+      assert.ok(names.has(spec.name), spec.name);
     assert.ok(names.has('process_cpu_seconds_total') && names.has('nodejs_eventloop_lag_seconds'));
-    for (const m of catalogue.metrics.filter((m) => m.source === 'scrape:worker' || m.source === 'scrape:worker,coordinator')) {
-      for (const s of await samplesOf(metrics.registry)) if (s.name === m.name) assert.deepEqual(Object.keys(s.labels).sort(), m.labels);
+    for (const m of catalogue.metrics.filter(
+      (m) => m.source === 'scrape:worker' || m.source === 'scrape:worker,coordinator',
+    )) {
+      for (const s of await samplesOf(metrics.registry))
+        if (s.name === m.name) assert.deepEqual(Object.keys(s.labels).sort(), m.labels);
     }
   });
 });

@@ -17,7 +17,14 @@ import { prometheusConfig } from '../../common/prometheus-config.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { everyProbePlan } from '../helpers/metrics-plan.js';
 import { writePlan } from '../helpers/plans.js';
-import { needsPrometheus, requirePrometheus, startPrometheus, startPushgateway, type Prometheus, type Pushgateway } from '../helpers/prometheus.js';
+import {
+  needsPrometheus,
+  requirePrometheus,
+  startPrometheus,
+  startPushgateway,
+  type Prometheus,
+  type Pushgateway,
+} from '../helpers/prometheus.js';
 import { spawnCli, type CliProcess } from '../helpers/processes.js';
 import { deletePrefix, freePort, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
@@ -31,7 +38,9 @@ const VARIABLE_VALUES: Record<string, string> = { $region: '.*', $target: '.*', 
 
 /** The committed rules, evaluated every second and without `for`, so an alert fires as soon as its condition holds. */
 async function rulesFiringAtOnce(): Promise<string> {
-  const rules = parse(await readFile(path.join(REPO_ROOT, 'dashboards/alerts/probefleet.rules.yml'), 'utf8')) as { groups: { interval: string; rules: { for?: string }[] }[] };
+  const rules = parse(await readFile(path.join(REPO_ROOT, 'dashboards/alerts/probefleet.rules.yml'), 'utf8')) as {
+    groups: { interval: string; rules: { for?: string }[] }[];
+  };
   for (const group of rules.groups) {
     group.interval = '1s';
     for (const rule of group.rules) rule.for = '0s';
@@ -50,7 +59,9 @@ async function storedReport(runId: string, redis: string[]): Promise<RunReport> 
   }
 }
 
-describe('runs through the Pushgateway into Prometheus: dashboards, catalogue and alerts', { skip: needsPrometheus.skip || needsRedis.skip }, () => {
+describe('runs through the Pushgateway into Prometheus: dashboards, catalogue and alerts', {
+  skip: needsPrometheus.skip || needsRedis.skip,
+}, () => {
   const prefix = testPrefix();
   let lab: Lab;
   let gateway: Pushgateway;
@@ -68,8 +79,29 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
     const coordinatorPort = await freePort();
     workerMetricsPort = await freePort();
     const redis = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
-    coordinator = spawnCli(['coordinator', ...redis, '--port', String(coordinatorPort), '--region', REGION, '--pushgateway', gateway.url]);
-    worker = spawnCli(['worker', ...redis, '--allow-loopback', '--region', REGION, '--pushgateway', gateway.url, '--instance', INSTANCE, '--metrics-port', String(workerMetricsPort)]);
+    coordinator = spawnCli([
+      'coordinator',
+      ...redis,
+      '--port',
+      String(coordinatorPort),
+      '--region',
+      REGION,
+      '--pushgateway',
+      gateway.url,
+    ]);
+    worker = spawnCli([
+      'worker',
+      ...redis,
+      '--allow-loopback',
+      '--region',
+      REGION,
+      '--pushgateway',
+      gateway.url,
+      '--instance',
+      INSTANCE,
+      '--metrics-port',
+      String(workerMetricsPort),
+    ]);
     await Promise.all([coordinator.waitFor(/"msg":"coordinator ready"/), worker.waitFor(/"msg":"worker ready"/)]);
     const config = prometheusConfig({
       pushgateway: [`127.0.0.1:${gateway.port}`],
@@ -90,7 +122,9 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
       let report: RunReport;
       if (n === 1) {
         const json = path.join(dir, 'run1.json');
-        const { code, stderr } = await runCli(['run', plan, ...redis, '--pushgateway', gateway.url, '--json', json], { timeoutMs: 180_000 });
+        const { code, stderr } = await runCli(['run', plan, ...redis, '--pushgateway', gateway.url, '--json', json], {
+          timeoutMs: 180_000,
+        });
         assert.equal(code, 0, stderr);
         report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
       } else {
@@ -101,7 +135,10 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
       }
       reports.push(report);
       const jobs = report.results.length;
-      await prometheus.waitFor(`max(probefleet_last_run_timestamp_seconds{plan="${PLAN}"})`, (v) => v === Date.parse(report.finishedAt) / 1000);
+      await prometheus.waitFor(
+        `max(probefleet_last_run_timestamp_seconds{plan="${PLAN}"})`,
+        (v) => v === Date.parse(report.finishedAt) / 1000,
+      );
       await prometheus.waitFor(`sum(probefleet_probe_jobs_total{instance="${INSTANCE}"})`, (v) => v === n * jobs);
       await prometheus.waitFor('sum(probefleet_runs_total)', (v) => v === n);
       await prometheus.waitFor(`sum(probefleet_worker_jobs_total{outcome="completed"})`, (v) => v === n * jobs);
@@ -119,7 +156,13 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
   test('both runs measured every probe cleanly enough to chart', () => {
     for (const report of reports) {
       assert.deepEqual(report.unfinishedJobs, []);
-      assert.ok(report.results.every((r) => r.ok || r.probe === 'http2'), report.results.filter((r) => !r.ok).map((r) => `${r.jobId}: ${r.error?.message}`).join('\n'));
+      assert.ok(
+        report.results.every((r) => r.ok || r.probe === 'http2'),
+        report.results
+          .filter((r) => !r.ok)
+          .map((r) => `${r.jobId}: ${r.error?.message}`)
+          .join('\n'),
+      );
     }
   });
 
@@ -133,15 +176,27 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
 
   test('the worker serves its own /metrics: jobs taken, push failures, process metrics', async () => {
     const text = await (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
-    assert.match(text, new RegExp(`^probefleet_worker_jobs_total\\{region="${REGION}",outcome="completed"\\} ${2 * reports[0].results.length}$`, 'm'));
+    assert.match(
+      text,
+      new RegExp(
+        `^probefleet_worker_jobs_total\\{region="${REGION}",outcome="completed"\\} ${2 * reports[0].results.length}$`,
+        'm',
+      ),
+    );
     assert.match(text, /^probefleet_push_failures_total\{group="probes"\} 0$/m);
     assert.match(text, /^process_cpu_seconds_total /m);
-    assert.doesNotMatch(text, /probefleet_request_phase_seconds/, 'probe metrics are pushed, not served: scraped too, they would count twice');
+    assert.doesNotMatch(
+      text,
+      /probefleet_request_phase_seconds/,
+      'probe metrics are pushed, not served: scraped too, they would count twice',
+    );
   });
 
   test('every panel of every dashboard returns data from Prometheus', async () => {
     for (const dashboard of DASHBOARDS) {
-      const json = JSON.parse(await readFile(path.join(REPO_ROOT, 'dashboards/grafana', `${dashboard.uid}.json`), 'utf8')) as {
+      const json = JSON.parse(
+        await readFile(path.join(REPO_ROOT, 'dashboards/grafana', `${dashboard.uid}.json`), 'utf8'),
+      ) as {
         panels: { title: string; targets: { expr: string; refId: string }[] }[];
         templating: { list: { name: string; query?: unknown }[] };
       };
@@ -150,7 +205,10 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
           const expr = target.expr.replace(/\$(region|target|window)\b/g, (v) => VARIABLE_VALUES[v]);
           const result = await prometheus.query(expr);
           const finite = result.filter((s) => Number.isFinite(Number(s.value[1])));
-          assert.ok(finite.length > 0, `${dashboard.title} / ${panel.title} (${target.refId}) returned no data:\n${expr}\n${JSON.stringify(result)}`);
+          assert.ok(
+            finite.length > 0,
+            `${dashboard.title} / ${panel.title} (${target.refId}) returned no data:\n${expr}\n${JSON.stringify(result)}`,
+          );
         }
       }
       for (const variable of json.templating.list) {
@@ -170,7 +228,9 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
       assert.ok(series.length > 0, `${metric.name} is not in Prometheus`);
       const scraped = metric.source.startsWith('scrape:');
       for (const s of series) {
-        const labels = Object.keys(s).filter((l) => l !== '__name__').sort();
+        const labels = Object.keys(s)
+          .filter((l) => l !== '__name__')
+          .sort();
         const perProbe = s.probe ? catalogue.probes[s.probe]?.[metric.name] : undefined;
         const expected = [...(perProbe ?? metric.labels), 'job', ...(scraped ? ['instance'] : [])].sort();
         assert.deepEqual(labels, expected, `${metric.name} ${JSON.stringify(s)}`);
@@ -179,7 +239,12 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
   });
 
   test('the TLS handshake alert fires for the slow lab server and not for the fast one', async () => {
-    const expected = { alertname: 'ProbefleetTlsHandshakeSlow', region: REGION, target: 'slow-tls', severity: 'warning' };
+    const expected = {
+      alertname: 'ProbefleetTlsHandshakeSlow',
+      region: REGION,
+      target: 'slow-tls',
+      severity: 'warning',
+    };
     const until = Date.now() + 30_000;
     let alerts = await prometheus.alerts();
     while (!alerts.some((a) => a.labels.target === 'slow-tls' && a.state === 'firing') && Date.now() < until) {
@@ -192,7 +257,9 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
       [{ ...expected, state: 'firing' }],
     );
     // The fast target is measured and well under the threshold, so its absence means something.
-    const fast = await prometheus.query(`probefleet_last_run_tls_handshake_seconds{target="https", handshake="full", quantile="0.95"}`);
+    const fast = await prometheus.query(
+      `probefleet_last_run_tls_handshake_seconds{target="https", handshake="full", quantile="0.95"}`,
+    );
     assert.equal(fast.length, 1);
     assert.ok(Number(fast[0].value[1]) < 0.5, `https p95 ${fast[0].value[1]} s`);
   });

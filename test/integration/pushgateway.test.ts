@@ -27,7 +27,9 @@ interface Recorded {
 }
 
 /** A loopback server that answers request i with statuses[i] (the last one repeated), or never with 0. */
-async function gatewayStandIn(statuses: number[]): Promise<{ url: string; requests: Recorded[]; close(): Promise<void> }> {
+async function gatewayStandIn(
+  statuses: number[],
+): Promise<{ url: string; requests: Recorded[]; close(): Promise<void> }> {
   const requests: Recorded[] = [];
   const server = http.createServer((req, res) => {
     let body = '';
@@ -64,7 +66,11 @@ describe('pushes to a gateway that fails, is slow, or wants a password', () => {
   test('a push retries with backoff, sends the text format with basic auth from the URL, and names its group in the path', async () => {
     const gateway = await gatewayStandIn([503, 500, 200]);
     const own = new Registry();
-    const pusher = new MetricsPusher({ url: gateway.url.replace('http://', 'http://pf:s3cret@'), backoffMs: 20 }, log, own);
+    const pusher = new MetricsPusher(
+      { url: gateway.url.replace('http://', 'http://pf:s3cret@'), backoffMs: 20 },
+      log,
+      own,
+    );
     assert.equal(pusher.url.includes('s3cret'), false);
     assert.equal(await pusher.replace('run', { plan: 'nightly', region: 'eu-west' }, oneGauge()), true);
     assert.equal(gateway.requests.length, 3);
@@ -101,8 +107,14 @@ describe('pushes to a gateway that fails, is slow, or wants a password', () => {
   });
 
   test('grouping values that are not plain names are base64url-encoded in the path', () => {
-    assert.equal(groupPath('probefleet', { region: 'eu-west', instance: 'host-1.example' }), '/metrics/job/probefleet/region/eu-west/instance/host-1.example');
-    assert.equal(groupPath('probefleet', { region: 'eu-west', instance: 'a/b c' }), `/metrics/job/probefleet/region/eu-west/instance@base64/${Buffer.from('a/b c').toString('base64url')}`);
+    assert.equal(
+      groupPath('probefleet', { region: 'eu-west', instance: 'host-1.example' }),
+      '/metrics/job/probefleet/region/eu-west/instance/host-1.example',
+    );
+    assert.equal(
+      groupPath('probefleet', { region: 'eu-west', instance: 'a/b c' }),
+      `/metrics/job/probefleet/region/eu-west/instance@base64/${Buffer.from('a/b c').toString('base64url')}`,
+    );
   });
 });
 
@@ -131,20 +143,34 @@ experiments:
   });
 
   /** A histogram's count and a timestamp gauge of the cumulative group. */
-  const sample = async (pattern: RegExp) => Number((await (await fetch(`${gateway.url}/metrics`)).text()).match(pattern)?.[1]);
-  const phaseCount = /^probefleet_request_phase_seconds_count\{(?=[^}]*target="first")(?=[^}]*mode="new")(?=[^}]*phase="total")[^}]*\} (\S+)$/m;
+  const sample = async (pattern: RegExp) =>
+    Number((await (await fetch(`${gateway.url}/metrics`)).text()).match(pattern)?.[1]);
+  const phaseCount =
+    /^probefleet_request_phase_seconds_count\{(?=[^}]*target="first")(?=[^}]*mode="new")(?=[^}]*phase="total")[^}]*\} (\S+)$/m;
   const lastJob = /^probefleet_probe_last_run_timestamp_seconds\{(?=[^}]*target="second")[^}]*\} (\S+)$/m;
 
   const jobsCounted = async () => {
     const text = await (await fetch(`${gateway.url}/metrics`)).text();
     const counts = new Map<string, number>();
-    for (const [, target, value] of text.matchAll(/^probefleet_probe_jobs_total\{[^}]*target="([^"]+)"[^}]*\} (\S+)$/gm)) counts.set(target, (counts.get(target) ?? 0) + Number(value));
+    for (const [, target, value] of text.matchAll(
+      /^probefleet_probe_jobs_total\{[^}]*target="([^"]+)"[^}]*\} (\S+)$/gm,
+    ))
+      counts.set(target, (counts.get(target) ?? 0) + Number(value));
     return counts;
   };
 
   test('two runs: both targets stay visible, counters continue across processes, and the groups do not grow', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-push-'));
-    const args = (n: number) => ['run', plan, '--pushgateway', gateway.url, '--instance', 'laptop', '--json', path.join(dir, `run${n}.json`)];
+    const args = (n: number) => [
+      'run',
+      plan,
+      '--pushgateway',
+      gateway.url,
+      '--instance',
+      'laptop',
+      '--json',
+      path.join(dir, `run${n}.json`),
+    ];
 
     const first = await runCli(args(1));
     assert.equal(first.code, 0, first.stderr);

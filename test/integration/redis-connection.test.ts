@@ -32,10 +32,28 @@ describe('Redis over TLS with an ACL user', needsRedis, () => {
     redis = await startOwnRedis({
       // TLS only (plain port 0), the default user off, one user with a password.
       args: (port, dir) => [
-        '--port', '0', '--tls-port', String(port),
-        '--tls-cert-file', path.join(dir, 'server.pem'), '--tls-key-file', path.join(dir, 'server.key'),
-        '--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients', 'no',
-        '--user', 'default', 'off', '--user', 'probe', 'on', '>s3cret', '~*', '&*', '+@all',
+        '--port',
+        '0',
+        '--tls-port',
+        String(port),
+        '--tls-cert-file',
+        path.join(dir, 'server.pem'),
+        '--tls-key-file',
+        path.join(dir, 'server.key'),
+        '--tls-ca-cert-file',
+        path.join(dir, 'ca.pem'),
+        '--tls-auth-clients',
+        'no',
+        '--user',
+        'default',
+        'off',
+        '--user',
+        'probe',
+        'on',
+        '>s3cret',
+        '~*',
+        '&*',
+        '+@all',
       ],
       url: (port) => `rediss://probe:s3cret@127.0.0.1:${port}`,
       caPem,
@@ -57,15 +75,25 @@ describe('Redis over TLS with an ACL user', needsRedis, () => {
     const settings = { url: redis.url, caPem };
     const prefix = testPrefix();
     const fleet = openFleet({ redis: settings, prefix, log });
-    const worker = startRegionWorker({ redis: settings, prefix, region: 'a', concurrency: 1, log, targetPolicy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS) });
+    const worker = startRegionWorker({
+      redis: settings,
+      prefix,
+      region: 'a',
+      concurrency: 1,
+      log,
+      targetPolicy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS),
+    });
     try {
       await worker.ready;
-      const plan = await parsePlan(`
+      const plan = await parsePlan(
+        `
 name: over-tls
 regions: [a]
 targets: [{ name: http, url: "${lab.url('keepalive')}" }]
 experiments: [{ probe: reuse, requests: 3, modes: [reused, new] }]
-`, 'inline.yaml');
+`,
+        'inline.yaml',
+      );
       const run = await submitRun(fleet, plan, 'over-tls-run');
       const report = await waitForRun(fleet, run.data, { log, progress: { update() {}, done() {} }, pollMs: 200 });
       assert.equal(report?.results.length, 2);

@@ -46,7 +46,9 @@ function processesNaming(text: string): number[] {
 /** Processes of an instance: everything inside its namespaces, and the relay on this machine
  * (its command line names the instance's run directory). */
 function processesOf(id: string, namespaces: string[]): number[] {
-  const inNamespaces = namespaces.flatMap((ns) => execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).split(/\s+/).filter(Boolean).map(Number));
+  const inNamespaces = namespaces.flatMap((ns) =>
+    execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).split(/\s+/).filter(Boolean).map(Number),
+  );
   return [...new Set([...inNamespaces, ...processesNaming(runDirFor(id))])];
 }
 
@@ -82,9 +84,21 @@ const skip = regionsSkipReason();
 
 describe('emulated regions leave nothing behind', { skip }, () => {
   test('close() removes the namespaces, the helper processes and the run directory; twice is fine', async () => {
-    const regions = await startRegions({ regions: [{ name: 'a', rttMs: 10 }, { name: 'b', rttMs: 0 }], forwardPorts: [6379], log });
+    const regions = await startRegions({
+      regions: [
+        { name: 'a', rttMs: 10 },
+        { name: 'b', rttMs: 0 },
+      ],
+      forwardPorts: [6379],
+      log,
+    });
     const namespaces = [regions.target.namespace, ...regions.regions.map((r) => r.namespace)];
-    assert.deepEqual(listNamespaces().filter((ns) => namespaces.includes(ns)).sort(), [...namespaces].sort());
+    assert.deepEqual(
+      listNamespaces()
+        .filter((ns) => namespaces.includes(ns))
+        .sort(),
+      [...namespaces].sort(),
+    );
     const made = { id: regions.id, namespaces, pids: processesOf(regions.id, namespaces) };
     // nfq-delay in a, a relay in a and in b, and the relay on this machine.
     assert.ok(made.pids.length >= (regions.delay === 'nfqueue' ? 4 : 3), `helpers: ${made.pids.join(', ')}`);
@@ -95,7 +109,9 @@ describe('emulated regions leave nothing behind', { skip }, () => {
 
   test('Ctrl-C (SIGINT) removes everything before the process ends', async () => {
     const { child, made } = await startHolder();
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once('exit', (_code, signal) => resolve(signal)),
+    );
     child.kill('SIGINT');
     assert.equal(await exited, 'SIGINT', 'the process still ends by the signal');
     // The relay on this machine is outside the namespaces: it exits when its stdin closes, as the process ends.
@@ -108,8 +124,14 @@ describe('emulated regions leave nothing behind', { skip }, () => {
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGKILL');
     await exited;
-    assert.ok(await waitFor(() => made.pids.every((pid) => !isRunning(pid)), 5_000), `helpers still running: ${made.pids.filter(isRunning).join(', ')}`);
-    assert.ok(listNamespaces().includes(made.namespaces[0]), 'nothing could remove the namespaces of a killed process yet');
+    assert.ok(
+      await waitFor(() => made.pids.every((pid) => !isRunning(pid)), 5_000),
+      `helpers still running: ${made.pids.filter(isRunning).join(', ')}`,
+    );
+    assert.ok(
+      listNamespaces().includes(made.namespaces[0]),
+      'nothing could remove the namespaces of a killed process yet',
+    );
     const { code, stdout, stderr } = await runCli(['regions', 'cleanup']);
     assert.equal(code, 0, stderr);
     assert.match(stdout, new RegExp(made.id));
@@ -143,19 +165,28 @@ targets: [{ name: http, url: "http://10.77.0.1:18170/" }]
 experiments: [{ probe: reuse, requests: 200, modes: [reused] }]
 `);
     t.after(() => rm(path.dirname(plan), { recursive: true, force: true }));
-    const demo = spawn(process.execPath, [CLI, 'demo', plan, '--region', 'solo=20ms'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const demo = spawn(process.execPath, [CLI, 'demo', plan, '--region', 'solo=20ms'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     demo.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     demo.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => demo.once('exit', (_code, signal) => resolve(signal)));
-    assert.ok(await waitFor(() => /jobs done per region/.test(stderr) || demo.exitCode !== null, 60_000), `the run did not start:\n${stdout}\n${stderr}`);
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      demo.once('exit', (_code, signal) => resolve(signal)),
+    );
+    assert.ok(
+      await waitFor(() => /jobs done per region/.test(stderr) || demo.exitCode !== null, 60_000),
+      `the run did not start:\n${stdout}\n${stderr}`,
+    );
 
     const id = /pf-(\d+-[0-9a-f]{4})-target/.exec(stdout)![1];
     const namespaces = listNamespaces().filter((ns) => ns.startsWith(`pf-${id}-`));
     // redis-server, the Pushgateway and Prometheus (when installed), the coordinator, the worker,
     // `probefleet run` (its command line names the plan), the regions' helpers.
-    const fleet = [...stdout.matchAll(/^\s+(?:redis-server|pushgateway|prometheus|coordinator|worker \S+)\s+(\d+)\s/gm)].map((m) => Number(m[1]));
+    const fleet = [
+      ...stdout.matchAll(/^\s+(?:redis-server|pushgateway|prometheus|coordinator|worker \S+)\s+(\d+)\s/gm),
+    ].map((m) => Number(m[1]));
     const runs = processesNaming(plan).filter((pid) => pid !== demo.pid);
     assert.equal(fleet.length, prometheusMissing ? 3 : 5, stdout);
     assert.equal(runs.length, 1, 'probefleet run is running');
@@ -164,7 +195,10 @@ experiments: [{ probe: reuse, requests: 200, modes: [reused] }]
     demo.kill('SIGINT');
     assert.equal(await exited, 'SIGINT', 'the demo still ends by the signal');
     // Processes tied to the demo get their SIGKILL as it exits; give the kernel a moment.
-    assert.ok(await waitFor(() => made.pids.every((pid) => !isRunning(pid)), 5_000), `still running: ${made.pids.filter(isRunning).join(', ')}`);
+    assert.ok(
+      await waitFor(() => made.pids.every((pid) => !isRunning(pid)), 5_000),
+      `still running: ${made.pids.filter(isRunning).join(', ')}`,
+    );
     assertGone(made);
   });
 
@@ -177,7 +211,16 @@ experiments: [{ probe: reuse, requests: 200, modes: [reused] }]
     await a.close();
     assert.ok(listNamespaces().includes(b.region('same').namespace), 'closing one harness removed the other');
     // b still works: its region reaches its target host (nothing listens: refused, not unreachable).
-    const out = await b.exec(b.region('same').namespace, 'curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', `http://${b.target.address}:9/`]).catch((err: Error) => err.message);
+    const out = await b
+      .exec(b.region('same').namespace, 'curl', [
+        '-sS',
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        `http://${b.target.address}:9/`,
+      ])
+      .catch((err: Error) => err.message);
     assert.match(out, /Connection refused|Failed to connect/);
     await b.close();
   });

@@ -20,37 +20,65 @@ import { regionsSkipReason } from '../helpers/regions.js';
 const skip = regionsSkipReason();
 
 describe('probefleet regions', () => {
-  test('regions run: one report with every region, the slower region slower, and nothing left behind', { skip }, async (t) => {
+  test('regions run: one report with every region, the slower region slower, and nothing left behind', {
+    skip,
+  }, async (t) => {
     const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-regions-cli-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
     const plan = path.join(dir, 'plan.yaml');
     const json = path.join(dir, 'run.json');
     await writeFile(
       plan,
-      (await readFile(path.join(REPO_ROOT, 'examples/regions-reuse.yaml'), 'utf8')).replace('requests: 20', 'requests: 5'),
+      (await readFile(path.join(REPO_ROOT, 'examples/regions-reuse.yaml'), 'utf8')).replace(
+        'requests: 20',
+        'requests: 5',
+      ),
     );
-    const { code, stdout, stderr } = await runCli(['regions', 'run', plan, '--region', 'near=10ms', '--region', 'far=40ms,10MB/s', '--json', json]);
+    const { code, stdout, stderr } = await runCli([
+      'regions',
+      'run',
+      plan,
+      '--region',
+      'near=10ms',
+      '--region',
+      'far=40ms,10MB/s',
+      '--json',
+      json,
+    ]);
     assert.equal(code, 0, stderr);
 
     assert.match(stdout, /Emulated regions\n\s+region\s+RTT to target\s+rate limit\s+namespace\s+address/);
     assert.match(stdout, /\n\s+near\s+10 ms\s+-\s+pf-\d+-[0-9a-f]{4}-region-near\s+10\.77\.1\.2\n/);
     assert.match(stdout, /\n\s+far\s+40 ms\s+10 MB\/s\s+pf-\d+-[0-9a-f]{4}-region-far\s+10\.77\.2\.2\n/);
-    assert.match(stdout, /target host 10\.77\.0\.1 in namespace pf-\d+-[0-9a-f]{4}-target; delay added by (netem|nfqueue)/);
+    assert.match(
+      stdout,
+      /target host 10\.77\.0\.1 in namespace pf-\d+-[0-9a-f]{4}-target; delay added by (netem|nfqueue)/,
+    );
     assert.match(stdout, /New-connection cost/);
 
     const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
     assert.deepEqual(report.plan.regions, ['near', 'far']);
     assert.equal(report.results.length, 8);
-    assert.ok(report.results.every((r) => r.ok), JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)));
+    assert.ok(
+      report.results.every((r) => r.ok),
+      JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)),
+    );
     for (const target of ['http', 'https']) {
-      const cost = (region: string) => report.comparisons.find((c) => c.region === region && c.target === target)!.newConnectionCostMs.median;
+      const cost = (region: string) =>
+        report.comparisons.find((c) => c.region === region && c.target === target)!.newConnectionCostMs.median;
       assert.ok(cost('far') > cost('near'), `${target}: far ${cost('far')} ms, near ${cost('near')} ms`);
     }
     const id = /pf-(\d+-[0-9a-f]{4})-target/.exec(stdout)![1];
-    assert.deepEqual(listNamespaces().filter((ns) => ns.includes(id)), [], 'namespaces left behind');
+    assert.deepEqual(
+      listNamespaces().filter((ns) => ns.includes(id)),
+      [],
+      'namespaces left behind',
+    );
   });
 
-  test('demo without Prometheus on the PATH: says so, runs the plan without metrics, leaves nothing', { skip }, async (t) => {
+  test('demo without Prometheus on the PATH: says so, runs the plan without metrics, leaves nothing', {
+    skip,
+  }, async (t) => {
     const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-demo-no-metrics-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
     // A PATH with every command of ours but the two.
@@ -62,16 +90,25 @@ describe('probefleet regions', () => {
         await symlink(path.join(folder, name), path.join(bin, name));
       }
     }
-    const plan = await writePlan('name: no-metrics\ntargets: [{ name: http, url: "http://10.77.0.1:18170/" }]\nexperiments: [{ probe: reuse, requests: 3, modes: [reused] }]\n');
+    const plan = await writePlan(
+      'name: no-metrics\ntargets: [{ name: http, url: "http://10.77.0.1:18170/" }]\nexperiments: [{ probe: reuse, requests: 3, modes: [reused] }]\n',
+    );
     t.after(() => rm(path.dirname(plan), { recursive: true, force: true }));
     const { code, stdout, stderr } = await runCli(['demo', plan, '--region', 'solo=5ms'], { env: { PATH: bin } });
     assert.equal(code, 0, `${stdout}\n${stderr}`);
-    assert.match(stderr, /^demo: no Pushgateway and Prometheus: prometheus and prometheus-pushgateway not found \(apt-get install prometheus prometheus-pushgateway\); running without metrics$/m);
+    assert.match(
+      stderr,
+      /^demo: no Pushgateway and Prometheus: prometheus and prometheus-pushgateway not found \(apt-get install prometheus prometheus-pushgateway\); running without metrics$/m,
+    );
     assert.doesNotMatch(stdout, /^\s+(pushgateway|prometheus)\s+\d+/m);
     assert.doesNotMatch(stdout, /^Metrics:/m);
     assert.match(stdout, /Connection reuse/);
     const id = /pf-(\d+-[0-9a-f]{4})-target/.exec(stdout)![1];
-    assert.deepEqual(listNamespaces().filter((ns) => ns.includes(id)), [], 'namespaces left behind');
+    assert.deepEqual(
+      listNamespaces().filter((ns) => ns.includes(id)),
+      [],
+      'namespaces left behind',
+    );
   });
 
   test('a bad region spec is bad input (exit 2) and creates nothing', async () => {
@@ -89,7 +126,10 @@ describe('probefleet regions', () => {
 
   test('without root it says so and exits non-zero', async () => {
     // As root, drop to nobody for this one command; otherwise run it as we are.
-    const asUser = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI] : [process.execPath, CLI];
+    const asUser =
+      process.getuid?.() === 0
+        ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI]
+        : [process.execPath, CLI];
     for (const args of [['regions', 'run', 'examples/regions-reuse.yaml'], ['regions', 'cleanup'], ['demo']]) {
       const { code, stderr } = await runAs(asUser, args);
       assert.equal(code, 1, `${args.join(' ')}: ${stderr}`);

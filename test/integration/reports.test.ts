@@ -81,7 +81,9 @@ function hostileReport(base: RunReport): RunReport {
   const cors = report.results.find((r): r is ResultOf<'cors'> & ProbeResult => r.probe === 'cors')!;
   cors.details!.origins[0].preflight.allowOrigin = HOSTILE;
   cors.details!.origins[0].get.vary = HOSTILE;
-  const compression = report.results.find((r): r is ResultOf<'compression'> & ProbeResult => r.probe === 'compression')!;
+  const compression = report.results.find(
+    (r): r is ResultOf<'compression'> & ProbeResult => r.probe === 'compression',
+  )!;
   compression.details!.encodings[0].contentType = HOSTILE;
   compression.details!.linkModel[0].recommendation = HOSTILE;
   compression.ok = false;
@@ -94,10 +96,12 @@ function hostileReport(base: RunReport): RunReport {
 before(async () => {
   lab = await startLab({ log });
   dir = await mkdtemp(path.join(tmpdir(), 'probefleet-reports-'));
-  for (const [name, caps] of Object.entries(EXAMPLES)) runs.set(name, await runExamplePlan(lab, `${name}.yaml`, { runId: `${name}-run`, caps }));
+  for (const [name, caps] of Object.entries(EXAMPLES))
+    runs.set(name, await runExamplePlan(lab, `${name}.yaml`, { runId: `${name}-run`, caps }));
   runs.set('two-regions', await runPlanText(twoRegionPlan(lab), 'two-regions.yaml', { runId: 'two-regions-run' }));
   runs.set('hostile', hostileReport(runs.get('lecture-compression-cors')!));
-  for (const [name, report] of runs) await writeFile(path.join(dir, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  for (const [name, report] of runs)
+    await writeFile(path.join(dir, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`);
 });
 
 after(async () => {
@@ -112,7 +116,11 @@ function formatsOf(name: string): Promise<{ html: string; markdown: string; csv:
   if (!made.has(name)) {
     made.set(
       name,
-      readRunFile(path.join(dir, `${name}.json`)).then((report) => ({ html: renderHtmlReport(report), markdown: renderMarkdownReport(report), csv: renderCsvReport(report) })),
+      readRunFile(path.join(dir, `${name}.json`)).then((report) => ({
+        html: renderHtmlReport(report),
+        markdown: renderMarkdownReport(report),
+        csv: renderCsvReport(report),
+      })),
     );
   }
   return made.get(name)!;
@@ -122,7 +130,11 @@ function formatsOf(name: string): Promise<{ html: string; markdown: string; csv:
 
 /** A Markdown cell as the text it renders. */
 const unescapeMarkdown = (cell: string) =>
-  cell.replace(/\\([\\`*_[\]|~#+=.-])/g, '$1').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  cell
+    .replace(/\\([\\`*_[\]|~#+=.-])/g, '$1')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 
 /** The rows (header and rule left out) of the first table after the line that starts with `heading`. */
 function markdownTable(markdown: string, heading: string): string[][] {
@@ -132,7 +144,8 @@ function markdownTable(markdown: string, heading: string): string[][] {
   let i = at + 1;
   while (i < lines.length && !lines[i].startsWith('|')) i++;
   const rows: string[][] = [];
-  for (; i < lines.length && lines[i].startsWith('|'); i++) rows.push(lines[i].slice(2, -2).split(' | ').map(unescapeMarkdown));
+  for (; i < lines.length && lines[i].startsWith('|'); i++)
+    rows.push(lines[i].slice(2, -2).split(' | ').map(unescapeMarkdown));
   assert.match(rows[1]?.join('') ?? '', /^[-: ]+$/, `"${heading}": a header and a rule`);
   return rows.slice(2);
 }
@@ -146,28 +159,44 @@ function parseCsv(text: string): string[][] {
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (field += '"'), i++;
-      else if (c === '"') quoted = false;
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (c === '"') quoted = false;
       else field += c;
     } else if (c === '"') quoted = true;
-    else if (c === ',') row.push(field), (field = '');
-    else if (c === '\r' && text[i + 1] === '\n') {
+    else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\r' && text[i + 1] === '\n') {
       row.push(field);
       rows.push(row);
-      (row = []), (field = ''), i++;
+      row = [];
+      field = '';
+      i++;
     } else field += c;
   }
   assert.equal(field + row.join(''), '', 'the CSV ends with CRLF');
   return rows;
 }
 
-const only = <K extends ProbeResult['probe']>(report: RunReport, probe: K) => report.results.filter((r): r is ResultOf<K> & ProbeResult => r.probe === probe);
+const only = <K extends ProbeResult['probe']>(report: RunReport, probe: K) =>
+  report.results.filter((r): r is ResultOf<K> & ProbeResult => r.probe === probe);
 const modeOf = (r: ProbeResult) => (r.variant as { mode?: string }).mode;
 
 describe('probefleet report', () => {
   test('writes HTML, Markdown and CSV for a run JSON; without options it prints the text report', async () => {
     const at = (ext: string) => path.join(dir, `lecture-keepalive.${ext}`);
-    const written = await runCli(['report', at('json'), '--html', at('html'), '--markdown', at('md'), '--csv', at('csv')]);
+    const written = await runCli([
+      'report',
+      at('json'),
+      '--html',
+      at('html'),
+      '--markdown',
+      at('md'),
+      '--csv',
+      at('csv'),
+    ]);
     assert.equal(written.code, 0, written.stderr);
     assert.equal(written.stdout, '');
     const expected = await formatsOf('lecture-keepalive');
@@ -189,7 +218,11 @@ describe('probefleet report', () => {
     broken.comparisons[0].newConnectionCostMs.ci95 = [1];
     const cases: [string, string, RegExp][] = [
       ['not-json', '{"schema": "probefleet.run/v1",', /^\S+not-json\.json: not JSON: /],
-      ['a-plan', JSON.stringify({ name: 'x', targets: [] }), /^\S+a-plan\.json: schema: expected "probefleet\.run\/v1", found none \(write one with: probefleet run PLAN --json FILE\)$/],
+      [
+        'a-plan',
+        JSON.stringify({ name: 'x', targets: [] }),
+        /^\S+a-plan\.json: schema: expected "probefleet\.run\/v1", found none \(write one with: probefleet run PLAN --json FILE\)$/,
+      ],
       [
         'broken',
         JSON.stringify(broken),
@@ -199,11 +232,20 @@ describe('probefleet report', () => {
     for (const [name, content, expected] of cases) {
       const file = path.join(dir, `${name}.json`);
       await writeFile(file, content);
-      await assert.rejects(readRunFile(file), (err: Error) => err instanceof RunFileError && expected.test(err.message), name);
+      await assert.rejects(
+        readRunFile(file),
+        (err: Error) => err instanceof RunFileError && expected.test(err.message),
+        name,
+      );
     }
     await assert.rejects(readRunFile(path.join(dir, 'nothing-here.json')), /nothing-here\.json: cannot read: ENOENT/);
 
-    const { code, stdout, stderr } = await runCli(['report', path.join(dir, 'broken.json'), '--html', path.join(dir, 'broken.html')]);
+    const { code, stdout, stderr } = await runCli([
+      'report',
+      path.join(dir, 'broken.json'),
+      '--html',
+      path.join(dir, 'broken.html'),
+    ]);
     assert.equal(code, 2, stderr);
     assert.match(stderr, /^probefleet: \S+broken\.json: results\[1\]\.summary\.requests: /);
     assert.equal(stdout, '');
@@ -222,13 +264,33 @@ experiments:
     modes: [reused, new]
 `);
     const at = (file: string) => path.join(dir, file);
-    const run = await runCli(['run', plan, '--json', at('run.json'), '--html', at('run.html'), '--markdown', at('run.md'), '--csv', at('run.csv')]);
+    const run = await runCli([
+      'run',
+      plan,
+      '--json',
+      at('run.json'),
+      '--html',
+      at('run.html'),
+      '--markdown',
+      at('run.md'),
+      '--csv',
+      at('run.csv'),
+    ]);
     assert.equal(run.code, 0, run.stderr);
     // --markdown=- prints it: the same bytes as the file.
-    const again = await runCli(['report', at('run.json'), '--html', at('again.html'), '--markdown=-', '--csv', at('again.csv')]);
+    const again = await runCli([
+      'report',
+      at('run.json'),
+      '--html',
+      at('again.html'),
+      '--markdown=-',
+      '--csv',
+      at('again.csv'),
+    ]);
     assert.equal(again.code, 0, again.stderr);
     assert.equal(again.stdout, await readFile(at('run.md'), 'utf8'));
-    for (const ext of ['html', 'csv']) assert.equal(await readFile(at(`again.${ext}`), 'utf8'), await readFile(at(`run.${ext}`), 'utf8'), ext);
+    for (const ext of ['html', 'csv'])
+      assert.equal(await readFile(at(`again.${ext}`), 'utf8'), await readFile(at(`run.${ext}`), 'utf8'), ext);
     assert.match(await readFile(at('run.html'), 'utf8'), /data-chart="reuse-total-time"/);
   });
 });
@@ -247,7 +309,11 @@ describe('Markdown and CSV say what the JSON says', () => {
         for (const r of reuse) {
           const row = rows.find((cells) => cells[0] === r.region && cells[1] === r.target && cells[2] === modeOf(r));
           assert.ok(row, `${name}: a row for ${r.jobId}`);
-          assert.deepEqual(row.slice(3, 6), [String(r.summary.requests), String(r.summary.connectionsOpened), formatMs(r.summary.durationMs)]);
+          assert.deepEqual(row.slice(3, 6), [
+            String(r.summary.requests),
+            String(r.summary.connectionsOpened),
+            formatMs(r.summary.durationMs),
+          ]);
         }
       }
       if (report.comparisons.length > 0) {
@@ -263,20 +329,30 @@ describe('Markdown and CSV say what the JSON says', () => {
         const rows = markdownTable(markdown, '**TLS handshakes: full');
         assert.equal(rows.length, tls.length, name);
         for (const r of tls) {
-          const row = rows.find((cells) => cells[0] === r.region && cells[1] === r.target && cells[2] === r.variant.version)!;
+          const row = rows.find(
+            (cells) => cells[0] === r.region && cells[1] === r.target && cells[2] === r.variant.version,
+          )!;
           assert.equal(row[6], formatMs(r.details?.handshakeMs?.p50), `${name}: ${r.jobId} full handshake`);
         }
       }
       const drain = only(report, 'drain');
       if (drain.length > 0) {
         const rows = markdownTable(markdown, '**Drain: sequential HTTP/1.1 requests');
-        assert.deepEqual(rows.map((cells) => Number(cells[4])).sort(), drain.map((r) => r.summary.connectionsOpened).sort(), name);
+        assert.deepEqual(
+          rows.map((cells) => Number(cells[4])).sort(),
+          drain.map((r) => r.summary.connectionsOpened).sort(),
+          name,
+        );
       }
       for (const r of only(report, 'compression')) {
         const table = r.details?.levelTable;
         if (!table || table.rows.length === 0) continue;
         const rows = markdownTable(markdown, `**Level table for ${r.target} (${r.region})`);
-        assert.deepEqual(rows.map((cells) => [cells[0], cells[1], cells[2]]), table.rows.map((row) => [row.coding, String(row.level), formatCount(row.bytes)]), name);
+        assert.deepEqual(
+          rows.map((cells) => [cells[0], cells[1], cells[2]]),
+          table.rows.map((row) => [row.coding, String(row.level), formatCount(row.bytes)]),
+          name,
+        );
       }
       const http2 = only(report, 'http2');
       if (http2.length > 0) {
@@ -289,10 +365,18 @@ describe('Markdown and CSV say what the JSON says', () => {
       }
       if (report.findings.length > 0) {
         const rows = markdownTable(markdown, '## Findings');
-        assert.deepEqual(rows.map((cells) => [cells[0], cells[1].split(':')[0], cells[3]]), report.findings.map((f) => [f.severity, f.code, f.evidence]), name);
+        assert.deepEqual(
+          rows.map((cells) => [cells[0], cells[1].split(':')[0], cells[3]]),
+          report.findings.map((f) => [f.severity, f.code, f.evidence]),
+          name,
+        );
       }
       if (report.decisions.length > 0) {
-        assert.deepEqual(markdownTable(markdown, '## Decision table'), report.decisions.map((d) => [d.situation, d.action, d.evidence]), name);
+        assert.deepEqual(
+          markdownTable(markdown, '## Decision table'),
+          report.decisions.map((d) => [d.situation, d.action, d.evidence]),
+          name,
+        );
       }
     }
   });
@@ -309,7 +393,11 @@ describe('Markdown and CSV say what the JSON says', () => {
         const mine = rows.filter((row) => field(row, 'job_id') === r.jobId);
         const phases = PHASES.filter((p) => r.summary.phases[p]);
         expectedRows += Math.max(1, phases.length);
-        assert.deepEqual(mine.map((row) => field(row, 'phase')), phases.length > 0 ? phases : [''], `${name}: ${r.jobId}`);
+        assert.deepEqual(
+          mine.map((row) => field(row, 'phase')),
+          phases.length > 0 ? phases : [''],
+          `${name}: ${r.jobId}`,
+        );
         for (const row of mine) {
           assert.deepEqual(
             [field(row, 'region'), field(row, 'target'), field(row, 'probe'), field(row, 'status')],
@@ -367,7 +455,10 @@ interface DomElement {
   textContent: string | null;
   getAttribute(name: string): string | null;
   querySelectorAll(selector: string): Iterable<DomElement> & { length: number };
-  ownerDocument: { getElementById(id: string): DomElement | null; defaultView: { getComputedStyle(e: DomElement): { backgroundColor: string } } };
+  ownerDocument: {
+    getElementById(id: string): DomElement | null;
+    defaultView: { getComputedStyle(e: DomElement): { backgroundColor: string } };
+  };
 }
 
 /** What each chart on the page shows, read from the DOM. */
@@ -390,7 +481,10 @@ function chartsOn(page: Page): Promise<ChartSeen[]> {
   );
 }
 
-const backgroundOf = (page: Page) => page.locator('body').evaluate((body: DomElement) => body.ownerDocument.defaultView.getComputedStyle(body).backgroundColor);
+const backgroundOf = (page: Page) =>
+  page
+    .locator('body')
+    .evaluate((body: DomElement) => body.ownerDocument.defaultView.getComputedStyle(body).backgroundColor);
 
 interface ChartExpected {
   id: string;
@@ -406,7 +500,12 @@ function expectedCharts(report: RunReport): ChartExpected[] {
   const charts: ChartExpected[] = [];
   const multiRegion = (results: ProbeResult[]) => new Set(results.map((r) => r.region)).size > 1;
   if (report.comparisons.length > 0) {
-    charts.push({ id: 'new-connection-cost', bars: report.comparisons.length, whiskers: report.comparisons.length, values: report.comparisons.map((c) => formatMs(c.newConnectionCostMs.median)) });
+    charts.push({
+      id: 'new-connection-cost',
+      bars: report.comparisons.length,
+      whiskers: report.comparisons.length,
+      values: report.comparisons.map((c) => formatMs(c.newConnectionCostMs.median)),
+    });
   }
   const reuse = only(report, 'reuse');
   if (reuse.length > 0) {
@@ -419,10 +518,20 @@ function expectedCharts(report: RunReport): ChartExpected[] {
   }
   for (const r of only(report, 'compression')) {
     const rows = r.details?.levelTable?.rows ?? [];
-    if (rows.length > 0) charts.push({ id: 'compression-level-sizes', bars: rows.length + 1, values: rows.map((row) => `${formatCount(row.bytes)} B`) });
+    if (rows.length > 0)
+      charts.push({
+        id: 'compression-level-sizes',
+        bars: rows.length + 1,
+        values: rows.map((row) => `${formatCount(row.bytes)} B`),
+      });
   }
   const drain = only(report, 'drain');
-  if (drain.length > 0) charts.push({ id: 'drain-connections', bars: drain.length, values: drain.map((r) => `${r.summary.connectionsOpened} connection`) });
+  if (drain.length > 0)
+    charts.push({
+      id: 'drain-connections',
+      bars: drain.length,
+      values: drain.map((r) => `${r.summary.connectionsOpened} connection`),
+    });
   const tls = only(report, 'tls');
   if (tls.length > 0) {
     charts.push({
@@ -433,10 +542,23 @@ function expectedCharts(report: RunReport): ChartExpected[] {
   }
   const http2 = only(report, 'http2');
   if (http2.length > 0) {
-    const measured = (r: ResultOf<'http2'>) => [r.details?.h1HeaderBytes, r.details?.h2HeaderBytesFirst, r.details?.h2HeaderBytesRepeat].filter(Boolean) as { request: number; response: number }[];
-    charts.push({ id: 'http2-header-bytes', bars: http2.reduce((n, r) => n + 2 * measured(r).length, 0), values: http2.flatMap((r) => measured(r).map((b) => `${b.request} B`)) });
-    const mux = (r: ResultOf<'http2'>) => [r.details?.multiplexing.h1, r.details?.multiplexing.h2].filter(Boolean) as { totalMs: number }[];
-    charts.push({ id: 'http2-concurrent-time', bars: http2.reduce((n, r) => n + mux(r).length, 0), values: http2.flatMap((r) => mux(r).map((m) => formatMs(m.totalMs))) });
+    const measured = (r: ResultOf<'http2'>) =>
+      [r.details?.h1HeaderBytes, r.details?.h2HeaderBytesFirst, r.details?.h2HeaderBytesRepeat].filter(Boolean) as {
+        request: number;
+        response: number;
+      }[];
+    charts.push({
+      id: 'http2-header-bytes',
+      bars: http2.reduce((n, r) => n + 2 * measured(r).length, 0),
+      values: http2.flatMap((r) => measured(r).map((b) => `${b.request} B`)),
+    });
+    const mux = (r: ResultOf<'http2'>) =>
+      [r.details?.multiplexing.h1, r.details?.multiplexing.h2].filter(Boolean) as { totalMs: number }[];
+    charts.push({
+      id: 'http2-concurrent-time',
+      bars: http2.reduce((n, r) => n + mux(r).length, 0),
+      values: http2.flatMap((r) => mux(r).map((m) => formatMs(m.totalMs))),
+    });
   }
   return charts;
 }
@@ -467,7 +589,8 @@ describe('the HTML report in headless Chromium', needsChromium, () => {
       if (request.url() !== url) requests.push(request.url());
     });
     page.on('console', (message) => {
-      if (message.type() === 'error' || message.type() === 'warning') problems.push(`console ${message.type()}: ${message.text()}`);
+      if (message.type() === 'error' || message.type() === 'warning')
+        problems.push(`console ${message.type()}: ${message.text()}`);
     });
     page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
     page.on('dialog', (dialog) => {
@@ -490,19 +613,30 @@ describe('the HTML report in headless Chromium', needsChromium, () => {
         // Each expected chart matches one chart on the page (several level charts may look alike), and nothing else is there.
         const unmatched = await chartsOn(page);
         for (const want of expectedCharts(report)) {
-          const at = unmatched.findIndex((c) => c.id === want.id && want.values.every((v) => c.values.some((text) => text.includes(v))));
-          assert.ok(at >= 0, `${want.id}: a chart showing ${want.values.join(', ')}; on the page: ${JSON.stringify(unmatched)}`);
+          const at = unmatched.findIndex(
+            (c) => c.id === want.id && want.values.every((v) => c.values.some((text) => text.includes(v))),
+          );
+          assert.ok(
+            at >= 0,
+            `${want.id}: a chart showing ${want.values.join(', ')}; on the page: ${JSON.stringify(unmatched)}`,
+          );
           const [chart] = unmatched.splice(at, 1);
           assert.equal(chart.bars, want.bars, `${want.id}: bars`);
           assert.equal(chart.barLabels.length, want.bars, `${want.id}: a label per bar`);
           assert.equal(chart.values.length, want.bars, `${want.id}: a value per bar`);
           if (want.whiskers !== undefined) assert.equal(chart.whiskers, want.whiskers, `${want.id}: intervals`);
-          if (want.barLabels) assert.deepEqual([...chart.barLabels].sort(), [...want.barLabels].sort(), `${want.id}: bar labels`);
+          if (want.barLabels)
+            assert.deepEqual([...chart.barLabels].sort(), [...want.barLabels].sort(), `${want.id}: bar labels`);
           assert.equal(chart.role, 'img');
           assert.ok(chart.title.length > 0, `${want.id}: a title`);
-          for (const text of chart.values) assert.ok(chart.description.includes(text), `${want.id}: the description says "${text}"`);
+          for (const text of chart.values)
+            assert.ok(chart.description.includes(text), `${want.id}: the description says "${text}"`);
         }
-        assert.deepEqual(unmatched.map((c) => c.id), [], 'no charts beyond those');
+        assert.deepEqual(
+          unmatched.map((c) => c.id),
+          [],
+          'no charts beyond those',
+        );
         const sections = await page.locator('main > section > h2').allTextContents();
         assert.ok(sections.includes('Findings') && sections.includes('Decision table'), sections.join(', '));
         assert.equal(await page.locator('#decisions tbody tr').count(), report.decisions.length);
@@ -528,10 +662,22 @@ describe('the HTML report in headless Chromium', needsChromium, () => {
       assert.deepEqual(problems, []);
       assert.equal(await page.locator('script, img, iframe, object, embed, link, a[href^="http"]').count(), 0);
       // Each place a server's words (or a plan's) end up shows them as the text they are.
-      for (const where of ['header', '#targets', '#probe-cors', '#probe-compression', '#unfinished', '#findings', '#decisions']) {
+      for (const where of [
+        'header',
+        '#targets',
+        '#probe-cors',
+        '#probe-compression',
+        '#unfinished',
+        '#findings',
+        '#decisions',
+      ]) {
         assert.ok((await page.locator(where).textContent())?.includes(HOSTILE), where);
       }
-      assert.equal(await page.locator('#unfinished tbody tr').count(), 2, 'the failed result and the job without a result');
+      assert.equal(
+        await page.locator('#unfinished tbody tr').count(),
+        2,
+        'the failed result and the job without a result',
+      );
       await page.screenshot({ path: path.join(ARTIFACTS, 'hostile.png'), fullPage: true });
     } finally {
       await page.close();

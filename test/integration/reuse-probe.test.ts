@@ -60,7 +60,10 @@ describe('reuse probe', () => {
   test('HTTPS: new mode has a TLS phase on every request, reused mode on the first only', async () => {
     const fresh = (await runReuse('https', 'new', 30)).result;
     assert.equal(fresh.ok, true, JSON.stringify(fresh.error));
-    assert.ok(fresh.details?.samples.every((s) => s.phases.tls! > 0), 'every new connection did a handshake');
+    assert.ok(
+      fresh.details?.samples.every((s) => s.phases.tls! > 0),
+      'every new connection did a handshake',
+    );
 
     const reused = (await runReuse('https', 'reused', 30)).result;
     const tls = reused.details!.samples.map((s) => s.phases.tls);
@@ -84,7 +87,10 @@ describe('reuse probe', () => {
       return analyzeRun([reused, fresh]);
     };
     const nagle = await analyse('/nagle');
-    assert.deepEqual(nagle.findings.map((f) => f.code), ['NAGLE_DELAYED_ACK_STALL']);
+    assert.deepEqual(
+      nagle.findings.map((f) => f.code),
+      ['NAGLE_DELAYED_ACK_STALL'],
+    );
     assert.ok((nagle.findings[0].data.reusedMedianMs as number) > 30);
     const normal = await analyse('/');
     assert.deepEqual(normal.findings, []);

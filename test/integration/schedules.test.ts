@@ -29,8 +29,21 @@ describe('schedules', needsRedis, () => {
     requireRedis();
     lab = await startLab({ log });
     fleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
-    coordinator = await startCoordinator({ fleet, log, listen: { host: '127.0.0.1', port: 0 }, sweepIntervalMs: 500, regions: ['a', 'quiet'] });
-    worker = startRegionWorker({ redis: { url: TEST_REDIS_URL }, prefix, region: 'a', concurrency: 1, log, targetPolicy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS) });
+    coordinator = await startCoordinator({
+      fleet,
+      log,
+      listen: { host: '127.0.0.1', port: 0 },
+      sweepIntervalMs: 500,
+      regions: ['a', 'quiet'],
+    });
+    worker = startRegionWorker({
+      redis: { url: TEST_REDIS_URL },
+      prefix,
+      region: 'a',
+      concurrency: 1,
+      log,
+      targetPolicy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS),
+    });
     await worker.ready;
   });
   after(async () => {

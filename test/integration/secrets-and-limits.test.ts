@@ -41,7 +41,12 @@ function endless(res: http.ServerResponse | http2.Http2ServerResponse): void {
 
 function captureLog(): { log: ReturnType<typeof createLogger>; text: () => string } {
   let text = '';
-  const sink = new Writable({ write: (chunk, _encoding, done) => ((text += String(chunk)), done()) });
+  const sink = new Writable({
+    write: (chunk, _encoding, done) => {
+      text += String(chunk);
+      done();
+    },
+  });
   return { log: createLogger('test', 'debug', sink), text: () => text };
 }
 
@@ -79,7 +84,9 @@ experiments: [${experiment}]
 `;
 
   test('a referenced secret reaches the target (also from a cold child), never the job, result or logs', async () => {
-    const jobs = await jobsOf(plan('x-api-key: "${env:PF_TEST_SECRET}"', '{ probe: reuse, requests: 2, modes: [reused, cold] }'));
+    const jobs = await jobsOf(
+      plan('x-api-key: "${env:PF_TEST_SECRET}"', '{ probe: reuse, requests: 2, modes: [reused, cold] }'),
+    );
     for (const job of jobs) {
       assert.equal(JSON.stringify(job).includes(SECRET), false, 'the job carries the reference');
       const { log, text } = captureLog();
@@ -96,35 +103,65 @@ experiments: [${experiment}]
 
   test('a variable the worker does not have: SECRET_NOT_SET naming it, and no request', async () => {
     const before = seen.length;
-    const [job] = await jobsOf(plan('authorization: "Bearer ${env:PF_TEST_NOT_SET}"', '{ probe: reuse, requests: 2, modes: [reused] }'));
+    const [job] = await jobsOf(
+      plan('authorization: "Bearer ${env:PF_TEST_NOT_SET}"', '{ probe: reuse, requests: 2, modes: [reused] }'),
+    );
     const result = await executeJob(job, { region: 'local', log: createLogger('test', 'silent') });
     assert.equal(result.error?.code, 'SECRET_NOT_SET');
-    assert.equal(result.error?.message, 'header authorization refers to ${env:PF_TEST_NOT_SET}, which is not set on this worker');
+    assert.equal(
+      result.error?.message,
+      'header authorization refers to ${env:PF_TEST_NOT_SET}, which is not set on this worker',
+    );
     assert.equal(seen.length, before);
   });
 
   test('logs redact every header value, whatever the case of its name', () => {
     const { log, text } = captureLog();
-    log.info({ headers: { Authorization: 'a1' }, target: { headers: { Cookie: 'c1' } }, job: { target: { headers: { 'X-Api-Key': 'k1' } } } }, 'm');
+    log.info(
+      {
+        headers: { Authorization: 'a1' },
+        target: { headers: { Cookie: 'c1' } },
+        job: { target: { headers: { 'X-Api-Key': 'k1' } } },
+      },
+      'm',
+    );
     for (const value of ['a1', 'c1', 'k1']) assert.equal(text().includes(value), false, value);
   });
 
   test('a body past the cap is cut with RESPONSE_TOO_LARGE: undici client, cold child, load lanes (h1 and h2), node:http2 streams', async () => {
-    const [reused, cold] = await jobsOf(plan('accept: "*/*"', '{ probe: reuse, requests: 1, modes: [reused, cold] }', '/endless'));
+    const [reused, cold] = await jobsOf(
+      plan('accept: "*/*"', '{ probe: reuse, requests: 1, modes: [reused, cold] }', '/endless'),
+    );
     for (const job of [reused, cold]) {
       const result = await executeJob(job, { region: 'local', log: createLogger('test', 'silent') });
       assert.equal(result.error?.code, 'RESPONSE_TOO_LARGE', `${job.jobId}: ${result.error?.message}`);
     }
     const policy = new TargetPolicy(EMBEDDED_POLICY_SETTINGS);
-    for (const [target, mode] of [[`${url}/endless`, 'reused'], [`${h2cUrl}/endless`, 'h2']] as const) {
-      const load = await generateLoad({ url: target, mode, connections: 1, streams: 1, durationMs: 20_000, maxRequests: 2, timeoutMs: 10_000, tlsResume: false, signal: AbortSignal.timeout(30_000), policy });
+    for (const [target, mode] of [
+      [`${url}/endless`, 'reused'],
+      [`${h2cUrl}/endless`, 'h2'],
+    ] as const) {
+      const load = await generateLoad({
+        url: target,
+        mode,
+        connections: 1,
+        streams: 1,
+        durationMs: 20_000,
+        maxRequests: 2,
+        timeoutMs: 10_000,
+        tlsResume: false,
+        signal: AbortSignal.timeout(30_000),
+        policy,
+      });
       assert.deepEqual(load.errors, { RESPONSE_TOO_LARGE: 2 }, mode);
     }
     const socket = net.connect((h2c.address() as net.AddressInfo).port, '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     const session = h2SessionOver(h2cUrl, socket);
     try {
-      await assert.rejects(h2Get(session, '/endless', {}, 20_000, AbortSignal.timeout(30_000)), { code: 'EWIRE_TOO_LARGE' });
+      await assert.rejects(h2Get(session, '/endless', {}, 20_000, AbortSignal.timeout(30_000)), {
+        code: 'EWIRE_TOO_LARGE',
+      });
     } finally {
       session.destroy();
     }
@@ -135,14 +172,28 @@ experiments: [${experiment}]
     const prefix = testPrefix();
     const fleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log: createLogger('test', 'silent') });
     try {
-      const loaded = await parsePlan(plan('authorization: "Bearer ${env:PF_TEST_SECRET}"', '{ probe: reuse, requests: 2, modes: [reused] }').replace('name: secrets', 'name: secrets\nregions: [idle]'), 'inline.yaml');
+      const loaded = await parsePlan(
+        plan('authorization: "Bearer ${env:PF_TEST_SECRET}"', '{ probe: reuse, requests: 2, modes: [reused] }').replace(
+          'name: secrets',
+          'name: secrets\nregions: [idle]',
+        ),
+        'inline.yaml',
+      );
       const run = await submitRun(fleet, loaded, 'secrets-run-1');
       const job = (await fleet.regionQueue('idle').getJob(run.jobs[0].jobId))!;
-      assert.equal((job.data as { target: { headers: Record<string, string> } }).target.headers.authorization, 'Bearer ${env:PF_TEST_SECRET}');
+      assert.equal(
+        (job.data as { target: { headers: Record<string, string> } }).target.headers.authorization,
+        'Bearer ${env:PF_TEST_SECRET}',
+      );
       const keys = await fleet.client.keys(`${prefix}*`);
       for (const key of keys) {
         const type = await fleet.client.type(key);
-        const dump = type === 'hash' ? JSON.stringify(await fleet.client.hgetall(key)) : type === 'string' ? await fleet.client.get(key) : '';
+        const dump =
+          type === 'hash'
+            ? JSON.stringify(await fleet.client.hgetall(key))
+            : type === 'string'
+              ? await fleet.client.get(key)
+              : '';
         assert.equal(String(dump).includes(SECRET), false, key);
       }
     } finally {

@@ -66,12 +66,26 @@ describe('signed jobs', needsRedis, () => {
     const [payload] = await jobsOf(planYaml(lab, 'direct'));
     const attempt = { attempts: 3 };
 
-    const unsigned = await queue.add(JOB_NAMES.probe, { ...payload, jobId: 'unsigned-1' }, { jobId: 'unsigned-1', ...attempt });
+    const unsigned = await queue.add(
+      JOB_NAMES.probe,
+      { ...payload, jobId: 'unsigned-1' },
+      { jobId: 'unsigned-1', ...attempt },
+    );
     const signed = signData({ ...payload, jobId: 'altered-1' }, KEY);
     // Aimed elsewhere after signing: the tls server's port instead of the keep-alive one.
-    const altered = await queue.add(JOB_NAMES.probe, { ...signed, target: { ...signed.target, url: lab.url('https') } }, { jobId: 'altered-1', ...attempt });
-    const otherKey = await queue.add(JOB_NAMES.probe, signData({ ...payload, jobId: 'other-key-1' }, `${KEY}-other`), { jobId: 'other-key-1', ...attempt });
-    const good = await queue.add(JOB_NAMES.probe, signData({ ...payload, jobId: 'signed-1' }, KEY), { jobId: 'signed-1', ...attempt });
+    const altered = await queue.add(
+      JOB_NAMES.probe,
+      { ...signed, target: { ...signed.target, url: lab.url('https') } },
+      { jobId: 'altered-1', ...attempt },
+    );
+    const otherKey = await queue.add(JOB_NAMES.probe, signData({ ...payload, jobId: 'other-key-1' }, `${KEY}-other`), {
+      jobId: 'other-key-1',
+      ...attempt,
+    });
+    const good = await queue.add(JOB_NAMES.probe, signData({ ...payload, jobId: 'signed-1' }, KEY), {
+      jobId: 'signed-1',
+      ...attempt,
+    });
 
     for (const [job, reason] of [
       [unsigned, /^unsigned: PROBEFLEET_JOB_KEY is set here, and only jobs signed with it are accepted$/],
@@ -96,7 +110,12 @@ describe('signed jobs', needsRedis, () => {
   });
 
   test('a schedule added with the key fires into signed jobs; one added without it is refused when it fires', async () => {
-    const coordinator = await startCoordinator({ fleet, log, listen: { host: '127.0.0.1', port: 0 }, sweepIntervalMs: 500 });
+    const coordinator = await startCoordinator({
+      fleet,
+      log,
+      listen: { host: '127.0.0.1', port: 0 },
+      sweepIntervalMs: 500,
+    });
     const unkeyed = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
     try {
       await addSchedule(fleet, await parsePlan(planYaml(lab, 'signed-schedule'), 'inline.yaml'), { everyMs: 1000 });
@@ -111,7 +130,10 @@ describe('signed jobs', needsRedis, () => {
       const run = stored.find((r) => r.runId.startsWith('signed-schedule-'));
       assert.ok(run, 'the signed schedule made a stored run');
       assert.ok((await fleet.store.get(run.runId))!.results.every((r) => r.ok));
-      assert.match(refused?.failedReason ?? '', /^schedule unsigned-schedule: unsigned: PROBEFLEET_JOB_KEY is set here/);
+      assert.match(
+        refused?.failedReason ?? '',
+        /^schedule unsigned-schedule: unsigned: PROBEFLEET_JOB_KEY is set here/,
+      );
     } finally {
       await removeSchedule(fleet, 'signed-schedule');
       await removeSchedule(fleet, 'unsigned-schedule');
@@ -121,7 +143,9 @@ describe('signed jobs', needsRedis, () => {
   });
 
   test('a key too short to trust is refused at start (exit 2)', async () => {
-    const { code, stderr } = await runCli(['worker', '--region', 'a', '--redis', TEST_REDIS_URL, '--prefix', prefix], { env: { PROBEFLEET_JOB_KEY: 'short' } });
+    const { code, stderr } = await runCli(['worker', '--region', 'a', '--redis', TEST_REDIS_URL, '--prefix', prefix], {
+      env: { PROBEFLEET_JOB_KEY: 'short' },
+    });
     assert.equal(code, 2);
     assert.match(stderr, /PROBEFLEET_JOB_KEY must be at least 32 characters/);
   });

@@ -38,7 +38,9 @@ describe('target policy against the lab, loopback permission off', () => {
   after(async () => lab?.close());
 
   test('every probe kind: a TARGET_REFUSED_BY_POLICY result naming the rule, and no connection', async () => {
-    const experiments = PROBE_KINDS.map((kind) => `  - { probe: ${kind}${kind === 'load' ? ', durationSeconds: 0.5' : ''} }`).join('\n');
+    const experiments = PROBE_KINDS.map(
+      (kind) => `  - { probe: ${kind}${kind === 'load' ? ', durationSeconds: 0.5' : ''} }`,
+    ).join('\n');
     const jobs = await jobsOf(`
 name: refused
 targets: [{ name: https, url: "${lab.url('https')}", tls: { insecure: true } }]
@@ -50,7 +52,10 @@ ${experiments}
       const result = await executeJob(job, { region: 'local', log, targetPolicy: noLoopback });
       assert.equal(result.ok, false, job.jobId);
       assert.equal(result.error?.code, 'TARGET_REFUSED_BY_POLICY', job.jobId);
-      assert.match(result.error!.message, /^127\.0\.0\.1 is loopback \(127\.0\.0\.0\/8\): allowed only with --allow-loopback$/);
+      assert.match(
+        result.error!.message,
+        /^127\.0\.0\.1 is loopback \(127\.0\.0\.0\/8\): allowed only with --allow-loopback$/,
+      );
     }
     assert.equal(connectionsTo(lab), 0);
   });
@@ -58,7 +63,9 @@ ${experiments}
   test('a name that resolves somewhere allowed first and to loopback next (DNS rebinding) is refused at each connection', async () => {
     let lookups = 0;
     // The first answer (checked before the probe starts) is never connected to: only the later ones are used, and refused.
-    const rebinding = new TargetPolicy({ allowLoopback: false, allowTargets: [] }, async () => ({ address: lookups++ === 0 ? '93.184.215.14' : '127.0.0.1' }));
+    const rebinding = new TargetPolicy({ allowLoopback: false, allowTargets: [] }, async () => ({
+      address: lookups++ === 0 ? '93.184.215.14' : '127.0.0.1',
+    }));
     const before = connectionsTo(lab);
     const [job] = await jobsOf(`
 name: rebinding
@@ -75,8 +82,17 @@ experiments: [{ probe: reuse, requests: 5, modes: [reused] }]
   test('the connectors check the address a name resolved to, and connect to that address', async () => {
     const port = lab.servers.keepalive.port;
     const refusing = new TargetPolicy({ allowLoopback: false, allowTargets: [] }, labDotExample);
-    const connector = new TimedConnector({ resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs: 5_000, policy: refusing });
-    await assert.rejects(connector.open('lab.example', port, false), (err: Error) => err instanceof TargetRefusedError && /127\.0\.0\.1 \(lab\.example\) is loopback/.test(err.message));
+    const connector = new TimedConnector({
+      resumeTlsSessions: false,
+      alpn: ['http/1.1'],
+      timeoutMs: 5_000,
+      policy: refusing,
+    });
+    await assert.rejects(
+      connector.open('lab.example', port, false),
+      (err: Error) =>
+        err instanceof TargetRefusedError && /127\.0\.0\.1 \(lab\.example\) is loopback/.test(err.message),
+    );
     const load = await generateLoad({
       url: `http://lab.example:${port}/`,
       mode: 'reused',
@@ -94,7 +110,12 @@ experiments: [{ probe: reuse, requests: 5, modes: [reused] }]
 
     // Allowed, the same made-up name reaches the lab: the connection went to the address the policy gave.
     const allowing = new TargetPolicy({ allowLoopback: true, allowTargets: [] }, labDotExample);
-    const socket = await new TimedConnector({ resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs: 5_000, policy: allowing }).open('lab.example', port, false);
+    const socket = await new TimedConnector({
+      resumeTlsSessions: false,
+      alpn: ['http/1.1'],
+      timeoutMs: 5_000,
+      policy: allowing,
+    }).open('lab.example', port, false);
     assert.equal(socket.remoteAddress, '127.0.0.1');
     socket.destroy();
     const loaded = await generateLoad({
@@ -149,7 +170,9 @@ describe('a worker process refuses loopback targets unless allowed', needsRedis,
   });
 
   test('probefleet worker without --allow-loopback: the run reports TARGET_REFUSED_BY_POLICY and the lab saw nothing', async () => {
-    worker = spawnCli(['worker', '--region', 'a', '--redis', TEST_REDIS_URL, '--prefix', prefix], { PROBEFLEET_ALLOW_LOOPBACK: '' });
+    worker = spawnCli(['worker', '--region', 'a', '--redis', TEST_REDIS_URL, '--prefix', prefix], {
+      PROBEFLEET_ALLOW_LOOPBACK: '',
+    });
     await worker.waitFor(/"msg":"worker ready"/);
     assert.match(worker.stderr(), /"allowLoopback":false,"allowTargets":\[\],"msg":"target policy/);
     const plan = await writePlan(`
@@ -160,7 +183,10 @@ targets: [{ name: http, url: "${lab.url('keepalive')}" }]
 experiments: [{ probe: reuse, requests: 3, modes: [reused] }]
 `);
     const json = path.join(await mkdtemp(path.join(tmpdir(), 'probefleet-policy-')), 'run.json');
-    const { code, stderr } = await runCli(['run', plan, '--redis', TEST_REDIS_URL, '--prefix', prefix, '--json', json], { timeoutMs: 60_000 });
+    const { code, stderr } = await runCli(
+      ['run', plan, '--redis', TEST_REDIS_URL, '--prefix', prefix, '--json', json],
+      { timeoutMs: 60_000 },
+    );
     assert.equal(code, 0, `a job with a failed result is a finished job\n${stderr}`);
     const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
     assert.equal(report.results.length, 1);

@@ -54,7 +54,10 @@ describe('tls probe', () => {
   test('TLS 1.2 and 1.3 separately: connect and handshake apart, one connection per handshake, the certificate read', async () => {
     const accepted = lab.servers.https.connectionsAccepted();
     const results = await runTls(labUrl('https'), 'samples: 10');
-    assert.deepEqual(results.map((r) => r.variant.version), ['1.2', '1.3']);
+    assert.deepEqual(
+      results.map((r) => r.variant.version),
+      ['1.2', '1.3'],
+    );
     for (const r of results) {
       const d = r.details!;
       assert.equal(r.ok, true, JSON.stringify(r.error));
@@ -86,8 +89,14 @@ describe('tls probe', () => {
         const d = r.details!;
         const full = d.samples.filter((s) => s.kind === 'full');
         const resumed = d.samples.filter((s) => s.kind === 'resumed');
-        assert.ok(full.every((s) => !s.sessionOffered && !s.resumed), 'full handshakes offer no session');
-        assert.ok(resumed.every((s) => s.sessionOffered && s.resumed), `TLS ${r.variant.version}: every offered session was resumed`);
+        assert.ok(
+          full.every((s) => !s.sessionOffered && !s.resumed),
+          'full handshakes offer no session',
+        );
+        assert.ok(
+          resumed.every((s) => s.sessionOffered && s.resumed),
+          `TLS ${r.variant.version}: every offered session was resumed`,
+        );
         assert.deepEqual(d.resumption, { attempted: 30, sessionsOffered: 30, resumed: 30 });
         assert.equal(d.resumedHandshakeMs?.n, 30);
         const fullMedian = median(full.map((s) => s.phases.tls!));
@@ -109,7 +118,10 @@ describe('tls probe', () => {
     assert.equal(v13.ok, false);
     assert.equal(v13.error?.code, 'TLS_VERSION_UNSUPPORTED');
     assert.equal(v13.details?.tlsVersion, null);
-    assert.deepEqual(v13.findings.map((f) => f.code), ['TLS13_UNAVAILABLE']);
+    assert.deepEqual(
+      v13.findings.map((f) => f.code),
+      ['TLS13_UNAVAILABLE'],
+    );
   });
 
   test('a server that never resumes is flagged NO_SESSION_RESUMPTION, for each version', async () => {
@@ -117,7 +129,10 @@ describe('tls probe', () => {
       assert.equal(r.ok, true);
       assert.deepEqual(r.details?.resumption, { attempted: 3, sessionsOffered: 3, resumed: 0 });
       assert.equal(r.details?.resumedHandshakeMs, null);
-      assert.deepEqual(r.findings.map((f) => f.code), ['NO_SESSION_RESUMPTION']);
+      assert.deepEqual(
+        r.findings.map((f) => f.code),
+        ['NO_SESSION_RESUMPTION'],
+      );
       assert.match(r.findings[0].evidence, new RegExp(`TLS ${r.variant.version.replace('.', '\\.')} .*resumed none`));
     }
   });
@@ -125,14 +140,24 @@ describe('tls probe', () => {
   test('CERT_EXPIRES_SOON follows its threshold, and the run keeps one per target', async () => {
     const results = await runTls(labUrl('https'), 'samples: 1, resumption: false, certExpiryWarningDays: 60');
     assert.ok(results.every((r) => r.findings.length === 1 && r.findings[0].code === 'CERT_EXPIRES_SOON'));
-    assert.match(results[0].findings[0].evidence, /certificate CN=localhost .* expires on \d{4}-\d\d-\d\d, in (29|30) days \(warning below 60 days\)/);
+    assert.match(
+      results[0].findings[0].evidence,
+      /certificate CN=localhost .* expires on \d{4}-\d\d-\d\d, in (29|30) days \(warning below 60 days\)/,
+    );
     const { findings, decisions } = analyzeRun(results);
-    assert.deepEqual(findings.map((f) => f.code), ['CERT_EXPIRES_SOON']);
+    assert.deepEqual(
+      findings.map((f) => f.code),
+      ['CERT_EXPIRES_SOON'],
+    );
     assert.equal(decisions.filter((d) => d.situation.startsWith('Server certificate expires')).length, 1);
   });
 
   test('an expired certificate let through by tls.insecure is still reported, as expired', async () => {
-    const [r] = await runTls(labUrl('expired'), 'samples: 1, versions: ["1.3"], resumption: false', '{ insecure: true }');
+    const [r] = await runTls(
+      labUrl('expired'),
+      'samples: 1, versions: ["1.3"], resumption: false',
+      '{ insecure: true }',
+    );
     assert.equal(r.ok, true);
     assert.equal(r.details?.certificate?.verifyError, 'CERT_HAS_EXPIRED');
     assert.ok(r.details!.certificate!.daysLeft < 0);

@@ -2,13 +2,28 @@
 // issue's queue targets, met or missed, also when it ran alone (`npm run bench -- --only queue`).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { END_TO_END_SHAPE, ENQUEUE_SHAPE, jobsOf, queuePlanYaml, type EndToEndRun, type EnqueueRun, type QueueRound } from '../../bench/queue.js';
+import {
+  END_TO_END_SHAPE,
+  ENQUEUE_SHAPE,
+  jobsOf,
+  queuePlanYaml,
+  type EndToEndRun,
+  type EnqueueRun,
+  type QueueRound,
+} from '../../bench/queue.js';
 import { renderResults, type BenchResults } from '../../bench/results-markdown.js';
 import type { Measured } from '../../bench/measure.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { splitPlan } from '../../coordinator/split.js';
 
-const measured: Measured = { stdout: '', wallSeconds: 1, cpuSeconds: 1, maxRssKb: 100 * 1024, serverCpuSeconds: 1, loadAverage: 1 };
+const measured: Measured = {
+  stdout: '',
+  wallSeconds: 1,
+  cpuSeconds: 1,
+  maxRssKb: 100 * 1024,
+  serverCpuSeconds: 1,
+  loadAverage: 1,
+};
 
 function enqueueRun(tool: EnqueueRun['tool'], jobsPerSecond: number): EnqueueRun {
   return { tool, jobs: 100_000, splitMs: 1_000, enqueueMs: 100_000_000 / jobsPerSecond, jobsPerSecond, measured };
@@ -16,7 +31,18 @@ function enqueueRun(tool: EnqueueRun['tool'], jobsPerSecond: number): EnqueueRun
 
 function endToEndRun(tool: EndToEndRun['tool'], jobsPerSecond: number): EndToEndRun {
   const enqueue = enqueueRun('flow', 5_000);
-  return { tool, jobs: 10_000, errors: 0, seconds: 10_000 / jobsPerSecond, jobsPerSecond, workerCpuSeconds: 5, workerPeakRssKb: 200 * 1024, redisCpuSeconds: 1, enqueue, loadAverage: 1 };
+  return {
+    tool,
+    jobs: 10_000,
+    errors: 0,
+    seconds: 10_000 / jobsPerSecond,
+    jobsPerSecond,
+    workerCpuSeconds: 5,
+    workerPeakRssKb: 200 * 1024,
+    redisCpuSeconds: 1,
+    enqueue,
+    loadAverage: 1,
+  };
 }
 
 function queueOnly(flow: number, addBulk: number, workers: number): BenchResults {
@@ -27,7 +53,21 @@ function queueOnly(flow: number, addBulk: number, workers: number): BenchResults
     endToEnd: [endToEndRun('probefleet', workers), endToEndRun('bullmq', 2_500)],
   };
   return {
-    machine: { date: '', cpu: '', memoryGiB: 1, os: '', node: '', undici: '', hdrHistogram: '', autocannon: '', curl: '', wrk: '', redis: '', bullmq: '', commit: '' },
+    machine: {
+      date: '',
+      cpu: '',
+      memoryGiB: 1,
+      os: '',
+      node: '',
+      undici: '',
+      hdrHistogram: '',
+      autocannon: '',
+      curl: '',
+      wrk: '',
+      redis: '',
+      bullmq: '',
+      commit: '',
+    },
     settings: { only: ['queue'], rounds: 5, queueRounds: 1, requests: 200, connections: 10, seconds: 10 },
     queue: [round],
     profiles: {},
@@ -36,8 +76,14 @@ function queueOnly(flow: number, addBulk: number, workers: number): BenchResults
 
 describe('queue benchmark', () => {
   test('its plans split into 100,000 and 10,000 distinct jobs', async () => {
-    for (const [shape, expected] of [[ENQUEUE_SHAPE, 100_000], [END_TO_END_SHAPE, 10_000]] as const) {
-      const jobs = splitPlan(await parsePlan(queuePlanYaml('bench-test', shape, 'http://127.0.0.1:1/'), 'bench-test.yaml'), 'bench-test-run');
+    for (const [shape, expected] of [
+      [ENQUEUE_SHAPE, 100_000],
+      [END_TO_END_SHAPE, 10_000],
+    ] as const) {
+      const jobs = splitPlan(
+        await parsePlan(queuePlanYaml('bench-test', shape, 'http://127.0.0.1:1/'), 'bench-test.yaml'),
+        'bench-test-run',
+      );
       assert.equal(jobsOf(shape), expected);
       assert.equal(new Set(jobs.map((job) => job.jobId)).size, expected);
     }
@@ -46,8 +92,14 @@ describe('queue benchmark', () => {
   test('results of the queue benchmark alone render its targets and say which were missed', () => {
     const missedAll = renderResults(queueOnly(2_000, 6_000, 300));
     assert.deepEqual(missedAll.missed, { sequential: false, load: false, enqueue: true, endToEnd: true });
-    assert.match(missedAll.markdown, /\| enqueue at least 20,000 jobs\/s with addBulk \(100,000 jobs\) \| 6,000\/s \| \*\*missed\*\* by 70% \|/);
-    assert.match(missedAll.markdown, /\| end to end at least 2,000 light jobs\/s .* \| 300\/s \| \*\*missed\*\* by 85% \|/);
+    assert.match(
+      missedAll.markdown,
+      /\| enqueue at least 20,000 jobs\/s with addBulk \(100,000 jobs\) \| 6,000\/s \| \*\*missed\*\* by 70% \|/,
+    );
+    assert.match(
+      missedAll.markdown,
+      /\| end to end at least 2,000 light jobs\/s .* \| 300\/s \| \*\*missed\*\* by 85% \|/,
+    );
     assert.match(missedAll.markdown, /npm run bench -- --only queue --rounds 5 --queue-rounds 1/);
     assert.doesNotMatch(missedAll.markdown, /## Sequential|## Load|## Peak RSS/);
 

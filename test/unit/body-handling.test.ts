@@ -20,7 +20,11 @@ describe('decodeJsonValue', () => {
 
   test('a body that is not a JSON object or array is refused with UNEXPECTED_BODY', async () => {
     for (const bad of ['hello', '{"a":', '{"a":tru}']) {
-      await assert.rejects(decodeJsonValue(body(bad)), (err: Error & { code?: string }) => err.code === 'UNEXPECTED_BODY', bad);
+      await assert.rejects(
+        decodeJsonValue(body(bad)),
+        (err: Error & { code?: string }) => err.code === 'UNEXPECTED_BODY',
+        bad,
+      );
     }
   });
 });

@@ -30,7 +30,14 @@ interface DashboardJson {
 }
 
 async function committedDashboards(): Promise<DashboardJson[]> {
-  return Promise.all(DASHBOARDS.map(async (d) => JSON.parse(await readFile(path.join(REPO_ROOT, 'dashboards/grafana', `${d.uid}.json`), 'utf8')) as DashboardJson));
+  return Promise.all(
+    DASHBOARDS.map(
+      async (d) =>
+        JSON.parse(
+          await readFile(path.join(REPO_ROOT, 'dashboards/grafana', `${d.uid}.json`), 'utf8'),
+        ) as DashboardJson,
+    ),
+  );
 }
 
 /** The catalogue metric a name in a query refers to (a histogram's _bucket, _sum, _count included). */
@@ -52,12 +59,16 @@ function problemsIn(expr: string): string[] {
     }
     used.add(metric);
     for (const [, label] of (matchers ?? '').matchAll(/([a-z_]+)\s*(?:=~|!~|!=|=)/g)) {
-      if (!labelsOf.get(metric)!.has(label) && !ADDED_LABELS.includes(label)) problems.push(`${metric} has no label ${label}`);
+      if (!labelsOf.get(metric)!.has(label) && !ADDED_LABELS.includes(label))
+        problems.push(`${metric} has no label ${label}`);
     }
   }
   const known = new Set([...used].flatMap((m) => [...labelsOf.get(m)!]).concat(ADDED_LABELS, 'le'));
   for (const [, list] of expr.matchAll(/\b(?:by|on)\s*\(([^)]*)\)/g)) {
-    for (const label of list.split(',').map((l) => l.trim()).filter(Boolean)) {
+    for (const label of list
+      .split(',')
+      .map((l) => l.trim())
+      .filter(Boolean)) {
       if (!known.has(label)) problems.push(`"${label}" in by/on is a label of none of ${[...used].join(', ')}`);
     }
   }
@@ -79,7 +90,11 @@ test('there are three dashboards, each with region and target variables and a de
     ['probefleet / Regional connection cost', 'probefleet / Protocols and payloads', 'probefleet / Fleet'],
   );
   for (const d of dashboards) {
-    assert.deepEqual(d.templating.list.map((v) => v.name), ['datasource', 'region', 'target', 'window'], d.title);
+    assert.deepEqual(
+      d.templating.list.map((v) => v.name),
+      ['datasource', 'region', 'target', 'window'],
+      d.title,
+    );
     for (const p of d.panels) {
       assert.ok(p.description, `${d.title} / ${p.title} has no description`);
       assert.ok(p.targets.length > 0, `${d.title} / ${p.title} has no query`);
@@ -93,24 +108,36 @@ test('every dashboard query uses metrics and labels of the catalogue, and filter
       for (const t of p.targets) {
         assert.deepEqual(problemsIn(t.expr), [], `${d.title} / ${p.title} (${t.refId}): ${t.expr}`);
         // Fleet-wide counts (runs finished, push failures) have no region to filter by.
-        if (!/probefleet_(runs_total|push_failures_total)/.test(t.expr)) assert.match(t.expr, /region=~"\$region"/, `${d.title} / ${p.title}`);
+        if (!/probefleet_(runs_total|push_failures_total)/.test(t.expr))
+          assert.match(t.expr, /region=~"\$region"/, `${d.title} / ${p.title}`);
       }
     }
   }
   for (const v of (await committedDashboards())[0].templating.list) {
-    if (typeof v.query === 'string' && v.query.includes('probefleet_')) assert.deepEqual(problemsIn(v.query), [], `variable ${v.name}`);
+    if (typeof v.query === 'string' && v.query.includes('probefleet_'))
+      assert.deepEqual(problemsIn(v.query), [], `variable ${v.name}`);
   }
 });
 
 test('every alert is in the Prometheus rule file and in the Grafana provisioning, with catalogue metrics', async () => {
-  const rules = parse(await readFile(path.join(REPO_ROOT, 'dashboards/alerts/probefleet.rules.yml'), 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] };
-  const grafana = parse(await readFile(path.join(REPO_ROOT, 'dashboards/provisioning/alerting/probefleet.yaml'), 'utf8')) as {
+  const rules = parse(await readFile(path.join(REPO_ROOT, 'dashboards/alerts/probefleet.rules.yml'), 'utf8')) as {
+    groups: { rules: { alert: string; expr: string }[] }[];
+  };
+  const grafana = parse(
+    await readFile(path.join(REPO_ROOT, 'dashboards/provisioning/alerting/probefleet.yaml'), 'utf8'),
+  ) as {
     groups: { rules: { uid: string; title: string; data: { model: { expr?: string } }[] }[] }[];
   };
   const names = ALERTS.map((a) => a.name);
   assert.equal(names.length, 5);
-  assert.deepEqual(rules.groups[0].rules.map((r) => r.alert), names);
-  assert.deepEqual(grafana.groups[0].rules.map((r) => r.title), names);
+  assert.deepEqual(
+    rules.groups[0].rules.map((r) => r.alert),
+    names,
+  );
+  assert.deepEqual(
+    grafana.groups[0].rules.map((r) => r.title),
+    names,
+  );
   for (const rule of rules.groups[0].rules) assert.deepEqual(problemsIn(rule.expr), [], rule.alert);
   for (const rule of grafana.groups[0].rules) {
     assert.ok(rule.uid.length <= 40, `${rule.uid}: Grafana uids are at most 40 characters`);
@@ -120,7 +147,16 @@ test('every alert is in the Prometheus rule file and in the Grafana provisioning
 
 test('the query checker catches unknown metrics and labels', () => {
   assert.deepEqual(problemsIn('max(probefleet_nope_total)'), ['probefleet_nope_total is not in the metric catalogue']);
-  assert.deepEqual(problemsIn('probefleet_probe_jobs_total{colour="red"}'), ['probefleet_probe_jobs_total has no label colour']);
-  assert.deepEqual(problemsIn('sum by (phase) (probefleet_probe_jobs_total)'), ['"phase" in by/on is a label of none of probefleet_probe_jobs_total']);
-  assert.deepEqual(problemsIn('histogram_quantile(0.5, sum by (le, phase) (rate(probefleet_request_phase_seconds_bucket{phase="total"}[5m])))'), []);
+  assert.deepEqual(problemsIn('probefleet_probe_jobs_total{colour="red"}'), [
+    'probefleet_probe_jobs_total has no label colour',
+  ]);
+  assert.deepEqual(problemsIn('sum by (phase) (probefleet_probe_jobs_total)'), [
+    '"phase" in by/on is a label of none of probefleet_probe_jobs_total',
+  ]);
+  assert.deepEqual(
+    problemsIn(
+      'histogram_quantile(0.5, sum by (le, phase) (rate(probefleet_request_phase_seconds_bucket{phase="total"}[5m])))',
+    ),
+    [],
+  );
 });

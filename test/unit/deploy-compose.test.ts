@@ -9,7 +9,17 @@ import { DEFAULT_COORDINATOR_PORT } from '../../cli/commands/coordinator.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { DATASOURCE_UID } from '../../dashboards/src/grafana.js';
 import { DEFAULT_LAB_PORT, LAB_SERVERS } from '../../lab/index.js';
-import { codeEnvVars, DEPLOY_DIR, hostPathOf, isObject, loadCompose, optionValues, readYaml, type ComposeService, type Yaml } from '../helpers/deploy.js';
+import {
+  codeEnvVars,
+  DEPLOY_DIR,
+  hostPathOf,
+  isObject,
+  loadCompose,
+  optionValues,
+  readYaml,
+  type ComposeService,
+  type Yaml,
+} from '../helpers/deploy.js';
 import { REPO_ROOT } from '../helpers/repo.js';
 
 const services = loadCompose();
@@ -37,13 +47,22 @@ function mountedFile(service: ComposeService, containerPath: string): string {
 }
 
 test('compose.yaml parses: the services of the issue, every probefleet one built from the Dockerfile', () => {
-  for (const name of ['redis', 'prometheus', 'pushgateway', 'alertmanager', 'grafana']) assert.ok(services.has(name), name);
+  for (const name of ['redis', 'prometheus', 'pushgateway', 'alertmanager', 'grafana'])
+    assert.ok(services.has(name), name);
   assert.deepEqual(probefleet.map(role).sort(), ['coordinator', 'lab', 'schedule', 'worker', 'worker', 'worker']);
   for (const s of probefleet) {
     assert.ok(isObject(s.raw.build) && s.raw.build.dockerfile === 'Dockerfile', `${s.name} builds the image`);
-    assert.equal(path.resolve(DEPLOY_DIR, String(s.raw.build.context)), path.resolve(REPO_ROOT), `${s.name}: built from the repository`);
+    assert.equal(
+      path.resolve(DEPLOY_DIR, String(s.raw.build.context)),
+      path.resolve(REPO_ROOT),
+      `${s.name}: built from the repository`,
+    );
   }
-  assert.equal(new Set(workers.map((w) => optionValues(w.command, '--region')[0])).size, 3, 'three workers, three regions');
+  assert.equal(
+    new Set(workers.map((w) => optionValues(w.command, '--region')[0])).size,
+    3,
+    'three workers, three regions',
+  );
 });
 
 test('Redis keeps its data: append-only file on a volume', () => {
@@ -65,15 +84,27 @@ test('every file and directory a service mounts exists', () => {
 
 test('every environment variable the code reads is set (or defaulted) for every probefleet service', () => {
   const vars = codeEnvVars();
-  for (const name of ['REDIS_URL', 'PROBEFLEET_PUSHGATEWAY', 'PROBEFLEET_LOG_LEVEL', 'PROBEFLEET_HEALTH_URL']) assert.ok(vars.has(name), `the scan finds ${name}`);
+  for (const name of ['REDIS_URL', 'PROBEFLEET_PUSHGATEWAY', 'PROBEFLEET_LOG_LEVEL', 'PROBEFLEET_HEALTH_URL'])
+    assert.ok(vars.has(name), `the scan finds ${name}`);
   for (const s of probefleet) {
-    const missing = [...vars].filter(([name]) => !(name in s.environment)).map(([name, files]) => `${name} (read in ${files.join(', ')})`);
+    const missing = [...vars]
+      .filter(([name]) => !(name in s.environment))
+      .map(([name, files]) => `${name} (read in ${files.join(', ')})`);
     assert.deepEqual(missing, [], `${s.name} lacks environment entries`);
   }
   // Read with ?? (not ||) somewhere: an empty value would be used as is.
-  for (const s of probefleet) assert.match(s.environment.PROBEFLEET_LOG_LEVEL!, /^(trace|debug|info|warn|error|silent)$/);
-  for (const w of workers) assert.ok(w.environment.PROBEFLEET_INSTANCE, `${w.name}: a stable instance (the container's host name changes when it is recreated)`);
-  assert.equal(new Set(workers.map((w) => w.environment.PROBEFLEET_INSTANCE)).size, workers.length, 'one Pushgateway group per worker');
+  for (const s of probefleet)
+    assert.match(s.environment.PROBEFLEET_LOG_LEVEL!, /^(trace|debug|info|warn|error|silent)$/);
+  for (const w of workers)
+    assert.ok(
+      w.environment.PROBEFLEET_INSTANCE,
+      `${w.name}: a stable instance (the container's host name changes when it is recreated)`,
+    );
+  assert.equal(
+    new Set(workers.map((w) => w.environment.PROBEFLEET_INSTANCE)).size,
+    workers.length,
+    'one Pushgateway group per worker',
+  );
 });
 
 test('the URLs in the environment name services of the stack', () => {
@@ -83,13 +114,21 @@ test('the URLs in the environment name services of the stack', () => {
     const gateway = hostPort(s.environment.PROBEFLEET_PUSHGATEWAY!);
     assert.ok(services.has(gateway.host), `${s.name}: Pushgateway host ${gateway.host}`);
     assert.equal(gateway.port, 9091);
-    assert.equal(hostPort(s.environment.PROBEFLEET_HEALTH_URL!).host, '127.0.0.1', `${s.name}: the health check asks the container itself`);
+    assert.equal(
+      hostPort(s.environment.PROBEFLEET_HEALTH_URL!).host,
+      '127.0.0.1',
+      `${s.name}: the health check asks the container itself`,
+    );
   }
   const coordinator = only('coordinator');
   assert.equal(hostPort(coordinator.environment.PROBEFLEET_HEALTH_URL!).port, DEFAULT_COORDINATOR_PORT);
   assert.match(coordinator.environment.PROBEFLEET_HEALTH_URL!, /\/healthz$/);
   for (const w of workers) {
-    assert.equal(hostPort(w.environment.PROBEFLEET_HEALTH_URL!).port, Number(w.environment.PROBEFLEET_METRICS_PORT), w.name);
+    assert.equal(
+      hostPort(w.environment.PROBEFLEET_HEALTH_URL!).port,
+      Number(w.environment.PROBEFLEET_METRICS_PORT),
+      w.name,
+    );
     assert.match(w.environment.PROBEFLEET_HEALTH_URL!, /\/metrics$/);
   }
   assert.equal(hostPort(only('lab').environment.PROBEFLEET_HEALTH_URL!).port, DEFAULT_LAB_PORT);
@@ -100,18 +139,28 @@ test('Prometheus: its config and rules are the mounted dashboards/ files, and it
   assert.ok(prometheus.command.includes('--config.file=/etc/prometheus/prometheus.yml'));
   for (const rules of config.rule_files as string[]) assert.ok(existsSync(mountedFile(prometheus, rules)), rules);
   const jobs = new Map((config.scrape_configs as Yaml[]).map((j) => [j.job_name as string, j]));
-  const targets = (job: string) => ((jobs.get(job)!.static_configs as Yaml[]) ?? []).flatMap((c) => c.targets as string[]).map(hostPort);
+  const targets = (job: string) =>
+    ((jobs.get(job)!.static_configs as Yaml[]) ?? []).flatMap((c) => c.targets as string[]).map(hostPort);
   assert.equal(jobs.get('pushgateway')!.honor_labels, true);
   assert.deepEqual(targets('pushgateway'), [{ host: 'pushgateway', port: 9091 }]);
-  assert.deepEqual(targets('probefleet-coordinator'), [{ host: only('coordinator').name, port: DEFAULT_COORDINATOR_PORT }]);
-  assert.deepEqual(optionValues(only('coordinator').command, '--host'), ['0.0.0.0'], 'the coordinator listens beyond its container');
+  assert.deepEqual(targets('probefleet-coordinator'), [
+    { host: only('coordinator').name, port: DEFAULT_COORDINATOR_PORT },
+  ]);
+  assert.deepEqual(
+    optionValues(only('coordinator').command, '--host'),
+    ['0.0.0.0'],
+    'the coordinator listens beyond its container',
+  );
   assert.deepEqual(
     targets('probefleet-workers').sort((a, b) => a.host.localeCompare(b.host)),
-    workers.map((w) => ({ host: w.name, port: Number(w.environment.PROBEFLEET_METRICS_PORT) })).sort((a, b) => a.host.localeCompare(b.host)),
+    workers
+      .map((w) => ({ host: w.name, port: Number(w.environment.PROBEFLEET_METRICS_PORT) }))
+      .sort((a, b) => a.host.localeCompare(b.host)),
     'every worker is scraped, and nothing else',
   );
   for (const w of workers) assert.deepEqual(optionValues(w.command, '--metrics-host'), ['0.0.0.0'], w.name);
-  const alerting = (((config.alerting as Yaml).alertmanagers as Yaml[])[0]!.static_configs as Yaml[])[0]!.targets as string[];
+  const alerting = (((config.alerting as Yaml).alertmanagers as Yaml[])[0]!.static_configs as Yaml[])[0]!
+    .targets as string[];
   assert.deepEqual(alerting.map(hostPort), [{ host: 'alertmanager', port: 9093 }]);
   assert.ok(existsSync(mountedFile(services.get('alertmanager')!, '/etc/alertmanager/alertmanager.yml')));
 });
@@ -137,18 +186,25 @@ test('Grafana: provisioned datasource, dashboards and alerts parse, point at Pro
     assert.equal(dashboards.length, 3, `${dir}: the three dashboards`);
     for (const file of dashboards) {
       const dashboard = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as Yaml;
-      assert.ok(typeof dashboard.uid === 'string' && Array.isArray(dashboard.panels) && dashboard.panels.length > 0, file);
+      assert.ok(
+        typeof dashboard.uid === 'string' && Array.isArray(dashboard.panels) && dashboard.panels.length > 0,
+        file,
+      );
     }
   }
 
   const rules = provisioning('alerting').flatMap((f) => (f.groups as Yaml[]).flatMap((g) => g.rules as Yaml[]));
   assert.ok(rules.length >= 5);
   for (const rule of rules) {
-    for (const query of rule.data as Yaml[]) assert.ok([DATASOURCE_UID, '__expr__'].includes(String(query.datasourceUid)), `${String(rule.title)}: ${String(query.datasourceUid)}`);
+    for (const query of rule.data as Yaml[])
+      assert.ok(
+        [DATASOURCE_UID, '__expr__'].includes(String(query.datasourceUid)),
+        `${String(rule.title)}: ${String(query.datasourceUid)}`,
+      );
   }
 });
 
-test('the nightly schedule: a mounted example plan whose regions are the workers\' and whose targets are the lab service', async () => {
+test("the nightly schedule: a mounted example plan whose regions are the workers' and whose targets are the lab service", async () => {
   const schedule = only('schedule');
   assert.deepEqual(schedule.command.slice(0, 2), ['schedule', 'add']);
   assert.equal(schedule.raw.restart, 'no', 'a one-shot');
@@ -158,7 +214,11 @@ test('the nightly schedule: a mounted example plan whose regions are the workers
   assert.ok(plan.schedule?.cron, 'the plan has its schedule');
   const regions = workers.map((w) => optionValues(w.command, '--region')[0]!).sort();
   assert.deepEqual([...plan.regions].sort(), regions);
-  assert.deepEqual(optionValues(only('coordinator').command, '--region').sort(), regions, 'the coordinator shows every region\'s queue');
+  assert.deepEqual(
+    optionValues(only('coordinator').command, '--region').sort(),
+    regions,
+    "the coordinator shows every region's queue",
+  );
   const lab = only('lab');
   assert.deepEqual(optionValues(lab.command, '--host'), ['0.0.0.0']);
   const labPorts = new Set(LAB_SERVERS.map((s) => DEFAULT_LAB_PORT + s.offset));
@@ -167,13 +227,17 @@ test('the nightly schedule: a mounted example plan whose regions are the workers
     assert.equal(host, lab.name, target.name);
     assert.ok(labPorts.has(port), `${target.name}: port ${port} is a lab server's`);
   }
-  for (const w of workers) assert.ok(isObject(w.raw.depends_on) && 'lab' in w.raw.depends_on, `${w.name} starts after the lab`);
+  for (const w of workers)
+    assert.ok(isObject(w.raw.depends_on) && 'lab' in w.raw.depends_on, `${w.name} starts after the lab`);
 });
 
 test('workers get longer than their shutdown grace to drain before SIGKILL', () => {
   for (const w of workers) {
     const grace = Number(optionValues(w.command, '--shutdown-grace-seconds')[0] ?? 30);
     const stop = /^(\d+)s$/.exec(String(w.raw.stop_grace_period));
-    assert.ok(stop && Number(stop[1]) > grace, `${w.name}: stop_grace_period ${String(w.raw.stop_grace_period)} > ${grace}s`);
+    assert.ok(
+      stop && Number(stop[1]) > grace,
+      `${w.name}: stop_grace_period ${String(w.raw.stop_grace_period)} > ${grace}s`,
+    );
   }
 });

@@ -22,7 +22,9 @@ import {
 
 const OVERLAYS_DIR = path.join(K8S_DIR, 'overlays');
 const overlays = readdirSync(OVERLAYS_DIR).filter((d) => statSync(path.join(OVERLAYS_DIR, d)).isDirectory());
-const rendered = new Map(overlays.map((region) => [region, renderKustomization(path.join(OVERLAYS_DIR, region)).manifests]));
+const rendered = new Map(
+  overlays.map((region) => [region, renderKustomization(path.join(OVERLAYS_DIR, region)).manifests]),
+);
 /** Files that are not Kubernetes objects: kustomizations, plans, the Prometheus configuration. */
 const NOT_MANIFESTS = /(^|\/)(kustomization\.yaml|plans\/.*|prometheus\/.*)$/;
 
@@ -32,10 +34,15 @@ function yamlFiles(dir: string): string[] {
   );
 }
 
-const find = (manifests: Manifest[], kind: string, name: string) => manifests.find((m) => m.kind === kind && m.metadata.name === name);
+const find = (manifests: Manifest[], kind: string, name: string) =>
+  manifests.find((m) => m.kind === kind && m.metadata.name === name);
 const matches = (selector: Yaml, labels: Yaml) => Object.entries(selector).every(([k, v]) => labels[k] === v);
 const probefleetContainers = (manifests: Manifest[]) =>
-  podSpecs(manifests).flatMap(({ owner, spec }) => containersOf(spec).filter((c) => String(c.image).startsWith('probefleet')).map((c) => ({ owner, container: c })));
+  podSpecs(manifests).flatMap(({ owner, spec }) =>
+    containersOf(spec)
+      .filter((c) => String(c.image).startsWith('probefleet'))
+      .map((c) => ({ owner, container: c })),
+  );
 
 test('every file under deploy/k8s parses; the objects have apiVersion, kind and a name', () => {
   const files = yamlFiles(K8S_DIR);
@@ -48,7 +55,7 @@ test('every file under deploy/k8s parses; the objects have apiVersion, kind and 
   assert.ok(objects >= 10, `${objects} objects`);
 });
 
-test('one overlay per region; each renders, and its workers take that region\'s jobs on that region\'s nodes', () => {
+test("one overlay per region; each renders, and its workers take that region's jobs on that region's nodes", () => {
   assert.deepEqual([...overlays].sort(), ['ap-south', 'eu-west', 'us-east']);
   for (const [region, manifests] of rendered) {
     const workers = manifests.filter((m) => m.kind === 'StatefulSet' && m.metadata.name === 'probefleet-worker');
@@ -60,11 +67,19 @@ test('one overlay per region; each renders, and its workers take that region\'s 
     assert.deepEqual(optionValues(args, '--region'), [region], `${region}: --region`);
     assert.deepEqual(optionValues(args, '--metrics-host'), ['0.0.0.0'], `${region}: /metrics reachable by Prometheus`);
     const nodeSelector = spec!.nodeSelector as Yaml;
-    assert.ok(isObject(nodeSelector) && typeof nodeSelector['topology.kubernetes.io/region'] === 'string', `${region}: node selector`);
+    assert.ok(
+      isObject(nodeSelector) && typeof nodeSelector['topology.kubernetes.io/region'] === 'string',
+      `${region}: node selector`,
+    );
     const grace = Number(optionValues(args, '--shutdown-grace-seconds')[0] ?? 30);
     assert.ok(Number(spec!.terminationGracePeriodSeconds) > grace, `${region}: SIGKILL only after the drain`);
   }
-  const selectors = [...rendered.values()].map((m) => (podSpecs(m.filter((x) => x.kind === 'StatefulSet'))[0]!.spec.nodeSelector as Yaml)['topology.kubernetes.io/region']);
+  const selectors = [...rendered.values()].map(
+    (m) =>
+      (podSpecs(m.filter((x) => x.kind === 'StatefulSet'))[0]!.spec.nodeSelector as Yaml)[
+        'topology.kubernetes.io/region'
+      ],
+  );
   assert.equal(new Set(selectors).size, overlays.length, 'each overlay its own region');
 });
 
@@ -94,7 +109,7 @@ test('exactly one overlay runs the coordinator, for every region, with the plans
   assert.ok(plan.schedule?.cron);
 });
 
-test('every probefleet container gets every environment variable the code reads (the health check\'s aside)', () => {
+test("every probefleet container gets every environment variable the code reads (the health check's aside)", () => {
   // PROBEFLEET_HEALTH_URL is read by the Docker HEALTHCHECK only; Kubernetes uses its own probes.
   const vars = [...codeEnvVars()].filter(([name]) => name !== 'PROBEFLEET_HEALTH_URL');
   for (const [region, manifests] of rendered) {
@@ -102,10 +117,15 @@ test('every probefleet container gets every environment variable the code reads 
     assert.ok(containers.length >= 1, region);
     for (const { owner, container } of containers) {
       const names = new Set((container.env as Yaml[]).map((e) => e.name));
-      const missing = vars.filter(([name]) => !names.has(name)).map(([name, files]) => `${name} (read in ${files.join(', ')})`);
+      const missing = vars
+        .filter(([name]) => !names.has(name))
+        .map(([name, files]) => `${name} (read in ${files.join(', ')})`);
       assert.deepEqual(missing, [], `${region}: ${owner.metadata.name}/${String(container.name)}`);
       const jobKey = (container.env as Yaml[]).find((e) => e.name === 'PROBEFLEET_JOB_KEY');
-      assert.ok(jobKey && isObject(jobKey.valueFrom) && 'secretKeyRef' in jobKey.valueFrom, 'the job key comes from a Secret');
+      assert.ok(
+        jobKey && isObject(jobKey.valueFrom) && 'secretKeyRef' in jobKey.valueFrom,
+        'the job key comes from a Secret',
+      );
     }
   }
 });
@@ -130,26 +150,37 @@ test('selectors and named ports agree: Services, the PodDisruptionBudget, probes
   for (const [region, manifests] of rendered) {
     const pods = podSpecs(manifests);
     for (const m of manifests.filter((x) => x.kind === 'Service' || x.kind === 'PodDisruptionBudget')) {
-      const selector = (m.kind === 'Service' ? (m.spec as Yaml).selector : ((m.spec as Yaml).selector as Yaml).matchLabels) as Yaml;
+      const selector = (
+        m.kind === 'Service' ? (m.spec as Yaml).selector : ((m.spec as Yaml).selector as Yaml).matchLabels
+      ) as Yaml;
       const selected = pods.filter((p) => matches(selector, p.labels));
       assert.equal(selected.length, 1, `${region}: ${m.kind}/${m.metadata.name} selects one workload`);
-      const portNames = new Set(containersOf(selected[0]!.spec).flatMap((c) => ((c.ports as Yaml[] | undefined) ?? []).map((p) => p.name)));
-      for (const port of m.kind === 'Service' ? ((m.spec as Yaml).ports as Yaml[]) : []) assert.ok(portNames.has(port.targetPort), `${region}: ${m.metadata.name} port ${String(port.targetPort)}`);
+      const portNames = new Set(
+        containersOf(selected[0]!.spec).flatMap((c) => ((c.ports as Yaml[] | undefined) ?? []).map((p) => p.name)),
+      );
+      for (const port of m.kind === 'Service' ? ((m.spec as Yaml).ports as Yaml[]) : [])
+        assert.ok(portNames.has(port.targetPort), `${region}: ${m.metadata.name} port ${String(port.targetPort)}`);
     }
     for (const { owner, spec } of pods) {
       for (const c of containersOf(spec)) {
         const ports = new Set(((c.ports as Yaml[] | undefined) ?? []).map((p) => p.name));
-        for (const probe of [c.readinessProbe, c.livenessProbe].filter(isObject)) assert.ok(ports.has((probe.httpGet as Yaml).port), `${owner.metadata.name}: probe port`);
+        for (const probe of [c.readinessProbe, c.livenessProbe].filter(isObject))
+          assert.ok(ports.has((probe.httpGet as Yaml).port), `${owner.metadata.name}: probe port`);
       }
     }
-    for (const workload of manifests.filter((m) => isObject(m.spec) && isObject(m.spec.selector) && isObject(m.spec.template))) {
+    for (const workload of manifests.filter(
+      (m) => isObject(m.spec) && isObject(m.spec.selector) && isObject(m.spec.template),
+    )) {
       const [pod] = podSpecs([workload]);
-      assert.ok(matches(((workload.spec as Yaml).selector as Yaml).matchLabels as Yaml, pod!.labels), `${workload.metadata.name}: selector matches its pods`);
+      assert.ok(
+        matches(((workload.spec as Yaml).selector as Yaml).matchLabels as Yaml, pod!.labels),
+        `${workload.metadata.name}: selector matches its pods`,
+      );
     }
   }
 });
 
-test('monitoring: the monitors select the workloads\' pods and ports; the Pushgateway is scraped with honor labels', () => {
+test("monitoring: the monitors select the workloads' pods and ports; the Pushgateway is scraped with honor labels", () => {
   const monitors = renderKustomization(path.join(K8S_DIR, 'monitoring')).manifests;
   const eu = rendered.get('eu-west')!;
   const pods = podSpecs(eu);

@@ -24,11 +24,15 @@ const REFUSED: [string, string, string][] = [
     '7:61: experiments[0].streams: over the per-job cap on concurrency (10000): 1000 connections x 1000 streams = 1000000',
   ],
   [
-    'requests: an open loop\'s rate x duration',
+    "requests: an open loop's rate x duration",
     header('experiments:\n  - { probe: load, rate: 100000, durationSeconds: 600 }\n'),
     '7:26: experiments[0].rate: over the per-job cap on requests (10000000): 100000 requests/s x 600 s = 60000000',
   ],
-  ['duration: jobTimeoutSeconds', header('experiments: [{ probe: reuse }]\n').replace('jobTimeoutSeconds: 60', 'jobTimeoutSeconds: 7200'), '2:20: jobTimeoutSeconds: over the per-job cap on durationSeconds (3600): 7200 s'],
+  [
+    'duration: jobTimeoutSeconds',
+    header('experiments: [{ probe: reuse }]\n').replace('jobTimeoutSeconds: 60', 'jobTimeoutSeconds: 7200'),
+    '2:20: jobTimeoutSeconds: over the per-job cap on durationSeconds (3600): 7200 s',
+  ],
   [
     'a credential header given in clear',
     header('    headers: { Authorization: "Bearer abc123" }\nexperiments: [{ probe: reuse }]\n'),
@@ -60,22 +64,44 @@ experiments:
 `),
     );
     // The job carries the reference, never a value.
-    assert.deepEqual(jobs[0].target.headers, { authorization: 'Bearer ${env:API_TOKEN}', cookie: '${env:SESSION}', accept: '*/*' });
+    assert.deepEqual(jobs[0].target.headers, {
+      authorization: 'Bearer ${env:API_TOKEN}',
+      cookie: '${env:SESSION}',
+      accept: '*/*',
+    });
     assert.equal(headerValueProblem('X-Api-Key', '${env:KEY}'), undefined);
     assert.match(headerValueProblem('X-Api-Key', 'abc')!, /carries credentials/);
   });
 
   test('the worker refuses a job whose parameters together exceed a cap (an edited job in Redis)', async () => {
-    const [job] = await jobsOf(header('experiments:\n  - { probe: load, modes: [h2], connections: 100, streams: 100 }\n'));
+    const [job] = await jobsOf(
+      header('experiments:\n  - { probe: load, modes: [h2], connections: 100, streams: 100 }\n'),
+    );
     assert.equal(parseJobPayload(job).jobId, job.jobId);
     const edited = { ...job, params: { ...job.params, connections: 1000, streams: 1000 } };
-    assert.throws(() => parseJobPayload(edited), (err: Error) => err instanceof InvalidJobError && /params\.streams: over the per-job cap on concurrency \(10000\)/.test(err.message));
-    assert.throws(() => parseJobPayload({ ...job, timeLimitMs: (JOB_LIMITS.durationSeconds + 1) * 1000 }), /timeLimitMs/);
+    assert.throws(
+      () => parseJobPayload(edited),
+      (err: Error) =>
+        err instanceof InvalidJobError &&
+        /params\.streams: over the per-job cap on concurrency \(10000\)/.test(err.message),
+    );
+    assert.throws(
+      () => parseJobPayload({ ...job, timeLimitMs: (JOB_LIMITS.durationSeconds + 1) * 1000 }),
+      /timeLimitMs/,
+    );
   });
 
-  test('references are filled in from the worker\'s environment; a missing variable is named', () => {
+  test("references are filled in from the worker's environment; a missing variable is named", () => {
     const target = { name: 'api', url: 'http://x/', headers: { authorization: 'Bearer ${env:PF_T}', accept: '*/*' } };
-    assert.deepEqual(withSecrets(target, { PF_T: 's3cret' }).headers, { authorization: 'Bearer s3cret', accept: '*/*' });
-    assert.throws(() => withSecrets(target, {}), (err: Error) => err instanceof SecretNotSetError && err.message === 'header authorization refers to ${env:PF_T}, which is not set on this worker');
+    assert.deepEqual(withSecrets(target, { PF_T: 's3cret' }).headers, {
+      authorization: 'Bearer s3cret',
+      accept: '*/*',
+    });
+    assert.throws(
+      () => withSecrets(target, {}),
+      (err: Error) =>
+        err instanceof SecretNotSetError &&
+        err.message === 'header authorization refers to ${env:PF_T}, which is not set on this worker',
+    );
   });
 });

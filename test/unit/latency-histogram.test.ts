@@ -14,7 +14,10 @@ import {
 /** Deterministic values (ms) with a long tail, like latencies. */
 function latencies(seed: number, count: number): number[] {
   let state = seed;
-  const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const random = () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    return state / 2 ** 31;
+  };
   return Array.from({ length: count }, () => 0.2 + random() * 2 + (random() < 0.02 ? random() * 400 : 0));
 }
 

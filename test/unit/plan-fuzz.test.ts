@@ -55,7 +55,11 @@ function runLoader(inputs: FuzzInput[]): Promise<FuzzMessage[]> {
       if (message.kind === 'start') {
         watchdog = setTimeout(() => {
           void worker.terminate();
-          reject(new Error(`the loader did not finish input ${message.index} within ${HANG_MS} ms:\n${inputs[message.index].text}`));
+          reject(
+            new Error(
+              `the loader did not finish input ${message.index} within ${HANG_MS} ms:\n${inputs[message.index].text}`,
+            ),
+          );
         }, HANG_MS);
       } else {
         outcomes.push(message);

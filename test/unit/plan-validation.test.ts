@@ -41,7 +41,11 @@ describe('plan validation', () => {
   test('the corpus has at least 50 malformed plans, each stating what it expects', () => {
     assert.ok(corpus.length >= 50, `${corpus.length} fixtures`);
     for (const { file, expected } of corpus) assert.ok(expected.length > 0, `${file} has no "# expect:" line`);
-    for (const file of THROUGH_THE_CLI) assert.ok(corpus.some((p) => p.file === file), `${file} is in the corpus`);
+    for (const file of THROUGH_THE_CLI)
+      assert.ok(
+        corpus.some((p) => p.file === file),
+        `${file} is in the corpus`,
+      );
   });
 
   for (const { file, expected } of corpus) {
@@ -62,7 +66,13 @@ describe('plan validation', () => {
         const { code, stdout, stderr } = await runCli(['plan', 'validate', file]);
         assert.equal(code, 2, file);
         assert.equal(stdout, '', file);
-        assert.equal(stderr, corpus.find((p) => p.file === file)!.expected.map((line) => `${line}\n`).join(''));
+        assert.equal(
+          stderr,
+          corpus
+            .find((p) => p.file === file)!
+            .expected.map((line) => `${line}\n`)
+            .join(''),
+        );
       }
     };
     await Promise.all(Array.from({ length: CLI_AT_ONCE }, check));

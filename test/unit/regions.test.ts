@@ -3,7 +3,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { validateRegionSpecs } from '../../regions/harness.js';
-import { checkNfqueueSupported, checkRegionsSupported, RegionsUnavailableError, type MachineFacts } from '../../regions/preflight.js';
+import {
+  checkNfqueueSupported,
+  checkRegionsSupported,
+  RegionsUnavailableError,
+  type MachineFacts,
+} from '../../regions/preflight.js';
 import { formatRate, parseRegionSpec, RegionSpecError } from '../../regions/region-spec.js';
 
 describe('region specs: NAME=RTT[,RATE]', () => {
@@ -27,16 +32,33 @@ describe('region specs: NAME=RTT[,RATE]', () => {
     ['near=20ms,3furlongs/s', /rate "3furlongs\/s" is not a rate/],
     ['near=1.2.3ms', /is not a time/],
   ] as const) {
-    test(`"${text}" is refused`, () => assert.throws(() => parseRegionSpec(text), (err) => err instanceof RegionSpecError && message.test(err.message)));
+    test(`"${text}" is refused`, () =>
+      assert.throws(
+        () => parseRegionSpec(text),
+        (err) => err instanceof RegionSpecError && message.test(err.message),
+      ));
   }
 
   test('validation: names, duplicates, ranges', () => {
     assert.throws(() => validateRegionSpecs([]), /between 1 and 200 regions/);
     assert.throws(() => validateRegionSpecs([{ name: 'Near', rttMs: 1 }]), /region name "Near"/);
-    assert.throws(() => validateRegionSpecs([{ name: 'a', rttMs: 1 }, { name: 'a', rttMs: 2 }]), /"a" is listed twice/);
+    assert.throws(
+      () =>
+        validateRegionSpecs([
+          { name: 'a', rttMs: 1 },
+          { name: 'a', rttMs: 2 },
+        ]),
+      /"a" is listed twice/,
+    );
     assert.throws(() => validateRegionSpecs([{ name: 'a', rttMs: -1 }]), /RTT must be 0\.\.10000 ms/);
-    assert.throws(() => validateRegionSpecs([{ name: 'a', rttMs: 1, rateBytesPerSecond: 10 }]), /rate must be at least 1000 bytes\/s/);
-    validateRegionSpecs([{ name: 'a', rttMs: 0 }, { name: 'b', rttMs: 60, rateBytesPerSecond: 1e6 }]);
+    assert.throws(
+      () => validateRegionSpecs([{ name: 'a', rttMs: 1, rateBytesPerSecond: 10 }]),
+      /rate must be at least 1000 bytes\/s/,
+    );
+    validateRegionSpecs([
+      { name: 'a', rttMs: 0 },
+      { name: 'b', rttMs: 60, rateBytesPerSecond: 1e6 },
+    ]);
   });
 
   test('rates read back the way people write them', () => {
@@ -49,16 +71,31 @@ describe('region specs: NAME=RTT[,RATE]', () => {
 });
 
 describe('preflight', () => {
-  const machine = (facts: Partial<MachineFacts>): MachineFacts => ({ uid: 0, hasNetworkNamespaces: true, hasCommand: () => true, ...facts });
-  const refused = (fn: () => void, message: RegExp) => assert.throws(fn, (err) => err instanceof RegionsUnavailableError && message.test(err.message));
+  const machine = (facts: Partial<MachineFacts>): MachineFacts => ({
+    uid: 0,
+    hasNetworkNamespaces: true,
+    hasCommand: () => true,
+    ...facts,
+  });
+  const refused = (fn: () => void, message: RegExp) =>
+    assert.throws(fn, (err) => err instanceof RegionsUnavailableError && message.test(err.message));
 
   test('root with namespaces and iproute2 may build regions', () => {
     checkRegionsSupported(machine({}));
     checkNfqueueSupported(machine({}));
   });
-  test('without root it says so, and what to run', () => refused(() => checkRegionsSupported(machine({ uid: 1000 })), /need root: .* Run as root/));
-  test('without network namespaces it says so', () => refused(() => checkRegionsSupported(machine({ hasNetworkNamespaces: false })), /need Linux network namespaces/));
-  test('without ip or tc it names the package', () => refused(() => checkRegionsSupported(machine({ hasCommand: (c) => c !== 'tc' })), /need tc: apt-get install iproute2/));
+  test('without root it says so, and what to run', () =>
+    refused(() => checkRegionsSupported(machine({ uid: 1000 })), /need root: .* Run as root/));
+  test('without network namespaces it says so', () =>
+    refused(() => checkRegionsSupported(machine({ hasNetworkNamespaces: false })), /need Linux network namespaces/));
+  test('without ip or tc it names the package', () =>
+    refused(
+      () => checkRegionsSupported(machine({ hasCommand: (c) => c !== 'tc' })),
+      /need tc: apt-get install iproute2/,
+    ));
   test('without netem the NFQUEUE helper needs iptables-legacy and gcc', () =>
-    refused(() => checkNfqueueSupported(machine({ hasCommand: (c) => c !== 'gcc' && c !== 'iptables-legacy' })), /helper needs iptables-legacy and gcc: apt-get install iptables gcc libnetfilter-queue-dev/));
+    refused(
+      () => checkNfqueueSupported(machine({ hasCommand: (c) => c !== 'gcc' && c !== 'iptables-legacy' })),
+      /helper needs iptables-legacy and gcc: apt-get install iptables gcc libnetfilter-queue-dev/,
+    ));
 });

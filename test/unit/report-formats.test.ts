@@ -21,7 +21,10 @@ describe('html template', () => {
 
   test('nests markup made by html, joins lists, drops nothing-values, prints numbers', () => {
     const items = ['a<b', 'c'].map((t) => html`<li>${t}</li>`);
-    assert.equal(html`<ul>${items}</ul>${null}${undefined}${false}${42.5}`.markup, '<ul><li>a&lt;b</li><li>c</li></ul>42.5');
+    assert.equal(
+      html`<ul>${items}</ul>${null}${undefined}${false}${42.5}`.markup,
+      '<ul><li>a&lt;b</li><li>c</li></ul>42.5',
+    );
     assert.equal(html`<style>${trustedHtml('a > b {}')}</style>`.markup, '<style>a > b {}</style>');
   });
 
@@ -76,7 +79,10 @@ describe('svg bar chart', () => {
   test('one rect, label and value text per bar; empty groups are left out', () => {
     assert.equal(all(/<rect class="bar /g).length, 3);
     assert.equal(all(/class="bar-label"/g).length, 3);
-    assert.deepEqual(all(/class="value-label"[^>]*>([^<]*)</g).map((m) => m[1]), ['16.2 ms (13.3 .. 20.3)', '-4.00 ms', 'failed: CONNECTION_REFUSED']);
+    assert.deepEqual(
+      all(/class="value-label"[^>]*>([^<]*)</g).map((m) => m[1]),
+      ['16.2 ms (13.3 .. 20.3)', '-4.00 ms', 'failed: CONNECTION_REFUSED'],
+    );
     assert.equal(all(/class="group-label"/g).length, 2);
     assert.equal(all(/<g class="interval">/g).length, 2);
   });
@@ -109,7 +115,13 @@ describe('svg bar chart', () => {
   });
 
   test('all zeros still make an axis; counts have whole ticks', () => {
-    const zeros = renderBarChart({ ...chart, unit: 'count', groups: [{ label: 'g', bars: [{ label: 'a', series: 'a', value: 0, text: '0' }] }] }, 'c2').markup;
-    assert.deepEqual([...zeros.matchAll(/class="tick-label"[^>]*>([^<]*)</g)].map((m) => m[1]), ['0', '1']);
+    const zeros = renderBarChart(
+      { ...chart, unit: 'count', groups: [{ label: 'g', bars: [{ label: 'a', series: 'a', value: 0, text: '0' }] }] },
+      'c2',
+    ).markup;
+    assert.deepEqual(
+      [...zeros.matchAll(/class="tick-label"[^>]*>([^<]*)</g)].map((m) => m[1]),
+      ['0', '1'],
+    );
   });
 });

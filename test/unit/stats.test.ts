@@ -6,7 +6,11 @@ test('percentiles interpolate between closest ranks', () => {
   assert.equal(percentile([1, 2, 3, 4], 50), 2.5);
   assert.equal(percentile([10], 95), 10);
   assert.equal(median([5, 1, 3]), 3);
-  assert.deepEqual(p50p95([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]), { p50: 11, p95: 20, n: 21 });
+  assert.deepEqual(p50p95([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]), {
+    p50: 11,
+    p95: 20,
+    n: 21,
+  });
   assert.equal(p50p95([]), undefined);
 });
 

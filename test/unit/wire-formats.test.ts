@@ -3,7 +3,15 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
-import { encodeFrame, FRAME_FLAG, FRAME_TYPE, FrameReader, goawayFrame, H2_PREFACE, type Frame } from '../../common/h2-frames.js';
+import {
+  encodeFrame,
+  FRAME_FLAG,
+  FRAME_TYPE,
+  FrameReader,
+  goawayFrame,
+  H2_PREFACE,
+  type Frame,
+} from '../../common/h2-frames.js';
 import { http1RequestHead, readHttp1ResponseHead } from '../../worker/http/raw-http1.js';
 
 describe('HTTP/2 frames', () => {
@@ -39,7 +47,10 @@ describe('HTTP/2 frames', () => {
 describe('HTTP/1.1 heads', () => {
   test('the request head is the bytes sent, Host first, ending in a blank line', () => {
     const head = http1RequestHead('GET', '/a?b=1', '127.0.0.1:8080', { 'user-agent': 'probefleet', accept: '*/*' });
-    assert.equal(head.toString(), 'GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nuser-agent: probefleet\r\naccept: */*\r\n\r\n');
+    assert.equal(
+      head.toString(),
+      'GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nuser-agent: probefleet\r\naccept: */*\r\n\r\n',
+    );
   });
 
   test('a response head split over reads is counted to its blank line; what follows is kept', async () => {

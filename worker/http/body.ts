@@ -49,7 +49,11 @@ export interface DrainOutcome extends BodyRead {
  * Reads and discards the body, at most `maxBytes` and for at most `maxMs`, then closes it (Go
  * 1.27's drain of an unread body). A declared length over the byte cap is not even started.
  */
-export async function drainBody(body: ResponseBody, head: ResponseHead, cap: { maxBytes: number; maxMs: number }): Promise<DrainOutcome> {
+export async function drainBody(
+  body: ResponseBody,
+  head: ResponseHead,
+  cap: { maxBytes: number; maxMs: number },
+): Promise<DrainOutcome> {
   const start = performance.now();
   const declared = contentLength(head);
   if (declared !== undefined && declared > cap.maxBytes) {
@@ -98,13 +102,17 @@ export async function decodeJsonValue(body: ResponseBody): Promise<BodyRead> {
   const iterator = body[Symbol.asyncIterator]();
   for (;;) {
     const next = await iterator.next();
-    if (next.done) throw new UnexpectedBodyError(started ? 'the body ended inside a JSON value' : 'the body holds no JSON object or array');
+    if (next.done)
+      throw new UnexpectedBodyError(
+        started ? 'the body ended inside a JSON value' : 'the body holds no JSON object or array',
+      );
     const chunk = next.value as Buffer;
     for (let i = 0; i < chunk.length; i++) {
       const c = chunk[i];
       if (!started) {
         if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
-        if (c !== 0x7b && c !== 0x5b) throw new UnexpectedBodyError('the body does not start with a JSON object or array');
+        if (c !== 0x7b && c !== 0x5b)
+          throw new UnexpectedBodyError('the body does not start with a JSON object or array');
         started = true;
       }
       if (inString) {

@@ -79,7 +79,11 @@ export class TimedConnector {
 
   /** The function undici's Client/Pool take as `connect`. */
   readonly connect: UndiciConnect = (opts, callback) => {
-    this.open(opts.hostname, Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80), opts.protocol === 'https:').then(
+    this.open(
+      opts.hostname,
+      Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80),
+      opts.protocol === 'https:',
+    ).then(
       (socket) => callback(null, socket),
       (err: Error) => callback(err, null),
     );
@@ -171,9 +175,17 @@ export class TimedConnector {
       const fail = (err: Error & { code?: string }) => {
         cleanup();
         socket.destroy();
-        reject(new ConnectError(`${phase === 'tls' ? 'TLS handshake' : 'TCP connect'}: ${readableMessage(err.message)}`, err.code ?? 'ECONNECT', phase, { cause: err }));
+        reject(
+          new ConnectError(
+            `${phase === 'tls' ? 'TLS handshake' : 'TCP connect'}: ${readableMessage(err.message)}`,
+            err.code ?? 'ECONNECT',
+            phase,
+            { cause: err },
+          ),
+        );
       };
-      const onTimeout = () => fail(Object.assign(new Error(`no answer within the connect time bound`), { code: 'ETIMEDOUT' }));
+      const onTimeout = () =>
+        fail(Object.assign(new Error(`no answer within the connect time bound`), { code: 'ETIMEDOUT' }));
       const onReady = () => {
         cleanup();
         resolve(socket);
@@ -201,7 +213,12 @@ export async function resolveChecked(policy: TargetPolicy, host: string): Promis
     return await policy.resolve(host);
   } catch (err) {
     if (err instanceof TargetRefusedError) throw err;
-    throw new ConnectError(`resolving ${host}: ${(err as Error).message}`, (err as NodeJS.ErrnoException).code ?? 'EDNS', 'resolve', { cause: err });
+    throw new ConnectError(
+      `resolving ${host}: ${(err as Error).message}`,
+      (err as NodeJS.ErrnoException).code ?? 'EDNS',
+      'resolve',
+      { cause: err },
+    );
   }
 }
 

@@ -63,7 +63,10 @@ export class CountingConnector {
         if (this.options.h2) s.alpnProtocol = 'h2';
       } else if (this.options.h2 && s.alpnProtocol !== 'h2') {
         s.destroy();
-        return callback(new H2NotNegotiatedError(`the server did not negotiate HTTP/2 (ALPN: ${s.alpnProtocol || 'none'})`), null);
+        return callback(
+          new H2NotNegotiatedError(`the server did not negotiate HTTP/2 (ALPN: ${s.alpnProtocol || 'none'})`),
+          null,
+        );
       }
       const protocol = s.alpnProtocol || 'http/1.1';
       this.opened++;

@@ -56,7 +56,9 @@ export function h2Get(
       }
     });
     stream.on('end', () =>
-      settle(status === undefined ? new WireError('HTTP/2 stream ended without response headers', 'EWIRE_MALFORMED') : null),
+      settle(
+        status === undefined ? new WireError('HTTP/2 stream ended without response headers', 'EWIRE_MALFORMED') : null,
+      ),
     );
     stream.on('error', (err: Error) => settle(err));
     // After a complete response `end` has settled it; a close before that lost something.

@@ -48,7 +48,10 @@ export class H2WireTap extends Duplex {
 
   private tally(streamId: number): HeaderBytes {
     let bytes = this.perStream.get(streamId);
-    if (!bytes) this.perStream.set(streamId, (bytes = { request: 0, response: 0 }));
+    if (!bytes) {
+      bytes = { request: 0, response: 0 };
+      this.perStream.set(streamId, bytes);
+    }
     return bytes;
   }
 

@@ -68,7 +68,13 @@ export interface LoadOutcome {
 export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
   const url = new URL(options.url);
   const h2 = options.mode === 'h2';
-  const connector = new CountingConnector({ tls: options.tls, h2, resumeTlsSessions: options.tlsResume, timeoutMs: options.timeoutMs, policy: options.policy });
+  const connector = new CountingConnector({
+    tls: options.tls,
+    h2,
+    resumeTlsSessions: options.tlsResume,
+    timeoutMs: options.timeoutMs,
+    policy: options.policy,
+  });
   const clients = Array.from(
     { length: options.connections },
     () =>

@@ -23,7 +23,11 @@ export interface Http1ResponseHead {
 
 /** `GET /path HTTP/1.1` with Host first, then `headers` in order; ends with the blank line. */
 export function http1RequestHead(method: string, path: string, host: string, headers: Record<string, string>): Buffer {
-  const lines = [`${method} ${path} HTTP/1.1`, `Host: ${host}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
+  const lines = [
+    `${method} ${path} HTTP/1.1`,
+    `Host: ${host}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ];
   return Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
 }
 
@@ -47,7 +51,8 @@ export function readHttp1ResponseHead(socket: Duplex): Promise<Http1ResponseHead
       received = Buffer.concat([received, chunk]);
       const end = received.indexOf(HEAD_END);
       if (end === -1) {
-        if (received.length > MAX_HEAD_BYTES) done(new WireError(`response head longer than ${MAX_HEAD_BYTES} bytes`, 'EWIRE_MALFORMED'));
+        if (received.length > MAX_HEAD_BYTES)
+          done(new WireError(`response head longer than ${MAX_HEAD_BYTES} bytes`, 'EWIRE_MALFORMED'));
         else if (!/^HTTP\/\d/.test(received.subarray(0, 8).toString('latin1')) && received.length >= 8) {
           done(new WireError(`not an HTTP/1.x response: ${describeBytes(received)}`, 'EWIRE_MALFORMED'));
         }
@@ -55,13 +60,27 @@ export function readHttp1ResponseHead(socket: Duplex): Promise<Http1ResponseHead
       }
       socket.pause();
       try {
-        done(null, parseHead(received.subarray(0, end).toString('latin1'), end + HEAD_END.length, received.subarray(end + HEAD_END.length)));
+        done(
+          null,
+          parseHead(
+            received.subarray(0, end).toString('latin1'),
+            end + HEAD_END.length,
+            received.subarray(end + HEAD_END.length),
+          ),
+        );
       } catch (err) {
         done(err as Error);
       }
     };
     const onEnd = () =>
-      done(new WireError(received.length > 0 ? `connection closed after ${describeBytes(received)}` : 'connection closed without an answer', 'EWIRE_CLOSED'));
+      done(
+        new WireError(
+          received.length > 0
+            ? `connection closed after ${describeBytes(received)}`
+            : 'connection closed without an answer',
+          'EWIRE_CLOSED',
+        ),
+      );
     const onError = (err: Error) => done(err);
     socket.on('data', onData);
     socket.once('end', onEnd);
@@ -74,11 +93,13 @@ export function readHttp1ResponseHead(socket: Duplex): Promise<Http1ResponseHead
 function parseHead(text: string, headBytes: number, rest: Buffer): Http1ResponseHead {
   const [statusLine, ...fieldLines] = text.split('\r\n');
   const match = /^HTTP\/(\d\.\d) (\d{3})(?: .*)?$/.exec(statusLine);
-  if (!match) throw new WireError(`not an HTTP/1.x status line: ${JSON.stringify(statusLine.slice(0, 80))}`, 'EWIRE_MALFORMED');
+  if (!match)
+    throw new WireError(`not an HTTP/1.x status line: ${JSON.stringify(statusLine.slice(0, 80))}`, 'EWIRE_MALFORMED');
   const headers: Record<string, string> = {};
   for (const line of fieldLines) {
     const colon = line.indexOf(':');
-    if (colon <= 0) throw new WireError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`, 'EWIRE_MALFORMED');
+    if (colon <= 0)
+      throw new WireError(`malformed header line: ${JSON.stringify(line.slice(0, 80))}`, 'EWIRE_MALFORMED');
     const name = line.slice(0, colon).trim().toLowerCase();
     const value = line.slice(colon + 1).trim();
     headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;

@@ -92,7 +92,9 @@ export class TimedHttpClient {
 
   constructor(options: TimedClientOptions) {
     this.url = new URL(options.target.url);
-    this.targetHeaders = Object.fromEntries(Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
+    this.targetHeaders = Object.fromEntries(
+      Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
+    );
     this.hostIsLiteral = /^[\d.]+$|^\[/.test(this.url.hostname);
     this.connector = new TimedConnector({
       tls: options.target.tls,
@@ -172,7 +174,9 @@ export class TimedHttpClient {
         },
         head,
         body: read,
-        wireBytes: used ? this.connector.bytesReadOn(used.timeline) - (used.timeline === previous ? previousBytes : 0) : undefined,
+        wireBytes: used
+          ? this.connector.bytesReadOn(used.timeline) - (used.timeline === previous ? previousBytes : 0)
+          : undefined,
       };
     } catch (err) {
       // A body its consumer gave up on would hold the connection; let it go.
@@ -197,7 +201,12 @@ export class TimedHttpClient {
 
   /** undici's words for the size cap name no size: say which. */
   private withSizeCapNamed(error: ProbeError): ProbeError {
-    return error.code === 'RESPONSE_TOO_LARGE' ? { ...error, message: `the body passed ${JOB_LIMITS.responseBytes} bytes, the per-job cap on one response: reading stopped there` } : error;
+    return error.code === 'RESPONSE_TOO_LARGE'
+      ? {
+          ...error,
+          message: `the body passed ${JOB_LIMITS.responseBytes} bytes, the per-job cap on one response: reading stopped there`,
+        }
+      : error;
   }
 
   /** Durations from raw timestamps, computed once. */

@@ -31,22 +31,35 @@ export function overResponseCap(bytes: number): boolean {
 }
 
 export function responseTooLarge(): WireError {
-  return new WireError(`response body longer than the per-job cap of ${JOB_LIMITS.responseBytes} bytes: reading stopped there`, 'EWIRE_TOO_LARGE');
+  return new WireError(
+    `response body longer than the per-job cap of ${JOB_LIMITS.responseBytes} bytes: reading stopped there`,
+    'EWIRE_TOO_LARGE',
+  );
 }
 
 /**
  * Settles with `work`, or rejects when `timeoutMs` passes (EWIRE_TIMEOUT) or `signal` aborts
  * (the job's own bound). `onGiveUp` runs when it rejects for either, so sockets are not left open.
  */
-export function bounded<T>(work: Promise<T>, timeoutMs: number, signal: AbortSignal, what: string, onGiveUp: () => void): Promise<T> {
+export function bounded<T>(
+  work: Promise<T>,
+  timeoutMs: number,
+  signal: AbortSignal,
+  what: string,
+  onGiveUp: () => void,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const giveUp = (err: Error) => {
       cleanup();
       onGiveUp();
       reject(err);
     };
-    const onAbort = () => giveUp(signal.reason instanceof Error ? signal.reason : new DOMException('aborted', 'AbortError'));
-    const timer = setTimeout(() => giveUp(new WireError(`${what}: no answer within ${timeoutMs} ms`, 'EWIRE_TIMEOUT')), timeoutMs);
+    const onAbort = () =>
+      giveUp(signal.reason instanceof Error ? signal.reason : new DOMException('aborted', 'AbortError'));
+    const timer = setTimeout(
+      () => giveUp(new WireError(`${what}: no answer within ${timeoutMs} ms`, 'EWIRE_TIMEOUT')),
+      timeoutMs,
+    );
     const cleanup = () => {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);

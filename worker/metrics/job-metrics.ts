@@ -80,7 +80,11 @@ export function createJobMetrics(options: JobMetricsOptions): JobMetrics {
 
   const probes = createProbeMetrics();
   const pusher = options.pushgateway ? new MetricsPusher(options.pushgateway, log, registry) : undefined;
-  const group: CumulativeGroup | undefined = pusher?.cumulative('probes', { region, instance: options.instance || hostname() }, probes.registry);
+  const group: CumulativeGroup | undefined = pusher?.cumulative(
+    'probes',
+    { region, instance: options.instance || hostname() },
+    probes.registry,
+  );
   const runPushes = new Set<Promise<unknown>>();
   const recordResult = (result: ProbeResult) => {
     try {

@@ -3,7 +3,7 @@
 // contracts/metric-names.ts (PROBE_METRICS says which metrics and labels each probe has); the
 // registries and pushing are elsewhere in this folder. Probes never touch prom-client.
 import { PHASES, type RequestSample } from '../../contracts/common.js';
-import { CODE_CLASSES, type ProbeJobMetric, type RunMetric } from '../../contracts/metric-names.js';
+import type { CODE_CLASSES, ProbeJobMetric, RunMetric } from '../../contracts/metric-names.js';
 import type { ProbeKind } from '../../contracts/probes/index.js';
 import type { ResultOf, RunReport } from '../../contracts/result.js';
 
@@ -38,7 +38,12 @@ function codeClass(sample: RequestSample): (typeof CODE_CLASSES)[number] {
 }
 
 /** Requests, their phases and the connections they opened; `mode` for probes whose jobs differ by mode. */
-function recordRequests(result: ResultOf<'reuse' | 'drain' | 'compression' | 'cors'>, samples: readonly RequestSample[], record: JobRecorder, mode?: string): void {
+function recordRequests(
+  result: ResultOf<'reuse' | 'drain' | 'compression' | 'cors'>,
+  samples: readonly RequestSample[],
+  record: JobRecorder,
+  mode?: string,
+): void {
   const base: Labels = { target: result.target, probe: result.probe, ...(mode ? { mode } : {}) };
   record.add('connectionsOpened', base, result.summary.connectionsOpened);
   for (const sample of samples) {
@@ -81,7 +86,8 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
           const labels = { target: result.target, encoding: row.acceptEncoding };
           record('responseBytes', { ...labels, layer: 'body' }, row.encodedBytes);
           if (row.wireBytes !== undefined) record('responseBytes', { ...labels, layer: 'wire' }, row.wireBytes);
-          if (row.decodedBytes !== undefined) record('responseBytes', { ...labels, layer: 'decoded' }, row.decodedBytes);
+          if (row.decodedBytes !== undefined)
+            record('responseBytes', { ...labels, layer: 'decoded' }, row.decodedBytes);
           if (row.decodeMs !== undefined) record('decodeDuration', labels, seconds(row.decodeMs));
         }
       }
@@ -96,7 +102,11 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
       record.add('connectionsOpened', { target: result.target, probe: result.probe }, result.summary.connectionsOpened);
       for (const sample of result.details?.samples ?? []) {
         if (sample.error || sample.phases.tls === undefined) continue;
-        const labels = { target: result.target, tls_version: result.variant.version, handshake: sample.resumed ? 'resumed' : 'full' };
+        const labels = {
+          target: result.target,
+          tls_version: result.variant.version,
+          handshake: sample.resumed ? 'resumed' : 'full',
+        };
         record.observe('tlsHandshake', labels, seconds(sample.phases.tls));
       }
     },
@@ -105,17 +115,22 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
         const details = result.details;
         if (!details) continue;
         const base = { target: result.target, tls_version: result.variant.version };
-        for (const [handshake, stats] of [['full', details.handshakeMs], ['resumed', details.resumedHandshakeMs]] as const) {
+        for (const [handshake, stats] of [
+          ['full', details.handshakeMs],
+          ['resumed', details.resumedHandshakeMs],
+        ] as const) {
           if (!stats) continue;
           record('tlsHandshake', { ...base, handshake, quantile: '0.5' }, seconds(stats.p50));
           record('tlsHandshake', { ...base, handshake, quantile: '0.95' }, seconds(stats.p95));
         }
-        if (details.certNotAfter) record('certExpiry', { target: result.target }, Date.parse(details.certNotAfter) / 1000);
+        if (details.certNotAfter)
+          record('certExpiry', { target: result.target }, Date.parse(details.certNotAfter) / 1000);
       }
     },
   },
   http2: {
-    job: (result, record) => record.add('connectionsOpened', { target: result.target, probe: result.probe }, result.summary.connectionsOpened),
+    job: (result, record) =>
+      record.add('connectionsOpened', { target: result.target, probe: result.probe }, result.summary.connectionsOpened),
     run: (results, record) => {
       for (const result of results) {
         const details = result.details;
@@ -130,7 +145,10 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
           record('headerBytes', { target: result.target, protocol, request, message: 'request' }, bytes.request);
           record('headerBytes', { target: result.target, protocol, request, message: 'response' }, bytes.response);
         }
-        for (const [protocol, run] of [['http/1.1', details.multiplexing.h1], ['h2', details.multiplexing.h2]] as const) {
+        for (const [protocol, run] of [
+          ['http/1.1', details.multiplexing.h1],
+          ['h2', details.multiplexing.h2],
+        ] as const) {
           if (!run) continue;
           record('multiplexDuration', { target: result.target, protocol }, seconds(run.totalMs));
           record('multiplexConnections', { target: result.target, protocol }, run.connectionsOpened);
@@ -143,7 +161,8 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
     job: (result, record) => {
       const base = { target: result.target, probe: result.probe, mode: result.variant.mode };
       record.add('connectionsOpened', base, result.summary.connectionsOpened);
-      for (const [codeClass, count] of Object.entries(result.details?.statuses ?? {})) record.add('requests', { ...base, code_class: codeClass }, count);
+      for (const [codeClass, count] of Object.entries(result.details?.statuses ?? {}))
+        record.add('requests', { ...base, code_class: codeClass }, count);
       if (result.summary.errors > 0) record.add('requests', { ...base, code_class: 'error' }, result.summary.errors);
     },
     run: (results, record) => {
@@ -153,7 +172,12 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
         const labels = { target: result.target, mode: result.variant.mode, loop: result.variant.loop };
         record('loadThroughput', labels, details.requestsPerSecond);
         if (details.latencyMs.n === 0) continue;
-        for (const [quantile, ms] of [['0.5', details.latencyMs.p50], ['0.9', details.latencyMs.p90], ['0.99', details.latencyMs.p99], ['0.999', details.latencyMs.p999]] as const) {
+        for (const [quantile, ms] of [
+          ['0.5', details.latencyMs.p50],
+          ['0.9', details.latencyMs.p90],
+          ['0.99', details.latencyMs.p99],
+          ['0.999', details.latencyMs.p999],
+        ] as const) {
           record('loadLatency', { ...labels, quantile }, seconds(ms));
         }
       }

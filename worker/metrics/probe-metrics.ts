@@ -17,7 +17,8 @@ export interface ProbeMetrics {
 export function createProbeMetrics(): ProbeMetrics {
   const registry = new Registry();
   const metrics = metricsOf(PROBE_JOB_METRICS, registry);
-  const wrongType = (metric: ProbeJobMetric, use: string) => new TypeError(`${PROBE_JOB_METRICS[metric].name} is a ${PROBE_JOB_METRICS[metric].type}, not for ${use}`);
+  const wrongType = (metric: ProbeJobMetric, use: string) =>
+    new TypeError(`${PROBE_JOB_METRICS[metric].name} is a ${PROBE_JOB_METRICS[metric].type}, not for ${use}`);
   const recorder: JobRecorder = {
     add(metric, labels, value = 1) {
       const m = metrics[metric];

@@ -19,6 +19,11 @@ export function metricOf(spec: TypedMetricSpec, registry: Registry): AnyMetric {
 }
 
 /** The metrics of a table of specs, by the table's keys. */
-export function metricsOf<K extends string>(specs: Record<K, TypedMetricSpec>, registry: Registry): Record<K, AnyMetric> {
-  return Object.fromEntries(Object.entries<TypedMetricSpec>(specs).map(([key, spec]) => [key, metricOf(spec, registry)])) as Record<K, AnyMetric>;
+export function metricsOf<K extends string>(
+  specs: Record<K, TypedMetricSpec>,
+  registry: Registry,
+): Record<K, AnyMetric> {
+  return Object.fromEntries(
+    Object.entries<TypedMetricSpec>(specs).map(([key, spec]) => [key, metricOf(spec, registry)]),
+  ) as Record<K, AnyMetric>;
 }

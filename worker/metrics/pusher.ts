@@ -42,7 +42,9 @@ export function parsePushgatewayUrl(url: string): URL {
   try {
     parsed = new URL(url);
   } catch {
-    throw new PushgatewayUrlError(`not a valid Pushgateway URL: "${redactPushgatewayUrl(url)}" (expected http[s]://[user:password@]host:port[/path])`);
+    throw new PushgatewayUrlError(
+      `not a valid Pushgateway URL: "${redactPushgatewayUrl(url)}" (expected http[s]://[user:password@]host:port[/path])`,
+    );
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new PushgatewayUrlError(`unsupported Pushgateway URL scheme "${parsed.protocol}" (use http:// or https://)`);
@@ -55,7 +57,9 @@ export type GroupingKey = Record<string, string>;
 /** `/metrics/job/<job>/<label>/<value>...`; values that are not plain names go base64url-encoded. */
 export function groupPath(job: string, key: GroupingKey): string {
   const segment = (name: string, value: string) =>
-    /^[A-Za-z0-9._-]+$/.test(value) ? `/${name}/${value}` : `/${name}@base64/${Buffer.from(value).toString('base64url') || '='}`;
+    /^[A-Za-z0-9._-]+$/.test(value)
+      ? `/${name}/${value}`
+      : `/${name}@base64/${Buffer.from(value).toString('base64url') || '='}`;
   return `/metrics${segment('job', job)}${Object.entries(key)
     .map(([name, value]) => segment(name, value))
     .join('')}`;
@@ -64,7 +68,13 @@ export function groupPath(job: string, key: GroupingKey): string {
 interface GatewayFamily {
   type: string;
   help: string;
-  metrics: { labels: Record<string, string>; value?: string; buckets?: Record<string, string>; sum?: string; count?: string }[];
+  metrics: {
+    labels: Record<string, string>;
+    value?: string;
+    buckets?: Record<string, string>;
+    sum?: string;
+    count?: string;
+  }[];
 }
 
 /** A repeated push of one growing registry; pushes asked for while one is running are merged into one. */
@@ -84,9 +94,15 @@ export class MetricsPusher {
   private readonly failures: Counter<string>;
 
   /** `registry`: where probefleet_push_failures_total is counted (the process's own /metrics). */
-  constructor(settings: PushgatewaySettings, private readonly log: Logger, registry: Registry) {
+  constructor(
+    settings: PushgatewaySettings,
+    private readonly log: Logger,
+    registry: Registry,
+  ) {
     this.base = parsePushgatewayUrl(settings.url);
-    this.auth = this.base.username ? `${decodeURIComponent(this.base.username)}:${decodeURIComponent(this.base.password)}` : undefined;
+    this.auth = this.base.username
+      ? `${decodeURIComponent(this.base.username)}:${decodeURIComponent(this.base.password)}`
+      : undefined;
     this.base.username = '';
     this.base.password = '';
     this.timeoutMs = settings.timeoutMs ?? 5_000;
@@ -104,7 +120,11 @@ export class MetricsPusher {
   /** Replaces the group with the registry's metrics. False (logged and counted) when it failed. */
   async replace(kind: PushGroupKind, key: GroupingKey, registry: Registry): Promise<boolean> {
     const body = await registry.metrics();
-    return this.attempt(kind, key, async () => void (await this.request('PUT', groupPath(PUSH_GROUPS[kind].job, key), body, registry.contentType)));
+    return this.attempt(
+      kind,
+      key,
+      async () => void (await this.request('PUT', groupPath(PUSH_GROUPS[kind].job, key), body, registry.contentType)),
+    );
   }
 
   /** A group that `registry` keeps adding to; see the file comment for how it continues the gateway's counts. */
@@ -146,7 +166,10 @@ export class MetricsPusher {
       }
     }
     this.failures.inc({ group: kind });
-    this.log.warn({ pushgateway: this.url, group: kind, key, attempts: this.attempts, err: lastError?.message }, 'cannot push metrics to the Pushgateway; going on without');
+    this.log.warn(
+      { pushgateway: this.url, group: kind, key, attempts: this.attempts, err: lastError?.message },
+      'cannot push metrics to the Pushgateway; going on without',
+    );
     return false;
   }
 
@@ -156,7 +179,10 @@ export class MetricsPusher {
     const wanted: GroupingKey = { job, ...key };
     const group = answer.data?.find((g) => {
       const labels = (g.labels ?? {}) as Record<string, string>;
-      return Object.keys(labels).length === Object.keys(wanted).length && Object.entries(wanted).every(([k, v]) => labels[k] === v);
+      return (
+        Object.keys(labels).length === Object.keys(wanted).length &&
+        Object.entries(wanted).every(([k, v]) => labels[k] === v)
+      );
     });
     if (!group) return [];
     const seed: unknown[] = [];
@@ -167,15 +193,27 @@ export class MetricsPusher {
       const type = family.type.toLowerCase();
       // A family renamed or retyped since the last push starts afresh rather than mixing kinds.
       if (type !== ours.type) continue;
-      const values = family.metrics.flatMap(({ labels, value: v, buckets, sum, count }): { metricName?: string; labels: Record<string, string | number>; value: number }[] => {
-        const own = Object.fromEntries(Object.entries(labels).filter(([k]) => !(k in wanted)));
-        if (type !== 'histogram') return [{ labels: own, value: Number(v) }];
-        return [
-          ...Object.entries(buckets ?? {}).map(([le, n]) => ({ metricName: `${name}_bucket`, labels: { ...own, le: le === '+Inf' ? '+Inf' : Number(le) }, value: Number(n) })),
-          { metricName: `${name}_sum`, labels: own, value: Number(sum) },
-          { metricName: `${name}_count`, labels: own, value: Number(count) },
-        ];
-      });
+      const values = family.metrics.flatMap(
+        ({
+          labels,
+          value: v,
+          buckets,
+          sum,
+          count,
+        }): { metricName?: string; labels: Record<string, string | number>; value: number }[] => {
+          const own = Object.fromEntries(Object.entries(labels).filter(([k]) => !(k in wanted)));
+          if (type !== 'histogram') return [{ labels: own, value: Number(v) }];
+          return [
+            ...Object.entries(buckets ?? {}).map(([le, n]) => ({
+              metricName: `${name}_bucket`,
+              labels: { ...own, le: le === '+Inf' ? '+Inf' : Number(le) },
+              value: Number(n),
+            })),
+            { metricName: `${name}_sum`, labels: own, value: Number(sum) },
+            { metricName: `${name}_count`, labels: own, value: Number(count) },
+          ];
+        },
+      );
       seed.push({ name, help: family.help, type, aggregator: type === 'gauge' ? 'max' : 'sum', values });
     }
     return seed;
@@ -193,14 +231,21 @@ export class MetricsPusher {
           method,
           auth: this.auth,
           signal,
-          headers: body === undefined ? {} : { 'content-type': contentType ?? 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(body) },
+          headers:
+            body === undefined
+              ? {}
+              : {
+                  'content-type': contentType ?? 'text/plain; version=0.0.4',
+                  'content-length': Buffer.byteLength(body),
+                },
         },
         (res) => {
           let text = '';
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => (text += chunk));
           res.on('end', () => {
-            if ((res.statusCode ?? 0) >= 400) reject(new Error(`${method} ${url.pathname} answered ${res.statusCode}: ${text.trim().slice(0, 200)}`));
+            if ((res.statusCode ?? 0) >= 400)
+              reject(new Error(`${method} ${url.pathname} answered ${res.statusCode}: ${text.trim().slice(0, 200)}`));
             else resolve(text);
           });
           res.on('error', reject);

@@ -32,7 +32,9 @@ export async function pushRunMetrics(pusher: MetricsPusher, report: RunReport, l
     log.error({ err, runId: report.runId }, 'cannot turn the run into metrics');
     return false;
   }
-  const pushed = await Promise.all(groups.map(({ plan, region, registry }) => pusher.replace('run', { plan, region }, registry)));
+  const pushed = await Promise.all(
+    groups.map(({ plan, region, registry }) => pusher.replace('run', { plan, region }, registry)),
+  );
   return pushed.every(Boolean);
 }
 
@@ -46,7 +48,8 @@ function regionRegistry(report: RunReport, region: string): Registry {
   record('lastRun', {}, Date.parse(report.finishedAt) / 1000);
 
   const jobCounts = new Map<string, Record<(typeof JOB_OUTCOMES)[number], number>>();
-  const countOf = (probe: string) => jobCounts.get(probe) ?? jobCounts.set(probe, { ok: 0, error: 0, failed: 0, not_run: 0 }).get(probe)!;
+  const countOf = (probe: string) =>
+    jobCounts.get(probe) ?? jobCounts.set(probe, { ok: 0, error: 0, failed: 0, not_run: 0 }).get(probe)!;
   for (const r of results) countOf(r.probe)[r.ok ? 'ok' : 'error']++;
   for (const u of unfinished) countOf(u.probe)[u.status === 'failed' ? 'failed' : 'not_run']++;
   for (const [probe, counts] of jobCounts) {
@@ -66,7 +69,10 @@ function regionRegistry(report: RunReport, region: string): Registry {
   for (const f of report.findings) {
     if (f.region !== region) continue;
     const key = [f.target, f.probe, f.code].join('\u0000');
-    const entry = findings.get(key) ?? { labels: { target: f.target, probe: f.probe, finding: f.code, severity: f.severity }, count: 0 };
+    const entry = findings.get(key) ?? {
+      labels: { target: f.target, probe: f.probe, finding: f.code, severity: f.severity },
+      count: 0,
+    };
     entry.count++;
     findings.set(key, entry);
   }
@@ -79,6 +85,12 @@ function regionRegistry(report: RunReport, region: string): Registry {
   return registry;
 }
 
-function recordRun<K extends ProbeKind>(probe: K, results: ProbeResult[], record: RunRecorder, report: RunReport, region: string): void {
+function recordRun<K extends ProbeKind>(
+  probe: K,
+  results: ProbeResult[],
+  record: RunRecorder,
+  report: RunReport,
+  region: string,
+): void {
   PROBE_METRIC_MAPPINGS[probe].run(results as ResultOf<K>[], record, { report, region });
 }

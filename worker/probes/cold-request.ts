@@ -28,10 +28,22 @@ export interface ColdRequestOutput {
 async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Promise<ColdRequestOutput> {
   const url = new URL(target.url);
   const secure = url.protocol === 'https:';
-  const connector = new TimedConnector({ tls: target.tls, resumeTlsSessions: false, alpn: ['http/1.1'], timeoutMs, policy: new TargetPolicy(policy) });
+  const connector = new TimedConnector({
+    tls: target.tls,
+    resumeTlsSessions: false,
+    alpn: ['http/1.1'],
+    timeoutMs,
+    policy: new TargetPolicy(policy),
+  });
   const start = performance.now();
   const fail = (err: unknown): ColdRequestOutput => ({
-    sample: { seq: 0, newConnection: connector.connections.length > 0, phases: { total: performance.now() - start }, bodyBytes: 0, error: classifyError(err) },
+    sample: {
+      seq: 0,
+      newConnection: connector.connections.length > 0,
+      phases: { total: performance.now() - start },
+      bodyBytes: 0,
+      error: classifyError(err),
+    },
     connectionsOpened: connector.connections.length,
   });
   let socket;
@@ -44,7 +56,13 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
   return new Promise((resolve) => {
     let sentAt = 0;
     const req = http.request(
-      { method: 'GET', path: url.pathname + url.search, headers: { ...target.headers, host: url.host, connection: 'close' }, createConnection: () => socket, timeout: timeoutMs },
+      {
+        method: 'GET',
+        path: url.pathname + url.search,
+        headers: { ...target.headers, host: url.host, connection: 'close' },
+        createConnection: () => socket,
+        timeout: timeoutMs,
+      },
       (res) => {
         const headersAt = performance.now();
         let bodyBytes = 0;
@@ -76,7 +94,9 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
         });
       },
     );
-    req.on('timeout', () => req.destroy(Object.assign(new Error('no response within the time bound'), { code: 'UND_ERR_HEADERS_TIMEOUT' })));
+    req.on('timeout', () =>
+      req.destroy(Object.assign(new Error('no response within the time bound'), { code: 'UND_ERR_HEADERS_TIMEOUT' })),
+    );
     req.on('error', (err) => resolve(fail(err)));
     req.end(() => (sentAt = performance.now()));
   });

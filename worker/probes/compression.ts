@@ -5,7 +5,14 @@
 // identity against each encoding at the plan's link speeds.
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
-import { codingUnavailable, compress, CONTENT_CODINGS, decompress, isContentCoding, type ContentCoding } from '../../common/content-coding.js';
+import {
+  codingUnavailable,
+  compress,
+  CONTENT_CODINGS,
+  decompress,
+  isContentCoding,
+  type ContentCoding,
+} from '../../common/content-coding.js';
 import { median } from '../../common/stats.js';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
@@ -27,7 +34,8 @@ const LEVEL_BUDGET_MS = 1000;
 const MIN_LEVEL_RUNS = 3;
 
 const TEXT_TYPE = /^(text\/|application\/([\w.+-]*\+)?(json|javascript|xml)|image\/svg\+xml)/i;
-const ALREADY_COMPRESSED_TYPE = /^(image\/(?!svg)|video\/|audio\/|font\/woff2?|application\/(zip|gzip|x-gzip|zstd|x-7z-compressed|x-rar-compressed|x-bzip2|x-xz|pdf))/i;
+const ALREADY_COMPRESSED_TYPE =
+  /^(image\/(?!svg)|video\/|audio\/|font\/woff2?|application\/(zip|gzip|x-gzip|zstd|x-7z-compressed|x-rar-compressed|x-bzip2|x-xz|pdf))/i;
 /** An encoded body at least this fraction of the decoded one saved next to nothing. */
 const NO_SAVING_RATIO = 0.97;
 /** GZIP_LEVEL_WASTE: the higher level costs at least this many times the CPU ... */
@@ -56,8 +64,14 @@ function header(value: string | string[] | undefined): string | null {
 }
 
 /** Decodes a body by its Content-Encoding (`x-gzip` is gzip; identity and none need nothing). */
-function decodeBody(encoded: Buffer, contentEncoding: string | null): { decoded?: Buffer; decodeMs?: number; decodeError?: string } {
-  const coding = contentEncoding?.trim().toLowerCase().replace(/^x-gzip$/, 'gzip');
+function decodeBody(
+  encoded: Buffer,
+  contentEncoding: string | null,
+): { decoded?: Buffer; decodeMs?: number; decodeError?: string } {
+  const coding = contentEncoding
+    ?.trim()
+    .toLowerCase()
+    .replace(/^x-gzip$/, 'gzip');
   if (!coding || coding === 'identity') return { decoded: encoded, decodeMs: 0 };
   if (!isContentCoding(coding)) return { decodeError: `cannot decode Content-Encoding "${contentEncoding}"` };
   const unavailable = codingUnavailable(coding);
@@ -72,7 +86,9 @@ function decodeBody(encoded: Buffer, contentEncoding: string | null): { decoded?
 }
 
 /** What one answer showed, and its decoded body (kept apart: only one per encoding is kept). */
-function observe(exchange: TimedExchange<{ bytes: number; data: Buffer }>): { observation: Observation; decoded?: Buffer } | undefined {
+function observe(
+  exchange: TimedExchange<{ bytes: number; data: Buffer }>,
+): { observation: Observation; decoded?: Buffer } | undefined {
   const { head, body, sample } = exchange;
   if (!head || !body) return undefined;
   const contentEncoding = header(head.headers['content-encoding']);
@@ -122,8 +138,14 @@ function encodingRow(acceptEncoding: AcceptEncoding, seen: Observation[]): Encod
   };
 }
 
-const ok = (row: EncodingRow) => row.status !== undefined && row.status >= 200 && row.status < 300 && !row.decodeError && row.decodedBytes !== undefined;
-const compressed = (row: EncodingRow) => ok(row) && row.contentEncoding !== null && row.contentEncoding.toLowerCase() !== 'identity';
+const ok = (row: EncodingRow) =>
+  row.status !== undefined &&
+  row.status >= 200 &&
+  row.status < 300 &&
+  !row.decodeError &&
+  row.decodedBytes !== undefined;
+const compressed = (row: EncodingRow) =>
+  ok(row) && row.contentEncoding !== null && row.contentEncoding.toLowerCase() !== 'identity';
 
 export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy }) => {
   const { params } = job;
@@ -140,7 +162,12 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
   try {
     run = await runSequence(asked.length === 0 ? 0 : params.requests * asked.length, signal, async (seq) => {
       const acceptEncoding = asked[seq % asked.length];
-      const exchange = await client.exchange({ seq, signal, headers: { 'accept-encoding': acceptEncoding }, consumeBody: collectBody(MAX_BODY_BYTES) });
+      const exchange = await client.exchange({
+        seq,
+        signal,
+        headers: { 'accept-encoding': acceptEncoding },
+        consumeBody: collectBody(MAX_BODY_BYTES),
+      });
       const observed = observe(exchange);
       if (observed) {
         seen.get(acceptEncoding)!.push(observed.observation);
@@ -155,24 +182,46 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
   const encodings = asked.map((e) => encodingRow(e, seen.get(e)!));
   const input = pickLevelTableInput(encodings, bodies);
   const levelTable = input ? await buildLevelTable(input.body, input.contentType, encodings, params, signal) : null;
-  const details: Details = { encodings, unavailable, levelTable, linkModel: linkModel(encodings, params.linkSpeedsMBps), samples: run.samples };
+  const details: Details = {
+    encodings,
+    unavailable,
+    levelTable,
+    linkModel: linkModel(encodings, params.linkSpeedsMBps),
+    samples: run.samples,
+  };
   return {
     summary: summarize(run.samples, client.connections.length, run.durationMs),
     details,
     findings: compressionFindings(job, details),
-    error: run.stoppedEarly ?? (asked.length === 0 ? { code: 'INVALID_JOB', message: `none of the encodings asked for can be decoded here: ${unavailable.map((u) => u.reason).join('; ')}` } : null),
+    error:
+      run.stoppedEarly ??
+      (asked.length === 0
+        ? {
+            code: 'INVALID_JOB',
+            message: `none of the encodings asked for can be decoded here: ${unavailable.map((u) => u.reason).join('; ')}`,
+          }
+        : null),
   };
 };
 
 /** The identity body when it came back, else any decoded one; at most MAX_TABLE_BYTES of it. */
-function pickLevelTableInput(rows: EncodingRow[], bodies: Map<AcceptEncoding, Buffer>): { body: Buffer; contentType: string | null } | undefined {
+function pickLevelTableInput(
+  rows: EncodingRow[],
+  bodies: Map<AcceptEncoding, Buffer>,
+): { body: Buffer; contentType: string | null } | undefined {
   const usable = rows.filter((r) => ok(r) && (bodies.get(r.acceptEncoding)?.length ?? 0) > 0);
   const row = usable.find((r) => r.contentEncoding === null) ?? usable[0];
-  return row ? { body: bodies.get(row.acceptEncoding)!.subarray(0, MAX_TABLE_BYTES), contentType: row.contentType } : undefined;
+  return row
+    ? { body: bodies.get(row.acceptEncoding)!.subarray(0, MAX_TABLE_BYTES), contentType: row.contentType }
+    : undefined;
 }
 
 /** Median time of `fn`, over `repetitions` runs or until the budget is spent (at least MIN_LEVEL_RUNS). */
-async function timeRuns<T>(repetitions: number, signal: AbortSignal, fn: () => T): Promise<{ medianMs: number; runs: number; last: T }> {
+async function timeRuns<T>(
+  repetitions: number,
+  signal: AbortSignal,
+  fn: () => T,
+): Promise<{ medianMs: number; runs: number; last: T }> {
   const times: number[] = [];
   const start = performance.now();
   let last!: T;
@@ -181,7 +230,11 @@ async function timeRuns<T>(repetitions: number, signal: AbortSignal, fn: () => T
     last = fn();
     times.push(performance.now() - t);
     const elapsed = performance.now() - start;
-    if (signal.aborted || (elapsed > LEVEL_BUDGET_MS && (times.length >= MIN_LEVEL_RUNS || elapsed > 3 * LEVEL_BUDGET_MS))) break;
+    if (
+      signal.aborted ||
+      (elapsed > LEVEL_BUDGET_MS && (times.length >= MIN_LEVEL_RUNS || elapsed > 3 * LEVEL_BUDGET_MS))
+    )
+      break;
     // Compression is synchronous CPU work: let timers and sockets (a worker's lock renewals) run.
     await yieldToEventLoop();
   }
@@ -195,7 +248,11 @@ async function buildLevelTable(
   params: JobOf<'compression'>['params'],
   signal: AbortSignal,
 ): Promise<NonNullable<Details['levelTable']>> {
-  const levels: Record<ContentCoding, number[]> = { gzip: params.gzipLevels, br: params.brotliLevels, zstd: params.zstdLevels };
+  const levels: Record<ContentCoding, number[]> = {
+    gzip: params.gzipLevels,
+    br: params.brotliLevels,
+    zstd: params.zstdLevels,
+  };
   const table: LevelRow[] = [];
   for (const coding of CONTENT_CODINGS) {
     if (codingUnavailable(coding)) continue;
@@ -236,22 +293,33 @@ const percent = (part: number, whole: number) => `${((part / whole) * 100).toFix
 function linkModel(rows: EncodingRow[], speeds: number[]): Details['linkModel'] {
   const distinct: EncodingRow[] = [];
   for (const row of rows.filter(ok)) {
-    if (!distinct.some((d) => (d.contentEncoding ?? 'identity') === (row.contentEncoding ?? 'identity'))) distinct.push(row);
+    if (!distinct.some((d) => (d.contentEncoding ?? 'identity') === (row.contentEncoding ?? 'identity')))
+      distinct.push(row);
   }
   if (distinct.length === 0) return [];
   const identity = distinct.find((r) => !compressed(r));
   return speeds.map((linkMBps) => {
     const modelled = distinct.map((row) => {
       const wireBytes = row.wireBytes ?? row.encodedBytes;
-      const compressMs = identity && compressed(row) ? Math.max(0, (row.processingMs ?? 0) - (identity.processingMs ?? 0)) : 0;
+      const compressMs =
+        identity && compressed(row) ? Math.max(0, (row.processingMs ?? 0) - (identity.processingMs ?? 0)) : 0;
       const transferMs = (wireBytes / (linkMBps * 1e6)) * 1000;
       const decodeMs = row.decodeMs ?? 0;
-      return { acceptEncoding: row.acceptEncoding, contentEncoding: row.contentEncoding, wireBytes, compressMs, transferMs, decodeMs, totalMs: compressMs + transferMs + decodeMs };
+      return {
+        acceptEncoding: row.acceptEncoding,
+        contentEncoding: row.contentEncoding,
+        wireBytes,
+        compressMs,
+        transferMs,
+        decodeMs,
+        totalMs: compressMs + transferMs + decodeMs,
+      };
     });
     const fastest = modelled.reduce((a, b) => (b.totalMs < a.totalMs ? b : a));
     const plain = modelled.find((m) => m.contentEncoding === null);
     let recommendation: string;
-    if (!plain) recommendation = `${fastest.contentEncoding} is the fastest of the encodings served (no identity answer to compare with)`;
+    if (!plain)
+      recommendation = `${fastest.contentEncoding} is the fastest of the encodings served (no identity answer to compare with)`;
     else if (fastest === plain) {
       const rival = modelled.filter((m) => m !== plain).sort((a, b) => a.totalMs - b.totalMs)[0];
       recommendation = rival
@@ -270,7 +338,8 @@ function compressionFindings(job: JobOf<'compression'>, details: Details): Findi
   const findings: Finding[] = [];
   const answered = details.encodings.filter(ok);
   const packed = answered.filter(compressed);
-  const describe = (r: EncodingRow) => `${r.contentEncoding} ${fmtBytes(r.encodedBytes)} (${percent(r.encodedBytes, r.decodedBytes!)})`;
+  const describe = (r: EncodingRow) =>
+    `${r.contentEncoding} ${fmtBytes(r.encodedBytes)} (${percent(r.encodedBytes, r.decodedBytes!)})`;
 
   const codings = new Set(answered.map((r) => r.contentEncoding?.toLowerCase() ?? 'identity'));
   const noVary = answered.filter((r) => !/(^|,)\s*(accept-encoding|\*)\s*(,|$)/i.test(r.vary ?? ''));
@@ -298,29 +367,51 @@ function compressionFindings(job: JobOf<'compression'>, details: Details): Findi
     );
   }
 
-  const wasted = packed.filter((r) => r.decodedBytes! >= tinyBytes && (ALREADY_COMPRESSED_TYPE.test(r.contentType ?? '') || r.encodedBytes >= NO_SAVING_RATIO * r.decodedBytes!));
+  const wasted = packed.filter(
+    (r) =>
+      r.decodedBytes! >= tinyBytes &&
+      (ALREADY_COMPRESSED_TYPE.test(r.contentType ?? '') || r.encodedBytes >= NO_SAVING_RATIO * r.decodedBytes!),
+  );
   if (wasted.length > 0) {
     findings.push(
       finding(
         'COMPRESSES_INCOMPRESSIBLE',
         where,
         `${fmtBytes(wasted[0].decodedBytes!)} of ${wasted[0].contentType ?? 'body'} sent compressed: ${wasted.map(describe).join(', ')}`,
-        { decodedBytes: wasted[0].decodedBytes!, encodedBytes: Math.min(...wasted.map((r) => r.encodedBytes)), contentType: wasted[0].contentType ?? '' },
+        {
+          decodedBytes: wasted[0].decodedBytes!,
+          encodedBytes: Math.min(...wasted.map((r) => r.encodedBytes)),
+          contentType: wasted[0].contentType ?? '',
+        },
       ),
     );
   }
 
   const table = details.levelTable;
   const askedCompression = answered.filter((r) => r.acceptEncoding !== 'identity');
-  const gzipDefault = table?.rows.find((r) => r.coding === 'gzip' && r.level === 6) ?? table?.rows.find((r) => r.coding === 'gzip');
-  if (packed.length === 0 && askedCompression.length > 0 && table && gzipDefault && TEXT_TYPE.test(table.contentType ?? '') && table.inputBytes >= tinyBytes && gzipDefault.ratio < 0.9) {
+  const gzipDefault =
+    table?.rows.find((r) => r.coding === 'gzip' && r.level === 6) ?? table?.rows.find((r) => r.coding === 'gzip');
+  if (
+    packed.length === 0 &&
+    askedCompression.length > 0 &&
+    table &&
+    gzipDefault &&
+    TEXT_TYPE.test(table.contentType ?? '') &&
+    table.inputBytes >= tinyBytes &&
+    gzipDefault.ratio < 0.9
+  ) {
     findings.push(
       finding(
         'NO_COMPRESSION_FOR_TEXT',
         where,
         `${fmtBytes(table.inputBytes)} of ${table.contentType} sent uncompressed to Accept-Encoding ${askedCompression.map((r) => r.acceptEncoding).join(', ')}; ` +
           `gzip level ${gzipDefault.level} makes it ${fmtBytes(gzipDefault.bytes)} (${percent(gzipDefault.bytes, table.inputBytes)}) in ${fmtMs(gzipDefault.compressMs)} here`,
-        { decodedBytes: table.inputBytes, gzipBytes: gzipDefault.bytes, gzipLevel: gzipDefault.level, gzipCompressMs: gzipDefault.compressMs },
+        {
+          decodedBytes: table.inputBytes,
+          gzipBytes: gzipDefault.bytes,
+          gzipLevel: gzipDefault.level,
+          gzipCompressMs: gzipDefault.compressMs,
+        },
       ),
     );
   }
@@ -328,15 +419,27 @@ function compressionFindings(job: JobOf<'compression'>, details: Details): Findi
   if (table?.serverGzipLevel != null) {
     const gzipRows = table.rows.filter((r) => r.coding === 'gzip');
     const used = gzipRows.find((r) => r.level === table.serverGzipLevel)!;
-    const lower = gzipRows.filter((r) => r.level < used.level).sort((a, b) => Math.abs(a.level - 6) - Math.abs(b.level - 6))[0];
-    if (lower && used.compressMs >= WASTE_CPU_FACTOR * lower.compressMs && (lower.bytes - used.bytes) / lower.bytes <= WASTE_MAX_SAVING) {
+    const lower = gzipRows
+      .filter((r) => r.level < used.level)
+      .sort((a, b) => Math.abs(a.level - 6) - Math.abs(b.level - 6))[0];
+    if (
+      lower &&
+      used.compressMs >= WASTE_CPU_FACTOR * lower.compressMs &&
+      (lower.bytes - used.bytes) / lower.bytes <= WASTE_MAX_SAVING
+    ) {
       findings.push(
         finding(
           'GZIP_LEVEL_WASTE',
           where,
           `the server's gzip answer matches level ${used.level} (${fmtBytes(used.bytes)}); here level ${used.level} took ${fmtMs(used.compressMs)} against ${fmtMs(lower.compressMs)} ` +
             `for level ${lower.level} (${(used.compressMs / lower.compressMs).toFixed(1)}x the CPU) for ${percent(lower.bytes - used.bytes, lower.bytes)} fewer bytes`,
-          { serverLevel: used.level, serverLevelCompressMs: used.compressMs, lowerLevel: lower.level, lowerLevelCompressMs: lower.compressMs, bytesSaved: lower.bytes - used.bytes },
+          {
+            serverLevel: used.level,
+            serverLevelCompressMs: used.compressMs,
+            lowerLevel: lower.level,
+            lowerLevelCompressMs: lower.compressMs,
+            bytesSaved: lower.bytes - used.bytes,
+          },
         ),
       );
     }

@@ -41,7 +41,11 @@ function answerOf(exchange: TimedExchange<BodyRead>): CorsAnswer {
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as CorsAnswer;
 }
 
-const list = (header: string | undefined) => (header ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+const list = (header: string | undefined) =>
+  (header ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
 const okStatus = (status: number | undefined) => status !== undefined && status >= 200 && status < 300;
 
 /** Does this answer let `origin` read it (the Fetch Standard's CORS check)? */
@@ -50,7 +54,12 @@ function allowsOrigin(answer: CorsAnswer, origin: string, credentials: boolean):
   return answer.allowOrigin === '*' || answer.allowOrigin === origin;
 }
 
-function verdictOf(preflight: CorsAnswer, get: CorsAnswer, origin: string, params: JobOf<'cors'>['params']): CorsOriginResult['verdict'] {
+function verdictOf(
+  preflight: CorsAnswer,
+  get: CorsAnswer,
+  origin: string,
+  params: JobOf<'cors'>['params'],
+): CorsOriginResult['verdict'] {
   const { credentials, method, requestHeaders } = params;
   const methods = list(preflight.allowMethods);
   const headers = list(preflight.allowHeaders).map((h) => h.toLowerCase());
@@ -59,7 +68,9 @@ function verdictOf(preflight: CorsAnswer, get: CorsAnswer, origin: string, param
     preflightAllowsOrigin: okStatus(preflight.status) && allowsOrigin(preflight, origin, credentials),
     methodAllowed: SAFELISTED_METHODS.has(method) || methods.includes(method) || wildcard(methods),
     // A wildcard never covers Authorization.
-    headersMissing: requestHeaders.filter((h) => !headers.includes(h.toLowerCase()) && !(wildcard(headers) && h.toLowerCase() !== 'authorization')),
+    headersMissing: requestHeaders.filter(
+      (h) => !headers.includes(h.toLowerCase()) && !(wildcard(headers) && h.toLowerCase() !== 'authorization'),
+    ),
     getReadable: allowsOrigin(get, origin, credentials),
   };
 }
@@ -96,7 +107,9 @@ export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy }) =>
           headers: {
             origin,
             'access-control-request-method': params.method,
-            ...(params.requestHeaders.length > 0 ? { 'access-control-request-headers': params.requestHeaders.join(',').toLowerCase() } : {}),
+            ...(params.requestHeaders.length > 0
+              ? { 'access-control-request-headers': params.requestHeaders.join(',').toLowerCase() }
+              : {}),
           },
         }),
       );
@@ -107,7 +120,11 @@ export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy }) =>
     }
     if (params.serverLogPath && results.length > 0 && !signal.aborted) {
       const log = await send({ path: params.serverLogPath, consumeBody: collectBody(MAX_LOG_BYTES) });
-      serverLog = { path: params.serverLogPath, ...(log.head ? { status: log.head.statusCode } : {}), ...(log.sample.error ? { error: log.sample.error } : {}) };
+      serverLog = {
+        path: params.serverLogPath,
+        ...(log.head ? { status: log.head.statusCode } : {}),
+        ...(log.sample.error ? { error: log.sample.error } : {}),
+      };
       if (okStatus(log.head?.statusCode) && log.body) {
         const text = log.body.data.toString('utf8');
         for (const r of results) r.get.ranOnServer = text.includes(r.get.requestId);
@@ -120,11 +137,24 @@ export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy }) =>
 
   const failed = samples.filter((s) => s.error);
   if (failed.length > 0) {
-    stoppedEarly = { code: failed[0].error!.code, message: `${failed.length} of ${samples.length} requests failed: ${failed[0].error!.message}` };
+    stoppedEarly = {
+      code: failed[0].error!.code,
+      message: `${failed.length} of ${samples.length} requests failed: ${failed[0].error!.message}`,
+    };
   } else if (results.length < origins.length) {
-    stoppedEarly = { code: 'DEADLINE_EXCEEDED', message: `time bound reached after ${results.length} of ${origins.length} origins` };
+    stoppedEarly = {
+      code: 'DEADLINE_EXCEEDED',
+      message: `time bound reached after ${results.length} of ${origins.length} origins`,
+    };
   }
-  const details: Details = { method: params.method, requestHeaders: params.requestHeaders, credentials: params.credentials, origins: results, serverLog, samples };
+  const details: Details = {
+    method: params.method,
+    requestHeaders: params.requestHeaders,
+    credentials: params.credentials,
+    origins: results,
+    serverLog,
+    samples,
+  };
   return {
     summary: summarize(samples, client.connections.length, durationMs),
     details,
@@ -141,18 +171,27 @@ function corsFindings(job: JobOf<'cors'>, details: Details): Finding[] {
   const answered = details.origins.filter((o) => !o.preflight.error && !o.get.error);
 
   const wildcard = answered.flatMap((o) =>
-    (['preflight', 'get'] as const).filter((kind) => o[kind].allowOrigin === '*' && o[kind].allowCredentials?.toLowerCase() === 'true').map((kind) => `${kind === 'get' ? 'GET' : 'preflight'} from ${o.origin}`),
+    (['preflight', 'get'] as const)
+      .filter((kind) => o[kind].allowOrigin === '*' && o[kind].allowCredentials?.toLowerCase() === 'true')
+      .map((kind) => `${kind === 'get' ? 'GET' : 'preflight'} from ${o.origin}`),
   );
   if (wildcard.length > 0) {
     findings.push(
-      finding('CORS_WILDCARD_WITH_CREDENTIALS', where, `Access-Control-Allow-Origin: * with Access-Control-Allow-Credentials: true on ${wildcard.join(', ')}; browsers refuse such an answer for credentialed requests`, {
-        answers: wildcard.length,
-      }),
+      finding(
+        'CORS_WILDCARD_WITH_CREDENTIALS',
+        where,
+        `Access-Control-Allow-Origin: * with Access-Control-Allow-Credentials: true on ${wildcard.join(', ')}; browsers refuse such an answer for credentialed requests`,
+        {
+          answers: wildcard.length,
+        },
+      ),
     );
   }
 
   const random = answered.find((o) => o.role === 'random');
-  const reflected = answered.filter((o) => o.role !== 'allowed' && (o.preflight.allowOrigin === o.origin || o.get.allowOrigin === o.origin));
+  const reflected = answered.filter(
+    (o) => o.role !== 'allowed' && (o.preflight.allowOrigin === o.origin || o.get.allowOrigin === o.origin),
+  );
   if (random && reflected.includes(random)) {
     const credentials = random.get.allowCredentials === 'true' || random.preflight.allowCredentials === 'true';
     findings.push(
@@ -160,8 +199,15 @@ function corsFindings(job: JobOf<'cors'>, details: Details): Finding[] {
         'CORS_REFLECTS_ANY_ORIGIN',
         where,
         `the made-up origin ${random.origin} was echoed back in Access-Control-Allow-Origin` +
-          (credentials ? ' with Access-Control-Allow-Credentials: true, so any site can read logged-in responses' : '') +
-          (reflected.length > 1 ? `; so were ${reflected.filter((o) => o !== random).map((o) => o.origin).join(', ')}` : ''),
+          (credentials
+            ? ' with Access-Control-Allow-Credentials: true, so any site can read logged-in responses'
+            : '') +
+          (reflected.length > 1
+            ? `; so were ${reflected
+                .filter((o) => o !== random)
+                .map((o) => o.origin)
+                .join(', ')}`
+            : ''),
         { origin: random.origin, withCredentials: credentials },
       ),
     );
@@ -170,7 +216,8 @@ function corsFindings(job: JobOf<'cors'>, details: Details): Finding[] {
   // The GET is what caches store; its Access-Control-Allow-Origin depends on Origin when it
   // names an origin, or when origins get different answers.
   const getOrigins = new Set(answered.map((o) => o.get.allowOrigin ?? ''));
-  const varies = getOrigins.size > 1 || answered.some((o) => o.get.allowOrigin !== undefined && o.get.allowOrigin !== '*');
+  const varies =
+    getOrigins.size > 1 || answered.some((o) => o.get.allowOrigin !== undefined && o.get.allowOrigin !== '*');
   const noVary = answered.filter((o) => !/(^|,)\s*(origin|\*)\s*(,|$)/i.test(o.get.vary ?? ''));
   if (varies && noVary.length > 0) {
     findings.push(
@@ -204,7 +251,10 @@ function corsFindings(job: JobOf<'cors'>, details: Details): Finding[] {
         where,
         `the preflight from ${noHeader[0].origin} asking for ${details.requestHeaders.join(', ')} answered Access-Control-Allow-Headers: ${quote(noHeader[0].preflight.allowHeaders)} ` +
           `(missing: ${noHeader[0].verdict.headersMissing.join(', ')})`,
-        { missing: noHeader[0].verdict.headersMissing.join(','), allowHeaders: noHeader[0].preflight.allowHeaders ?? '' },
+        {
+          missing: noHeader[0].verdict.headersMissing.join(','),
+          allowHeaders: noHeader[0].preflight.allowHeaders ?? '',
+        },
       ),
     );
   }
@@ -217,14 +267,18 @@ function corsFindings(job: JobOf<'cors'>, details: Details): Finding[] {
         'CORS_ALLOWED_ORIGIN_REFUSED',
         where,
         `the preflight from ${o.origin} answered ${o.preflight.status} with Access-Control-Allow-Origin: ${quote(o.preflight.allowOrigin)}` +
-          (details.credentials ? ` and Access-Control-Allow-Credentials: ${quote(o.preflight.allowCredentials)} (the page sends credentials)` : ''),
+          (details.credentials
+            ? ` and Access-Control-Allow-Credentials: ${quote(o.preflight.allowCredentials)} (the page sends credentials)`
+            : ''),
         { origin: o.origin, status: o.preflight.status ?? 0 },
       ),
     );
   }
 
   const allowedGet = answered.find((o) => o.role === 'allowed' && o.verdict.getReadable);
-  const served = answered.filter((o) => o.role === 'refused' && okStatus(o.get.status) && o.get.bodyBytes > 0 && !o.verdict.getReadable);
+  const served = answered.filter(
+    (o) => o.role === 'refused' && okStatus(o.get.status) && o.get.bodyBytes > 0 && !o.verdict.getReadable,
+  );
   if (served.length > 0) {
     const o = served[0];
     const log =
@@ -238,9 +292,15 @@ function corsFindings(job: JobOf<'cors'>, details: Details): Finding[] {
         'CORS_REFUSED_ORIGIN_STILL_SERVED',
         where,
         `GET from ${served.map((s) => s.origin).join(' and ')}: ${o.get.status} with ${o.get.bodyBytes.toLocaleString('en-US')} B` +
-          (allowedGet ? ` (the allowed ${allowedGet.origin} got ${allowedGet.get.bodyBytes.toLocaleString('en-US')} B)` : '') +
+          (allowedGet
+            ? ` (the allowed ${allowedGet.origin} got ${allowedGet.get.bodyBytes.toLocaleString('en-US')} B)`
+            : '') +
           ` and no Access-Control-Allow-Origin for it${log}: only the browser hides the response`,
-        { origins: served.length, bodyBytes: o.get.bodyBytes, ...(o.get.ranOnServer !== undefined ? { ranOnServer: o.get.ranOnServer } : {}) },
+        {
+          origins: served.length,
+          bodyBytes: o.get.bodyBytes,
+          ...(o.get.ranOnServer !== undefined ? { ranOnServer: o.get.ranOnServer } : {}),
+        },
       ),
     );
   }

@@ -20,7 +20,10 @@ type Handling = DrainSample['body'];
 /** UNREAD_BODY_BREAKS_REUSE needs at least this share of requests to have paid a new connection (one stray drain timeout on a busy machine is not a diagnosis). */
 const FINDING_SHARE = 0.1;
 
-function consumerFor(mode: DrainMode, cap: { maxBytes: number; maxMs: number }): BodyConsumer<BodyRead & { handling: Handling }> {
+function consumerFor(
+  mode: DrainMode,
+  cap: { maxBytes: number; maxMs: number },
+): BodyConsumer<BodyRead & { handling: Handling }> {
   return async (body, head) => {
     const declared = contentLength(head);
     const length = declared === undefined ? {} : { contentLength: declared };
@@ -41,7 +44,12 @@ function consumerFor(mode: DrainMode, cap: { maxBytes: number; maxMs: number }):
         const drained = await drainBody(body, head, cap);
         return {
           bytes: drained.bytes,
-          handling: { outcome: drained.complete ? 'read-to-end' : 'closed-early', ...(drained.capHit ? { capHit: drained.capHit } : {}), ...length, drainMs: drained.drainMs },
+          handling: {
+            outcome: drained.complete ? 'read-to-end' : 'closed-early',
+            ...(drained.capHit ? { capHit: drained.capHit } : {}),
+            ...length,
+            drainMs: drained.drainMs,
+          },
         };
       }
       case 'json': {
@@ -72,7 +80,10 @@ export const drainProbe: Probe<'drain'> = async (job, { signal, targetPolicy }) 
         http2: await http2Support(job, signal, targetPolicy),
         samples: run.samples,
       },
-      findings: extraConnections > 0 && extraConnections >= FINDING_SHARE * run.samples.length ? [unreadBodyFinding(job, run.samples, connectionsOpened, extraConnections)] : [],
+      findings:
+        extraConnections > 0 && extraConnections >= FINDING_SHARE * run.samples.length
+          ? [unreadBodyFinding(job, run.samples, connectionsOpened, extraConnections)]
+          : [],
       error: run.stoppedEarly,
     };
   } finally {
@@ -85,7 +96,13 @@ function countExtraConnections(samples: readonly DrainSample[]): number {
   let extra = 0;
   for (let i = 1; i < samples.length; i++) {
     const previous = samples[i - 1];
-    if (samples[i].newConnection && !previous.error && !previous.serverClosed && previous.body.outcome === 'closed-early') extra++;
+    if (
+      samples[i].newConnection &&
+      !previous.error &&
+      !previous.serverClosed &&
+      previous.body.outcome === 'closed-early'
+    )
+      extra++;
   }
   return extra;
 }
@@ -97,17 +114,30 @@ const MODE_WORDS: Record<DrainMode, string> = {
   json: 'closed once the JSON decoder reached the closing bracket',
 };
 
-function unreadBodyFinding(job: JobOf<'drain'>, samples: readonly DrainSample[], connectionsOpened: number, extra: number): Finding {
+function unreadBodyFinding(
+  job: JobOf<'drain'>,
+  samples: readonly DrainSample[],
+  connectionsOpened: number,
+  extra: number,
+): Finding {
   const { mode } = job.variant;
   const answered = samples.filter((s) => !s.error);
-  const lengths = [...new Set(answered.flatMap((s) => (s.body.contentLength === undefined ? [] : [s.body.contentLength])))];
+  const lengths = [
+    ...new Set(answered.flatMap((s) => (s.body.contentLength === undefined ? [] : [s.body.contentLength]))),
+  ];
   const size = lengths.length === 1 ? ` of ${lengths[0].toLocaleString('en-US')} B` : '';
   const caps = mode === 'drain' ? capWords(job, answered) : '';
   return finding(
     'UNREAD_BODY_BREAKS_REUSE',
     { region: job.region, target: job.target.name, probe: job.probe },
     `${answered.length} requests, bodies${size} ${MODE_WORDS[mode]}: ${connectionsOpened} connections opened, ${extra} of them after a body closed before its end${caps}`,
-    { mode, requests: answered.length, connectionsOpened, extraConnections: extra, ...(lengths.length === 1 ? { contentLength: lengths[0] } : {}) },
+    {
+      mode,
+      requests: answered.length,
+      connectionsOpened,
+      extraConnections: extra,
+      ...(lengths.length === 1 ? { contentLength: lengths[0] } : {}),
+    },
   );
 }
 
@@ -117,20 +147,42 @@ function capWords(job: JobOf<'drain'>, samples: readonly DrainSample[]): string 
 }
 
 /** HTTP/2 multiplexes streams: an unread body there holds no connection. Checked with ALPN on https. */
-async function http2Support(job: JobOf<'drain'>, signal: AbortSignal, policy: TargetPolicy): Promise<ProbeDetails<'drain'>['http2']> {
+async function http2Support(
+  job: JobOf<'drain'>,
+  signal: AbortSignal,
+  policy: TargetPolicy,
+): Promise<ProbeDetails<'drain'>['http2']> {
   const url = new URL(job.target.url);
   if (url.protocol !== 'https:') {
-    return { checked: false, negotiated: null, note: 'plain http: clients speak HTTP/1.1 here (h2c is rare), where a body closed early costs the connection; over HTTP/2 it would cost nothing and need no drain' };
+    return {
+      checked: false,
+      negotiated: null,
+      note: 'plain http: clients speak HTTP/1.1 here (h2c is rare), where a body closed early costs the connection; over HTTP/2 it would cost nothing and need no drain',
+    };
   }
   if (signal.aborted) return { checked: false, negotiated: null, note: 'not checked: the time bound was reached' };
-  const connector = new TimedConnector({ tls: job.target.tls, resumeTlsSessions: false, alpn: ['h2', 'http/1.1'], timeoutMs: job.params.timeoutMs, policy });
+  const connector = new TimedConnector({
+    tls: job.target.tls,
+    resumeTlsSessions: false,
+    alpn: ['h2', 'http/1.1'],
+    timeoutMs: job.params.timeoutMs,
+    policy,
+  });
   try {
     const socket = await connector.open(url.hostname, Number(url.port) || 443, true);
     socket.destroy();
     const alpn = connector.connections[0].tls?.alpn;
     return alpn === 'h2'
-      ? { checked: true, negotiated: true, note: 'the target also speaks HTTP/2 (ALPN h2): an HTTP/2 client needs no drain, since an unread body holds one stream, not the connection; these numbers are for HTTP/1.1 clients' }
-      : { checked: true, negotiated: false, note: `the target offers only ${alpn || 'no ALPN protocol'}: every client pays for closed-early bodies` };
+      ? {
+          checked: true,
+          negotiated: true,
+          note: 'the target also speaks HTTP/2 (ALPN h2): an HTTP/2 client needs no drain, since an unread body holds one stream, not the connection; these numbers are for HTTP/1.1 clients',
+        }
+      : {
+          checked: true,
+          negotiated: false,
+          note: `the target offers only ${alpn || 'no ALPN protocol'}: every client pays for closed-early bodies`,
+        };
   } catch (err) {
     const error = classifyError(err);
     return { checked: true, negotiated: null, note: `could not check for HTTP/2: ${error.code} ${error.message}` };

@@ -37,7 +37,15 @@ const ALPN_OFFER = ['h2', 'http/1.1'];
 /** Sent on both protocols, so the two carry the same request. */
 const BASE_HEADERS = { 'user-agent': 'probefleet', accept: '*/*' };
 /** Headers HTTP/2 forbids (RFC 9113 §8.2.2) or replaces (`host` is `:authority`); left out of both protocols. */
-const CONNECTION_HEADERS = new Set(['host', 'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te']);
+const CONNECTION_HEADERS = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+]);
 /** The settings an `Upgrade: h2c` request carries (RFC 7540 §3.2.1), base64url: ENABLE_PUSH = 0. */
 const UPGRADE_SETTINGS = Buffer.from([0x00, 0x02, 0x00, 0x00, 0x00, 0x00]).toString('base64url');
 
@@ -97,7 +105,12 @@ class Http2Run {
       socket = await this.open(first);
     } catch (err) {
       const error = classifyError(err);
-      return { summary: this.summary(start), details: null, findings: [], error: { ...error, message: `first connection: ${error.message}` } };
+      return {
+        summary: this.summary(start),
+        details: null,
+        findings: [],
+        error: { ...error, message: `first connection: ${error.message}` },
+      };
     }
     const selected = this.secure ? first.connections[0].tls?.alpn || null : undefined;
 
@@ -124,7 +137,9 @@ class Http2Run {
     const details: Details = {
       alpn: this.secure ? { offered: ALPN_OFFER, selected: selected ?? null } : null,
       h1HeaderBytes,
-      h2HeaderBytesFirst: h2.requests[0] ? { request: h2.requests[0].request, response: h2.requests[0].response } : null,
+      h2HeaderBytesFirst: h2.requests[0]
+        ? { request: h2.requests[0].request, response: h2.requests[0].response }
+        : null,
       h2HeaderBytesRepeat: medianHeaderBytes(h2.requests.slice(1)),
       h2Requests: h2.requests,
       h2cPriorKnowledge: h2.priorKnowledge,
@@ -152,7 +167,13 @@ class Http2Run {
   }
 
   private connector(alpn: string[]): TimedConnector {
-    const connector = new TimedConnector({ tls: this.job.target.tls, resumeTlsSessions: false, alpn, timeoutMs: this.timeoutMs, policy: this.policy });
+    const connector = new TimedConnector({
+      tls: this.job.target.tls,
+      resumeTlsSessions: false,
+      alpn,
+      timeoutMs: this.timeoutMs,
+      policy: this.policy,
+    });
     this.connectors.push(connector);
     return connector;
   }
@@ -168,7 +189,11 @@ class Http2Run {
   private deadlineReached(step: Step): boolean {
     if (!this.signal.aborted) return false;
     if (!this.errors.some((e) => e.code === 'DEADLINE_EXCEEDED')) {
-      this.errors.push({ step, code: 'DEADLINE_EXCEEDED', message: "the job's time bound was reached; this step and the ones after it did not run" });
+      this.errors.push({
+        step,
+        code: 'DEADLINE_EXCEEDED',
+        message: "the job's time bound was reached; this step and the ones after it did not run",
+      });
     }
     return true;
   }
@@ -184,7 +209,9 @@ class Http2Run {
   }
 
   /** Step 2: the first request and the repeats over one HTTP/2 connection, header bytes from the frames. */
-  private async h2HeaderBytes(socket: net.Socket): Promise<{ requests: Details['h2Requests']; priorKnowledge: H2cAttempt | null }> {
+  private async h2HeaderBytes(
+    socket: net.Socket,
+  ): Promise<{ requests: Details['h2Requests']; priorKnowledge: H2cAttempt | null }> {
     const tap = new H2WireTap(socket);
     const session = h2SessionOver(this.url.origin, tap);
     const requests: Details['h2Requests'] = [];
@@ -204,7 +231,8 @@ class Http2Run {
           }
           break;
         }
-        if (seq === 0 && !this.secure) priorKnowledge = { supported: true, answer: `answered HTTP/2 ${response.status}` };
+        if (seq === 0 && !this.secure)
+          priorKnowledge = { supported: true, answer: `answered HTTP/2 ${response.status}` };
         requests.push({ seq, status: response.status, ...tap.headerBytes(response.streamId) });
       }
     } finally {
@@ -219,7 +247,8 @@ class Http2Run {
     if (/^HTTP\/\d/.test(text)) return `protocol error: answered ${JSON.stringify(text.split('\r\n')[0])}`;
     const { code, message } = classifyError(err);
     if (code === 'RESPONSE_TIMEOUT') return `no answer within ${this.timeoutMs} ms`;
-    if (firstBytes.length === 0 && (code === 'SOCKET_CLOSED' || code === 'CONNECTION_RESET')) return 'closed the connection without an answer';
+    if (firstBytes.length === 0 && (code === 'SOCKET_CLOSED' || code === 'CONNECTION_RESET'))
+      return 'closed the connection without an answer';
     if (firstBytes.length > 0 && code === 'HTTP2_ERROR') return `protocol error: answered ${describeBytes(firstBytes)}`;
     return `${code}: ${message}`;
   }
@@ -233,7 +262,9 @@ class Http2Run {
       socket = await this.open(this.connector(['http/1.1']));
       const head = http1RequestHead('GET', this.path, this.url.host, this.headers);
       socket.write(head);
-      const answer = await bounded(readHttp1ResponseHead(socket), this.timeoutMs, this.signal, 'HTTP/1.1 request', () => socket?.destroy());
+      const answer = await bounded(readHttp1ResponseHead(socket), this.timeoutMs, this.signal, 'HTTP/1.1 request', () =>
+        socket?.destroy(),
+      );
       return { request: head.length, response: answer.headBytes };
     } catch (err) {
       this.failedRequests++;
@@ -267,16 +298,30 @@ class Http2Run {
         }),
       );
       const answer = await bounded(readHttp1ResponseHead(socket), this.timeoutMs, this.signal, 'Upgrade: h2c', give);
-      if (answer.status !== 101) return { supported: false, answer: `answered HTTP/${answer.httpVersion} ${answer.status}, ignored the upgrade` };
+      if (answer.status !== 101)
+        return {
+          supported: false,
+          answer: `answered HTTP/${answer.httpVersion} ${answer.status}, ignored the upgrade`,
+        };
       socket.write(Buffer.concat([H2_PREFACE, encodeFrame(FRAME_TYPE.SETTINGS, 0, 0)]));
-      const streamOne = await bounded(firstFrameOfStreamOne(socket, answer.rest), this.timeoutMs, this.signal, 'HTTP/2 after 101', give);
+      const streamOne = await bounded(
+        firstFrameOfStreamOne(socket, answer.rest),
+        this.timeoutMs,
+        this.signal,
+        'HTTP/2 after 101',
+        give,
+      );
       return streamOne.type === FRAME_TYPE.HEADERS
         ? { supported: true, answer: 'answered 101 Switching Protocols, then the response as HTTP/2 on stream 1' }
-        : { supported: false, answer: `answered 101 Switching Protocols, then ${frameName(streamOne.type)} instead of a response on stream 1` };
+        : {
+            supported: false,
+            answer: `answered 101 Switching Protocols, then ${frameName(streamOne.type)} instead of a response on stream 1`,
+          };
     } catch (err) {
       const { code, message } = classifyError(err);
       if (code === 'RESPONSE_TIMEOUT') return { supported: false, answer: `no answer within ${this.timeoutMs} ms` };
-      if (code === 'SOCKET_CLOSED' || code === 'CONNECTION_RESET') return { supported: false, answer: 'closed the connection without an answer' };
+      if (code === 'SOCKET_CLOSED' || code === 'CONNECTION_RESET')
+        return { supported: false, answer: 'closed the connection without an answer' };
       if (code === 'DEADLINE_EXCEEDED') {
         this.fail('h2c-upgrade', err);
         return null;
@@ -303,7 +348,12 @@ class Http2Run {
       Array.from({ length: this.job.params.concurrent }, async () => {
         this.requests++;
         try {
-          const response = await pool.request({ method: 'GET', path: this.path, headers: this.headers, signal: this.signal });
+          const response = await pool.request({
+            method: 'GET',
+            path: this.path,
+            headers: this.headers,
+            signal: this.signal,
+          });
           await readWholeBody(response.body);
           return null;
         } catch (err) {
@@ -331,7 +381,14 @@ class Http2Run {
       }
       const open = h2SessionOver(this.url.origin, socket);
       session = open;
-      outcomes = await Promise.all(Array.from({ length: this.job.params.concurrent }, () => this.get(open).then(() => null, (err: unknown) => err)));
+      outcomes = await Promise.all(
+        Array.from({ length: this.job.params.concurrent }, () =>
+          this.get(open).then(
+            () => null,
+            (err: unknown) => err,
+          ),
+        ),
+      );
     } catch (err) {
       // No connection, no requests: all of them failed.
       this.requests += this.job.params.concurrent;

@@ -34,7 +34,9 @@ export const loadProbe: Probe<'load'> = async (job, { signal, targetPolicy }) =>
     mode: variant.mode,
     connections: params.connections,
     concurrency: run.concurrency,
-    ...(params.rate !== undefined ? { rate: params.rate, scheduled: run.scheduled, unsent: (run.scheduled ?? 0) - run.sent } : {}),
+    ...(params.rate !== undefined
+      ? { rate: params.rate, scheduled: run.scheduled, unsent: (run.scheduled ?? 0) - run.sent }
+      : {}),
     completed: run.completed,
     errors: run.errors,
     statuses: statusCounts(run.statusClasses),
@@ -45,7 +47,9 @@ export const loadProbe: Probe<'load'> = async (job, { signal, targetPolicy }) =>
     stoppedBy: run.stoppedBy,
     latencyMs,
     latencyHistogram: encodeHistogram(run.latency),
-    ...(run.serviceTime ? { serviceTimeMs: percentilesOf(run.serviceTime), serviceTimeHistogram: encodeHistogram(run.serviceTime) } : {}),
+    ...(run.serviceTime
+      ? { serviceTimeMs: percentilesOf(run.serviceTime), serviceTimeHistogram: encodeHistogram(run.serviceTime) }
+      : {}),
   };
   return {
     summary: {
@@ -53,7 +57,10 @@ export const loadProbe: Probe<'load'> = async (job, { signal, targetPolicy }) =>
       errors: run.failed,
       connectionsOpened: run.connectionsOpened,
       durationMs: run.durationMs,
-      phases: run.completed > 0 ? { total: { p50: latencyMs.p50, p95: run.latency.getValueAtPercentile(95) / 1000, n: run.completed } } : {},
+      phases:
+        run.completed > 0
+          ? { total: { p50: latencyMs.p50, p95: run.latency.getValueAtPercentile(95) / 1000, n: run.completed } }
+          : {},
     },
     details,
     findings: keepAliveLostUnderLoad(job, run),
@@ -63,7 +70,12 @@ export const loadProbe: Probe<'load'> = async (job, { signal, targetPolicy }) =>
 
 /** Keep-alive asked for, yet (nearly) every answered request needed a connection of its own. */
 function keepAliveLostUnderLoad(job: JobOf<'load'>, run: LoadOutcome): Finding[] {
-  if (job.variant.mode === 'new' || run.completed < 2 * job.params.connections || run.connectionsOpened < 0.9 * run.completed) return [];
+  if (
+    job.variant.mode === 'new' ||
+    run.completed < 2 * job.params.connections ||
+    run.connectionsOpened < 0.9 * run.completed
+  )
+    return [];
   return [
     finding(
       'SERVER_CLOSES_EVERY_CONNECTION',
@@ -85,10 +97,16 @@ function statusCounts(classes: readonly number[]): Record<string, number> {
 /** A run that ended on its duration or request bound, with answers, measured what it was asked to. */
 function stopError(run: LoadOutcome): ProbeError | null {
   if (run.stoppedBy === 'deadline') {
-    return { code: 'DEADLINE_EXCEEDED', message: `the job's time bound was reached after ${run.completed} answered requests` };
+    return {
+      code: 'DEADLINE_EXCEEDED',
+      message: `the job's time bound was reached after ${run.completed} answered requests`,
+    };
   }
   if (run.lastError && (run.stoppedBy === 'failures' || run.completed === 0)) {
-    return { code: run.lastError.code, message: `stopped after ${run.failed} failed requests (${run.completed} answered): ${run.lastError.message}` };
+    return {
+      code: run.lastError.code,
+      message: `stopped after ${run.failed} failed requests (${run.completed} answered): ${run.lastError.message}`,
+    };
   }
   return null;
 }

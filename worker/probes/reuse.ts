@@ -20,7 +20,12 @@ export const reuseProbe: Probe<'reuse'> = async (job, { signal, targetPolicy }) 
   const { params, variant } = job;
   if (variant.mode === 'cold') return coldMode(job, signal, targetPolicy);
 
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, resumeTlsSessions: params.tlsResume, policy: targetPolicy });
+  const client = new TimedHttpClient({
+    target: job.target,
+    timeoutMs: params.timeoutMs,
+    resumeTlsSessions: params.tlsResume,
+    policy: targetPolicy,
+  });
   try {
     const run = await runSequence(params.requests, signal, (seq) =>
       client.request({ seq, closeAfter: variant.mode === 'new', signal }),
@@ -63,7 +68,13 @@ async function coldMode(job: JobOf<'reuse'>, signal: AbortSignal, policy: Target
       // The whole process lifetime is the cost the shell loop pays per request.
       return { ...output.sample, seq, phases: { ...output.sample.phases, total: performance.now() - start } };
     } catch (err) {
-      return { seq, newConnection: false, phases: { total: performance.now() - start }, bodyBytes: 0, error: classifyError(err) };
+      return {
+        seq,
+        newConnection: false,
+        phases: { total: performance.now() - start },
+        bodyBytes: 0,
+        error: classifyError(err),
+      };
     }
   });
   return {

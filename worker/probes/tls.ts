@@ -44,7 +44,13 @@ export const tlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) => {
     try {
       socket = (await connector.open(url.hostname, port, true)) as tls.TLSSocket;
     } catch (err) {
-      const failed = { phases: { total: performance.now() - start }, tlsVersion: null, alpn: null, cipher: null, error: classifyError(err) };
+      const failed = {
+        phases: { total: performance.now() - start },
+        tlsVersion: null,
+        alpn: null,
+        cipher: null,
+        error: classifyError(err),
+      };
       return { seq, kind, sessionOffered, resumed: false, ...failed };
     }
     // Nothing is sent on this socket; a late reset must not become an uncaught error.
@@ -95,7 +101,11 @@ export const tlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) => {
     resumedHandshakeMs,
     resumptionSavingMs: handshakeMs && resumedHandshakeMs ? median(tlsOf(full)) - median(tlsOf(resumed)) : null,
     resumption: params.resumption
-      ? { attempted: resumedKind.length, sessionsOffered: resumedKind.filter((s) => s.sessionOffered).length, resumed: resumed.length }
+      ? {
+          attempted: resumedKind.length,
+          sessionsOffered: resumedKind.filter((s) => s.sessionOffered).length,
+          resumed: resumed.length,
+        }
       : null,
     certificate: seen.certificate,
     certNotAfter: seen.certificate?.notAfter ?? null,
@@ -103,7 +113,11 @@ export const tlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) => {
   };
   return {
     // Phases summarise the full handshakes; resumed ones are in `details`.
-    summary: { ...summarize(full, connector.connections.length, run.durationMs), requests: run.samples.length, errors: run.samples.length - answered.length },
+    summary: {
+      ...summarize(full, connector.connections.length, run.durationMs),
+      requests: run.samples.length,
+      errors: run.samples.length - answered.length,
+    },
     details,
     findings: findingsOf(job, run.samples, details, seen.longestSessionWaitMs),
     error: run.stoppedEarly,
@@ -120,7 +134,12 @@ function handshakePhases(c: ConnectionTimeline): PhaseTimes {
 }
 
 /** Waits (bounded) until the connection has delivered a session to resume, unless it already has. */
-function sessionArrival(socket: tls.TLSSocket, timeline: ConnectionTimeline, waitMs: number, signal: AbortSignal): Promise<void> {
+function sessionArrival(
+  socket: tls.TLSSocket,
+  timeline: ConnectionTimeline,
+  waitMs: number,
+  signal: AbortSignal,
+): Promise<void> {
   if (timeline.sessionReceived !== undefined || signal.aborted) return Promise.resolve();
   // Without a session by then, the resumed handshake after this one has nothing to offer, and says so.
   return new Promise((resolve) => {
@@ -161,7 +180,10 @@ function readCertificate(socket: tls.TLSSocket): CertificateInfo | null {
 function findingsOf(
   job: JobOf<'tls'>,
   samples: HandshakeSample[],
-  details: { certificate: CertificateInfo | null; resumption: { attempted: number; sessionsOffered: number; resumed: number } | null },
+  details: {
+    certificate: CertificateInfo | null;
+    resumption: { attempted: number; sessionsOffered: number; resumed: number } | null;
+  },
   sessionWaitMs: number,
 ): Finding[] {
   const where = { region: job.region, target: job.target.name, probe: job.probe };
@@ -171,9 +193,14 @@ function findingsOf(
   const answered = samples.filter((s) => !s.error);
   if (version === '1.3' && answered.length === 0 && samples[0]?.error?.code === 'TLS_VERSION_UNSUPPORTED') {
     findings.push(
-      finding('TLS13_UNAVAILABLE', where, `${samples.length} handshakes offering only TLS 1.3 were refused (TLS_VERSION_UNSUPPORTED)`, {
-        refusedHandshakes: samples.length,
-      }),
+      finding(
+        'TLS13_UNAVAILABLE',
+        where,
+        `${samples.length} handshakes offering only TLS 1.3 were refused (TLS_VERSION_UNSUPPORTED)`,
+        {
+          refusedHandshakes: samples.length,
+        },
+      ),
     );
   }
 
@@ -187,7 +214,12 @@ function findingsOf(
         resumption.sessionsOffered > 0
           ? `offered the session of the full TLS ${version} handshake before it ${resumption.sessionsOffered} times; the server resumed none`
           : `the server issued no session ticket or id within ${Math.round(sessionWaitMs)} ms of ${fullHandshakes} full TLS ${version} handshakes: nothing to resume`,
-        { tlsVersion: version, attempted: resumption.attempted, sessionsOffered: resumption.sessionsOffered, resumed: 0 },
+        {
+          tlsVersion: version,
+          attempted: resumption.attempted,
+          sessionsOffered: resumption.sessionsOffered,
+          resumed: 0,
+        },
       ),
     );
   }

@@ -3,4 +3,5 @@ import type { ResultOf } from '../../../contracts/result.js';
 import { renderBlocksAsText } from '../document.js';
 import { compressionView } from '../views/compression.js';
 
-export const compressionSection = (results: ResultOf<'compression'>[]): string => renderBlocksAsText(compressionView(results).blocks);
+export const compressionSection = (results: ResultOf<'compression'>[]): string =>
+  renderBlocksAsText(compressionView(results).blocks);

@@ -8,7 +8,8 @@ import { byPlace } from './place.js';
 type CompressionResult = ResultOf<'compression'>;
 type LevelTable = NonNullable<NonNullable<CompressionResult['details']>['levelTable']>;
 
-const isServerGzip = (t: LevelTable, row: LevelTable['rows'][number]) => row.coding === 'gzip' && row.level === t.serverGzipLevel;
+const isServerGzip = (t: LevelTable, row: LevelTable['rows'][number]) =>
+  row.coding === 'gzip' && row.level === t.serverGzipLevel;
 
 /** The lecture's size chart: the body unencoded, then each coding's levels. */
 function levelChart(r: CompressionResult, t: LevelTable): BarChart {
@@ -19,7 +20,10 @@ function levelChart(r: CompressionResult, t: LevelTable): BarChart {
     description: `The ${formatCount(t.inputBytes)}-byte ${t.contentType ?? 'body'} compressed here at each level (medians over each level's runs); shorter is fewer bytes on the wire.`,
     unit: 'bytes',
     groups: [
-      { label: 'identity', bars: [{ label: 'unencoded', series: 'identity', value: t.inputBytes, text: `${formatCount(t.inputBytes)} B` }] },
+      {
+        label: 'identity',
+        bars: [{ label: 'unencoded', series: 'identity', value: t.inputBytes, text: `${formatCount(t.inputBytes)} B` }],
+      },
       ...codings.map((coding) => ({
         label: coding,
         bars: t.rows
@@ -38,13 +42,31 @@ function levelChart(r: CompressionResult, t: LevelTable): BarChart {
 export function compressionView(results: CompressionResult[]): ReportSection {
   const sorted = [...results].sort(byPlace);
   const unavailable = new Map<string, Set<string>>();
-  for (const r of sorted) for (const u of r.details?.unavailable ?? []) unavailable.set(`${u.encoding}: ${u.reason}`, (unavailable.get(`${u.encoding}: ${u.reason}`) ?? new Set()).add(r.target));
+  for (const r of sorted)
+    for (const u of r.details?.unavailable ?? [])
+      unavailable.set(
+        `${u.encoding}: ${u.reason}`,
+        (unavailable.get(`${u.encoding}: ${u.reason}`) ?? new Set()).add(r.target),
+      );
   const blocks: ReportBlock[] = [
     {
       kind: 'table',
-      title: 'Compression: one row per Accept-Encoding asked (encoded = body as sent, wire = every byte read for the response)',
+      title:
+        'Compression: one row per Accept-Encoding asked (encoded = body as sent, wire = every byte read for the response)',
       table: {
-        headers: ['region', 'target', 'accept', 'status', 'encoding', 'encoded', 'wire', 'decoded', 'ratio', 'decode', 'vary'],
+        headers: [
+          'region',
+          'target',
+          'accept',
+          'status',
+          'encoding',
+          'encoded',
+          'wire',
+          'decoded',
+          'ratio',
+          'decode',
+          'vary',
+        ],
         align: 'llllrrrrrrl',
         rows: sorted.flatMap((r) =>
           (r.details?.encodings ?? []).map((e) => [
@@ -102,7 +124,15 @@ export function compressionView(results: CompressionResult[]): ReportSection {
           headers: ['link', 'encoding', 'wire bytes', 'compress', 'transfer', 'decode', 'total'],
           align: 'llrrrrr',
           rows: d.linkModel.flatMap((m) =>
-            m.rows.map((row) => [`${m.linkMBps} MB/s`, row.contentEncoding ?? 'identity', formatCount(row.wireBytes), formatMs(row.compressMs), formatMs(row.transferMs), formatMs(row.decodeMs), formatMs(row.totalMs)]),
+            m.rows.map((row) => [
+              `${m.linkMBps} MB/s`,
+              row.contentEncoding ?? 'identity',
+              formatCount(row.wireBytes),
+              formatMs(row.compressMs),
+              formatMs(row.transferMs),
+              formatMs(row.decodeMs),
+              formatMs(row.totalMs),
+            ]),
           ),
         },
         notes: d.linkModel.map((m) => `at ${m.linkMBps} MB/s: ${m.recommendation}`),
@@ -112,7 +142,9 @@ export function compressionView(results: CompressionResult[]): ReportSection {
 
   // The raw-gzip trap, explained once with this run's bytes.
   const rawGzip = sorted.flatMap((r) => {
-    const row = r.details?.encodings.find((e) => e.contentEncoding?.toLowerCase() === 'gzip' && e.firstBytesHex.startsWith('1f8b'));
+    const row = r.details?.encodings.find(
+      (e) => e.contentEncoding?.toLowerCase() === 'gzip' && e.firstBytesHex.startsWith('1f8b'),
+    );
     return row ? [{ target: r.target, row }] : [];
   });
   if (rawGzip.length > 0) {

@@ -17,7 +17,21 @@ export function corsView(results: ResultOf<'cors'>[]): ReportSection {
         kind: 'table',
         title: `CORS: a preflight (OPTIONS asking for ${asked?.method ?? 'the method'}${asked?.requestHeaders.length ? ` with ${asked.requestHeaders.join(', ')}` : ''}) and a simple GET per origin; "readable" is what a browser would let the page see`,
         table: {
-          headers: ['region', 'target', 'role', 'origin', 'preflight', 'allow-origin', 'method', 'headers', 'max-age', 'GET', 'bytes', 'readable', 'ran on server'],
+          headers: [
+            'region',
+            'target',
+            'role',
+            'origin',
+            'preflight',
+            'allow-origin',
+            'method',
+            'headers',
+            'max-age',
+            'GET',
+            'bytes',
+            'readable',
+            'ran on server',
+          ],
           align: 'llllrlllrrrll',
           rows: sorted.flatMap((r) =>
             (r.details?.origins ?? []).map((o) => [
@@ -28,7 +42,11 @@ export function corsView(results: ResultOf<'cors'>[]): ReportSection {
               o.preflight.error ? o.preflight.error.code : String(o.preflight.status ?? '-'),
               o.preflight.allowOrigin ?? '-',
               o.verdict.preflightAllowsOrigin ? yesNo(o.verdict.methodAllowed) : '-',
-              o.verdict.preflightAllowsOrigin ? (o.verdict.headersMissing.length === 0 ? 'yes' : `missing ${o.verdict.headersMissing.join(', ')}`) : '-',
+              o.verdict.preflightAllowsOrigin
+                ? o.verdict.headersMissing.length === 0
+                  ? 'yes'
+                  : `missing ${o.verdict.headersMissing.join(', ')}`
+                : '-',
               o.preflight.maxAge ?? '-',
               o.get.error ? o.get.error.code : String(o.get.status ?? '-'),
               formatCount(o.get.bodyBytes),
@@ -39,7 +57,11 @@ export function corsView(results: ResultOf<'cors'>[]): ReportSection {
         },
         notes: sorted.flatMap((r) => {
           const log = r.details?.serverLog;
-          return log ? [`${r.target} (${r.region}): server log ${log.path} ${log.error ? `could not be read: ${log.error.code}` : `answered ${log.status}`}`] : [];
+          return log
+            ? [
+                `${r.target} (${r.region}): server log ${log.path} ${log.error ? `could not be read: ${log.error.code}` : `answered ${log.status}`}`,
+              ]
+            : [];
         }),
       },
     ],

@@ -10,7 +10,9 @@ type DrainResult = ResultOf<'drain'>;
 const MODE_ORDER = ['full', 'unread', 'drain', 'json'];
 
 const modeName = (r: DrainResult) =>
-  r.variant.mode === 'drain' && r.details?.drainCap ? `drain ≤${Math.round(r.details.drainCap.bytes / 1024)} KiB/${r.details.drainCap.ms} ms` : r.variant.mode;
+  r.variant.mode === 'drain' && r.details?.drainCap
+    ? `drain ≤${Math.round(r.details.drainCap.bytes / 1024)} KiB/${r.details.drainCap.ms} ms`
+    : r.variant.mode;
 
 function connectionsChart(results: DrainResult[]): BarChart {
   const label = barLabeller(results);
@@ -27,19 +29,24 @@ function connectionsChart(results: DrainResult[]): BarChart {
         label: label(r, modeName(r)),
         series: r.variant.mode,
         value: r.summary.connectionsOpened,
-        text: nothingMeasured(r) ?? `${plural(r.summary.connectionsOpened, 'connection')} for ${r.summary.requests} requests`,
+        text:
+          nothingMeasured(r) ??
+          `${plural(r.summary.connectionsOpened, 'connection')} for ${r.summary.requests} requests`,
       })),
     })),
   };
 }
 
 export function drainView(results: DrainResult[]): ReportSection {
-  const sorted = [...results].sort((a, b) => byPlace(a, b) || MODE_ORDER.indexOf(a.variant.mode) - MODE_ORDER.indexOf(b.variant.mode));
+  const sorted = [...results].sort(
+    (a, b) => byPlace(a, b) || MODE_ORDER.indexOf(a.variant.mode) - MODE_ORDER.indexOf(b.variant.mode),
+  );
   const count = (r: DrainResult, test: (s: NonNullable<DrainResult['details']>['samples'][number]) => boolean) =>
     String(r.details?.samples.filter((s) => !s.error && test(s)).length ?? '-');
   // One line per distinct note (HTTP/2 support), naming the targets it is about.
   const notes = new Map<string, Set<string>>();
-  for (const r of sorted) if (r.details) notes.set(r.details.http2.note, (notes.get(r.details.http2.note) ?? new Set()).add(r.target));
+  for (const r of sorted)
+    if (r.details) notes.set(r.details.http2.note, (notes.get(r.details.http2.note) ?? new Set()).add(r.target));
   return {
     heading: 'Unread bodies and connection reuse',
     blocks: [
@@ -48,7 +55,19 @@ export function drainView(results: DrainResult[]): ReportSection {
         kind: 'table',
         title: 'Drain: sequential HTTP/1.1 requests per body handling (total = wall time of all requests of the job)',
         table: {
-          headers: ['region', 'target', 'mode', 'requests', 'new conns', 'extra', 'total', 'median/req', 'closed early', 'conn: close', 'errors'],
+          headers: [
+            'region',
+            'target',
+            'mode',
+            'requests',
+            'new conns',
+            'extra',
+            'total',
+            'median/req',
+            'closed early',
+            'conn: close',
+            'errors',
+          ],
           align: 'lllrrrrrrrr',
           rows: sorted.map((r) => [
             r.region,

@@ -32,7 +32,9 @@ function headerBytesChart(results: ResultOf<'http2'>[]): BarChart {
         (['request', 'response'] as const).flatMap((side) =>
           kinds.flatMap(([name, series, of]): Bar[] => {
             const measured = r.details ? of(r.details) : null;
-            return measured ? [{ label: label(r, `${side} · ${name}`), series, value: measured[side], text: `${measured[side]} B` }] : [];
+            return measured
+              ? [{ label: label(r, `${side} · ${name}`), series, value: measured[side], text: `${measured[side]} B` }]
+              : [];
           }),
         ),
       ),
@@ -51,13 +53,17 @@ function multiplexChart(results: ResultOf<'http2'>[]): BarChart {
   return {
     id: 'http2-concurrent-time',
     title: 'Concurrent requests: HTTP/1.1 pool vs one HTTP/2 connection',
-    description: 'Time from connecting to the last byte of N concurrent requests: over a browser-sized HTTP/1.1 pool, and over one HTTP/2 connection.',
+    description:
+      'Time from connecting to the last byte of N concurrent requests: over a browser-sized HTTP/1.1 pool, and over one HTTP/2 connection.',
     unit: 'ms',
     groups: byTarget(results).map(([target, mine]) => ({
       label: `${target} (${mine[0].details?.multiplexing.requests ?? '-'} requests)`,
       bars: mine.flatMap((r) => {
         const m = r.details?.multiplexing;
-        return [...(m?.h1 ? [bar(r, 'HTTP/1.1', 'h1', m.h1)] : []), ...(m?.h2 ? [bar(r, 'HTTP/2', 'h2-first', m.h2)] : [])];
+        return [
+          ...(m?.h1 ? [bar(r, 'HTTP/1.1', 'h1', m.h1)] : []),
+          ...(m?.h2 ? [bar(r, 'HTTP/2', 'h2-first', m.h2)] : []),
+        ];
       }),
     })),
   };
@@ -93,11 +99,13 @@ export function http2View(results: ResultOf<'http2'>[]): ReportSection {
   });
   const answers = sorted.flatMap((r) =>
     [
-      r.details?.h2cPriorKnowledge && `${r.region} ${r.target}, h2c prior knowledge: ${r.details.h2cPriorKnowledge.answer}`,
+      r.details?.h2cPriorKnowledge &&
+        `${r.region} ${r.target}, h2c prior knowledge: ${r.details.h2cPriorKnowledge.answer}`,
       r.details?.h2cUpgrade && `${r.region} ${r.target}, Upgrade: h2c: ${r.details.h2cUpgrade.answer}`,
     ].filter((line): line is string => Boolean(line)),
   );
-  const answerBlock: ReportBlock[] = answers.length > 0 ? [{ kind: 'text', text: 'What the servers answered to h2c', notes: answers }] : [];
+  const answerBlock: ReportBlock[] =
+    answers.length > 0 ? [{ kind: 'text', text: 'What the servers answered to h2c', notes: answers }] : [];
   return {
     heading: 'HTTP/1.1 vs HTTP/2',
     blocks: [
@@ -105,14 +113,32 @@ export function http2View(results: ResultOf<'http2'>[]): ReportSection {
       { kind: 'chart', chart: multiplexChart(sorted) },
       {
         kind: 'table',
-        title: 'HTTP/1.1 vs HTTP/2: header bytes per request (request / response; h2 = HEADERS frames, repeat = median of the requests after the first)',
-        table: { headers: ['region', 'target', 'alpn', 'h1.1 heads', 'h2 first', 'h2 repeat', 'h2c prior knowledge', 'h2c upgrade'], align: 'lllrrrll', rows: headerRows },
+        title:
+          'HTTP/1.1 vs HTTP/2: header bytes per request (request / response; h2 = HEADERS frames, repeat = median of the requests after the first)',
+        table: {
+          headers: [
+            'region',
+            'target',
+            'alpn',
+            'h1.1 heads',
+            'h2 first',
+            'h2 repeat',
+            'h2c prior knowledge',
+            'h2c upgrade',
+          ],
+          align: 'lllrrrll',
+          rows: headerRows,
+        },
       },
       ...answerBlock,
       {
         kind: 'table',
         title: 'Concurrent requests: HTTP/1.1 (a browser-sized pool) vs one HTTP/2 connection, connecting included',
-        table: { headers: ['region', 'target', 'requests', 'h1.1 conns', 'h1.1 total', 'h2 conns', 'h2 total', 'errors'], align: 'llrrrrrr', rows: muxRows },
+        table: {
+          headers: ['region', 'target', 'requests', 'h1.1 conns', 'h1.1 total', 'h2 conns', 'h2 total', 'errors'],
+          align: 'llrrrrrr',
+          rows: muxRows,
+        },
       },
     ],
   };

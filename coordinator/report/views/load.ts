@@ -13,7 +13,8 @@ type LoadResult = ResultOf<'load'>;
 function loadShape(r: LoadResult): string {
   const d = r.details;
   if (!d) return '-';
-  const conns = d.mode === 'h2' ? `${d.connections} conns x ${d.concurrency / d.connections} streams` : `${d.connections} conns`;
+  const conns =
+    d.mode === 'h2' ? `${d.connections} conns x ${d.concurrency / d.connections} streams` : `${d.connections} conns`;
   return d.rate === undefined ? conns : `${formatCount(d.rate)}/s, ${conns}`;
 }
 
@@ -35,7 +36,12 @@ function non2xx(d: LoadDetails | null): string {
 }
 
 const inOrder = (results: LoadResult[]) =>
-  [...results].sort((a, b) => a.target.localeCompare(b.target) || a.variant.mode.localeCompare(b.variant.mode) || a.region.localeCompare(b.region));
+  [...results].sort(
+    (a, b) =>
+      a.target.localeCompare(b.target) ||
+      a.variant.mode.localeCompare(b.variant.mode) ||
+      a.region.localeCompare(b.region),
+  );
 
 function throughputChart(results: LoadResult[]): BarChart {
   const label = barLabeller(results);
@@ -92,9 +98,25 @@ export function loadView(results: LoadResult[]): ReportSection {
     { kind: 'chart', chart: throughputChart(results) },
     {
       kind: 'table',
-      title: "Load: answered requests per second and latency percentiles (open loop: from each request's intended send time)",
+      title:
+        "Load: answered requests per second and latency percentiles (open loop: from each request's intended send time)",
       table: {
-        headers: ['region', 'target', 'mode', 'load', 'answered', 'req/s', 'p50', 'p90', 'p99', 'p99.9', 'max', 'errors', 'non-2xx', 'conns opened'],
+        headers: [
+          'region',
+          'target',
+          'mode',
+          'load',
+          'answered',
+          'req/s',
+          'p50',
+          'p90',
+          'p99',
+          'p99.9',
+          'max',
+          'errors',
+          'non-2xx',
+          'conns opened',
+        ],
         align: 'llllrrrrrrrrrr',
         rows,
       },
@@ -105,9 +127,21 @@ export function loadView(results: LoadResult[]): ReportSection {
   if (open.length > 0) {
     blocks.push({
       kind: 'table',
-      title: 'Open loop: latency from the intended send time (corrected) vs from the actual send time (what a closed-loop tool reports)',
+      title:
+        'Open loop: latency from the intended send time (corrected) vs from the actual send time (what a closed-loop tool reports)',
       table: {
-        headers: ['region', 'target', 'mode', 'rate', 'scheduled', 'unsent', 'p50 intended', 'p50 sent', 'p99 intended', 'p99 sent'],
+        headers: [
+          'region',
+          'target',
+          'mode',
+          'rate',
+          'scheduled',
+          'unsent',
+          'p50 intended',
+          'p50 sent',
+          'p99 intended',
+          'p99 sent',
+        ],
         align: 'lllrrrrrrr',
         rows: open.map((r) => {
           const d = r.details!;

@@ -21,6 +21,9 @@ export function barLabeller(results: Placed[]): (r: Placed, label: string) => st
 }
 
 /** "failed: CONNECTION_REFUSED" for a job that measured nothing, else undefined. */
-export function nothingMeasured(r: { summary: { requests: number; errors: number }; error: { code: string } | null }): string | undefined {
+export function nothingMeasured(r: {
+  summary: { requests: number; errors: number };
+  error: { code: string } | null;
+}): string | undefined {
   return r.summary.requests === r.summary.errors ? `failed: ${r.error?.code ?? 'no answer'}` : undefined;
 }

@@ -50,7 +50,11 @@ export function reuseView(results: ResultOf<'reuse'>[]): ReportSection {
       {
         kind: 'table',
         title: 'Connection reuse: requests per mode (total = wall time of all requests of the job)',
-        table: { headers: ['region', 'target', 'mode', 'requests', 'new conns', 'total', 'median/req', 'p95/req', 'errors'], align: 'lllrrrrrr', rows },
+        table: {
+          headers: ['region', 'target', 'mode', 'requests', 'new conns', 'total', 'median/req', 'p95/req', 'errors'],
+          align: 'lllrrrrrr',
+          rows,
+        },
       },
     ],
   };

@@ -10,7 +10,8 @@ function certExpiry(notAfter: string | null, daysLeft: number | undefined): stri
   return `${notAfter.slice(0, 10)} (${Math.floor(daysLeft)} d)`;
 }
 
-const inOrder = (results: ResultOf<'tls'>[]) => [...results].sort((a, b) => byPlace(a, b) || a.variant.version.localeCompare(b.variant.version));
+const inOrder = (results: ResultOf<'tls'>[]) =>
+  [...results].sort((a, b) => byPlace(a, b) || a.variant.version.localeCompare(b.variant.version));
 
 /** Full handshakes, and resumed ones where resumption was tried. */
 function handshakeBars(r: ResultOf<'tls'>, label: (r: ResultOf<'tls'>, text: string) => string): Bar[] {
@@ -21,7 +22,9 @@ function handshakeBars(r: ResultOf<'tls'>, label: (r: ResultOf<'tls'>, text: str
       label: label(r, `TLS ${r.variant.version} full`),
       series: 'full',
       value: full?.p50 ?? 0,
-      text: full ? `${formatMs(full.p50)} (p95 ${formatMs(full.p95)}, ${full.n} handshakes)` : (nothingMeasured(r) ?? 'no handshake'),
+      text: full
+        ? `${formatMs(full.p50)} (p95 ${formatMs(full.p95)}, ${full.n} handshakes)`
+        : (nothingMeasured(r) ?? 'no handshake'),
     },
   ];
   if (d?.resumption && d.resumption.attempted > 0) {
@@ -47,7 +50,10 @@ function handshakeChart(results: ResultOf<'tls'>[]): BarChart {
       'Median time of the TLS handshake alone (after TCP connect) per TLS version: full handshakes, which offer no session, ' +
       'and resumed ones, which offer the session the full handshake before them left.',
     unit: 'ms',
-    groups: byTarget(inOrder(results)).map(([target, mine]) => ({ label: target, bars: mine.flatMap((r) => handshakeBars(r, label)) })),
+    groups: byTarget(inOrder(results)).map(([target, mine]) => ({
+      label: target,
+      bars: mine.flatMap((r) => handshakeBars(r, label)),
+    })),
   };
 }
 
@@ -76,9 +82,24 @@ export function tlsView(results: ResultOf<'tls'>[]): ReportSection {
       { kind: 'chart', chart: handshakeChart(results) },
       {
         kind: 'table',
-        title: 'TLS handshakes: full (no session offered) vs resumed (the previous session offered); medians unless marked',
+        title:
+          'TLS handshakes: full (no session offered) vs resumed (the previous session offered); medians unless marked',
         table: {
-          headers: ['region', 'target', 'asked', 'negotiated', 'alpn', 'tcp connect', 'full', 'full p95', 'resumed', 'saving', 'resumed/tried', 'cert expires', 'errors'],
+          headers: [
+            'region',
+            'target',
+            'asked',
+            'negotiated',
+            'alpn',
+            'tcp connect',
+            'full',
+            'full p95',
+            'resumed',
+            'saving',
+            'resumed/tried',
+            'cert expires',
+            'errors',
+          ],
           align: 'lllllrrrrrrlr',
           rows,
         },
