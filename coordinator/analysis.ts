@@ -3,8 +3,9 @@
 import { finding, FINDINGS, type Finding, type FindingCode } from '../contracts/findings.js';
 import type { LoadTotal } from '../contracts/probes/load.js';
 import type { Comparison, Decision, ProbeResult, ResultOf } from '../contracts/result.js';
-import { median, medianDifference } from '../common/stats.js';
+import { median, medianDifference, percentile, sortedCopy } from '../common/stats.js';
 import { compressionDecision } from './analysis-compression.js';
+import { retransmissionFindings } from './analysis-retransmissions.js';
 import { loadTotals } from './load-totals.js';
 
 export interface RunAnalysis {
@@ -30,6 +31,15 @@ function okTotals(result: ReuseResult | undefined): number[] {
 function okPhase(result: ReuseResult, phase: 'transfer' | 'processing'): number[] {
   return (result.details?.samples ?? []).flatMap((s) =>
     s.error || s.phases[phase] === undefined ? [] : [s.phases[phase]],
+  );
+}
+
+/** How long each request on a new connection spent opening it: resolve + connect + TLS. */
+function setupTimes(result: ReuseResult): number[] {
+  return (result.details?.samples ?? []).flatMap(({ error, newConnection, phases }) =>
+    error || !newConnection || phases.connect === undefined
+      ? []
+      : [(phases.resolve ?? 0) + phases.connect + (phases.tls ?? 0)],
   );
 }
 
@@ -71,6 +81,7 @@ export function analyzeRun(results: ProbeResult[]): RunAnalysis {
     const newTotals = okTotals(fresh);
     if (reusedTotals.length < 2 || newTotals.length < 2) continue;
     const cost = medianDifference(reusedTotals, newTotals);
+    const setups = sortedCopy(setupTimes(fresh));
     comparisons.push({
       region: reused.region,
       target: reused.target,
@@ -78,6 +89,9 @@ export function analyzeRun(results: ProbeResult[]): RunAnalysis {
       reusedMedianMs: median(reusedTotals),
       newMedianMs: median(newTotals),
       newConnectionCostMs: cost,
+      ...(setups.length > 0
+        ? { newConnectionCostTailMs: { p95: percentile(setups, 95), p99: percentile(setups, 99) } }
+        : {}),
     });
     const stall = -cost.median;
     if (stall >= STALL_THRESHOLD_MS) {
@@ -98,6 +112,7 @@ export function analyzeRun(results: ProbeResult[]): RunAnalysis {
     }
   }
 
+  findings.push(...retransmissionFindings(results));
   return { comparisons, findings, decisions: decide(results, comparisons, findings), loadTotals: loadTotals(results) };
 }
 

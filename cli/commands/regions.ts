@@ -5,9 +5,16 @@ import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
 import { cleanupStaleRegions } from '../../regions/cleanup.js';
 import { runPlanInRegions } from '../../regions/fleet-run.js';
-import { startRegions, validateRegionSpecs, type RegionSpec, type Regions } from '../../regions/harness.js';
+import {
+  DEFAULT_LINK_SEED,
+  hasLossOrJitter,
+  startRegions,
+  validateRegionSpecs,
+  type RegionSpec,
+  type Regions,
+} from '../../regions/harness.js';
 import { checkRegionsSupported } from '../../regions/preflight.js';
-import { formatRate, parseRegionSpec } from '../../regions/region-spec.js';
+import { formatLoss, formatRate, parseRegionSpec, REGION_SPEC_SYNTAX } from '../../regions/region-spec.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
@@ -25,7 +32,7 @@ export const regionOptions = (y: Argv) =>
       type: 'string',
       array: true,
       default: DEFAULT_REGIONS,
-      describe: 'an emulated region, NAME=RTT[,RATE] (e.g. eu-west=20ms, ap-south=160ms,1MB/s); repeat for more',
+      describe: `an emulated region, ${REGION_SPEC_SYNTAX} (e.g. eu-west=20ms, ap-south=160ms,1MB/s, sa-east=120ms,loss=2%,jitter=10ms); repeat for more`,
     })
     .option('delay', {
       choices: ['auto', 'netem', 'nfqueue'] as const,
@@ -78,9 +85,18 @@ export function regionSpecs(texts: string[]): RegionSpec[] | undefined {
 export function describeRegions(regions: Regions): string {
   return (
     `${renderTable(
-      ['region', 'RTT to target', 'rate limit', 'namespace', 'address'],
-      regions.regions.map((r) => [r.name, `${r.rttMs} ms`, formatRate(r.rateBytesPerSecond), r.namespace, r.address]),
-      'lrrll',
+      ['region', 'RTT to target', 'rate limit', 'loss up / down', 'jitter', 'seed', 'namespace', 'address'],
+      regions.regions.map((r) => [
+        r.name,
+        `${r.rttMs} ms`,
+        formatRate(r.rateBytesPerSecond),
+        formatLoss(r.lossPercent),
+        r.jitterMs ? `± ${r.jitterMs} ms` : '-',
+        hasLossOrJitter(r) ? String(r.seed ?? DEFAULT_LINK_SEED) : '-',
+        r.namespace,
+        r.address,
+      ]),
+      'lrrrrrll',
     )}\ntarget host ${regions.target.address} in namespace ${regions.target.namespace}; delay added by ${regions.delay}` +
     `${regions.realtime ? '' : '; measured processes at ordinary priority'}\n`
   );

@@ -11,8 +11,10 @@ import { REPORT_CSS } from './html-style.js';
 import {
   comparedRegions,
   costByRegionTable,
+  costByRegionTitle,
   costChart,
   costTable,
+  costTableTitle,
   decisionTable,
   findingsTable,
   probeSections,
@@ -98,13 +100,8 @@ function parts(report: RunReport): Part[] {
       id: 'new-connection-cost',
       title: 'New-connection cost',
       body: html`${renderBlock({ kind: 'chart', chart: costChart(report) }, nextChartId)}${
-        comparedRegions(report).length > 1
-          ? renderTableHtml(
-              costByRegionTable(report),
-              'Per target and region: median(new) − median(reused) per request (95% CI)',
-            )
-          : ''
-      }${renderTableHtml(costTable(report), 'New-connection cost = median(new) − median(reused), per request')}`,
+        comparedRegions(report).length > 1 ? renderTableHtml(costByRegionTable(report), costByRegionTitle('−')) : ''
+      }${renderTableHtml(costTable(report), costTableTitle('−'))}`,
     });
   }
   for (const { kind, section } of probeSections(report)) {

@@ -7,7 +7,9 @@ import { reportFacts } from './report-facts.js';
 import {
   comparedRegions,
   costByRegionTable,
+  costByRegionTitle,
   costTable,
+  costTableTitle,
   decisionTable,
   findingsTable,
   probeSections,
@@ -68,11 +70,8 @@ export function renderMarkdownReport(report: RunReport): string {
   if (report.comparisons.length > 0) {
     out.push('## New-connection cost');
     if (comparedRegions(report).length > 1)
-      out.push(
-        '**Per target and region: median(new) − median(reused) per request (95% CI)**',
-        tableMarkdown(costByRegionTable(report)),
-      );
-    out.push('**New-connection cost = median(new) − median(reused), per request**', tableMarkdown(costTable(report)));
+      out.push(`**${costByRegionTitle('−')}**`, tableMarkdown(costByRegionTable(report)));
+    out.push(`**${costTableTitle('−')}**`, tableMarkdown(costTable(report)));
   }
   for (const { section } of probeSections(report))
     out.push(`## ${escapeMarkdown(section.heading)}`, ...section.blocks.flatMap(blockMarkdown));

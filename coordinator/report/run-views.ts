@@ -3,17 +3,31 @@
 // the decision table; and the probes' sections in report order.
 import { FINDINGS } from '../../contracts/findings.js';
 import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
-import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
+import type { Comparison, ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
 import type { BarChart, ReportSection, Table } from './document.js';
 import { formatMs } from './format.js';
 import { REPORT_VIEWS } from './views/index.js';
 
 const interval = (ci: [number, number]) => `${formatMs(ci[0])} .. ${formatMs(ci[1])}`;
 
+/** The title of costTable, as each renderer words it (− or -). */
+export const costTableTitle = (minus: string) =>
+  `New-connection cost = median(new) ${minus} median(reused), per request; its tail: p95 and p99 of the time new connections took to open (resolve + connect + TLS)`;
+
 export function costTable(report: RunReport): Table {
   return {
-    headers: ['region', 'target', 'scheme', 'reused median', 'new median', 'new-connection cost', '95% CI'],
-    align: 'lllrrrr',
+    headers: [
+      'region',
+      'target',
+      'scheme',
+      'reused median',
+      'new median',
+      'new-connection cost',
+      '95% CI',
+      'p95 cost',
+      'p99 cost',
+    ],
+    align: 'lllrrrrrr',
     rows: report.comparisons.map((c) => [
       c.region,
       c.target,
@@ -22,6 +36,8 @@ export function costTable(report: RunReport): Table {
       formatMs(c.newMedianMs),
       formatMs(c.newConnectionCostMs.median),
       interval(c.newConnectionCostMs.ci95),
+      formatMs(c.newConnectionCostTailMs?.p95),
+      formatMs(c.newConnectionCostTailMs?.p99),
     ]),
   };
 }
@@ -38,23 +54,33 @@ export function orderedRegions(report: RunReport, placed: { region: string }[]):
   return [...new Set(placed.map((p) => p.region))].sort((a, b) => rank(a) - rank(b));
 }
 
-/** Target rows, one column per region: "3.18 ms (3.04 ms .. 3.29 ms)", "-" where not measured. */
+/** The title of costByRegionTable, as each renderer words it (− or -). */
+export const costByRegionTitle = (minus: string) =>
+  `New-connection cost per target and region: median(new) ${minus} median(reused) per request (95% CI); its tail: p95 and p99 of the time new connections took to open`;
+
+/** Three rows per target (the median with its interval, p95, p99), one column per region; "-" where not measured. */
 export function costByRegionTable(report: RunReport): Table {
   const regions = comparedRegions(report);
   const targets = [...new Set(report.comparisons.map((c) => c.target))];
+  const cells: [string, (c: Comparison) => string][] = [
+    ['median (95% CI)', (c) => `${formatMs(c.newConnectionCostMs.median)} (${interval(c.newConnectionCostMs.ci95)})`],
+    ['p95', (c) => formatMs(c.newConnectionCostTailMs?.p95)],
+    ['p99', (c) => formatMs(c.newConnectionCostTailMs?.p99)],
+  ];
   return {
-    headers: ['target', 'scheme', ...regions],
-    align: `ll${'r'.repeat(regions.length)}`,
-    rows: targets.map((target) => {
+    headers: ['target', 'scheme', 'cost', ...regions],
+    align: `lll${'r'.repeat(regions.length)}`,
+    rows: targets.flatMap((target) => {
       const mine = report.comparisons.filter((c) => c.target === target);
-      return [
+      return cells.map(([quantity, cell]) => [
         target,
         mine[0].scheme,
+        quantity,
         ...regions.map((region) => {
           const c = mine.find((m) => m.region === region);
-          return c ? `${formatMs(c.newConnectionCostMs.median)} (${interval(c.newConnectionCostMs.ci95)})` : '-';
+          return c ? cell(c) : '-';
         }),
-      ];
+      ]);
     }),
   };
 }

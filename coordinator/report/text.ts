@@ -4,7 +4,14 @@
 import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
 import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
 import { tableAsText } from './document.js';
-import { comparedRegions, costByRegionTable, costTable, decisionTable } from './run-views.js';
+import {
+  comparedRegions,
+  costByRegionTable,
+  costByRegionTitle,
+  costTable,
+  costTableTitle,
+  decisionTable,
+} from './run-views.js';
 import { REPORT_SECTIONS } from './sections/index.js';
 
 function section<K extends ProbeKind>(kind: K, results: ProbeResult[]): string | undefined {
@@ -18,18 +25,14 @@ export function renderRunReport(report: RunReport): string {
     `run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${jobs} jobs${report.mode === 'distributed' ? `, regions ${report.plan.regions.join(', ')}` : ''}`,
   ];
   if (comparedRegions(report).length > 1) {
-    out.push(
-      '',
-      'New-connection cost per target and region: median(new) - median(reused) per request (95% CI)',
-      tableAsText(costByRegionTable(report)),
-    );
+    out.push('', costByRegionTitle('-'), tableAsText(costByRegionTable(report)));
   }
   for (const kind of PROBE_KINDS) {
     const text = section(kind, report.results);
     if (text) out.push('', text);
   }
   if (report.comparisons.length > 0) {
-    out.push('', 'New-connection cost = median(new) - median(reused), per request', tableAsText(costTable(report)));
+    out.push('', costTableTitle('-'), tableAsText(costTable(report)));
   }
   const failed = report.results.filter((r) => r.error);
   if (failed.length > 0 || report.unfinishedJobs.length > 0) {
