@@ -124,7 +124,8 @@ export interface Regions {
   close(): Promise<void>;
 }
 
-export function validateRegionSpecs(specs: RegionSpec[]): void {
+/** Throws a RangeError naming the first thing wrong with the regions (and the delay asked for). */
+export function validateRegionSpecs(specs: RegionSpec[], delay: RegionsOptions['delay'] = 'auto'): void {
   if (specs.length === 0 || specs.length > MAX_REGIONS)
     throw new RangeError(`between 1 and ${MAX_REGIONS} regions, got ${specs.length}`);
   const seen = new Set<string>();
@@ -149,6 +150,10 @@ export function validateRegionSpecs(specs: RegionSpec[]): void {
     }
     if (spec.seed !== undefined && !(Number.isInteger(spec.seed) && spec.seed >= 0 && spec.seed <= MAX_SEED))
       throw new RangeError(`region "${spec.name}": seed must be an integer 0..${MAX_SEED}, got ${spec.seed}`);
+    if (delay === 'netem' && hasLossOrJitter(spec))
+      throw new RangeError(
+        `region "${spec.name}": loss and jitter come from the NFQUEUE helper (seeded draws, packet order kept), not netem; use --delay nfqueue or auto`,
+      );
   }
 }
 
@@ -263,7 +268,7 @@ function tbfArgs(rateBytesPerSecond: number): string[] {
 
 export async function startRegions(options: RegionsOptions): Promise<Regions> {
   const log = options.log ?? createLogger('regions');
-  validateRegionSpecs(options.regions);
+  validateRegionSpecs(options.regions, options.delay);
   const forwardPorts = [...new Set(options.forwardPorts ?? [])];
   for (const port of forwardPorts) {
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError(`cannot forward port ${port}`);
@@ -534,14 +539,11 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
     throw err;
   }
 
+  /** netem where the kernel has it and asked for or left to us, unless a link loses or jitters
+   * (only the helper does those, so it adds every region's delay then); else the helper. */
   async function chooseDelay(wanted: 'auto' | DelayMechanism, linked: EmulatedRegion[]): Promise<DelayMechanism> {
-    const lossy = linked.find(hasLossOrJitter);
-    if (lossy && wanted === 'netem')
-      throw new RegionsUnavailableError(
-        `region "${lossy.name}" loses packets or jitters, which only the NFQUEUE helper does (seeded draws, packet order kept): use --delay nfqueue or auto`,
-      );
     const probe = linked[0];
-    if (wanted !== 'nfqueue' && !lossy) {
+    if (wanted !== 'nfqueue' && !linked.some(hasLossOrJitter)) {
       try {
         await run('tc', ['-n', probe.namespace, 'qdisc', 'add', 'dev', REGION_LINK, 'root', 'netem', 'delay', '1ms']);
         await run('tc', ['-n', probe.namespace, 'qdisc', 'del', 'dev', REGION_LINK, 'root']);

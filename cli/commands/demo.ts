@@ -127,7 +127,7 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
   handler: async (args) => {
     const log = createLogger('demo', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan); // a bad plan is bad input (exit 2), before anything is built
-    const specs = regionSpecs(args.region);
+    const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
     checkRegionsSupported();
     // Its own Redis, and setpriv to tie every process it starts to itself.

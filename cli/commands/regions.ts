@@ -12,6 +12,7 @@ import {
   validateRegionSpecs,
   type RegionSpec,
   type Regions,
+  type RegionsOptions,
 } from '../../regions/harness.js';
 import { checkRegionsSupported } from '../../regions/preflight.js';
 import { formatLoss, formatRate, parseRegionSpec, REGION_SPEC_SYNTAX } from '../../regions/region-spec.js';
@@ -22,7 +23,8 @@ import { renderRunReport } from '../../coordinator/report/text.js';
 import { newRunId } from '../../coordinator/split.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
 
-export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms'];
+/** Three clean links and a lossy, jittery one (its seed: DEFAULT_LINK_SEED). */
+export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms', 'sa-east=120ms,loss=2%,jitter=10ms'];
 /** Exit code for bad input, as the CLI's (cli/probefleet.ts). */
 const EXIT_BAD_INPUT = 2;
 
@@ -70,10 +72,10 @@ const upOptions = (y: Argv) =>
     });
 
 /** Region specs from the command line, or undefined after reporting bad input (exit 2). */
-export function regionSpecs(texts: string[]): RegionSpec[] | undefined {
+export function regionSpecs(texts: string[], delay: RegionsOptions['delay']): RegionSpec[] | undefined {
   try {
     const specs = texts.map(parseRegionSpec);
-    validateRegionSpecs(specs);
+    validateRegionSpecs(specs, delay);
     return specs;
   } catch (err) {
     process.stderr.write(`probefleet: --region: ${(err as Error).message}\n`);
@@ -110,7 +112,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
   handler: async (args) => {
     const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan);
-    const specs = regionSpecs(args.region);
+    const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
     const regions = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, log });
     let lab: TargetLab | undefined;
@@ -138,7 +140,7 @@ const up: CommandModule<object, ArgsOf<typeof upOptions>> = {
   builder: upOptions,
   handler: async (args) => {
     const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
-    const specs = regionSpecs(args.region);
+    const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
     const regions = await startRegions({
       regions: specs,

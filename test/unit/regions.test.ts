@@ -90,6 +90,11 @@ describe('region specs: NAME=RTT[,RATE][,loss=P%[/P%]][,jitter=TIME][,seed=N]', 
       () => validateRegionSpecs([{ name: 'a', rttMs: 1, seed: 2 ** 32 }]),
       /seed must be an integer 0\.\.4294967295/,
     );
+    assert.throws(
+      () => validateRegionSpecs([{ name: 'a', rttMs: 20, jitterMs: 5 }], 'netem'),
+      /region "a": loss and jitter come from the NFQUEUE helper .*, not netem; use --delay nfqueue or auto/,
+    );
+    validateRegionSpecs([{ name: 'a', rttMs: 20, lossPercent: { up: 0, down: 0 } }], 'netem');
     validateRegionSpecs([
       { name: 'a', rttMs: 0 },
       { name: 'b', rttMs: 60, rateBytesPerSecond: 1e6 },
