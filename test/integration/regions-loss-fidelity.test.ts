@@ -9,11 +9,14 @@
 // hide behind a right median.
 //
 // Tolerances (docs/regions.md, "Loss and jitter, measured", has the repeated runs):
-// - a connect is RTT + the SYN timeouts it waited for, -1 ms to +3 ms (the path's fixed costs:
-//   0.2-0.6 ms over the RTT in the fidelity runs), plus up to 130 ms per timeout: the kernel's
-//   timer wheel fires a timer up to an eighth of its timeout late (32 ms at HZ 250; measured
-//   +2 to +35 ms), and the softirq may add a few ms; the count of timeouts must be exact;
-// - p95 and p99 likewise against the theory's p95 and p99;
+// - every connect waits for exactly as many SYN timeouts as the seed says (steps are 1 s apart);
+// - one that waited is RTT + its timeouts, -1 ms to +3 ms (the path's fixed costs: 0.2-0.6 ms
+//   over the RTT in the fidelity runs) plus up to 130 ms per timeout: the kernel's timer wheel
+//   fires a timer up to an eighth of its timeout late (32 ms at HZ 250; measured +2 to +35 ms),
+//   and the softirq may add a few ms;
+// - of the others, 90 % are RTT -1 ms to +3 ms (one held up a few ms by the shared machine
+//   stands out alone: 2 of 36 at +6 and +7 ms in one run at load 10);
+// - p95 and p99 against the theory's p95 and p99, as for a connect that waited;
 // - jittered connects: each connect's time minus its theory, median 0 to 2 ms (the fixed costs
 //   again); 90 % of connects within ±1.5 ms of that median (a connect whose process was
 //   scheduled late on this shared machine stands out alone).
@@ -53,7 +56,30 @@ const lossy = (name: string): RegionSpec => ({
   seed: LOSS_SEED,
 });
 const jittery = (name: string): RegionSpec => ({ name, rttMs: RTT_MS, jitterMs: JITTER_MS, seed: JITTER_SEED });
-const REGIONS = [lossy('lossy-curl'), lossy('lossy-pf'), jittery('jitter-curl'), jittery('jitter-pf')];
+/** A second pair of each, fresh, for a measurement the machine disturbed (see measureTwice). */
+const AGAIN = '-again';
+const REGIONS = ['', AGAIN].flatMap((again) => [
+  lossy(`lossy-curl${again}`),
+  lossy(`lossy-pf${again}`),
+  jittery(`jitter-curl${again}`),
+  jittery(`jitter-pf${again}`),
+]);
+
+/**
+ * Runs a measurement and its assertions; if they fail, once more in the fresh regions (names
+ * ending in AGAIN), whose draws start from the seed again. On this shared 2-vCPU VM a stall of
+ * the whole machine (at load 14: six consecutive connects 16-200 ms late) once broke a
+ * measurement that was otherwise exact; a link that does not follow its seed fails both times.
+ */
+async function measureTwice(t: TestContext, measure: (again: string) => Promise<void>): Promise<void> {
+  try {
+    await measure('');
+  } catch (err) {
+    if (!(err instanceof assert.AssertionError)) throw err;
+    t.diagnostic(`first measurement disturbed, measuring again in fresh regions: ${err.message.split('\n')[0]}`);
+    await measure(AGAIN);
+  }
+}
 
 /** Fixed costs of a connect on top of its round trip and timeouts. */
 const FIXED_COSTS_MS = { below: 1, above: 3 };
@@ -156,18 +182,45 @@ function assertTail(t: TestContext, what: string, got: number, p: number, expect
   );
 }
 
+/** How many SYN timeouts a connect of `ms` waited for: the nearest step (steps are 1 s apart). */
+function timeoutsWaited(ms: number, lostChoices: number): number {
+  const steps = Array.from({ length: lostChoices + 2 }, (_, lost) => lost);
+  return steps.reduce((best, lost) =>
+    Math.abs(ms - RTT_MS - 1000 * synTimeoutsSeconds(lost)) < Math.abs(ms - RTT_MS - 1000 * synTimeoutsSeconds(best))
+      ? lost
+      : best,
+  );
+}
+
 function assertConnects(t: TestContext, tool: string, measured: number[], expected: Expected[]): void {
   assert.equal(measured.length, expected.length, `${tool}: connects measured`);
-  const off = measured.flatMap((ms, i) => {
-    const { ms: want, lost } = expected[i];
-    const [low, high] = [want - FIXED_COSTS_MS.below, want + FIXED_COSTS_MS.above + lost * TIMER_LATENESS_MS];
-    return ms >= low && ms <= high ? [] : [`connect ${i}: ${ms.toFixed(2)} ms, expected ${low}..${high} ms`];
-  });
+  const most = Math.max(...expected.map((e) => e.lost));
   t.diagnostic(
     `${tool}: ${measured.filter((_, i) => expected[i].lost > 0).length} of ${measured.length} connects waited for a lost SYN: ` +
       measured.flatMap((ms, i) => (expected[i].lost > 0 ? [`#${i} ${ms.toFixed(1)} ms`] : [])).join(', '),
   );
-  assert.deepEqual(off, [], `${tool}: connects off their theory`);
+  // The same connects wait, as many timeouts each, as the seed says.
+  assert.deepEqual(
+    measured.map((ms) => timeoutsWaited(ms, most)),
+    expected.map((e) => e.lost),
+    `${tool}: timeouts per connect, measured ${measured.map((ms) => ms.toFixed(0)).join(' ')}`,
+  );
+  // Those that waited: the timeouts, late by no more than the timer wheel allows.
+  const late = measured.flatMap((ms, i) => {
+    const { ms: want, lost } = expected[i];
+    const [low, high] = [want - FIXED_COSTS_MS.below, want + FIXED_COSTS_MS.above + lost * TIMER_LATENESS_MS];
+    return lost === 0 || (ms >= low && ms <= high)
+      ? []
+      : [`connect ${i}: ${ms.toFixed(2)} ms, expected ${low}..${high} ms`];
+  });
+  assert.deepEqual(late, [], `${tool}: waits off their theory`);
+  // Those that did not: one round trip plus the fixed costs; a rare one the shared machine held up.
+  const plain = measured.filter((_, i) => expected[i].lost === 0).map((ms) => ms - RTT_MS);
+  const onTime = plain.filter((d) => d >= -FIXED_COSTS_MS.below && d <= FIXED_COSTS_MS.above).length;
+  t.diagnostic(
+    `${tool}: ${onTime} of ${plain.length} other connects within RTT -${FIXED_COSTS_MS.below}..+${FIXED_COSTS_MS.above} ms`,
+  );
+  assert.ok(onTime >= 0.9 * plain.length, `${tool}: connects minus RTT ${plain.map((d) => d.toFixed(2)).join(' ')}`);
   for (const p of [95, 99]) assertTail(t, `${tool}: connect`, percentile(sortedCopy(measured), p), p, expected);
 }
 
@@ -200,12 +253,20 @@ describe('lossy and jittery links: the tail is the retransmission timeout, where
       `seed ${LOSS_SEED} loses too few SYNs for a tail: ${lost.join('')}`,
     );
 
-    assertConnects(t, 'curl time_connect', await curlConnects(regions, 'lossy-curl', url, CONNECTS), expected);
+    await measureTwice(t, async (again) =>
+      assertConnects(
+        t,
+        'curl time_connect',
+        await curlConnects(regions, `lossy-curl${again}`, url, CONNECTS),
+        expected,
+      ),
+    );
 
-    const report = await probefleetRun(
-      regions,
-      'lossy-pf',
-      `
+    await measureTwice(t, async (again) => {
+      const report = await probefleetRun(
+        regions,
+        `lossy-pf${again}`,
+        `
 name: lossy
 targets:
   - name: http
@@ -224,47 +285,44 @@ experiments:
     versions: ['1.2']
     resumption: false
 `,
-      dir,
-    );
-    assertConnects(t, 'probefleet connect phase', reuseConnects(report, 'http'), expected);
+        dir,
+      );
+      assertConnects(t, 'probefleet connect phase', reuseConnects(report, 'http'), expected);
 
-    // What the report says about it: the finding with its count, the tail in the tables.
-    const connects = report.findings.find(
-      (f) => f.code === 'CONNECT_RETRANSMITTED' && f.target === 'http' && f.probe === 'reuse',
-    );
-    assert.ok(connects, `no CONNECT_RETRANSMITTED for http: ${JSON.stringify(report.findings)}`);
-    t.diagnostic(`finding: ${connects.evidence}`);
-    assert.equal(connects.data.retransmitted, lost.filter((n) => n > 0).length);
-    assert.equal(connects.data.samples, CONNECTS);
+      // What the report says about it: the finding with its count, the tail in the tables.
+      const connects = report.findings.find(
+        (f) => f.code === 'CONNECT_RETRANSMITTED' && f.target === 'http' && f.probe === 'reuse',
+      );
+      assert.ok(connects, `no CONNECT_RETRANSMITTED for http: ${JSON.stringify(report.findings)}`);
+      t.diagnostic(`finding: ${connects.evidence}`);
+      assert.equal(connects.data.retransmitted, lost.filter((n) => n > 0).length);
+      assert.equal(connects.data.samples, CONNECTS);
 
-    const handshakes = report.findings.find((f) => f.code === 'HANDSHAKE_RETRANSMITTED' && f.probe === 'tls');
-    assert.ok(handshakes, `no HANDSHAKE_RETRANSMITTED: ${JSON.stringify(report.findings)}`);
-    t.diagnostic(`finding: ${handshakes.evidence}`);
-    const tls = report.results.find((r): r is ResultOf<'tls'> => r.probe === 'tls')!;
-    const full = tls.details!.samples.filter((s) => !s.error).map((s) => s.phases.tls!);
-    // The handshakes that waited stand well apart (+220 ms and more against a spread of a few ms).
-    assert.equal(
-      handshakes.data.retransmitted,
-      full.filter((ms) => ms >= median(full) + 150).length,
-      `handshakes: ${full.map((ms) => ms.toFixed(0)).join(' ')}`,
-    );
+      const handshakes = report.findings.find((f) => f.code === 'HANDSHAKE_RETRANSMITTED' && f.probe === 'tls');
+      assert.ok(handshakes, `no HANDSHAKE_RETRANSMITTED: ${JSON.stringify(report.findings)}`);
+      t.diagnostic(`finding: ${handshakes.evidence}`);
+      const tls = report.results.find((r): r is ResultOf<'tls'> => r.probe === 'tls')!;
+      const full = tls.details!.samples.filter((s) => !s.error).map((s) => s.phases.tls!);
+      // The handshakes that waited stand well apart (+220 ms and more against a spread of a few ms).
+      assert.equal(
+        handshakes.data.retransmitted,
+        full.filter((ms) => ms >= median(full) + 150).length,
+        `handshakes: ${full.map((ms) => ms.toFixed(0)).join(' ')}`,
+      );
 
-    // The new-connection cost: its median is the TCP handshake's round trip, its tail the SYN timeouts.
-    const cost = report.comparisons.find((c) => c.target === 'http')!;
-    t.diagnostic(`new-connection cost over http: median ${cost.newConnectionCostMs.median.toFixed(1)} ms`);
-    assert.ok(Math.abs(cost.newConnectionCostMs.median - RTT_MS) <= 3, JSON.stringify(cost));
-    assertTail(t, 'new-connection cost over http', cost.newConnectionCostTailMs!.p95, 95, expected);
-    assertTail(t, 'new-connection cost over http', cost.newConnectionCostTailMs!.p99, 99, expected);
+      // The new-connection cost: its median is the TCP handshake's round trip, its tail the SYN timeouts.
+      const cost = report.comparisons.find((c) => c.target === 'http')!;
+      t.diagnostic(`new-connection cost over http: median ${cost.newConnectionCostMs.median.toFixed(1)} ms`);
+      assert.ok(Math.abs(cost.newConnectionCostMs.median - RTT_MS) <= 3, JSON.stringify(cost));
+      assertTail(t, 'new-connection cost over http', cost.newConnectionCostTailMs!.p95, 95, expected);
+      assertTail(t, 'new-connection cost over http', cost.newConnectionCostTailMs!.p99, 99, expected);
+    });
   });
 
   test(`jitter: each connect is the round trip the seed drew for its SYN and SYN-ACK, for curl and probefleet alike (±${JITTER_MS} ms, seed ${JITTER_SEED})`, async (t) => {
     const url = `${lab.servers.keepalive}/`;
     const theory = synRoundTrips(JITTER_SEED, RTT_MS, JITTER_MS, JITTERED_CONNECTS);
-    const curl = await curlConnects(regions, 'jitter-curl', url, JITTERED_CONNECTS);
-    const report = await probefleetRun(
-      regions,
-      'jitter-pf',
-      `
+    const plan = `
 name: jittery
 targets:
   - name: http
@@ -273,19 +331,14 @@ experiments:
   - probe: reuse
     requests: ${JITTERED_CONNECTS}
     modes: [new]
-`,
-      dir,
-    );
+`;
     const sorted = sortedCopy(theory);
     t.diagnostic(
       `theory: ${theory.map((ms) => ms.toFixed(1)).join(' ')} (p10 ${percentile(sorted, 10).toFixed(1)}, p90 ${percentile(sorted, 90).toFixed(1)} ms)`,
     );
     // The draws really spread the round trips over most of RTT ± jitter.
     assert.ok(percentile(sorted, 90) - percentile(sorted, 10) >= JITTER_MS / 2, `theory ${theory.join(' ')}`);
-    for (const [tool, measured] of [
-      ['curl time_connect', curl],
-      ['probefleet connect phase', reuseConnects(report, 'http')],
-    ] as const) {
+    const assertFollowsDraws = (tool: string, measured: number[]) => {
       assert.equal(measured.length, JITTERED_CONNECTS, tool);
       const offsets = measured.map((ms, i) => ms - theory[i]);
       const typical = median(offsets);
@@ -295,6 +348,18 @@ experiments:
       );
       assert.ok(typical >= 0 && typical <= 2, `${tool}: median offset ${typical} ms`);
       assert.ok(close >= 0.9 * measured.length, `${tool}: offsets ${offsets.map((o) => o.toFixed(2)).join(' ')}`);
-    }
+    };
+    await measureTwice(t, async (again) =>
+      assertFollowsDraws(
+        'curl time_connect',
+        await curlConnects(regions, `jitter-curl${again}`, url, JITTERED_CONNECTS),
+      ),
+    );
+    await measureTwice(t, async (again) =>
+      assertFollowsDraws(
+        'probefleet connect phase',
+        reuseConnects(await probefleetRun(regions, `jitter-pf${again}`, plan, dir), 'http'),
+      ),
+    );
   });
 });
