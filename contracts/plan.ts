@@ -3,12 +3,14 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { distinct, nameSchema } from './common.js';
+import { isLabUrl, LAB_ROLES, parseLabUrl } from './lab-roles.js';
 import { capsExceeded, JOB_LIMITS, overCapMessage, type JobDemands } from './limits.js';
 import { headerValueProblem } from './secrets.js';
-import { schemeOf } from './probes/define.js';
+import { schemeOf, type Scheme } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
 
-const httpUrlSchema = z.string().superRefine((value, ctx) => {
+/** An http:// or https:// URL: what a job carries. */
+export const httpUrlSchema = z.string().superRefine((value, ctx) => {
   let url: URL;
   try {
     url = new URL(value);
@@ -23,6 +25,26 @@ const httpUrlSchema = z.string().superRefine((value, ctx) => {
   }
 });
 
+/** What a plan's target may name: an http(s) URL, or a lab server by role (`lab:keepalive/nagle`). */
+const targetUrlSchema = z.string().superRefine((value, ctx) => {
+  if (!isLabUrl(value)) {
+    const checked = httpUrlSchema.safeParse(value);
+    for (const issue of checked.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message });
+    return;
+  }
+  const parsed = parseLabUrl(value);
+  if ('problem' in parsed) ctx.addIssue({ code: 'custom', message: parsed.problem });
+});
+
+/** The scheme of a target's URL, a lab URL's included; undefined when it has none we know. */
+export function targetScheme(url: string): Scheme | undefined {
+  if (isLabUrl(url)) {
+    const parsed = parseLabUrl(url);
+    return 'role' in parsed ? LAB_ROLES[parsed.role] : undefined;
+  }
+  return URL.canParse(url) ? schemeOf(url) : undefined;
+}
+
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export const targetTlsSchema = z.strictObject({
@@ -36,7 +58,8 @@ export const targetTlsSchema = z.strictObject({
 
 export const targetSchema = z.strictObject({
   name: nameSchema,
-  url: httpUrlSchema,
+  /** http:// or https://, or `lab:SERVER/path` for a lab server by role (resolved where the lab is known). */
+  url: targetUrlSchema,
   /** Extra request headers sent with every request to this target. Values may refer to the
    * worker's environment (`${env:NAME}`); credentials (Authorization, Cookie...) must. */
   headers: z
@@ -136,7 +159,7 @@ export const planSchema = z
       ['name'],
     );
     plan.targets.forEach((target, i) => {
-      if (target.tls && target.url.startsWith('http:')) {
+      if (target.tls && targetScheme(target.url) === 'http') {
         ctx.addIssue({
           code: 'custom',
           path: ['targets', i, 'tls'],
@@ -179,9 +202,8 @@ function reportUnmeasurableTargets(
   if (!schemes) return;
   for (const target of targets) {
     const listedAt = experiment.targets?.indexOf(target.name);
-    if (listedAt === -1 || !URL.canParse(target.url)) continue;
-    const scheme = schemeOf(target.url);
-    if (schemes.includes(scheme)) continue;
+    const scheme = targetScheme(target.url);
+    if (listedAt === -1 || !scheme || schemes.includes(scheme)) continue;
     ctx.addIssue({
       code: 'custom',
       path: listedAt === undefined ? ['experiments', i, 'probe'] : ['experiments', i, 'targets', listedAt],
