@@ -160,6 +160,13 @@ export const FINDINGS = {
     advice:
       'Offer HTTP/2 so concurrent requests share one connection (one handshake); meanwhile keep HTTP/1.1 connections alive and pooled',
   },
+  H3_ADVERTISED: {
+    severity: 'info',
+    title: 'The server advertises HTTP/3 (Alt-Svc)',
+    situation: 'Server advertises HTTP/3 in Alt-Svc, so browsers will try QUIC (UDP) on that port',
+    advice:
+      'Keep UDP to that port open end to end and the HTTP/3 endpoint serving the same content; drop the header where it is not (clients wait on a dead QUIC port before falling back)',
+  },
 } as const satisfies Record<string, FindingSpec>;
 
 export type FindingCode = keyof typeof FINDINGS;

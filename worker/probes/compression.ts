@@ -147,7 +147,7 @@ const ok = (row: EncodingRow) =>
 const compressed = (row: EncodingRow) =>
   ok(row) && row.contentEncoding !== null && row.contentEncoding.toLowerCase() !== 'identity';
 
-export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy }) => {
+export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params } = job;
   const unavailable = params.encodings.flatMap((encoding) => {
     const reason = encoding === 'identity' ? undefined : codingUnavailable(encoding);
@@ -157,7 +157,7 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
   const seen = new Map<AcceptEncoding, Observation[]>(asked.map((e) => [e, []]));
   const bodies = new Map<AcceptEncoding, Buffer>();
 
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });
   let run;
   try {
     run = await runSequence(asked.length === 0 ? 0 : params.requests * asked.length, signal, async (seq) => {

@@ -75,7 +75,7 @@ function verdictOf(
   };
 }
 
-export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy }) => {
+export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params } = job;
   const origins: { origin: string; role: CorsOriginResult['role'] }[] = [
     ...params.allowedOrigins.map((origin) => ({ origin, role: 'allowed' as const })),
@@ -83,7 +83,7 @@ export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy }) =>
     // Reserved TLD: no allowlist can hold it, so an echo means any origin is echoed.
     { origin: `https://probefleet-${randomBytes(4).toString('hex')}.example`, role: 'random' as const },
   ];
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });
   const samples: RequestSample[] = [];
   const results: CorsOriginResult[] = [];
   let serverLog: Details['serverLog'] = null;
