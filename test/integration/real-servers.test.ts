@@ -14,6 +14,7 @@ import { analyzeRun } from '../../coordinator/analysis.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
+import { productsJson } from '../../lab/content.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
 import { needsNginx, startNginx, type Nginx } from '../helpers/nginx.js';
@@ -174,6 +175,55 @@ experiments:
     );
     assert.match(text, /HTTP\/3 advertised \(Alt-Svc\)/);
     assert.match(text, /local\s+nginx\s+h3\s+\(same host\)\s+8443\s+3600 s\s+reuse, compression, http2, drain, cors/);
+  });
+});
+
+describe("nginx's own gzip level, from its bytes; waste judged from its time to first byte", needsNginx, () => {
+  let nginx: Nginx;
+  before(async () => {
+    const files = { 'products.json': productsJson() };
+    const gzip = (level: number) => ['gzip on;', 'gzip_types application/json;', `gzip_comp_level ${level};`];
+    nginx = await startNginx([
+      { files, directives: gzip(1) },
+      { files, directives: gzip(9) },
+    ]);
+  });
+  after(() => nginx?.stop());
+
+  const compressionOf = async (url: string) => {
+    const [result] = (await run(`
+name: nginx-gzip
+targets: [{ name: nginx, url: "${url}/products.json" }]
+experiments: [{ probe: compression, encodings: [identity, gzip], requests: 7, gzipLevels: [1, 6, 9], brotliLevels: [], zstdLevels: [], repetitions: 3 }]
+`)) as ResultOf<'compression'>[];
+    assert.equal(result.ok, true, JSON.stringify(result.error));
+    return result;
+  };
+
+  test("gzip_comp_level 1: zlib 1.2's level 1 to the byte (Node's zlib would have sent 3.8% less); no waste", async () => {
+    const result = await compressionOf(nginx.urls[0]);
+    assert.deepEqual(result.details!.serverGzip, {
+      encodedBytes: 28_215,
+      matches: [{ library: 'zlib', level: 1, bytes: 28_215 }],
+      exact: true,
+    });
+    // The local table says what Node's zlib would give: not the server's bytes.
+    assert.equal(result.details!.levelTable!.rows.find((r) => r.coding === 'gzip' && r.level === 1)!.bytes, 27_137);
+    assert.equal(result.findings.filter((f) => f.code === 'GZIP_LEVEL_WASTE').length, 0);
+  });
+
+  test('gzip_comp_level 9: level 9, and GZIP_LEVEL_WASTE from the extra time to first byte nginx took', async () => {
+    const result = await compressionOf(nginx.urls[1]);
+    assert.deepEqual(result.details!.serverGzip!.matches, [{ library: 'zlib', level: 9, bytes: 19_236 }]);
+    const waste = result.findings.find((f) => f.code === 'GZIP_LEVEL_WASTE');
+    assert.ok(waste, JSON.stringify(result.details!.encodings.map((e) => [e.acceptEncoding, e.processingMs])));
+    assert.equal(waste.data.serverLevel, 9);
+    assert.equal(waste.data.level6Bytes, 20_448);
+    assert.ok((waste.data.serverExtraTtfbMs as number) > 0);
+    assert.match(
+      waste.evidence,
+      /^the server's gzip answer is level 9 \(19,236 B, zlib 1\.2 \(nginx, Apache, Python\), exact size\); it adds /,
+    );
   });
 });
 
