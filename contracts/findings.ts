@@ -105,6 +105,14 @@ export const FINDINGS = {
     advice:
       "Add the origin to the server's allowlist exactly as the browser sends it (scheme, host and port, no trailing slash)",
   },
+  CORS_CREDENTIALS_NOT_ALLOWED: {
+    severity: 'warning',
+    title: 'The origin is allowed, but not with credentials',
+    situation:
+      'A page that sends credentials (cookies, Authorization) is refused: the answer names its origin but lacks Access-Control-Allow-Credentials: true',
+    advice:
+      'Answer Access-Control-Allow-Credentials: true with the exact origin echoed (never *), and Vary: Origin; the allowlist already has the origin',
+  },
   CORS_REFUSED_ORIGIN_STILL_SERVED: {
     severity: 'info',
     title: 'A refused origin still gets the full response: CORS protects nothing on the server',
@@ -152,6 +160,13 @@ export const FINDINGS = {
     situation: 'Server speaks no h2c: neither prior knowledge nor Upgrade: h2c',
     advice:
       'Fine for browsers (they never use h2c); for service-to-service calls over plain HTTP, enable h2c prior knowledge if you want multiplexing',
+  },
+  SERVER_NO_ANSWER: {
+    severity: 'warning',
+    title: 'The server accepts connections but answers nothing',
+    situation: 'Server accepts TCP connections and never answers: not HTTP/2, not HTTP/1.1',
+    advice:
+      'Check what holds the port (a hung process, a full accept backlog, a proxy without an upstream); every client waits out its timeout',
   },
   HTTP1_ONLY_MANY_CONNECTIONS: {
     severity: 'info',

@@ -174,6 +174,25 @@ describe('reuse probe', () => {
     );
   });
 
+  test('tlsResume: each sample on a new connection says whether the server resumed its session', async () => {
+    const [job] = await jobsOf(`
+name: resume
+targets: [{ name: https, url: "${lab.url('https')}", tls: { insecure: true } }]
+experiments: [{ probe: reuse, requests: 4, modes: [new], tlsResume: true }]
+`);
+    const result = (await executeJob(job, { region: 'local', log })) as ResultOf<'reuse'>;
+    const resumed = result.details!.samples.map((s) => s.tlsResumed);
+    assert.equal(resumed[0], false, 'the first handshake has nothing to resume');
+    assert.ok(
+      resumed.slice(1).every((r) => typeof r === 'boolean'),
+      JSON.stringify(resumed),
+    );
+    assert.ok(
+      resumed.slice(1).some((r) => r),
+      JSON.stringify(resumed),
+    );
+  });
+
   test('a refused connection is a result with a code, not a crash', async () => {
     const [job] = await jobsOf(`
 name: refused

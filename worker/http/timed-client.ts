@@ -177,6 +177,7 @@ export class TimedHttpClient {
           phases: this.phases(start, used, newConnection, headersAt, end),
           bodyBytes: read.bytes,
           serverClosed,
+          ...(newConnection && used?.timeline.tls ? { tlsResumed: used.timeline.tls.resumed } : {}),
         },
         head,
         body: read,

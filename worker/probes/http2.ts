@@ -446,6 +446,10 @@ function medianHeaderBytes(requests: HeaderBytes[]): HeaderBytes | null {
 
 const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 
+/** An attempt the server let time out or closed without sending a byte. */
+const unanswered = (attempt: H2cAttempt) =>
+  attempt.answer.startsWith('no answer within') || attempt.answer === 'closed the connection without an answer';
+
 function findingsOf(job: JobOf<'http2'>, details: Details, speaksH2: boolean): Finding[] {
   const where = { region: job.region, target: job.target.name, probe: job.probe };
   const findings: Finding[] = [];
@@ -463,7 +467,18 @@ function findingsOf(job: JobOf<'http2'>, details: Details, speaksH2: boolean): F
     );
   }
   const { h2cPriorKnowledge: prior, h2cUpgrade: upgrade } = details;
-  if (prior && upgrade && !prior.supported && !upgrade.supported) {
+  const h1Failed = details.errors.find((e) => e.step === 'h1-headers');
+  if (prior && upgrade && unanswered(prior) && unanswered(upgrade) && h1Failed) {
+    // Nothing answered at all: no protocol question was put to it, so none is answered "no".
+    findings.push(
+      finding(
+        'SERVER_NO_ANSWER',
+        where,
+        `HTTP/2 prior knowledge: ${prior.answer}; Upgrade: h2c: ${upgrade.answer}; HTTP/1.1: ${h1Failed.code} (${h1Failed.message})`,
+        { h1Error: h1Failed.code },
+      ),
+    );
+  } else if (prior && upgrade && !prior.supported && !upgrade.supported) {
     findings.push(
       finding('H2C_UNSUPPORTED', where, `prior knowledge: ${prior.answer}; Upgrade: h2c: ${upgrade.answer}`, {
         priorKnowledge: prior.answer,
