@@ -45,6 +45,8 @@ function resultSchemaFor<K extends ProbeKind>(kind: K) {
     summary: summarySchema,
     details: PROBES[kind].details.nullable(),
     findings: z.array(findingSchema),
+    /** Every distinct Alt-Svc header value the job's responses carried (the tls probe sends no HTTP). */
+    altSvc: z.array(z.string()).max(16).default([]),
   });
 }
 
@@ -79,6 +81,9 @@ export const comparisonSchema = z.strictObject({
    * first. (A difference of the totals' tails would mix in what reused requests lose too.)
    * Always written now; absent in runs from before it was. */
   newConnectionCostTailMs: z.strictObject({ p95: z.number(), p99: z.number() }).optional(),
+  /** Why the difference is no cost of a new connection (reused requests stalled, the server closes
+   * every connection); reports print this instead of the number. Absent when there is a cost. */
+  noCostReason: z.string().optional(),
 });
 export type Comparison = z.infer<typeof comparisonSchema>;
 

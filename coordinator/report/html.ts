@@ -13,8 +13,8 @@ import {
   costByRegionTable,
   costByRegionTitle,
   costChart,
-  costTable,
-  costTableTitle,
+  costBlock,
+  h3Block,
   decisionTable,
   findingsTable,
   probeSections,
@@ -101,9 +101,11 @@ function parts(report: RunReport): Part[] {
       title: 'New-connection cost',
       body: html`${renderBlock({ kind: 'chart', chart: costChart(report) }, nextChartId)}${
         comparedRegions(report).length > 1 ? renderTableHtml(costByRegionTable(report), costByRegionTitle('−')) : ''
-      }${renderTableHtml(costTable(report), costTableTitle('−'))}`,
+      }${renderBlock(costBlock(report), nextChartId)}`,
     });
   }
+  const h3 = h3Block(report);
+  if (h3) out.push({ id: 'http3', title: 'HTTP/3', body: renderBlock(h3, nextChartId) });
   for (const { kind, section } of probeSections(report)) {
     out.push({
       id: `probe-${kind}`,

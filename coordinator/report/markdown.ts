@@ -8,8 +8,8 @@ import {
   comparedRegions,
   costByRegionTable,
   costByRegionTitle,
-  costTable,
-  costTableTitle,
+  costBlock,
+  h3Block,
   decisionTable,
   findingsTable,
   probeSections,
@@ -71,8 +71,10 @@ export function renderMarkdownReport(report: RunReport): string {
     out.push('## New-connection cost');
     if (comparedRegions(report).length > 1)
       out.push(`**${costByRegionTitle('−')}**`, tableMarkdown(costByRegionTable(report)));
-    out.push(`**${costTableTitle('−')}**`, tableMarkdown(costTable(report)));
+    out.push(...blockMarkdown(costBlock(report)));
   }
+  const h3 = h3Block(report);
+  if (h3) out.push('## HTTP/3', ...blockMarkdown(h3));
   for (const { section } of probeSections(report))
     out.push(`## ${escapeMarkdown(section.heading)}`, ...section.blocks.flatMap(blockMarkdown));
   const unfinished = unfinishedTable(report);

@@ -182,7 +182,12 @@ function parseCsv(text: string): string[][] {
 
 const only = <K extends ProbeResult['probe']>(report: RunReport, probe: K) =>
   report.results.filter((r): r is ResultOf<K> & ProbeResult => r.probe === probe);
-const modeOf = (r: ProbeResult) => (r.variant as { mode?: string }).mode;
+/** The mode as the report names it: `cold` with the client that ran it. */
+const modeOf = (r: ProbeResult) => {
+  const mode = (r.variant as { mode?: string }).mode;
+  const client = (r.details as { client?: { label: string } } | undefined)?.client;
+  return mode === 'cold' && client ? `cold (${client.label})` : mode;
+};
 
 describe('probefleet report', () => {
   test('writes HTML, Markdown and CSV for a run JSON; without options it prints the text report', async () => {
@@ -323,7 +328,7 @@ describe('Markdown and CSV say what the JSON says', () => {
           report.comparisons.map((c) => [
             c.region,
             c.target,
-            formatMs(c.newConnectionCostMs.median),
+            c.noCostReason ? 'none' : formatMs(c.newConnectionCostMs.median),
             formatMs(c.newConnectionCostTailMs?.p95),
             formatMs(c.newConnectionCostTailMs?.p99),
           ]),
@@ -507,12 +512,14 @@ interface ChartExpected {
 function expectedCharts(report: RunReport): ChartExpected[] {
   const charts: ChartExpected[] = [];
   const multiRegion = (results: ProbeResult[]) => new Set(results.map((r) => r.region)).size > 1;
-  if (report.comparisons.length > 0) {
+  // Targets with no cost to show (reused requests stall, or the server closes every connection) get no bar.
+  const costs = report.comparisons.filter((c) => !c.noCostReason);
+  if (costs.length > 0) {
     charts.push({
       id: 'new-connection-cost',
-      bars: report.comparisons.length,
-      whiskers: report.comparisons.length,
-      values: report.comparisons.map((c) => formatMs(c.newConnectionCostMs.median)),
+      bars: costs.length,
+      whiskers: costs.length,
+      values: costs.map((c) => formatMs(c.newConnectionCostMs.median)),
     });
   }
   const reuse = only(report, 'reuse');
