@@ -1,5 +1,6 @@
 // Turns a run's job results into what people act on: the new-connection cost per region and
 // target (with an interval), findings that need more than one job to see, and the decision table.
+import type { Phase, RequestSample } from '../contracts/common.js';
 import { finding, FINDINGS, type Finding, type FindingCode } from '../contracts/findings.js';
 import type { LoadTotal } from '../contracts/probes/load.js';
 import type { Comparison, Decision, ProbeResult, ResultOf } from '../contracts/result.js';
@@ -21,17 +22,12 @@ const STALL_THRESHOLD_MS = 20;
 
 type ReuseResult = ResultOf<'reuse'>;
 
-function okTotals(result: ReuseResult | undefined): number[] {
-  return (result?.details?.samples ?? []).flatMap((s) =>
-    s.error || s.phases.total === undefined ? [] : [s.phases.total],
-  );
+/** A phase's durations over the requests that were answered (a failed request's phases stop wherever it failed). */
+export function answeredPhase(samples: readonly Pick<RequestSample, 'phases' | 'error'>[], phase: Phase): number[] {
+  return samples.flatMap((s) => (s.error || s.phases[phase] === undefined ? [] : [s.phases[phase]]));
 }
 
-function okPhase(result: ReuseResult, phase: 'transfer' | 'processing'): number[] {
-  return (result.details?.samples ?? []).flatMap((s) =>
-    s.error || s.phases[phase] === undefined ? [] : [s.phases[phase]],
-  );
-}
+const okTotals = (result: ReuseResult | undefined) => answeredPhase(result?.details?.samples ?? [], 'total');
 
 /** reuse results of one region and target, by mode. */
 function reuseGroups(
@@ -81,7 +77,7 @@ export function analyzeRun(results: ProbeResult[]): RunAnalysis {
     });
     const stall = -cost.median;
     if (stall >= STALL_THRESHOLD_MS) {
-      const where = okPhase(reused, 'transfer');
+      const where = answeredPhase(reused.details?.samples ?? [], 'transfer');
       findings.push(
         finding(
           'NAGLE_DELAYED_ACK_STALL',

@@ -21,7 +21,7 @@ test('promtool check rules: the rule file is valid', needsPrometheus, async () =
   requirePrometheus();
   const { code, output } = await promtool(['check', 'rules', 'probefleet.rules.yml'], ALERTS_DIR);
   assert.equal(code, 0, output);
-  assert.match(output, /SUCCESS: 5 rules found/);
+  assert.match(output, /SUCCESS: 6 rules found/);
 });
 
 test('promtool test rules: every alert fires for its series and not for the others', needsPrometheus, async () => {
