@@ -8,37 +8,25 @@ import { access, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { comparisonSchema, type RunComparison } from '../../contracts/comparison.js';
 import type { RunReport } from '../../contracts/result.js';
 import { compareRuns } from '../../coordinator/compare/compare-runs.js';
-import type { Lab } from '../../lab/index.js';
+import { startLab, type Lab } from '../../lab/index.js';
+import { createLogger } from '../../common/log.js';
 import { needsChromium, openBrowser, requireChromium } from '../helpers/chromium.js';
-import { runPlanText } from '../helpers/example-runs.js';
-import { labForThisFile } from '../helpers/lab.js';
+import { examplePlanFor, runPlanText } from '../helpers/example-runs.js';
 import { atRealtimePriority } from '../helpers/realtime.js';
 import { runCli } from '../helpers/repo.js';
 
-const lab: Lab = labForThisFile();
+let lab: Lab;
 let dir: string;
 
-/** The pair plan: reuse (100 requests per mode, enough for a p95 interval) on http and https, and 80 TLS handshakes per version. */
-const pairPlan = (httpPath = '/') => `
-name: nightly
-targets:
-  - name: http
-    url: ${lab.url('keepalive', httpPath)}
-  - name: https
-    url: ${lab.url('https')}
-    tls: { insecure: true }
-experiments:
-  - probe: reuse
-    requests: 100
-    modes: [reused, new]
-  - probe: tls
-    targets: [https]
-    samples: 80
-`;
+/** examples/compare-nightly.yaml on this lab: reuse (100 requests per mode, enough for a p95
+ * interval) on http and https, and 80 TLS handshakes per version; `httpPath` moves the http target. */
+let examplePlan: string;
+const pairPlan = (httpPath = '/') =>
+  examplePlan.replace(`url: ${lab.url('keepalive', '/')}\n`, `url: ${lab.url('keepalive', httpPath)}\n`);
 
 let runs = 0;
 /** Runs a plan at a real-time priority (when allowed) and writes its JSON; returns both. */
@@ -58,7 +46,12 @@ const find = (c: RunComparison, match: Partial<Record<'target' | 'probe' | 'quan
   );
 
 before(async () => {
+  lab = await startLab({ log: createLogger('test', 'silent') });
   dir = await mkdtemp(path.join(tmpdir(), 'probefleet-compare-'));
+  examplePlan = await examplePlanFor(lab, 'compare-nightly.yaml');
+});
+after(async () => {
+  await lab?.close();
 });
 
 describe('a target switched from a TCP_NODELAY server to a Nagle-stalled one', () => {

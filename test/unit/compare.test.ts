@@ -3,6 +3,8 @@
 // samples (the direction of each quantity, the new-connection cost's side that moved, exact
 // bytes, a load job's throughput and tail).
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { RequestSample } from '../../contracts/common.js';
 import type { QuantityId } from '../../contracts/comparison.js';
@@ -16,10 +18,11 @@ import {
 } from '../../common/stats.js';
 import { encodeHistogram, newLatencyHistogram, recordMs } from '../../common/latency-histogram.js';
 import { compareRuns, fewestValuesFor } from '../../coordinator/compare/compare-runs.js';
-import { judge, minChangeFor } from '../../coordinator/compare/rules.js';
+import { judge, minChangeFor, minChangeRule } from '../../coordinator/compare/rules.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { splitPlan } from '../../coordinator/split.js';
+import { REPO_ROOT } from '../helpers/repo.js';
 
 const close = (actual: number, expected: number, digits = 4) =>
   assert.ok(Math.abs(actual - expected) < 10 ** -digits, `${actual} ≈ ${expected}`);
@@ -107,6 +110,29 @@ describe('the verdict rule', () => {
     ];
     for (const [quantity, before, expected] of table) close(minChangeFor(quantity, before), expected, 9);
   });
+});
+
+test('docs/compare.md states the minimum changes rules.ts applies', async () => {
+  const page = await readFile(path.join(REPO_ROOT, 'docs/compare.md'), 'utf8');
+  const docs = page.slice(page.indexOf('## The verdict rule'), page.indexOf('## Plans that do not match'));
+  const row = (start: string) =>
+    docs.split('\n').find((line) => line.startsWith(`| ${start}`)) ?? `(no row "${start}")`;
+  const both = (id: QuantityId, unit: string) => {
+    const { absolute, relative } = minChangeRule(id);
+    return `${absolute} ${unit} and ${relative * 100}% of before`;
+  };
+  assert.match(row('medians of time'), new RegExp(`\\| ${both('phase_total_p50', 'ms')} \\|$`));
+  assert.match(row('tails of time'), new RegExp(`\\| ${both('load_latency_p99', 'ms')} \\|$`));
+  assert.match(row('bytes'), new RegExp(`\\| ${both('encoded_bytes_br', 'B')} \\|$`));
+  assert.match(row('error rate'), new RegExp(`\\| ${minChangeRule('error_rate').absolute * 100} percentage point`));
+  assert.match(
+    row('connections per request'),
+    new RegExp(`\\| ${minChangeRule('connections_per_request').absolute * 100} percentage points`),
+  );
+  assert.match(
+    row('load throughput'),
+    new RegExp(`\\| ${minChangeRule('load_throughput').relative * 100}% of before \\|$`),
+  );
 });
 
 /** A run of a plan whose results carry the given per-request totals (ms) per target and mode. */
