@@ -18,6 +18,7 @@ import {
 } from '../../common/stats.js';
 import { encodeHistogram, newLatencyHistogram, recordMs } from '../../common/latency-histogram.js';
 import { compareRuns, fewestValuesFor } from '../../coordinator/compare/compare-runs.js';
+import { renderComparisonHtml, renderComparisonMarkdown } from '../../coordinator/compare/render.js';
 import { judge, minChangeFor, minChangeRule } from '../../coordinator/compare/rules.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
@@ -312,5 +313,44 @@ experiments:
     assert.equal(q('load_throughput').ci95, null);
     assert.equal(`${q('load_latency_p99').verdict} ${q('load_latency_p99').interval}`, 'regressed order-statistics');
     close(q('load_latency_p99').before, 2 * (0.5 + 0.99), 1);
+  });
+
+  test('a job without a result in one run is named, with why, and not compared', async () => {
+    const before = await runOf('before', REUSE_PLAN, () => around(1));
+    const after = await runOf('after', REUSE_PLAN, () => around(1));
+    const lost = after.results.find((r) => r.probe === 'reuse' && r.variant.mode === 'new')!;
+    after.results = after.results.filter((r) => r !== lost);
+    after.unfinishedJobs = [
+      {
+        jobId: lost.jobId,
+        region: lost.region,
+        target: lost.target,
+        probe: 'reuse',
+        variant: lost.variant,
+        status: 'not-run',
+        reason: 'no worker of region "local" took it',
+      },
+    ];
+    const c = compareRuns(before, after);
+    assert.deepEqual(
+      c.notCompared.map((n) => [n.variant.mode, n.quantity, n.reason]),
+      [['new', undefined, 'after: not run: no worker of region "local" took it']],
+    );
+    assert.ok(c.quantities.every((q) => q.variant.mode !== 'new'));
+    assert.equal(c.quantities.filter((q) => q.quantity === 'new_connection_cost').length, 0);
+  });
+
+  test('strings from the runs stay text in HTML and Markdown', async () => {
+    const hostile = '</td><script>alert(1)</script><img src=x onerror=alert(2)> | *x* [y](http://127.0.0.1:9/)';
+    const c = compareRuns(
+      await runOf('before', REUSE_PLAN, () => around(1)),
+      await runOf('after', REUSE_PLAN, () => around(1)),
+    );
+    c.differences.push({ kind: 'target-url', where: 'api', before: hostile, after: hostile });
+    const page = renderComparisonHtml(c);
+    assert.doesNotMatch(page, /<script|<img/);
+    assert.ok(page.includes('&lt;script&gt;alert(1)&lt;/script&gt;'));
+    const markdown = renderComparisonMarkdown(c);
+    assert.doesNotMatch(markdown, /<script|<img|(?<!\\)\]\(http/);
   });
 });
