@@ -5,6 +5,7 @@
 import { finding, type Finding } from '../contracts/findings.js';
 import type { Comparison, Decision, ProbeResult, ResultOf } from '../contracts/result.js';
 import { median, medianDifference, percentile, sortedCopy } from '../common/stats.js';
+import { answeredPhase } from './samples.js';
 
 type ReuseResult = ResultOf<'reuse'>;
 type Mode = ReuseResult['variant']['mode'];
@@ -26,7 +27,7 @@ const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 function ok(result: ReuseResult | undefined) {
   return (result?.details?.samples ?? []).filter((s) => !s.error && s.phases.total !== undefined);
 }
-const totals = (result: ReuseResult | undefined) => ok(result).map((s) => s.phases.total!);
+const totals = (result: ReuseResult | undefined) => answeredPhase(result?.details?.samples ?? [], 'total');
 
 /** reuse results of one region and target, by mode. */
 export function reuseGroups(results: ProbeResult[]): Partial<Record<Mode, ReuseResult>>[] {
