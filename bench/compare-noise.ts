@@ -6,11 +6,14 @@
 //
 //   node dist/bench/compare-noise.js [--pairs 8] [--burn 2]
 import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLogger } from '../common/log.js';
 import { compareRuns } from '../coordinator/compare/compare-runs.js';
 import { startLab } from '../lab/index.js';
-import { examplePlanFor, runPlanText } from '../test/helpers/example-runs.js';
+import { runPlanText } from '../test/helpers/example-runs.js';
+import { REPO_ROOT } from '../test/helpers/repo.js';
 
 const { values } = parseArgs({
   options: { pairs: { type: 'string', default: '8' }, burn: { type: 'string', default: '0' } },
@@ -20,17 +23,17 @@ const burners = Number(values.burn);
 
 const lab = await startLab({ log: createLogger('bench', 'silent') });
 try {
-  const plan = await examplePlanFor(lab, 'compare-nightly.yaml');
+  const plan = await readFile(path.join(REPO_ROOT, 'examples', 'compare-nightly.yaml'), 'utf8');
   let quantities = 0;
   const alarms: string[] = [];
   for (let i = 0; i < pairs; i++) {
-    const before = await runPlanText(plan, 'compare-nightly.yaml', { runId: `noise-${i}-before` });
+    const before = await runPlanText(plan, 'compare-nightly.yaml', { runId: `noise-${i}-before`, lab });
     const busy = Array.from({ length: burners }, () =>
       spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
     );
     let after: Awaited<ReturnType<typeof runPlanText>>;
     try {
-      after = await runPlanText(plan, 'compare-nightly.yaml', { runId: `noise-${i}-after` });
+      after = await runPlanText(plan, 'compare-nightly.yaml', { runId: `noise-${i}-after`, lab });
     } finally {
       for (const child of busy) child.kill('SIGKILL');
     }

@@ -15,9 +15,9 @@ import { compareRuns } from '../../coordinator/compare/compare-runs.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { createLogger } from '../../common/log.js';
 import { needsChromium, openBrowser, requireChromium } from '../helpers/chromium.js';
-import { examplePlanFor, runPlanText } from '../helpers/example-runs.js';
+import { runPlanText } from '../helpers/example-runs.js';
 import { atRealtimePriority } from '../helpers/realtime.js';
-import { runCli } from '../helpers/repo.js';
+import { REPO_ROOT, runCli } from '../helpers/repo.js';
 
 let lab: Lab;
 let dir: string;
@@ -25,14 +25,15 @@ let dir: string;
 /** examples/compare-nightly.yaml on this lab: reuse (100 requests per mode, enough for a p95
  * interval) on http and https, and 80 TLS handshakes per version; `httpPath` moves the http target. */
 let examplePlan: string;
-const pairPlan = (httpPath = '/') =>
-  examplePlan.replace(`url: ${lab.url('keepalive', '/')}\n`, `url: ${lab.url('keepalive', httpPath)}\n`);
+const pairPlan = (httpPath = '/') => examplePlan.replace('url: lab:keepalive/\n', `url: lab:keepalive${httpPath}\n`);
 
 let runs = 0;
 /** Runs a plan at a real-time priority (when allowed) and writes its JSON; returns both. */
 async function measured(planText: string): Promise<{ report: RunReport; file: string; realtime: boolean }> {
   const runId = `compare-test-${++runs}`;
-  const { value: report, realtime } = await atRealtimePriority(() => runPlanText(planText, 'plan.yaml', { runId }));
+  const { value: report, realtime } = await atRealtimePriority(() =>
+    runPlanText(planText, 'plan.yaml', { runId, lab }),
+  );
   const file = path.join(dir, `${runId}.json`);
   await writeFile(file, JSON.stringify(report));
   return { report, file, realtime };
@@ -48,7 +49,7 @@ const find = (c: RunComparison, match: Partial<Record<'target' | 'probe' | 'quan
 before(async () => {
   lab = await startLab({ log: createLogger('test', 'silent') });
   dir = await mkdtemp(path.join(tmpdir(), 'probefleet-compare-'));
-  examplePlan = await examplePlanFor(lab, 'compare-nightly.yaml');
+  examplePlan = await readFile(path.join(REPO_ROOT, 'examples', 'compare-nightly.yaml'), 'utf8');
 });
 after(async () => {
   await lab?.close();

@@ -177,6 +177,7 @@ async function runOf(
       },
       details: { samples },
       findings: [],
+      altSvc: [],
     } as ProbeResult);
   });
   return buildRunReport({ runId, mode: 'embedded', plan: loaded.plan, startedAt: at, finishedAt: at, results });
