@@ -43,6 +43,7 @@ const BY_CODE: Record<string, ErrorCode> = {
   EWIRE_TIMEOUT: 'RESPONSE_TIMEOUT',
   EWIRE_BODY_TIMEOUT: 'BODY_TIMEOUT',
   EWIRE_MALFORMED: 'HTTP_PROTOCOL_ERROR',
+  EWIRE_HEAD_TOO_LARGE: 'RESPONSE_HEADERS_TOO_LARGE',
   EWIRE_TOO_LARGE: 'RESPONSE_TOO_LARGE',
   // node:http2: a GOAWAY with an error code destroys the session with this one; a stream the
   // peer reset (RST_STREAM with an error code) is destroyed with the other.
