@@ -10,6 +10,7 @@ import type { JobOf } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import { TimedHttpClient } from '../http/timed-client.js';
+import { WireError } from '../http/wire.js';
 import type { ColdRequestInput, ColdRequestOutput } from './cold-request.js';
 import type { TargetPolicy } from '../target-policy.js';
 import type { Probe } from './probe.js';
@@ -86,16 +87,26 @@ async function coldMode(job: JobOf<'reuse'>, signal: AbortSignal, policy: Target
 }
 
 function spawnColdRequest(input: ColdRequestInput, signal: AbortSignal): Promise<ColdRequestOutput> {
+  // The child bounds its request by timeoutMs; twice that also leaves room for Node to start.
+  const killAfterMs = input.timeoutMs * 2;
   return new Promise((resolve, reject) => {
+    let killed = false;
     const child = execFile(
       process.execPath,
       [COLD_REQUEST_SCRIPT, '-'],
-      { signal, timeout: input.timeoutMs * 2, maxBuffer: 1 << 20 },
+      { signal, maxBuffer: 1 << 20 },
       (err, stdout) => {
-        if (err) reject(err);
+        clearTimeout(timer);
+        if (killed)
+          reject(new WireError(`the request's process gave no answer within ${killAfterMs} ms`, 'EWIRE_TIMEOUT'));
+        else if (err) reject(err);
         else resolve(JSON.parse(stdout) as ColdRequestOutput);
       },
     );
+    const timer = setTimeout(() => {
+      killed = true;
+      child.kill();
+    }, killAfterMs);
     child.stdin?.end(JSON.stringify(input));
   });
 }
