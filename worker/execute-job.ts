@@ -10,6 +10,7 @@ import { RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/res
 import { formatIssuePath } from '../common/issue-path.js';
 import type { Logger } from '../common/log.js';
 import { settledByBound } from '../common/settle.js';
+import { AltSvcLog } from './http/alt-svc.js';
 import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
 import type { ProbeContext, ProbeOutcome } from './probes/probe.js';
 import { SecretNotSetError, withSecrets } from './secrets.js';
@@ -28,6 +29,8 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   /** Where probes may connect. @defaultValue the embedded run's: loopback allowed, private ranges refused */
   targetPolicy?: TargetPolicy;
+  /** Run a `cold` client command the job names. @defaultValue false: a job from Redis never runs a command */
+  allowClientCommands?: boolean;
 }
 
 const EMBEDDED_POLICY = new TargetPolicy(EMBEDDED_POLICY_SETTINGS);
@@ -74,14 +77,15 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   const startedAt = new Date().toISOString();
   log.debug({ variant: job.variant }, 'probe starting');
   const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
+  const altSvc = new AltSvcLog();
+  const ctx = { signal, log, targetPolicy, allowClientCommands: options.allowClientCommands ?? false, altSvc };
   let outcome: ProbeOutcome<ProbeKind>;
   try {
     // A probe that ignores its bound cannot hold a worker (or an embedded run) past it: the
     // abandoned work goes on in the background, and a probe that needs this is a bug.
     outcome = await settledByBound(
       (async () =>
-        (await refusedTarget(job, targetPolicy)) ??
-        (await withSecretsIn(job, (ready) => runProbe(ready, { signal, log, targetPolicy }))))(),
+        (await refusedTarget(job, targetPolicy)) ?? (await withSecretsIn(job, (ready) => runProbe(ready, ctx))))(),
       signal,
       TIME_BOUND_GRACE_MS,
       () => {
@@ -111,6 +115,7 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
     summary: outcome.summary,
     details: outcome.details,
     findings: outcome.findings,
+    altSvc: altSvc.values,
   } as ResultOf<ProbeKind> as ProbeResult;
   log.info({ ok: result.ok, error: result.error?.code, requests: result.summary.requests }, 'probe finished');
   return result;

@@ -24,7 +24,7 @@ async function makeBrotliBomb(): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-export const decompressionBombServer: LabServerSpec = {
+export const decompressionBombServer: LabServerSpec<'decompression-bomb'> = {
   name: 'decompression-bomb',
   offset: 30,
   scheme: 'http',

@@ -5,7 +5,7 @@ import type { LabServerSpec } from '../server-spec.js';
  * handed to the kernel, and a little more (a fixed wait alone was not always enough on a loaded machine). */
 const RESET_AFTER_MS = 20;
 
-export const resetHeadersServer: LabServerSpec = {
+export const resetHeadersServer: LabServerSpec<'reset-headers'> = {
   name: 'reset-headers',
   offset: 21,
   scheme: 'http',

@@ -47,7 +47,9 @@ const PROBE_PARAMS: Record<Extract<ProbeKind, 'reuse' | 'tls' | 'http2' | 'compr
   compression: 'requests: 2, timeoutMs: 10000',
   load: `connections: 2, durationSeconds: 1, timeoutMs: ${REQUEST_TIMEOUT_MS}`,
 };
+/** The `cold` mode runs curl where it is installed (as here, Debian's), else Node; both are met. */
 const COLD = `requests: 1, modes: [cold], timeoutMs: ${REQUEST_TIMEOUT_MS}`;
+const COLD_NODE = `${COLD}, client: node`;
 
 interface Case {
   /** The target's name, when one server meets more than one probe; the server's name otherwise. */
@@ -117,6 +119,15 @@ const CASES: Case[] = [
     probe: 'reuse',
     code: 'RESPONSE_HEADERS_TOO_LARGE',
     params: COLD,
+  },
+  { name: 'silent-cold-node', server: 'silent', probe: 'reuse', code: 'RESPONSE_TIMEOUT', params: COLD_NODE },
+  { name: 'trickle-cold-node', server: 'trickle', probe: 'reuse', code: 'BODY_TIMEOUT', params: COLD_NODE },
+  {
+    name: 'huge-headers-cold-node',
+    server: 'huge-headers',
+    probe: 'reuse',
+    code: 'RESPONSE_HEADERS_TOO_LARGE',
+    params: COLD_NODE,
   },
   { name: 'trickle-http2', server: 'trickle', probe: 'http2', code: 'BODY_TIMEOUT' },
   {

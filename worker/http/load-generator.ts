@@ -21,6 +21,7 @@ import type { TargetPolicy } from '../target-policy.js';
 import { CountingConnector } from './counting-connector.js';
 import { MAX_CONSECUTIVE_FAILURES } from './sequence.js';
 import { overResponseCap, responseTooLarge, WireError } from './wire.js';
+import type { AltSvcLog } from './alt-svc.js';
 
 export interface LoadOptions {
   url: string;
@@ -40,6 +41,8 @@ export interface LoadOptions {
   /** The job's time bound: stops the run and cuts requests in flight. */
   signal: AbortSignal;
   policy: TargetPolicy;
+  /** Alt-Svc of each lane's first response is noted here (later ones would cost the hot path). */
+  altSvc?: AltSvcLog;
 }
 
 export type StopReason = 'duration' | 'requests' | 'failures' | 'deadline';
@@ -135,6 +138,7 @@ class LoadRun {
   /** Open loop: milliseconds between intended send times; 0 in the closed loop. */
   readonly intervalMs: number;
   private readonly maxFailuresInARow: number;
+  readonly altSvc: AltSvcLog | undefined;
 
   startedAt = 0;
   endedAt = 0;
@@ -160,6 +164,7 @@ class LoadRun {
     lanesPerClient: number,
   ) {
     const url = new URL(options.url);
+    this.altSvc = options.altSvc;
     this.dispatchOptions = {
       path: url.pathname + url.search,
       method: 'GET',
@@ -269,6 +274,7 @@ class Lane {
   private dueAt = 0;
   private wait: NodeJS.Timeout | undefined;
   private done = false;
+  private altSvcRead = false;
   private readonly sendNow = () => {
     this.wait = undefined;
     this.send();
@@ -309,6 +315,15 @@ class Lane {
         ? new WireError(`no response within ${timeoutMs} ms`, 'EWIRE_TIMEOUT')
         : new WireError(`the body did not end within ${timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT'),
     );
+  }
+
+  /** The lane's first response head: an Alt-Svc header in it is noted (one per lane, not per request). */
+  noteAltSvc(rawHeaders: Buffer[]): void {
+    if (this.altSvcRead) return;
+    this.altSvcRead = true;
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+      if (rawHeaders[i].toString('latin1').toLowerCase() === 'alt-svc')
+        this.run.altSvc?.note(rawHeaders[i + 1].toString('latin1'));
   }
 
   answered(request: LaneRequest): void {
@@ -375,9 +390,10 @@ class LaneRequest implements Dispatcher.DispatchHandler {
     this.abort = abort;
   }
 
-  onHeaders(statusCode: number): boolean {
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
     if (this.ended) return false;
     this.status = statusCode;
+    this.lane.noteAltSvc(rawHeaders);
     return true;
   }
 
