@@ -29,6 +29,7 @@ export const LAB_ROLES = {
   'tls-reset': 'https',
   'h2-goaway': 'https',
   'h2-rst': 'https',
+  'decompression-bomb': 'http',
 } as const satisfies Record<string, Scheme>;
 export type LabRole = keyof typeof LAB_ROLES;
 

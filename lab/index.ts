@@ -10,6 +10,7 @@ import { createLabCa } from './certs.js';
 import { LAB_CERT_HOSTS, type LabContext, type LabServerSpec } from './server-spec.js';
 import { badStatusServer } from './servers/bad-status.js';
 import { closeServer } from './servers/close.js';
+import { decompressionBombServer } from './servers/decompression-bomb.js';
 import { expiredCertServer } from './servers/expired-cert.js';
 import { h2GoawayServer } from './servers/h2-goaway.js';
 import { h2RstServer } from './servers/h2-rst.js';
@@ -55,6 +56,7 @@ export const LAB_SERVERS = [
   tlsResetServer,
   h2GoawayServer,
   h2RstServer,
+  decompressionBombServer,
 ] as const satisfies readonly LabServerSpec[];
 export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
 

@@ -23,11 +23,10 @@ import { renderTable } from '../../coordinator/report/table.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { newRunId } from '../../coordinator/split.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
+import { EXIT_BAD_INPUT } from '../exit-codes.js';
 
 /** Three clean links and a lossy, jittery one (its seed: DEFAULT_LINK_SEED). */
 export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms', 'sa-east=120ms,loss=2%,jitter=10ms'];
-/** Exit code for bad input, as the CLI's (cli/probefleet.ts). */
-const EXIT_BAD_INPUT = 2;
 
 export const regionOptions = (y: Argv) =>
   y

@@ -39,7 +39,7 @@ export function escapeMarkdown(text: string): string {
   return escapeMarkdownInline(text).replace(/^(?:[#+=-]|\d+(?=[.)]))/, (c) => (/\d/.test(c) ? `${c}\\` : `\\${c}`));
 }
 
-function tableMarkdown(table: Table): string {
+export function tableMarkdown(table: Table): string {
   const row = (cells: string[]) => `| ${cells.map(escapeMarkdownInline).join(' | ')} |`;
   const rule = `|${table.headers.map((_, i) => (table.align[i] === 'r' ? ' ---: ' : ' --- ')).join('|')}|`;
   return [row(table.headers), rule, ...table.rows.map(row)].join('\n');
@@ -48,7 +48,7 @@ function tableMarkdown(table: Table): string {
 const notesMarkdown = (notes: string[] | undefined) =>
   notes && notes.length > 0 ? [notes.map((n) => `- ${escapeMarkdown(n)}`).join('\n')] : [];
 
-function blockMarkdown(block: ReportBlock): string[] {
+export function blockMarkdown(block: ReportBlock): string[] {
   switch (block.kind) {
     case 'chart':
       return [];
