@@ -71,8 +71,11 @@ export const ERROR_CODES = [
   'UNEXPECTED_BODY',
   /** The response was longer than a job may read (JOB_LIMITS.responseBytes); reading stopped there. */
   'RESPONSE_TOO_LARGE',
-  /** A header refers to an environment variable (`${env:NAME}`) this worker does not have. */
+  /** A header or the URL refers to an environment variable (`${env:NAME}`) this worker does not have. */
   'SECRET_NOT_SET',
+  /** A referenced variable's value cannot be sent where it stands (a control character or a
+   * character beyond Latin-1 in a header value): the job sent nothing. */
+  'SECRET_INVALID',
   'INVALID_JOB',
   'INTERNAL_ERROR',
 ] as const;

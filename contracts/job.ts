@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { nameSchema } from './common.js';
 import { JOB_LIMITS } from './limits.js';
-import { targetSchema } from './plan.js';
+import { credentialsGivenOnce, targetFields } from './plan.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams, type ProbeVariant } from './probes/index.js';
 
 export const JOB_SCHEMA = 'probefleet.job/v1';
@@ -24,7 +24,10 @@ export const jobTlsSchema = z.strictObject({
 });
 export type JobTls = z.infer<typeof jobTlsSchema>;
 
-export const jobTargetSchema = targetSchema.omit({ tls: true }).extend({ tls: jobTlsSchema.optional() });
+export const jobTargetSchema = targetFields
+  .omit({ tls: true })
+  .extend({ tls: jobTlsSchema.optional() })
+  .superRefine(credentialsGivenOnce);
 export type JobTarget = z.infer<typeof jobTargetSchema>;
 
 function jobSchemaFor<K extends ProbeKind>(kind: K) {

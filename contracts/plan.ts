@@ -3,25 +3,35 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { distinct, nameSchema } from './common.js';
-import { capsExceeded, JOB_LIMITS, overCapMessage, type JobDemands } from './limits.js';
-import { headerValueProblem } from './secrets.js';
+import { capsExceeded, JOB_LIMITS, overCapMessage, PLAN_LIMITS, type JobDemands } from './limits.js';
+import { headerValueProblem, replaceUrlReferences, urlSecretsProblems } from './secrets.js';
 import { schemeOf } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
 
-const httpUrlSchema = z.string().superRefine((value, ctx) => {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    ctx.addIssue({ code: 'custom', message: `not a valid URL: "${value}"` });
-    return;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    ctx.addIssue({ code: 'custom', message: `unsupported URL scheme "${url.protocol}" (use http:// or https://)` });
-  } else if (url.username || url.password) {
-    ctx.addIssue({ code: 'custom', message: 'credentials in the URL are not allowed (use headers)' });
-  }
-});
+/**
+ * An http(s) URL; its user:password part and query values may hold references to the worker's
+ * environment (contracts/secrets.ts), which are parsed as placeholders here.
+ */
+const httpUrlSchema = z
+  .string()
+  .max(PLAN_LIMITS.stringChars)
+  .superRefine((value, ctx) => {
+    const problems = urlSecretsProblems(value);
+    for (const message of problems) ctx.addIssue({ code: 'custom', message });
+    if (problems.length > 0) return;
+    let url: URL;
+    try {
+      url = new URL(replaceUrlReferences(value, () => 'x'));
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `not a valid URL: "${value}"` });
+      return;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      ctx.addIssue({ code: 'custom', message: `unsupported URL scheme "${url.protocol}" (use http:// or https://)` });
+    } else if (url.port === '0') {
+      ctx.addIssue({ code: 'custom', message: 'port 0 is no port a server listens on (leave it out for 80 or 443)' });
+    }
+  });
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -31,16 +41,20 @@ export const targetTlsSchema = z.strictObject({
   /** PEM file with the CA(s) to trust, relative to the plan file. */
   ca: z.string().min(1).optional(),
   /** SNI and certificate name, when it differs from the URL's host. */
-  servername: z.string().min(1).optional(),
+  servername: z
+    .string()
+    .regex(/^[\x21-\x7e]+$/, 'must be a host name of visible ASCII characters')
+    .optional(),
 });
 
-export const targetSchema = z.strictObject({
+/** A target's fields; `targetSchema` adds the checks across them (jobs reuse both, with TLS as PEM). */
+export const targetFields = z.strictObject({
   name: nameSchema,
   url: httpUrlSchema,
   /** Extra request headers sent with every request to this target. Values may refer to the
    * worker's environment (`${env:NAME}`); credentials (Authorization, Cookie...) must. */
   headers: z
-    .record(z.string().regex(HEADER_NAME, 'not a valid header name'), z.string())
+    .record(z.string().regex(HEADER_NAME, 'not a valid header name'), z.string().max(PLAN_LIMITS.stringChars))
     .superRefine((headers, ctx) => {
       for (const [name, value] of Object.entries(headers)) {
         const problem = headerValueProblem(name, value);
@@ -50,6 +64,19 @@ export const targetSchema = z.strictObject({
     .optional(),
   tls: targetTlsSchema.optional(),
 });
+
+/** The worker sends a URL's user:password as the Authorization header: a target gives one of the two. */
+export function credentialsGivenOnce(target: { url: string; headers?: Record<string, string> }, ctx: z.RefinementCtx) {
+  const authorization = Object.keys(target.headers ?? {}).find((name) => name.toLowerCase() === 'authorization');
+  if (authorization && /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*@/.test(target.url))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['url'],
+      message: `the URL's user:password and the ${authorization} header both give credentials: give one`,
+    });
+}
+
+export const targetSchema = targetFields.superRefine(credentialsGivenOnce);
 export type Target = z.output<typeof targetSchema>;
 
 function experimentSchemaFor<K extends ProbeKind>(kind: K) {
@@ -109,7 +136,7 @@ export const scheduleSchema = z
 export const planSchema = z
   .strictObject({
     name: nameSchema,
-    description: z.string().optional(),
+    description: z.string().max(PLAN_LIMITS.stringChars).optional(),
     /** Regions whose workers run every experiment; `local` is the embedded runner's region. */
     regions: z.array(nameSchema).min(1).max(50).default(['local']),
     targets: z.array(targetSchema).min(1).max(100),

@@ -9,6 +9,8 @@ import { createLabCa } from './certs.js';
 import { LAB_CERT_HOSTS, type LabContext, type LabServerSpec } from './server-spec.js';
 import { badStatusServer } from './servers/bad-status.js';
 import { closeServer } from './servers/close.js';
+import { echoHeadersServer } from './servers/echo-headers.js';
+import { escapeCertServer } from './servers/escape-cert.js';
 import { expiredCertServer } from './servers/expired-cert.js';
 import { h2GoawayServer } from './servers/h2-goaway.js';
 import { h2RstServer } from './servers/h2-rst.js';
@@ -54,6 +56,8 @@ export const LAB_SERVERS = [
   tlsResetServer,
   h2GoawayServer,
   h2RstServer,
+  echoHeadersServer,
+  escapeCertServer,
 ] as const satisfies readonly LabServerSpec[];
 export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
 

@@ -4,9 +4,12 @@ import type { ArgsOf } from './args.js';
 import { planJsonSchema } from '../../contracts/plan-json-schema.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
-import { runIdFor, splitPlan } from '../../coordinator/split.js';
+import { redactTarget } from '../../coordinator/run-report.js';
+import { countJobs, splitPlan } from '../../coordinator/split.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
-const fileArg = (y: Argv) => y.positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
+const fileArg = (y: Argv) =>
+  maxJobsArgs(y).positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
 const expandOptions = (y: Argv) =>
   fileArg(y)
     .option('run-id', { type: 'string', describe: 'run id to expand for (default: <plan>-preview)' })
@@ -16,13 +19,12 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
   command: 'validate <file>',
   describe: 'Check a plan; print every problem with file:line:column and field (exit 2)',
   builder: fileArg,
-  handler: async ({ file }) => {
-    const loaded = await loadPlanFile(file);
-    const jobs = splitPlan(loaded, runIdFor(loaded.plan.name, new Date(0)));
-    const { plan } = loaded;
+  handler: async (args) => {
+    const { file } = args;
+    const { plan } = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
     process.stdout.write(
       `${file}: plan "${plan.name}" is valid: ${plan.targets.length} targets, ${plan.experiments.length} experiments, ` +
-        `${plan.regions.length} regions (${plan.regions.join(', ')}), ${jobs.length} jobs per run` +
+        `${plan.regions.length} regions (${plan.regions.join(', ')}), ${countJobs(plan).total} jobs per run` +
         `${plan.schedule ? `, scheduled "${plan.schedule.cron}" ${plan.schedule.tz}` : ''}\n`,
     );
   },
@@ -32,13 +34,12 @@ const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
   command: 'expand <file>',
   describe: 'Print the jobs a run of the plan makes, with their deterministic ids',
   builder: expandOptions,
-  handler: async ({ file, runId, json }) => {
-    const loaded = await loadPlanFile(file);
+  handler: async (args) => {
+    const { file, runId, json } = args;
+    const loaded = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
     const jobs = splitPlan(loaded, runId ?? `${loaded.plan.name}-preview`);
     if (json) {
-      process.stdout.write(
-        `${jobs.map((j) => JSON.stringify({ ...j, target: { ...j.target, headers: j.target.headers && '[redacted]' } })).join('\n')}\n`,
-      );
+      process.stdout.write(`${jobs.map((j) => JSON.stringify({ ...j, target: redactTarget(j.target) })).join('\n')}\n`);
       return;
     }
     process.stdout.write(

@@ -29,9 +29,10 @@ import { MetricsPusher } from '../../worker/metrics/pusher.js';
 import { pushRunMetrics } from '../../worker/metrics/run-metrics.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 const options = (y: Argv) =>
-  targetPolicyArgs(reportFileArgs(instanceArg(pushgatewayArgs(redisArgs(y)))), true)
+  targetPolicyArgs(maxJobsArgs(reportFileArgs(instanceArg(pushgatewayArgs(redisArgs(y))))), true)
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('lab', { type: 'boolean', default: false, describe: 'start the lab target for the duration of the run' })
@@ -70,7 +71,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   builder: options,
   handler: async (args) => {
     const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
-    const loaded = await loadPlanFile(args.plan);
+    const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) });
     if (redisUrlFrom(args)) {
       for (const [given, option] of [
         [args.allowLoopback !== undefined, '--allow-loopback'],

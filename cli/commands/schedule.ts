@@ -15,9 +15,10 @@ import {
 } from '../../coordinator/schedules.js';
 import { fleetOf, redisArgs, type RedisArgs } from './redis-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 const addOptions = (y: Argv) =>
-  redisArgs(y)
+  maxJobsArgs(redisArgs(y))
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('cron', {
       type: 'string',
@@ -55,7 +56,7 @@ const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
   describe: 'Run a plan on a schedule (one schedule per plan name: adding again replaces it)',
   builder: addOptions,
   handler: async (args) => {
-    const loaded = await loadPlanFile(args.plan);
+    const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) });
     if (args.deadline !== undefined && !(args.deadline >= 1))
       throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
     let spec;

@@ -18,6 +18,7 @@ import {
   probeSections,
   unfinishedTable,
 } from './run-views.js';
+import { shownReport } from './format.js';
 import { reportFacts } from './report-facts.js';
 import { renderBarChart } from './svg-chart.js';
 
@@ -154,7 +155,8 @@ function parts(report: RunReport): Part[] {
   return out;
 }
 
-export function renderHtmlReport(report: RunReport): string {
+export function renderHtmlReport(run: RunReport): string {
+  const report = shownReport(run);
   const sections = parts(report);
   return html`<!doctype html>
 <html lang="en">
