@@ -34,7 +34,12 @@ export function printableDeep<T>(value: T): T {
   return value;
 }
 
-/** A line of JSON (a log line) with what JSON leaves raw escaped as `\uXXXX`: still the same JSON. */
+/** JSON (a log line, a report file) with what JSON leaves raw escaped as `\uXXXX`: the same data, safe bytes. */
 export function printableJson(line: string): string {
   return line.replace(UNPRINTABLE_IN_JSON, (c) => `\\u${hex(c, 4)}`);
+}
+
+/** `JSON.stringify` for files and stdout: the same JSON, with no byte a terminal would act on. */
+export function printableJsonText(value: unknown, indent?: number): string {
+  return printableJson(JSON.stringify(value, null, indent));
 }

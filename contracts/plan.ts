@@ -174,6 +174,7 @@ export const planSchema = z
     plan.experiments.forEach((experiment, i) => {
       reportUnmeasurableTargets(plan.targets, experiment, i, ctx);
     });
+    reportRepeatedExperiments(plan.targets, plan.experiments, ctx);
     plan.experiments.forEach((experiment, i) => {
       const demands = (PROBES[experiment.probe].demands as (params: Experiment) => JobDemands)(experiment);
       for (const { param, message } of capsExceeded(demands))
@@ -217,6 +218,33 @@ function reportUnmeasurableTargets(
         (listedAt === undefined ? ` (name the targets it runs on in experiments[${i}].targets)` : ''),
     });
   }
+}
+
+/**
+ * Two experiments with the same probe and parameters make the same jobs (same ids) on a target
+ * they share: a mistake worth naming rather than a silent merge, and what keeps the count of
+ * a run's jobs (coordinator/split.ts countJobs) exact.
+ */
+function reportRepeatedExperiments(targets: Target[], experiments: Experiment[], ctx: z.RefinementCtx): void {
+  const first = new Map<string, number>();
+  experiments.forEach(({ targets: only, ...params }, i) => {
+    // The parsed parameters come out in the schema's key order, so equal experiments give equal text.
+    const what = JSON.stringify(params);
+    // By name: a target name given twice is its own mistake, reported on the targets.
+    for (const name of new Set(targets.map((t) => t.name).filter((name) => !only || only.includes(name)))) {
+      const earlier = first.get(`${name} ${what}`);
+      if (earlier === undefined) {
+        first.set(`${name} ${what}`, i);
+        continue;
+      }
+      ctx.addIssue({
+        code: 'custom',
+        path: ['experiments', i],
+        message: `repeats experiments[${earlier}] on target "${name}" (the same probe and parameters make the same jobs)`,
+      });
+      return;
+    }
+  });
 }
 
 function reportDuplicates(

@@ -84,13 +84,16 @@ export function jobIdFor(
   return `${runId}.${region}.${target}.${probe}-${readable}-${shortHash({ params, variant })}`;
 }
 
-/** The run's jobs; refuses (TooManyJobsError) before making any when they would be more than the plan's limit. */
-export function splitPlan(
-  { plan, tls, file, maxJobs = PLAN_LIMITS.jobsPerRun }: LoadedPlan,
-  runId: string,
-): JobPayload[] {
+/** Throws TooManyJobsError when a run of the plan would make more jobs than its limit (say, after --regions). */
+export function checkJobCount({ plan, file, maxJobs = PLAN_LIMITS.jobsPerRun }: LoadedPlan): void {
   const counted = countJobs(plan);
   if (counted.total > maxJobs) throw new TooManyJobsError(`${file}: ${tooManyJobsMessage(counted, maxJobs)}`);
+}
+
+/** The run's jobs; refuses (TooManyJobsError) before making any when they would be more than the plan's limit. */
+export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
+  checkJobCount(loaded);
+  const { plan, tls } = loaded;
   const jobs = new Map<string, JobPayload>();
   for (const region of plan.regions) {
     for (const { targets: only, probe, ...params } of plan.experiments) {

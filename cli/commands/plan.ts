@@ -7,6 +7,7 @@ import { renderTable } from '../../coordinator/report/table.js';
 import { redactTarget } from '../../coordinator/run-report.js';
 import { countJobs, splitPlan } from '../../coordinator/split.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { printableJsonText } from '../../common/printable.js';
 
 const fileArg = (y: Argv) =>
   maxJobsArgs(y).positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
@@ -39,7 +40,9 @@ const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
     const loaded = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
     const jobs = splitPlan(loaded, runId ?? `${loaded.plan.name}-preview`);
     if (json) {
-      process.stdout.write(`${jobs.map((j) => JSON.stringify({ ...j, target: redactTarget(j.target) })).join('\n')}\n`);
+      process.stdout.write(
+        `${jobs.map((j) => printableJsonText({ ...j, target: redactTarget(j.target) })).join('\n')}\n`,
+      );
       return;
     }
     process.stdout.write(

@@ -20,7 +20,7 @@ import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
-import { newRunId, splitPlan } from '../../coordinator/split.js';
+import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
 import { fleetOf, redisArgs, redisUrlFrom } from './redis-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
@@ -143,7 +143,9 @@ function withRegions(loaded: LoadedPlan, regions: string[]): LoadedPlan {
   }
   const twice = regions.find((region, i) => regions.indexOf(region) !== i);
   if (twice) throw new BadArgumentError(`--regions: "${twice}" is listed twice`);
-  return { ...loaded, plan: { ...loaded.plan, regions: checked.data } };
+  const moved = { ...loaded, plan: { ...loaded.plan, regions: checked.data } };
+  checkJobCount(moved); // before anything connects to Redis
+  return moved;
 }
 
 /** Submits the plan as a flow and waits for the regions' workers; the report is the stored one. */
