@@ -24,12 +24,34 @@ export function printable(text: string): string {
   return text.replace(UNPRINTABLE, escaped);
 }
 
-/** Every string in a value (keys too), printable; numbers, booleans and nulls as they are. */
+/**
+ * Every string in a value (keys too), printable; numbers, booleans and nulls as they are. Copies
+ * only what changes: a run report is mostly numbers, and its strings are almost always clean.
+ */
 export function printableDeep<T>(value: T): T {
   if (typeof value === 'string') return printable(value) as T;
-  if (Array.isArray(value)) return value.map(printableDeep) as T;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const shown = printableDeep(value[i]);
+      if (shown !== value[i]) (copy ??= [...value])[i] = shown;
+    }
+    return (copy ?? value) as T;
+  }
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [printable(key), printableDeep(item)])) as T;
+    const source = value as Record<string, unknown>;
+    const keys = Object.keys(source);
+    let copy: Record<string, unknown> | undefined;
+    for (let i = 0; i < keys.length; i++) {
+      const key = printable(keys[i]);
+      const item = printableDeep(source[keys[i]]);
+      if (!copy && (key !== keys[i] || item !== source[keys[i]])) {
+        copy = {};
+        for (const earlier of keys.slice(0, i)) copy[earlier] = source[earlier];
+      }
+      if (copy) copy[key] = item;
+    }
+    return (copy ?? value) as T;
   }
   return value;
 }

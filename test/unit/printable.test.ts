@@ -34,10 +34,13 @@ describe('printable', () => {
     });
   }
 
-  test('a whole value: strings and keys escaped, numbers and nesting kept', () => {
-    assert.deepEqual(printableDeep({ 'k\x1b': ['a\r', 1, null, { b: true, c: '\u202e' }] }), {
-      'k\\x1b': ['a\\r', 1, null, { b: true, c: '\\u202e' }],
-    });
+  test('a whole value: strings and keys escaped, numbers and nesting kept; a clean value is not copied', () => {
+    const value = { z: 1, 'k\x1b': ['a\r', 1, null, { b: true, c: '\u202e' }], clean: { d: 'x' } };
+    const shown = printableDeep(value);
+    assert.deepEqual(shown, { z: 1, 'k\\x1b': ['a\\r', 1, null, { b: true, c: '\\u202e' }], clean: { d: 'x' } });
+    assert.deepEqual(Object.keys(shown), ['z', 'k\\x1b', 'clean'], 'keys keep their order');
+    assert.equal(shown.clean, value.clean);
+    assert.equal(value['k\x1b'][0], 'a\r', 'the original is left as it was');
   });
 
   test('terminal tables show cells escaped, so a value cannot break the layout or drive the terminal', () => {
