@@ -34,7 +34,9 @@ export function printableDeep<T>(value: T): T {
     let copy: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
       const shown = printableDeep(value[i]);
-      if (shown !== value[i]) (copy ??= [...value])[i] = shown;
+      if (shown === value[i]) continue;
+      copy ??= [...value];
+      copy[i] = shown;
     }
     return (copy ?? value) as T;
   }
