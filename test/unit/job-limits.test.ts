@@ -208,4 +208,23 @@ experiments:
     assert.equal(runJobDataSchema.safeParse(runJob).success, true);
     assert.ok(!JSON.stringify(report).includes('PF_'), 'not even the names of the variables');
   });
+
+  test('plan expand --json shows the jobs with header values and URL credentials redacted', async () => {
+    const file = await writePlan(
+      header(
+        '    headers: { authorization: "Bearer ${env:API_TOKEN}", accept: "*/*" }\nexperiments: [{ probe: reuse }]\n',
+      ).replace('url: "https://api.example/"', 'url: "https://api.example/v1?token=${env:API_KEY}&page=2"'),
+    );
+    const { code, stdout, stderr } = await runCli(['plan', 'expand', '--json', file]);
+    assert.equal(code, 0, stderr);
+    const jobs = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.equal(jobs.length, 2);
+    for (const job of jobs) {
+      assert.equal(job.target.url, 'https://api.example/v1?token=[redacted]&page=2');
+      assert.deepEqual(job.target.headers, { authorization: '[redacted]', accept: '[redacted]' });
+    }
+  });
 });
