@@ -102,6 +102,8 @@ export const requestSampleSchema = z.strictObject({
   bodyBytes: z.int().nonnegative(),
   /** The response said `Connection: close`. */
   serverClosed: z.boolean().optional(),
+  /** https, on a request that opened a connection: the server resumed the TLS session offered. */
+  tlsResumed: z.boolean().optional(),
   error: probeErrorSchema.optional(),
 });
 export type RequestSample = z.infer<typeof requestSampleSchema>;

@@ -3,16 +3,17 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { distinct, nameSchema } from './common.js';
+import { isLabUrl, LAB_ROLES, parseLabUrl } from './lab-roles.js';
 import { capsExceeded, JOB_LIMITS, overCapMessage, PLAN_LIMITS, type JobDemands } from './limits.js';
 import { headerValueProblem, replaceUrlReferences, urlSecretsProblems } from './secrets.js';
-import { schemeOf } from './probes/define.js';
+import { schemeOf, type Scheme } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
 
 /**
- * An http(s) URL; its user:password part and query values may hold references to the worker's
- * environment (contracts/secrets.ts), which are parsed as placeholders here.
+ * An http:// or https:// URL: what a job carries. Its user:password part and query values may
+ * hold references to the worker's environment (contracts/secrets.ts), parsed as placeholders here.
  */
-const httpUrlSchema = z
+export const httpUrlSchema = z
   .string()
   .max(PLAN_LIMITS.stringChars)
   .superRefine((value, ctx) => {
@@ -33,6 +34,26 @@ const httpUrlSchema = z
     }
   });
 
+/** What a plan's target may name: an http(s) URL, or a lab server by role (`lab:keepalive/nagle`). */
+const targetUrlSchema = z.string().superRefine((value, ctx) => {
+  if (!isLabUrl(value)) {
+    const checked = httpUrlSchema.safeParse(value);
+    for (const issue of checked.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message });
+    return;
+  }
+  const parsed = parseLabUrl(value);
+  if ('problem' in parsed) ctx.addIssue({ code: 'custom', message: parsed.problem });
+});
+
+/** The scheme of a target's URL, a lab URL's included; undefined when it has none we know. */
+export function targetScheme(url: string): Scheme | undefined {
+  if (isLabUrl(url)) {
+    const parsed = parseLabUrl(url);
+    return 'role' in parsed ? LAB_ROLES[parsed.role] : undefined;
+  }
+  return URL.canParse(url) ? schemeOf(url) : undefined;
+}
+
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export const targetTlsSchema = z.strictObject({
@@ -47,10 +68,10 @@ export const targetTlsSchema = z.strictObject({
     .optional(),
 });
 
-/** A target's fields; `targetSchema` adds the checks across them (jobs reuse both, with TLS as PEM). */
-export const targetFields = z.strictObject({
+export const targetSchema = z.strictObject({
   name: nameSchema,
-  url: httpUrlSchema,
+  /** http:// or https://, or `lab:SERVER/path` for a lab server by role (resolved where the lab is known). */
+  url: targetUrlSchema,
   /** Extra request headers sent with every request to this target. Values may refer to the
    * worker's environment (`${env:NAME}`); credentials (Authorization, Cookie...) must. */
   headers: z
@@ -64,20 +85,15 @@ export const targetFields = z.strictObject({
     .optional(),
   tls: targetTlsSchema.optional(),
 });
+export type Target = z.output<typeof targetSchema>;
 
 /** The worker sends a URL's user:password as the Authorization header: a target gives one of the two. */
-export function credentialsGivenOnce(target: { url: string; headers?: Record<string, string> }, ctx: z.RefinementCtx) {
+export function credentialsTwiceProblem(target: { url: string; headers?: Record<string, string> }): string | undefined {
   const authorization = Object.keys(target.headers ?? {}).find((name) => name.toLowerCase() === 'authorization');
-  if (authorization && /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*@/.test(target.url))
-    ctx.addIssue({
-      code: 'custom',
-      path: ['url'],
-      message: `the URL's user:password and the ${authorization} header both give credentials: give one`,
-    });
+  return authorization && /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*@/.test(target.url)
+    ? `the URL's user:password and the ${authorization} header both give credentials: give one`
+    : undefined;
 }
-
-export const targetSchema = targetFields.superRefine(credentialsGivenOnce);
-export type Target = z.output<typeof targetSchema>;
 
 function experimentSchemaFor<K extends ProbeKind>(kind: K) {
   return PROBES[kind].params.extend({
@@ -146,6 +162,10 @@ export const planSchema = z
      * JOB_LIMITS.durationSeconds, checked below so that the message names the cap. */
     jobTimeoutSeconds: z.int().min(1).meta({ maximum: JOB_LIMITS.durationSeconds }).default(300),
   })
+  // Cross-references run even where the schema found problems, so a plan's mistakes come out in one
+  // pass: each check takes only the parts that are well-formed on their own.
+  .superRefine((raw, ctx) => checkCrossReferences(raw as unknown, ctx), { when: () => true })
+  // Caps need each experiment's parameters with their defaults: checked once those parsed.
   .superRefine((plan, ctx) => {
     if (plan.jobTimeoutSeconds > JOB_LIMITS.durationSeconds) {
       ctx.addIssue({
@@ -154,51 +174,76 @@ export const planSchema = z
         message: overCapMessage('durationSeconds', `${plan.jobTimeoutSeconds} s`),
       });
     }
-    reportDuplicates(plan.regions, ['regions'], 'region', ctx);
-    reportDuplicates(
-      plan.targets.map((t) => t.name),
-      ['targets'],
-      'target name',
-      ctx,
-      ['name'],
-    );
-    plan.targets.forEach((target, i) => {
-      if (target.tls && target.url.startsWith('http:')) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['targets', i, 'tls'],
-          message: 'tls settings apply to https:// targets only',
-        });
-      }
-    });
-    plan.experiments.forEach((experiment, i) => {
-      reportUnmeasurableTargets(plan.targets, experiment, i, ctx);
-    });
-    reportRepeatedExperiments(plan.targets, plan.experiments, ctx);
     plan.experiments.forEach((experiment, i) => {
       const demands = (PROBES[experiment.probe].demands as (params: Experiment) => JobDemands)(experiment);
       for (const { param, message } of capsExceeded(demands))
         ctx.addIssue({ code: 'custom', path: ['experiments', i, param], message });
     });
-    const known = new Set(plan.targets.map((t) => t.name));
-    plan.experiments.forEach((experiment, i) => {
-      experiment.targets?.forEach((name, j) => {
-        if (!known.has(name)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['experiments', i, 'targets', j],
-            message: `unknown target "${name}" (targets: ${[...known].join(', ')})`,
-          });
-        }
+  });
+
+const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+const nameOf = (value: unknown): string | undefined => {
+  const name = (value as { name?: unknown } | null)?.name;
+  return typeof name === 'string' ? name : undefined;
+};
+
+function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
+  const plan = (raw ?? {}) as Record<string, unknown>;
+  const regions = asArray(plan.regions).filter((r): r is string => typeof r === 'string');
+  if (regions.length === asArray(plan.regions).length) reportDuplicates(regions, ['regions'], 'region', ctx);
+  const rawTargets = asArray(plan.targets);
+  const names = rawTargets.map(nameOf);
+  reportDuplicates(
+    names.map((n) => n ?? '\u0000'),
+    ['targets'],
+    'target name',
+    ctx,
+    ['name'],
+    new Set(['\u0000']),
+  );
+  // Targets that are well-formed on their own, at their index.
+  const targets = rawTargets.map((t) => {
+    const parsed = targetSchema.safeParse(t);
+    return parsed.success ? parsed.data : undefined;
+  });
+  targets.forEach((target, i) => {
+    if (target?.tls && targetScheme(target.url) === 'http') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['targets', i, 'tls'],
+        message: 'tls settings apply to https:// targets only',
       });
+    }
+    const twice = target && credentialsTwiceProblem(target);
+    if (twice) ctx.addIssue({ code: 'custom', path: ['targets', i, 'url'], message: twice });
+  });
+  const experiments = asArray(plan.experiments).map((e) => {
+    const parsed = experimentSchema.safeParse(e);
+    return parsed.success ? parsed.data : undefined;
+  });
+  experiments.forEach((experiment, i) => {
+    if (experiment) reportUnmeasurableTargets(targets, experiment, i, ctx);
+  });
+  reportRepeatedExperiments(targets, experiments, ctx);
+  const known = new Set(names.filter((n): n is string => n !== undefined));
+  asArray(plan.experiments).forEach((experiment, i) => {
+    asArray((experiment as { targets?: unknown } | null)?.targets).forEach((name, j) => {
+      if (typeof name === 'string' && !known.has(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['experiments', i, 'targets', j],
+          message: `unknown target "${name}" (targets: ${[...known].join(', ')})`,
+        });
+      }
     });
   });
+}
 
 export type Plan = Omit<z.output<typeof planSchema>, 'experiments'> & { experiments: Experiment[] };
 
 /** A probe that measures only some URL schemes (tls: https) refuses a target it cannot measure. */
 function reportUnmeasurableTargets(
-  targets: Target[],
+  targets: (Target | undefined)[],
   experiment: { probe: ProbeKind; targets?: string[] },
   i: number,
   ctx: z.RefinementCtx,
@@ -206,10 +251,10 @@ function reportUnmeasurableTargets(
   const schemes = PROBES[experiment.probe].schemes;
   if (!schemes) return;
   for (const target of targets) {
+    if (!target) continue;
     const listedAt = experiment.targets?.indexOf(target.name);
-    if (listedAt === -1 || !URL.canParse(target.url)) continue;
-    const scheme = schemeOf(target.url);
-    if (schemes.includes(scheme)) continue;
+    const scheme = targetScheme(target.url);
+    if (listedAt === -1 || !scheme || schemes.includes(scheme)) continue;
     ctx.addIssue({
       code: 'custom',
       path: listedAt === undefined ? ['experiments', i, 'probe'] : ['experiments', i, 'targets', listedAt],
@@ -225,13 +270,20 @@ function reportUnmeasurableTargets(
  * they share: a mistake worth naming rather than a silent merge, and what keeps the count of
  * a run's jobs (coordinator/split.ts countJobs) exact.
  */
-function reportRepeatedExperiments(targets: Target[], experiments: Experiment[], ctx: z.RefinementCtx): void {
+function reportRepeatedExperiments(
+  targets: (Target | undefined)[],
+  experiments: (Experiment | undefined)[],
+  ctx: z.RefinementCtx,
+): void {
+  // By name: a target name given twice is its own mistake, reported on the targets.
+  const names = [...new Set(targets.flatMap((t) => (t ? [t.name] : [])))];
   const first = new Map<string, number>();
-  experiments.forEach(({ targets: only, ...params }, i) => {
+  experiments.forEach((experiment, i) => {
+    if (!experiment) return;
+    const { targets: only, ...params } = experiment;
     // The parsed parameters come out in the schema's key order, so equal experiments give equal text.
     const what = JSON.stringify(params);
-    // By name: a target name given twice is its own mistake, reported on the targets.
-    for (const name of new Set(targets.map((t) => t.name).filter((name) => !only || only.includes(name)))) {
+    for (const name of names.filter((n) => !only || only.includes(n))) {
       const earlier = first.get(`${name} ${what}`);
       if (earlier === undefined) {
         first.set(`${name} ${what}`, i);
@@ -253,10 +305,12 @@ function reportDuplicates(
   what: string,
   ctx: z.RefinementCtx,
   suffix: (string | number)[] = [],
+  /** Placeholders for values that are missing, never duplicates of each other. */
+  ignored = new Set<string>(),
 ): void {
   const seen = new Set<string>();
   values.forEach((value, i) => {
-    if (seen.has(value)) {
+    if (seen.has(value) && !ignored.has(value)) {
       ctx.addIssue({ code: 'custom', path: [...path, i, ...suffix], message: `duplicate ${what} "${value}"` });
     }
     seen.add(value);

@@ -115,16 +115,26 @@ export async function parsePlan(text: string, file: string, options: PlanOptions
   const data = toPlainData(doc, file, at);
 
   const parsed = planSchema.safeParse(data);
+  // CA files are read whatever the schema said, so their problems come out with the others.
+  const ca = await readCaFiles(data, doc, file, at);
   if (!parsed.success) {
     const issues = parsed.error.issues.filter((issue) => !isLooserBound(issue, parsed.error.issues));
-    throw new PlanError(issues.flatMap((issue) => problemsOf(issue, doc, file, at, data)));
+    throw new PlanError([...issues.flatMap((issue) => problemsOf(issue, doc, file, at, data)), ...ca.problems]);
   }
+  if (ca.problems.length > 0) throw new PlanError(ca.problems);
   const plan = parsed.data as Plan;
   const maxJobs = options.maxJobs ?? PLAN_LIMITS.jobsPerRun;
   const jobs = countJobs(plan);
   if (jobs.total > maxJobs)
     throw new PlanError([problemAt(doc, ['experiments'], file, at, tooManyJobsMessage(jobs, maxJobs))]);
-  return { plan, file, tls: await readTlsFiles(plan, doc, file, at), maxJobs };
+  const tls: LoadedPlan['tls'] = {};
+  for (const [i, target] of plan.targets.entries()) {
+    if (!target.tls) continue;
+    const { ca: _, ...rest } = target.tls;
+    const caPem = ca.pems.get(i);
+    tls[target.name] = { ...rest, ...(caPem ? { caPem } : {}) };
+  }
+  return { plan, file, tls, maxJobs };
 }
 
 const MULTIPLE_DOCUMENTS = 'YAML: a plan is one document; this file has more (a "---" line)';
@@ -176,40 +186,33 @@ function firstTooDeep(tokens: CST.Token[], limit: number): number | undefined {
   return first;
 }
 
-async function readTlsFiles(plan: Plan, doc: Document, file: string, at: (o: number) => { line: number; col: number }) {
-  const tls: LoadedPlan['tls'] = {};
+/** Every target's `tls.ca` file read into PEM (by target index), from the plan as written. */
+async function readCaFiles(
+  data: unknown,
+  doc: Document,
+  file: string,
+  at: (o: number) => { line: number; col: number },
+) {
+  const pems = new Map<number, string>();
   const problems: PlanProblem[] = [];
-  for (const [i, target] of plan.targets.entries()) {
-    if (!target.tls) continue;
-    const { ca, ...rest } = target.tls;
-    let caPem: string | undefined;
-    if (ca) {
-      const caPath = path.resolve(path.dirname(file), ca);
-      const fieldPath = ['targets', i, 'tls', 'ca'];
-      try {
-        caPem = (await readBoundedFile(caPath, PLAN_LIMITS.fileBytes)).toString('utf8');
-        if (!caPem.includes('-----BEGIN CERTIFICATE-----')) {
-          problems.push(
-            problemAt(doc, fieldPath, file, at, `${path.relative(process.cwd(), caPath)} holds no PEM certificate`),
-          );
-        }
-      } catch (err) {
-        const shown = path.relative(process.cwd(), caPath);
-        problems.push(
-          problemAt(
-            doc,
-            fieldPath,
-            file,
-            at,
-            `cannot read CA file ${shown}: ${err instanceof FileRefusedError ? err.message : ((err as NodeJS.ErrnoException).code ?? (err as Error).message)}`,
-          ),
-        );
-      }
+  const targets = (data as { targets?: unknown } | null)?.targets;
+  for (const [i, target] of (Array.isArray(targets) ? targets : []).entries()) {
+    const ca = (target as { tls?: { ca?: unknown } } | null)?.tls?.ca;
+    if (typeof ca !== 'string' || ca === '') continue;
+    const caPath = path.resolve(path.dirname(file), ca);
+    const fieldPath = ['targets', i, 'tls', 'ca'];
+    const shown = path.relative(process.cwd(), caPath);
+    try {
+      const caPem = (await readBoundedFile(caPath, PLAN_LIMITS.fileBytes)).toString('utf8');
+      if (caPem.includes('-----BEGIN CERTIFICATE-----')) pems.set(i, caPem);
+      else problems.push(problemAt(doc, fieldPath, file, at, `${shown} holds no PEM certificate`));
+    } catch (err) {
+      const reason =
+        err instanceof FileRefusedError ? err.message : ((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+      problems.push(problemAt(doc, fieldPath, file, at, `cannot read CA file ${shown}: ${reason}`));
     }
-    tls[target.name] = { ...rest, ...(caPem ? { caPem } : {}) };
   }
-  if (problems.length > 0) throw new PlanError(problems);
-  return tls;
+  return { pems, problems };
 }
 
 /** The field path of the mapping key that starts at `offset`, for YAML errors that point at a key. */

@@ -6,6 +6,7 @@ import { PLAN_LIMITS } from '../contracts/limits.js';
 import type { Plan } from '../contracts/plan.js';
 import { PROBES } from '../contracts/probes/index.js';
 import { BadInputError } from '../common/bad-input.js';
+import { labTargetsOf } from './lab-targets.js';
 import type { LoadedPlan } from './plan-loader.js';
 
 /** A run would make more jobs than its limit allows. */
@@ -94,6 +95,9 @@ export function checkJobCount({ plan, file, maxJobs = PLAN_LIMITS.jobsPerRun }: 
 export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
   checkJobCount(loaded);
   const { plan, tls } = loaded;
+  const unresolved = labTargetsOf(loaded);
+  // Entry points resolve lab URLs (withLabTargets) before splitting; a job never carries one.
+  if (unresolved.length > 0) throw new Error(`lab targets not resolved before splitting: ${unresolved.join(', ')}`);
   const jobs = new Map<string, JobPayload>();
   for (const region of plan.regions) {
     for (const { targets: only, probe, ...params } of plan.experiments) {

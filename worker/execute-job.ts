@@ -9,6 +9,7 @@ import { PROBES, type ProbeKind } from '../contracts/probes/index.js';
 import { RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/result.js';
 import { formatIssuePath } from '../common/issue-path.js';
 import type { Logger } from '../common/log.js';
+import { AltSvcLog } from './http/alt-svc.js';
 import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
 import type { ProbeContext, ProbeOutcome } from './probes/probe.js';
 import { SecretInvalidError, SecretNotSetError, withSecrets } from './secrets.js';
@@ -27,6 +28,8 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   /** Where probes may connect. @defaultValue the embedded run's: loopback allowed, private ranges refused */
   targetPolicy?: TargetPolicy;
+  /** Run a `cold` client command the job names. @defaultValue false: a job from Redis never runs a command */
+  allowClientCommands?: boolean;
 }
 
 const EMBEDDED_POLICY = new TargetPolicy(EMBEDDED_POLICY_SETTINGS);
@@ -61,9 +64,10 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   const startedAt = new Date().toISOString();
   log.debug({ variant: job.variant }, 'probe starting');
   const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
+  const altSvc = new AltSvcLog();
+  const ctx = { signal, log, targetPolicy, allowClientCommands: options.allowClientCommands ?? false, altSvc };
   const outcome =
-    (await refusedTarget(job, targetPolicy)) ??
-    (await withSecretsIn(job, (ready) => runProbe(ready, { signal, log, targetPolicy })));
+    (await refusedTarget(job, targetPolicy)) ?? (await withSecretsIn(job, (ready) => runProbe(ready, ctx)));
   const result = {
     schema: RESULT_SCHEMA,
     jobId: job.jobId,
@@ -80,6 +84,7 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
     summary: outcome.summary,
     details: outcome.details,
     findings: outcome.findings,
+    altSvc: altSvc.values,
   } as ResultOf<ProbeKind> as ProbeResult;
   log.info({ ok: result.ok, error: result.error?.code, requests: result.summary.requests }, 'probe finished');
   return result;

@@ -6,15 +6,25 @@ import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { redactTarget } from '../../coordinator/run-report.js';
 import { countJobs, splitPlan } from '../../coordinator/split.js';
-import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { withLabTargets } from '../../coordinator/lab-targets.js';
+import type { LoadedPlan } from '../../coordinator/plan-loader.js';
 import { printableJsonText } from '../../common/printable.js';
+import { DEFAULT_LAB_PORT, labAddressAt } from '../../lab/index.js';
+import { labAtArg, labAtOf } from './lab-args.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 const fileArg = (y: Argv) =>
   maxJobsArgs(y).positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
 const expandOptions = (y: Argv) =>
-  fileArg(y)
+  labAtArg(fileArg(y))
     .option('run-id', { type: 'string', describe: 'run id to expand for (default: <plan>-preview)' })
     .option('json', { type: 'boolean', describe: 'print the job payloads as JSON, one per line' });
+
+/** Lab targets at `--lab-at`, else where `probefleet lab` puts them by default (job ids do not depend on it). */
+function atDefaultLab(loaded: LoadedPlan, labAt?: string): LoadedPlan {
+  const lab = labAt === undefined ? labAddressAt('127.0.0.1', DEFAULT_LAB_PORT) : labAtOf(labAt);
+  return withLabTargets(loaded, lab, '');
+}
 
 const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
   command: 'validate <file>',
@@ -22,6 +32,7 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
   builder: fileArg,
   handler: async (args) => {
     const { file } = args;
+    // Counted, not made: a plan's jobs (lab targets wherever the lab is) are known without splitting it.
     const { plan } = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
     process.stdout.write(
       `${file}: plan "${plan.name}" is valid: ${plan.targets.length} targets, ${plan.experiments.length} experiments, ` +
@@ -36,9 +47,9 @@ const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
   describe: 'Print the jobs a run of the plan makes, with their deterministic ids',
   builder: expandOptions,
   handler: async (args) => {
-    const { file, runId, json } = args;
+    const { file, runId, json, labAt } = args;
     const loaded = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
-    const jobs = splitPlan(loaded, runId ?? `${loaded.plan.name}-preview`);
+    const jobs = splitPlan(atDefaultLab(loaded, labAt), runId ?? `${loaded.plan.name}-preview`);
     if (json) {
       process.stdout.write(
         `${jobs.map((j) => printableJsonText({ ...j, target: redactTarget(j.target) })).join('\n')}\n`,

@@ -50,6 +50,25 @@ export const levelRowSchema = z.strictObject({
 });
 export type LevelRow = z.infer<typeof levelRowSchema>;
 
+/** The server's own gzip level, found by matching its encoded size against every level of each library. */
+export const serverGzipSchema = z.strictObject({
+  /** The gzip body as the server sent it. */
+  encodedBytes: z.int().nonnegative(),
+  /** The library levels whose size matches: exact sizes when any is, else those within 1%. Empty: unknown. */
+  matches: z.array(
+    z.strictObject({
+      /** `zlib`: zlib 1.2 as nginx, Apache and Python link it (pako 2.1); `node`: Node's own zlib. */
+      library: z.enum(['zlib', 'node']),
+      level: z.int().min(1).max(9),
+      bytes: z.int().nonnegative(),
+    }),
+  ),
+  exact: z.boolean(),
+  /** Why no level matched. */
+  unknownReason: z.string().optional(),
+});
+export type ServerGzip = z.infer<typeof serverGzipSchema>;
+
 export const linkRowSchema = z.strictObject({
   acceptEncoding: z.enum(ACCEPT_ENCODINGS),
   contentEncoding: z.string().nullable(),
@@ -102,10 +121,10 @@ export const compressionProbe = defineProbe({
         inputBytes: z.int().nonnegative(),
         contentType: z.string().nullable(),
         rows: z.array(levelRowSchema),
-        /** The table level whose size is nearest the server's gzip answer (within 2%), if any. */
-        serverGzipLevel: z.int().nullable(),
       })
       .nullable(),
+    /** The server's own gzip level; null when it sent no gzip body that decoded. */
+    serverGzip: serverGzipSchema.nullable(),
     linkModel: z.array(
       z.strictObject({
         linkMBps: z.number(),

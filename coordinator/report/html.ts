@@ -12,7 +12,8 @@ import {
   comparedRegions,
   costByRegionTable,
   costChart,
-  costTable,
+  costBlock,
+  h3Block,
   decisionTable,
   findingsTable,
   probeSections,
@@ -105,9 +106,11 @@ function parts(report: RunReport): Part[] {
               'Per target and region: median(new) − median(reused) per request (95% CI)',
             )
           : ''
-      }${renderTableHtml(costTable(report), 'New-connection cost = median(new) − median(reused), per request')}`,
+      }${renderBlock(costBlock(report), nextChartId)}`,
     });
   }
+  const h3 = h3Block(report);
+  if (h3) out.push({ id: 'http3', title: 'HTTP/3', body: renderBlock(h3, nextChartId) });
   for (const { kind, section } of probeSections(report)) {
     out.push({
       id: `probe-${kind}`,

@@ -8,7 +8,8 @@ import { reportFacts } from './report-facts.js';
 import {
   comparedRegions,
   costByRegionTable,
-  costTable,
+  costBlock,
+  h3Block,
   decisionTable,
   findingsTable,
   probeSections,
@@ -74,8 +75,10 @@ export function renderMarkdownReport(run: RunReport): string {
         '**Per target and region: median(new) − median(reused) per request (95% CI)**',
         tableMarkdown(costByRegionTable(report)),
       );
-    out.push('**New-connection cost = median(new) − median(reused), per request**', tableMarkdown(costTable(report)));
+    out.push(...blockMarkdown(costBlock(report)));
   }
+  const h3 = h3Block(report);
+  if (h3) out.push('## HTTP/3', ...blockMarkdown(h3));
   for (const { section } of probeSections(report))
     out.push(`## ${escapeMarkdown(section.heading)}`, ...section.blocks.flatMap(blockMarkdown));
   const unfinished = unfinishedTable(report);

@@ -4,7 +4,7 @@ import type { LabServerSpec } from '../server-spec.js';
 /** A reset in the same turn as the write goes out as a FIN on Node 20 (the write is still in flight): wait a little. */
 const RESET_AFTER_MS = 20;
 
-export const resetHeadersServer: LabServerSpec = {
+export const resetHeadersServer: LabServerSpec<'reset-headers'> = {
   name: 'reset-headers',
   offset: 21,
   scheme: 'http',

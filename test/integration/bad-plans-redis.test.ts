@@ -41,6 +41,8 @@ describe('bad plans and Redis', needsRedis, () => {
     const { code, stderr } = await runCli([
       'run',
       'examples/lecture-keepalive.yaml',
+      '--lab-at',
+      '127.0.0.1:18170',
       '--redis',
       TEST_REDIS_URL,
       '--prefix',
@@ -87,6 +89,8 @@ describe('bad plans and Redis', needsRedis, () => {
     const { code, stderr } = await runCli([
       'run',
       'examples/lecture-keepalive.yaml',
+      '--lab-at',
+      '127.0.0.1:18170',
       '--redis',
       TEST_REDIS_URL,
       '--prefix',

@@ -10,7 +10,9 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PLAN_LIMITS } from '../../contracts/limits.js';
 import { formatProblem, loadPlanFile, parsePlan, PlanError } from '../../coordinator/plan-loader.js';
+import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { countJobs, splitPlan, TooManyJobsError } from '../../coordinator/split.js';
+import { DEFAULT_LAB_PORT, labAddressAt } from '../../lab/index.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
 
 /** What loadPlanFile refuses the file with, as `plan validate` prints it (without the file name). */
@@ -160,7 +162,8 @@ describe('plan limits', () => {
     const examples = (await readdir(path.join(REPO_ROOT, 'examples'))).filter((f) => f.endsWith('.yaml'));
     for (const example of examples) {
       const loaded = await loadPlanFile(path.join(REPO_ROOT, 'examples', example));
-      assert.equal(countJobs(loaded.plan).total, splitPlan(loaded, 'run-1').length, example);
+      const atLab = withLabTargets(loaded, labAddressAt('127.0.0.1', DEFAULT_LAB_PORT), '');
+      assert.equal(countJobs(loaded.plan).total, splitPlan(atLab, 'run-1').length, example);
     }
   });
 });

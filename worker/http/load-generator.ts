@@ -19,6 +19,7 @@ import type { TargetPolicy } from '../target-policy.js';
 import { CountingConnector } from './counting-connector.js';
 import { MAX_CONSECUTIVE_FAILURES } from './sequence.js';
 import { overResponseCap, responseTooLarge } from './wire.js';
+import type { AltSvcLog } from './alt-svc.js';
 
 export interface LoadOptions {
   url: string;
@@ -38,6 +39,8 @@ export interface LoadOptions {
   /** The job's time bound: stops the run and cuts requests in flight. */
   signal: AbortSignal;
   policy: TargetPolicy;
+  /** Alt-Svc of each lane's first response is noted here (later ones would cost the hot path). */
+  altSvc?: AltSvcLog;
 }
 
 export type StopReason = 'duration' | 'requests' | 'failures' | 'deadline';
@@ -125,6 +128,7 @@ class LoadRun {
   /** Open loop: milliseconds between intended send times; 0 in the closed loop. */
   readonly intervalMs: number;
   private readonly maxFailuresInARow: number;
+  readonly altSvc: AltSvcLog | undefined;
 
   startedAt = 0;
   endedAt = 0;
@@ -148,6 +152,7 @@ class LoadRun {
     lanesPerClient: number,
   ) {
     const url = new URL(options.url);
+    this.altSvc = options.altSvc;
     this.dispatchOptions = {
       path: url.pathname + url.search,
       method: 'GET',
@@ -235,6 +240,7 @@ class Lane implements Dispatcher.DispatchHandler {
   private responseBytes = 0;
   private abort: ((err: Error) => void) | undefined;
   private wait: NodeJS.Timeout | undefined;
+  private altSvcRead = false;
   private readonly sendNow = () => {
     this.wait = undefined;
     this.send();
@@ -275,8 +281,14 @@ class Lane implements Dispatcher.DispatchHandler {
     this.abort = abort;
   }
 
-  onHeaders(statusCode: number): boolean {
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
     this.status = statusCode;
+    if (!this.altSvcRead) {
+      this.altSvcRead = true;
+      for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+        if (rawHeaders[i].toString('latin1').toLowerCase() === 'alt-svc')
+          this.run.altSvc?.note(rawHeaders[i + 1].toString('latin1'));
+    }
     return true;
   }
 

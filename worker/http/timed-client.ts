@@ -8,6 +8,7 @@ import { JOB_LIMITS } from '../../contracts/limits.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody } from './body.js';
 import type { TargetPolicy } from '../target-policy.js';
+import type { AltSvcLog } from './alt-svc.js';
 import { TimedConnector, type ConnectionTimeline } from './connector.js';
 import { WireError } from './wire.js';
 
@@ -20,6 +21,8 @@ export interface TimedClientOptions {
   resumeTlsSessions?: boolean;
   /** Where the client may connect (worker/target-policy.ts). */
   policy: TargetPolicy;
+  /** Where every response's Alt-Svc header is noted (the job's). */
+  altSvc?: AltSvcLog;
 }
 
 /** Status and headers of a response, as the body consumer and the caller see them. */
@@ -89,8 +92,10 @@ export class TimedHttpClient {
   /** The target's headers with lower-case names, so a request's own headers replace them rather than doubling them. */
   private readonly targetHeaders: Record<string, string>;
   private readonly timeoutMs: number;
+  private readonly altSvc: AltSvcLog | undefined;
 
   constructor(options: TimedClientOptions) {
+    this.altSvc = options.altSvc;
     this.url = new URL(options.target.url);
     this.targetHeaders = Object.fromEntries(
       Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
@@ -155,6 +160,7 @@ export class TimedHttpClient {
       });
       const headersAt = performance.now();
       head = { statusCode: response.statusCode, headers: response.headers };
+      this.altSvc?.note(response.headers['alt-svc']);
       body = response.body;
       serverClosed = response.headers.connection === 'close';
       const consume = (opts.consumeBody ?? readWholeBody) as BodyConsumer<T>;
@@ -171,6 +177,7 @@ export class TimedHttpClient {
           phases: this.phases(start, used, newConnection, headersAt, end),
           bodyBytes: read.bytes,
           serverClosed,
+          ...(newConnection && used?.timeline.tls ? { tlsResumed: used.timeline.tls.resumed } : {}),
         },
         head,
         body: read,

@@ -1,5 +1,5 @@
-// Entry point of the `cold` reuse mode: one fresh process, one connection, one request, then
-// exit; prints the sample as JSON. Spawned by probes/reuse.ts.
+// Entry point of the `cold` reuse mode's node client: one fresh process, one connection, one
+// request, then exit; prints the sample as JSON. Spawned by worker/cold-clients.ts.
 // It speaks HTTP with node:http over the same timed connector rather than undici, because
 // loading undici alone takes longer than Node's own start; what is measured is the cost of a
 // process per request, not of one library's load time.
@@ -23,6 +23,7 @@ export interface ColdRequestInput {
 export interface ColdRequestOutput {
   sample: RequestSample;
   connectionsOpened: number;
+  altSvc: string[];
 }
 
 async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Promise<ColdRequestOutput> {
@@ -45,6 +46,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
       error: classifyError(err),
     },
     connectionsOpened: connector.connections.length,
+    altSvc: [],
   });
   let socket;
   try {
@@ -90,6 +92,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
               serverClosed: res.headers.connection === 'close',
             },
             connectionsOpened: connector.connections.length,
+            altSvc: res.headers['alt-svc'] === undefined ? [] : [res.headers['alt-svc']],
           });
         });
       },

@@ -18,6 +18,7 @@ import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import type { AcceptEncoding, EncodingRow, LevelRow } from '../../contracts/probes/compression.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
+import { gzipLevelWaste, identifyServerGzip } from '../gzip-levels.js';
 import { collectBody } from '../http/body.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import { TimedHttpClient, type TimedExchange } from '../http/timed-client.js';
@@ -38,10 +39,6 @@ const ALREADY_COMPRESSED_TYPE =
   /^(image\/(?!svg)|video\/|audio\/|font\/woff2?|application\/(zip|gzip|x-gzip|zstd|x-7z-compressed|x-rar-compressed|x-bzip2|x-xz|pdf))/i;
 /** An encoded body at least this fraction of the decoded one saved next to nothing. */
 const NO_SAVING_RATIO = 0.97;
-/** GZIP_LEVEL_WASTE: the higher level costs at least this many times the CPU ... */
-const WASTE_CPU_FACTOR = 2.5;
-/** ... for at most this fraction of bytes saved. */
-const WASTE_MAX_SAVING = 0.08;
 
 interface Observation {
   status: number;
@@ -147,7 +144,7 @@ const ok = (row: EncodingRow) =>
 const compressed = (row: EncodingRow) =>
   ok(row) && row.contentEncoding !== null && row.contentEncoding.toLowerCase() !== 'identity';
 
-export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy }) => {
+export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params } = job;
   const unavailable = params.encodings.flatMap((encoding) => {
     const reason = encoding === 'identity' ? undefined : codingUnavailable(encoding);
@@ -157,7 +154,7 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
   const seen = new Map<AcceptEncoding, Observation[]>(asked.map((e) => [e, []]));
   const bodies = new Map<AcceptEncoding, Buffer>();
 
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });
   let run;
   try {
     run = await runSequence(asked.length === 0 ? 0 : params.requests * asked.length, signal, async (seq) => {
@@ -181,18 +178,27 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
 
   const encodings = asked.map((e) => encodingRow(e, seen.get(e)!));
   const input = pickLevelTableInput(encodings, bodies);
-  const levelTable = input ? await buildLevelTable(input.body, input.contentType, encodings, params, signal) : null;
+  const levelTable = input ? await buildLevelTable(input.body, input.contentType, params, signal) : null;
+  const serverGzip = await serverGzipOf(encodings, bodies);
   const details: Details = {
     encodings,
     unavailable,
     levelTable,
+    serverGzip,
     linkModel: linkModel(encodings, params.linkSpeedsMBps),
     samples: run.samples,
   };
   return {
     summary: summarize(run.samples, client.connections.length, run.durationMs),
     details,
-    findings: compressionFindings(job, details),
+    findings: [
+      ...compressionFindings(job, details),
+      ...(serverGzip
+        ? [gzipLevelWaste(whereOf(job), serverGzip, bodies.get('gzip')!, run.samples, encodings)].filter(
+            (f): f is Finding => f !== undefined,
+          )
+        : []),
+    ],
     error:
       run.stoppedEarly ??
       (asked.length === 0
@@ -244,7 +250,6 @@ async function timeRuns<T>(
 async function buildLevelTable(
   input: Buffer,
   contentType: string | null,
-  rows: EncodingRow[],
   params: JobOf<'compression'>['params'],
   signal: AbortSignal,
 ): Promise<NonNullable<Details['levelTable']>> {
@@ -271,18 +276,14 @@ async function buildLevelTable(
       });
     }
   }
-  return { inputBytes: input.length, contentType, rows: table, serverGzipLevel: serverGzipLevel(rows, table) };
+  return { inputBytes: input.length, contentType, rows: table };
 }
 
-/** The gzip level of the table whose size is within 2% of what the server sent, if exactly one is nearest. */
-function serverGzipLevel(rows: EncodingRow[], table: LevelRow[]): number | null {
+/** The server's gzip level, from its gzip answer's size and decoded body (worker/gzip-levels.ts). */
+async function serverGzipOf(rows: EncodingRow[], bodies: Map<AcceptEncoding, Buffer>): Promise<Details['serverGzip']> {
   const served = rows.find((r) => compressed(r) && r.contentEncoding?.toLowerCase() === 'gzip');
-  if (!served) return null;
-  const distance = (r: LevelRow) => Math.abs(r.bytes - served.encodedBytes);
-  const [nearest, next] = table.filter((r) => r.coding === 'gzip').sort((a, b) => distance(a) - distance(b));
-  // Levels that give the same size (a tiny body) say nothing about which one the server used.
-  if (!nearest || (next && distance(next) === distance(nearest))) return null;
-  return distance(nearest) <= 0.02 * served.encodedBytes ? nearest.level : null;
+  const decoded = served && bodies.get(served.acceptEncoding);
+  return served && decoded ? identifyServerGzip(decoded, served.encodedBytes) : null;
 }
 
 const fmtBytes = (n: number) => `${Math.round(n).toLocaleString('en-US')} B`;
@@ -332,8 +333,10 @@ function linkModel(rows: EncodingRow[], speeds: number[]): Details['linkModel'] 
   });
 }
 
+const whereOf = (job: JobOf<'compression'>) => ({ region: job.region, target: job.target.name, probe: job.probe });
+
 function compressionFindings(job: JobOf<'compression'>, details: Details): Finding[] {
-  const where = { region: job.region, target: job.target.name, probe: job.probe };
+  const where = whereOf(job);
   const { tinyBytes } = job.params;
   const findings: Finding[] = [];
   const answered = details.encodings.filter(ok);
@@ -416,33 +419,5 @@ function compressionFindings(job: JobOf<'compression'>, details: Details): Findi
     );
   }
 
-  if (table?.serverGzipLevel != null) {
-    const gzipRows = table.rows.filter((r) => r.coding === 'gzip');
-    const used = gzipRows.find((r) => r.level === table.serverGzipLevel)!;
-    const lower = gzipRows
-      .filter((r) => r.level < used.level)
-      .sort((a, b) => Math.abs(a.level - 6) - Math.abs(b.level - 6))[0];
-    if (
-      lower &&
-      used.compressMs >= WASTE_CPU_FACTOR * lower.compressMs &&
-      (lower.bytes - used.bytes) / lower.bytes <= WASTE_MAX_SAVING
-    ) {
-      findings.push(
-        finding(
-          'GZIP_LEVEL_WASTE',
-          where,
-          `the server's gzip answer matches level ${used.level} (${fmtBytes(used.bytes)}); here level ${used.level} took ${fmtMs(used.compressMs)} against ${fmtMs(lower.compressMs)} ` +
-            `for level ${lower.level} (${(used.compressMs / lower.compressMs).toFixed(1)}x the CPU) for ${percent(lower.bytes - used.bytes, lower.bytes)} fewer bytes`,
-          {
-            serverLevel: used.level,
-            serverLevelCompressMs: used.compressMs,
-            lowerLevel: lower.level,
-            lowerLevelCompressMs: lower.compressMs,
-            bytesSaved: lower.bytes - used.bytes,
-          },
-        ),
-      );
-    }
-  }
   return findings;
 }
