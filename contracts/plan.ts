@@ -42,7 +42,9 @@ const targetUrlSchema = z.string().superRefine((value, ctx) => {
     return;
   }
   const parsed = parseLabUrl(value);
-  if ('problem' in parsed) ctx.addIssue({ code: 'custom', message: parsed.problem });
+  if ('problem' in parsed) return void ctx.addIssue({ code: 'custom', message: parsed.problem });
+  // Its path and query are sent as written: the same rules as any URL's (no control character, credentials as references).
+  for (const message of urlSecretsProblems(value)) ctx.addIssue({ code: 'custom', message });
 });
 
 /** The scheme of a target's URL, a lab URL's included; undefined when it has none we know. */

@@ -165,11 +165,12 @@ export function urlSecretsProblems(value: string): string[] {
  * holds references, and leaves everything else as written.
  */
 export function redactUrl(value: string): string {
-  const match = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/?#]*)([^?#]*)(\?[^#]*)?(#.*)?$/s.exec(value);
+  // The authority is optional: a plan's `lab:keepalive/path?query` has none.
+  const match = /^([A-Za-z][A-Za-z0-9+.-]*:)(\/\/[^/?#]*)?([^?#]*)(\?[^#]*)?(#.*)?$/s.exec(value);
   if (!match) return value;
-  const [, scheme, authority, path, query, fragment] = match;
+  const [, scheme, authority = '', path, query, fragment] = match;
   const at = authority.lastIndexOf('@');
-  const host = at === -1 ? authority : `${REDACTED}@${authority.slice(at + 1)}`;
+  const host = at === -1 ? authority : `//${REDACTED}@${authority.slice(at + 1)}`;
   const params = query
     ?.slice(1)
     .split('&')

@@ -167,6 +167,7 @@ experiments:
       'https://[redacted]@api.example/v1?token=[redacted]&page=2&sig=[redacted]#top',
     );
     assert.equal(redactUrl('http://127.0.0.1:18170/large?bytes=200000'), 'http://127.0.0.1:18170/large?bytes=200000');
+    assert.equal(redactUrl('lab:keepalive/nagle?token=${env:T}&n=1'), 'lab:keepalive/nagle?token=[redacted]&n=1');
   });
 
   test('a run report and the runs queue hold the plan redacted, and read it back (Authorization used to fail it)', () => {
