@@ -115,11 +115,11 @@ export function replaceUrlReferences(value: string, replace: (variable: string, 
 const CONTROL_IN_URL = /[\x00-\x1f\x7f-\x9f]/;
 
 /**
- * What is wrong with the references and credentials of an http(s) URL in a plan, or undefined;
- * `parse` is the URL with each reference as a placeholder. A reference may stand in the
- * user:password part (sent as Basic authentication) or in a query value (percent-encoded when
- * it is put in), never where it could change where the request goes. A password, a lone user
- * name (a token) and a credential-named query parameter must be references.
+ * What is wrong with a URL of a plan as text: control characters, and where its references and
+ * credentials stand (none: fine). It is parsed with each reference as a placeholder. A reference
+ * may stand in the user:password part (sent as Basic authentication) or in a query value
+ * (percent-encoded when it is put in), never where it could change where the request goes. A
+ * password, a lone user name (a token) and a credential-named query parameter must be references.
  */
 export function urlSecretsProblems(value: string): string[] {
   const control = value.search(CONTROL_IN_URL);
