@@ -63,4 +63,6 @@ export const reportKeys = {
   summaries: (prefix: string) => `${prefix}:~run-summaries`,
   /** Set of regions that runs were submitted to, so the coordinator can report queue depths. */
   regions: (prefix: string) => `${prefix}:~regions`,
+  /** The comparison (`probefleet.compare/v1`) of a run with the previous run of its plan, with a TTL. */
+  comparison: (prefix: string, runId: string) => `${prefix}:~run-comparison:${runId}`,
 };

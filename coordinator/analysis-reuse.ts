@@ -5,6 +5,7 @@
 import { finding, type Finding } from '../contracts/findings.js';
 import type { Comparison, Decision, ProbeResult, ResultOf } from '../contracts/result.js';
 import { median, medianDifference, percentile, sortedCopy } from '../common/stats.js';
+import { answeredPhase } from './samples.js';
 
 type ReuseResult = ResultOf<'reuse'>;
 type Mode = ReuseResult['variant']['mode'];
@@ -26,7 +27,7 @@ const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 function ok(result: ReuseResult | undefined) {
   return (result?.details?.samples ?? []).filter((s) => !s.error && s.phases.total !== undefined);
 }
-const totals = (result: ReuseResult | undefined) => ok(result).map((s) => s.phases.total!);
+const totals = (result: ReuseResult | undefined) => answeredPhase(result?.details?.samples ?? [], 'total');
 
 /** reuse results of one region and target, by mode. */
 export function reuseGroups(results: ProbeResult[]): Partial<Record<Mode, ReuseResult>>[] {
@@ -94,10 +95,12 @@ export function nagleStall(reused: ReuseResult, fresh: ReuseResult | undefined):
 }
 
 /** Why a comparison has no cost to show, or undefined when it has one. */
-function noCostReason(c: Omit<Comparison, 'noCostReason'>, findings: Finding[]): string | undefined {
+export function noCostReason(c: Omit<Comparison, 'noCostReason'>, findings: Finding[]): string | undefined {
   if (findingOf(findings, 'SERVER_CLOSES_EVERY_CONNECTION', c))
     return 'the server closes every connection, so reused requests opened new ones too (SERVER_CLOSES_EVERY_CONNECTION)';
   if (c.newConnectionCostMs.median > 0) return undefined;
+  if (findingOf(findings, 'NAGLE_DELAYED_ACK_STALL', c) === undefined && c.newConnectionCostMs.ci95[1] >= 0)
+    return `no difference this run can tell: median ${ms(c.newConnectionCostMs.median)}, 95% interval ${ms(c.newConnectionCostMs.ci95[0])} to ${ms(c.newConnectionCostMs.ci95[1])} includes 0 (more requests narrow it)`;
   const slower = `reused requests were the slower ones (median ${ms(c.reusedMedianMs)} vs ${ms(c.newMedianMs)} new)`;
   return findingOf(findings, 'NAGLE_DELAYED_ACK_STALL', c) ? `${slower}: they stall (NAGLE_DELAYED_ACK_STALL)` : slower;
 }

@@ -16,10 +16,9 @@ import { renderRunReport } from '../../coordinator/report/text.js';
 import { newRunId } from '../../coordinator/split.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { EXIT_BAD_INPUT } from '../exit-codes.js';
 
 export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms'];
-/** Exit code for bad input, as the CLI's (cli/probefleet.ts). */
-const EXIT_BAD_INPUT = 2;
 
 export const regionOptions = (y: Argv) =>
   y

@@ -6,7 +6,7 @@
 // leading apostrophe, so a value a server sent cannot run as one.
 import { PHASES } from '../../contracts/common.js';
 import type { RunReport } from '../../contracts/result.js';
-import { shownReport } from './format.js';
+import { shown } from './format.js';
 
 /** The columns, in order; docs/reports.md says what each holds. */
 export const CSV_COLUMNS = [
@@ -47,7 +47,7 @@ function csvField(value: string | number | undefined): string {
 }
 
 export function renderCsvReport(run: RunReport): string {
-  const report = shownReport(run);
+  const report = shown(run);
   const rows: CsvRow[] = [];
   for (const r of report.results) {
     const job: CsvRow = {

@@ -3,7 +3,7 @@
 // run is escaped, so a value a server sent cannot become a link, an image or markup.
 import type { RunReport } from '../../contracts/result.js';
 import type { ReportBlock, Table } from './document.js';
-import { shownReport } from './format.js';
+import { shown } from './format.js';
 import { reportFacts } from './report-facts.js';
 import {
   comparedRegions,
@@ -39,7 +39,7 @@ export function escapeMarkdown(text: string): string {
   return escapeMarkdownInline(text).replace(/^(?:[#+=-]|\d+(?=[.)]))/, (c) => (/\d/.test(c) ? `${c}\\` : `\\${c}`));
 }
 
-function tableMarkdown(table: Table): string {
+export function tableMarkdown(table: Table): string {
   const row = (cells: string[]) => `| ${cells.map(escapeMarkdownInline).join(' | ')} |`;
   const rule = `|${table.headers.map((_, i) => (table.align[i] === 'r' ? ' ---: ' : ' --- ')).join('|')}|`;
   return [row(table.headers), rule, ...table.rows.map(row)].join('\n');
@@ -48,7 +48,7 @@ function tableMarkdown(table: Table): string {
 const notesMarkdown = (notes: string[] | undefined) =>
   notes && notes.length > 0 ? [notes.map((n) => `- ${escapeMarkdown(n)}`).join('\n')] : [];
 
-function blockMarkdown(block: ReportBlock): string[] {
+export function blockMarkdown(block: ReportBlock): string[] {
   switch (block.kind) {
     case 'chart':
       return [];
@@ -60,7 +60,7 @@ function blockMarkdown(block: ReportBlock): string[] {
 }
 
 export function renderMarkdownReport(run: RunReport): string {
-  const report = shownReport(run);
+  const report = shown(run);
   const out: string[] = [`# probefleet run report: ${escapeMarkdown(report.plan.name)}`];
   if (report.plan.description) out.push(escapeMarkdown(report.plan.description));
   out.push(

@@ -15,6 +15,11 @@ const LIBRARY_NAMES = { zlib: 'zlib 1.2 (nginx, Apache, Python)', node: "Node's 
 /** "level 9 of zlib 1.2 (...), exact size", or why it is unknown. */
 export function describeServerGzip(s: ServerGzip): string {
   if (s.matches.length === 0) return `unknown: ${s.unknownReason ?? 'no level matches'}`;
+  const size = `${formatCount(s.encodedBytes)} B, ${s.exact ? 'exact size' : 'within 1%'}`;
+  // A body too small or too random to compress comes out the same at every level: nothing to tell.
+  const libraries = new Set(s.matches.map((m) => m.library));
+  if (s.matches.length === libraries.size * 9)
+    return `any level: every level of every library gives these bytes (${size})`;
   const byLibrary = new Map<string, number[]>();
   for (const m of s.matches) byLibrary.set(m.library, [...(byLibrary.get(m.library) ?? []), m.level]);
   return `${[...byLibrary]
@@ -22,7 +27,7 @@ export function describeServerGzip(s: ServerGzip): string {
       ([library, levels]) =>
         `${levels.length === 1 ? 'level' : 'levels'} ${levels.join(', ')} of ${LIBRARY_NAMES[library as keyof typeof LIBRARY_NAMES]}`,
     )
-    .join(' or ')} (${formatCount(s.encodedBytes)} B, ${s.exact ? 'exact size' : 'within 1%'})`;
+    .join(' or ')} (${size})`;
 }
 
 /** The lecture's size chart: the body unencoded, then each coding's levels. */
