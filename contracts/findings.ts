@@ -147,6 +147,12 @@ export const FINDINGS = {
     situation: 'Server certificate expires within the warning threshold',
     advice: 'Renew the certificate (and automate renewal); alert on its expiry time',
   },
+  CERT_EXPIRED: {
+    severity: 'critical',
+    title: 'The server certificate has expired',
+    situation: 'Server certificate has expired: every client that checks certificates refuses the connection',
+    advice: 'Renew the certificate now, then automate renewal and alert on its expiry time well before it passes',
+  },
   // http2
   H2_NOT_NEGOTIATED: {
     severity: 'warning',

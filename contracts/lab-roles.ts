@@ -29,6 +29,7 @@ export const LAB_ROLES = {
   'tls-reset': 'https',
   'h2-goaway': 'https',
   'h2-rst': 'https',
+  'decompression-bomb': 'http',
   'echo-headers': 'http',
   'escape-cert': 'https',
 } as const satisfies Record<string, Scheme>;

@@ -11,6 +11,8 @@ export const JOB_LIMITS = {
   durationSeconds: 3_600,
   /** Bytes of one response a worker reads; past it the response is cut (RESPONSE_TOO_LARGE). */
   responseBytes: 64 * 1024 * 1024,
+  /** The most a plan may set `maxDecodedBytes` to: bytes one response body may decode to (compression probe). */
+  decodedBytes: 256 * 1024 * 1024,
 } as const;
 
 export type JobLimit = keyof typeof JOB_LIMITS;

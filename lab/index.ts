@@ -10,6 +10,7 @@ import { createLabCa } from './certs.js';
 import { LAB_CERT_HOSTS, type LabContext, type LabServerSpec } from './server-spec.js';
 import { badStatusServer } from './servers/bad-status.js';
 import { closeServer } from './servers/close.js';
+import { decompressionBombServer } from './servers/decompression-bomb.js';
 import { echoHeadersServer } from './servers/echo-headers.js';
 import { escapeCertServer } from './servers/escape-cert.js';
 import { expiredCertServer } from './servers/expired-cert.js';
@@ -57,6 +58,7 @@ export const LAB_SERVERS = [
   tlsResetServer,
   h2GoawayServer,
   h2RstServer,
+  decompressionBombServer,
   echoHeadersServer,
   escapeCertServer,
 ] as const satisfies readonly LabServerSpec[];

@@ -104,6 +104,9 @@ function spawnError(err: Error | undefined, what: string): ProbeError {
   const name = (err as { code?: unknown } | undefined)?.code;
   if (name === 'ABORT_ERR') return { code: 'DEADLINE_EXCEEDED', message: `${what} stopped: the job's time bound` };
   if (name === 'ENOENT') return { code: 'INVALID_JOB', message: `${what} is not installed here` };
+  // `run`'s own bound (twice timeoutMs: the client's bound on its request, and room to start) killed it.
+  if ((err as { killed?: boolean } | undefined)?.killed && name === null)
+    return { code: 'RESPONSE_TIMEOUT', message: `${what} gave no answer in twice timeoutMs: killed` };
   return { code: 'INTERNAL_ERROR', message: `${what} failed: ${err?.message ?? 'no output'}` };
 }
 
@@ -228,11 +231,19 @@ const CURL_EXIT: Record<number, ErrorCode> = {
   100: 'HTTP_PROTOCOL_ERROR',
 };
 
-export function curlError(stats: Pick<CurlStats, 'exitcode' | 'errormsg' | 'time_connect'>): ProbeError {
+export function curlError(
+  stats: Pick<CurlStats, 'exitcode' | 'errormsg' | 'time_connect' | 'time_starttransfer'>,
+): ProbeError {
   const message = `curl exit ${stats.exitcode}: ${stats.errormsg ?? 'no message'}`;
   let code: ErrorCode = CURL_EXIT[stats.exitcode] ?? 'HTTP_PROTOCOL_ERROR';
-  if (stats.exitcode === 28) code = stats.time_connect > 0 ? 'RESPONSE_TIMEOUT' : 'CONNECT_TIMEOUT';
+  // --max-time bounds the whole transfer: where it was when time ran out says which timeout it was.
+  if (stats.exitcode === 28)
+    code =
+      stats.time_starttransfer > 0 ? 'BODY_TIMEOUT' : stats.time_connect > 0 ? 'RESPONSE_TIMEOUT' : 'CONNECT_TIMEOUT';
   if (stats.exitcode === 60 && /expired/i.test(stats.errormsg ?? '')) code = 'TLS_CERT_EXPIRED';
+  // curl 7.88 stops a head over 300 KiB as a receive error (56), curl 8 as CURLE_TOO_LARGE (100).
+  if ((stats.exitcode === 56 || stats.exitcode === 100) && /too large response headers/i.test(stats.errormsg ?? ''))
+    code = 'RESPONSE_HEADERS_TOO_LARGE';
   if (stats.exitcode === 60 && /subject name|does not match/i.test(stats.errormsg ?? ''))
     code = 'TLS_HOSTNAME_MISMATCH';
   return { code, message };

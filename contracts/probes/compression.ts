@@ -1,6 +1,7 @@
 // The `compression` probe: is compression worth it for this response and link?
 import { z } from 'zod';
 import { distinct, requestSampleSchema } from '../common.js';
+import { JOB_LIMITS } from '../limits.js';
 import { defineProbe, schemeOf, sequential } from './define.js';
 
 /** What the probe may ask for in Accept-Encoding; zstd is measured only where the runtime has it. */
@@ -32,7 +33,7 @@ export const encodingRowSchema = z.strictObject({
   processingMs: z.number().nonnegative().optional(),
   /** First bytes of the body as sent, hex: "1f8b..." is raw gzip, what a client that does not decode sees. */
   firstBytesHex: z.string(),
-  /** Why the body could not be decoded, when it could not. */
+  /** Why the body could not be decoded (to its end), when it could not; `decodedBytes` then says how far it got. */
   decodeError: z.string().optional(),
 });
 export type EncodingRow = z.infer<typeof encodingRowSchema>;
@@ -109,6 +110,16 @@ export const compressionProbe = defineProbe({
       .default(1024),
     /** Per-request time bound. */
     timeoutMs: z.int().min(1).max(120_000).default(10_000),
+    /** A body that decodes to more than this many bytes ends the job (DECODED_BODY_TOO_LARGE):
+     * decoding stops there. At most JOB_LIMITS.decodedBytes. */
+    maxDecodedBytes: z
+      .int()
+      .min(1024)
+      .max(JOB_LIMITS.decodedBytes)
+      .default(32 << 20),
+    /** A body that decodes to more than this many bytes per encoded byte, once past 1 MiB decoded,
+     * ends the job (DECODE_RATIO_TOO_HIGH): a decompression bomb. gzip cannot pass about 1032. */
+    maxDecodeRatio: z.number().min(10).max(1_000_000).default(1000),
   }),
   variant: z.strictObject({ scheme: z.enum(['http', 'https']) }),
   details: z.strictObject({

@@ -146,16 +146,24 @@ describe('tls probe', () => {
     assert.equal(decisions.filter((d) => d.situation.startsWith('Server certificate expires')).length, 1);
   });
 
-  test('an expired certificate let through by tls.insecure is still reported, as expired', async () => {
-    const [r] = await runTls(
-      labUrl('expired'),
-      'samples: 1, versions: ["1.3"], resumption: false',
-      '{ insecure: true }',
-    );
+  test('an expired certificate let through by tls.insecure is still reported: CERT_EXPIRED, critical, in the decision table', async () => {
+    const results = await runTls(labUrl('expired'), 'samples: 1, resumption: false', '{ insecure: true }');
+    const [r] = results;
     assert.equal(r.ok, true);
     assert.equal(r.details?.certificate?.verifyError, 'CERT_HAS_EXPIRED');
     assert.ok(r.details!.certificate!.daysLeft < 0);
-    assert.match(r.findings[0]?.evidence ?? '', /expired on .*, 1 day ago/);
+    assert.deepEqual(
+      r.findings.map((f) => [f.code, f.severity]),
+      [['CERT_EXPIRED', 'critical']],
+    );
+    assert.match(r.findings[0].evidence, /expired on .*, 1 day ago/);
+    const { findings, decisions } = analyzeRun(results);
+    assert.deepEqual(
+      findings.map((f) => f.code),
+      ['CERT_EXPIRED'],
+      'one per target, whichever versions saw it',
+    );
+    assert.equal(decisions.filter((d) => d.situation.startsWith('Server certificate has expired')).length, 1);
   });
 
   test('failures are codes: expired, self-signed, wrong host, refused', async () => {

@@ -10,7 +10,7 @@ import { closeBody } from './body.js';
 import type { TargetPolicy } from '../target-policy.js';
 import type { AltSvcLog } from './alt-svc.js';
 import { TimedConnector, type ConnectionTimeline } from './connector.js';
-import { WireError } from './wire.js';
+import { exchangeBound } from './wire.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
 
@@ -134,29 +134,14 @@ export class TimedHttpClient {
     let head: ResponseHead | undefined;
     let body: ResponseBody | undefined;
     let serverClosed: boolean | undefined;
-    // undici's own timeouts bound each wait (headers, the gap between two body chunks); this
-    // bounds the whole, so a body that trickles in just fast enough cannot hold the job. The
-    // caller's signal is relayed by hand: AbortSignal.any per request would pile up on the job's.
-    const overall = new AbortController();
-    const relay = () => overall.abort(opts.signal?.reason);
-    if (opts.signal?.aborted) relay();
-    else opts.signal?.addEventListener('abort', relay, { once: true });
-    const timer = setTimeout(
-      () =>
-        overall.abort(
-          head
-            ? new WireError(`the body did not end within ${this.timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT')
-            : new WireError(`no response within ${this.timeoutMs} ms`, 'EWIRE_TIMEOUT'),
-        ),
-      this.timeoutMs,
-    );
+    const bound = exchangeBound(this.timeoutMs, opts.signal, () => head !== undefined);
     try {
       const response = await this.client.request({
         method: opts.method ?? 'GET',
         path: opts.path ?? this.url.pathname + this.url.search,
         headers: { ...this.targetHeaders, ...opts.headers },
         reset: opts.closeAfter ?? false,
-        signal: overall.signal,
+        signal: bound.signal,
       });
       const headersAt = performance.now();
       head = { statusCode: response.statusCode, headers: response.headers };
@@ -201,8 +186,7 @@ export class TimedHttpClient {
         head,
       };
     } finally {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', relay);
+      bound.release();
     }
   }
 

@@ -10,7 +10,7 @@ import type { RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector } from '../http/connector.js';
-import { overResponseCap, responseTooLarge } from '../http/wire.js';
+import { overResponseCap, responseTooLarge, WireError } from '../http/wire.js';
 import { TargetPolicy, type TargetPolicySettings } from '../target-policy.js';
 
 export interface ColdRequestInput {
@@ -57,15 +57,25 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
   const c = connector.connections[0];
   return new Promise((resolve) => {
     let sentAt = 0;
+    let response: http.IncomingMessage | undefined;
+    // One bound for the whole exchange, connect included, as TimedHttpClient has: node:http's
+    // `timeout` is an idle timer on the socket, which a body trickling in never trips.
+    const bound = setTimeout(
+      () =>
+        response
+          ? response.destroy(new WireError(`the body did not end within ${timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT'))
+          : req.destroy(new WireError(`no response within ${timeoutMs} ms`, 'EWIRE_TIMEOUT')),
+      Math.max(0, start + timeoutMs - performance.now()),
+    );
     const req = http.request(
       {
         method: 'GET',
         path: url.pathname + url.search,
         headers: { ...target.headers, host: url.host, connection: 'close' },
         createConnection: () => socket,
-        timeout: timeoutMs,
       },
       (res) => {
+        response = res;
         const headersAt = performance.now();
         let bodyBytes = 0;
         res.on('data', (chunk: Buffer) => {
@@ -75,6 +85,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
         res.on('error', (err) => resolve(fail(err)));
         res.on('end', () => {
           const end = performance.now();
+          clearTimeout(bound);
           resolve({
             sample: {
               seq: 0,
@@ -96,9 +107,6 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
           });
         });
       },
-    );
-    req.on('timeout', () =>
-      req.destroy(Object.assign(new Error('no response within the time bound'), { code: 'UND_ERR_HEADERS_TIMEOUT' })),
     );
     req.on('error', (err) => resolve(fail(err)));
     req.end(() => (sentAt = performance.now()));

@@ -31,7 +31,7 @@ import { H2WireTap, type HeaderBytes } from '../http/h2-wire-tap.js';
 import { h2Get, h2SessionOver } from '../http/h2-session.js';
 import { describeBytes, http1RequestHead, readHttp1ResponseHead } from '../http/raw-http1.js';
 import { readWholeBody } from '../http/timed-client.js';
-import { bounded, WireError } from '../http/wire.js';
+import { bounded, exchangeBound, WireError } from '../http/wire.js';
 import type { Probe, ProbeOutcome } from './probe.js';
 
 const ALPN_OFFER = ['h2', 'http/1.1'];
@@ -352,17 +352,22 @@ class Http2Run {
     const outcomes = await Promise.all(
       Array.from({ length: this.job.params.concurrent }, async () => {
         this.requests++;
+        let answered = false;
+        const bound = exchangeBound(this.timeoutMs, this.signal, () => answered);
         try {
           const response = await pool.request({
             method: 'GET',
             path: this.path,
             headers: this.headers,
-            signal: this.signal,
+            signal: bound.signal,
           });
+          answered = true;
           await readWholeBody(response.body);
           return null;
         } catch (err) {
           return err;
+        } finally {
+          bound.release();
         }
       }),
     );

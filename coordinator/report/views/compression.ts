@@ -88,19 +88,25 @@ export function compressionView(results: CompressionResult[]): ReportSection {
         ],
         align: 'llllrrrrrrl',
         rows: sorted.flatMap((r) =>
-          (r.details?.encodings ?? []).map((e) => [
-            r.region,
-            r.target,
-            e.acceptEncoding,
-            e.status === undefined ? '-' : String(e.status),
-            e.decodeError ? `${e.contentEncoding} (undecodable)` : (e.contentEncoding ?? '-'),
-            formatCount(e.encodedBytes),
-            formatCount(e.wireBytes),
-            formatCount(e.decodedBytes),
-            formatPercent(e.encodedBytes, e.decodedBytes),
-            formatMs(e.decodeMs),
-            e.vary ?? '-',
-          ]),
+          (r.details?.encodings ?? []).map((e) => {
+            // A decode stopped at a limit (a decompression bomb) says how far it got, and no ratio.
+            const stopped = e.decodeError !== undefined && e.decodedBytes !== undefined;
+            return [
+              r.region,
+              r.target,
+              e.acceptEncoding,
+              e.status === undefined ? '-' : String(e.status),
+              e.decodeError
+                ? `${e.contentEncoding} (${stopped ? 'decoding stopped' : 'undecodable'})`
+                : (e.contentEncoding ?? '-'),
+              formatCount(e.encodedBytes),
+              formatCount(e.wireBytes),
+              stopped ? `> ${formatCount(e.decodedBytes)}` : formatCount(e.decodedBytes),
+              e.decodeError ? '-' : formatPercent(e.encodedBytes, e.decodedBytes),
+              formatMs(e.decodeMs),
+              e.vary ?? '-',
+            ];
+          }),
         ),
       },
       notes: [...unavailable].map(([why, targets]) => `not measured for ${[...targets].join(', ')}: ${why}`),
