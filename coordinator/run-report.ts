@@ -1,16 +1,22 @@
 // Assembles the run report (`probefleet.run/v1`): the same shape from embedded and distributed runs.
 import type { Plan } from '../contracts/plan.js';
 import { RUN_SCHEMA, type ProbeResult, type RunReport, type UnfinishedJob } from '../contracts/result.js';
+import { REDACTED, redactUrl } from '../contracts/secrets.js';
 import { analyzeRun } from './analysis.js';
 
-/** Header values may be credentials; the report keeps their names only. */
-export function redactPlan(plan: Plan): Plan {
+/** A target as shown and stored outside the worker: header names without values (any may be a
+ * credential), the URL without user:password and without referenced or credential query values. */
+export function redactTarget<T extends { url: string; headers?: Record<string, string> }>(target: T): T {
   return {
-    ...plan,
-    targets: plan.targets.map((t) =>
-      t.headers ? { ...t, headers: Object.fromEntries(Object.keys(t.headers).map((k) => [k, '[redacted]'])) } : t,
-    ),
+    ...target,
+    url: redactUrl(target.url),
+    ...(target.headers ? { headers: Object.fromEntries(Object.keys(target.headers).map((k) => [k, REDACTED])) } : {}),
   };
+}
+
+/** The plan as a report, the runs queue and `runs show` hold it. */
+export function redactPlan(plan: Plan): Plan {
+  return { ...plan, targets: plan.targets.map(redactTarget) };
 }
 
 export function buildRunReport(run: {

@@ -8,7 +8,7 @@ import { openSignedData, signData } from '../common/job-signature.js';
 import type { Fleet } from './fleet.js';
 import { JOB_RETENTION_SECONDS } from './flow.js';
 import type { LoadedPlan } from './plan-loader.js';
-import { splitPlan } from './split.js';
+import { countJobs } from './split.js';
 
 export class ScheduleError extends Error {
   override name = 'ScheduleError';
@@ -97,7 +97,7 @@ export async function listSchedules(fleet: Fleet): Promise<ScheduleInfo[]> {
       ...(s.every ? { everyMs: Number(s.every) } : {}),
       ...(s.next ? { next: new Date(s.next) } : {}),
       regions: plan?.regions ?? [],
-      jobs: data.success ? splitPlan({ plan: data.data.plan, file: '', tls: data.data.tls }, 'preview').length : 0,
+      jobs: data.success ? countJobs(data.data.plan).total : 0,
     };
   });
 }

@@ -9,11 +9,12 @@ import { DEFAULT_REPORT_RETENTION_DAYS } from '../../coordinator/report-store.js
 import { pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 import { fleetOf, redisArgs } from './redis-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 export const DEFAULT_COORDINATOR_PORT = 9470;
 
 const options = (y: Argv) =>
-  pushgatewayArgs(redisArgs(y))
+  maxJobsArgs(pushgatewayArgs(redisArgs(y)))
     .option('host', {
       type: 'string',
       default: '127.0.0.1',
@@ -52,6 +53,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
     if (!(args.reportRetentionDays > 0))
       throw new BadArgumentError(`--report-retention-days must be positive (got ${args.reportRetentionDays})`);
     const pushgateway = pushgatewaySettingsOf(args);
+    const maxJobs = maxJobsOf(args);
     const log = createLogger('coordinator');
     const fleet = fleetOf(args, log, Math.round(args.reportRetentionDays * 86_400));
     log.info(
@@ -65,6 +67,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
       regions: args.region,
       sweepIntervalMs: args.sweepIntervalMs,
       pushgateway,
+      maxJobs,
     });
     log.info(
       { metrics: `${coordinator.url}/metrics`, healthz: `${coordinator.url}/healthz` },

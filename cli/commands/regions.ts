@@ -3,6 +3,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
+import { printable } from '../../common/printable.js';
 import { cleanupStaleRegions } from '../../regions/cleanup.js';
 import { runPlanInRegions } from '../../regions/fleet-run.js';
 import {
@@ -23,6 +24,7 @@ import { renderTable } from '../../coordinator/report/table.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { newRunId } from '../../coordinator/split.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 import { EXIT_BAD_INPUT } from '../exit-codes.js';
 
 /** Three clean links and a lossy, jittery one (its seed: DEFAULT_LINK_SEED). */
@@ -49,7 +51,7 @@ export const regionOptions = (y: Argv) =>
     });
 
 const runOptions = (y: Argv) =>
-  reportFileArgs(regionOptions(y))
+  maxJobsArgs(reportFileArgs(regionOptions(y)))
     .positional('plan', {
       type: 'string',
       demandOption: true,
@@ -78,7 +80,7 @@ export function regionSpecs(texts: string[], delay: RegionsOptions['delay']): Re
     validateRegionSpecs(specs, delay);
     return specs;
   } catch (err) {
-    process.stderr.write(`probefleet: --region: ${(err as Error).message}\n`);
+    process.stderr.write(`probefleet: --region: ${printable((err as Error).message)}\n`);
     process.exitCode = EXIT_BAD_INPUT;
     return undefined;
   }
@@ -111,7 +113,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
   builder: runOptions,
   handler: async (args) => {
     const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
-    const loaded = await loadPlanFile(args.plan);
+    const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) });
     const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
     const regions = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, log });

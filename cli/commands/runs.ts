@@ -7,6 +7,7 @@ import { renderRunReport } from '../../coordinator/report/text.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { fleetOf, redisArgs } from './redis-args.js';
 import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
+import { printableJsonText } from '../../common/printable.js';
 
 const listOptions = (y: Argv) =>
   redisArgs(y)
@@ -28,7 +29,7 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
     try {
       const runs = await fleet.store.list(Math.max(1, Math.floor(args.limit)));
       if (args.json) {
-        process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
+        process.stdout.write(`${printableJsonText(runs, 2)}\n`);
       } else if (runs.length === 0) {
         process.stdout.write('no stored runs\n');
       } else {
@@ -84,7 +85,7 @@ const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
       }
       const files = { html: args.html, markdown: args.markdown, csv: args.csv };
       if (wantsReportFiles(files)) await writeReportFiles(report, files);
-      else process.stdout.write(args.json ? `${JSON.stringify(report, null, 2)}\n` : renderRunReport(report));
+      else process.stdout.write(args.json ? `${printableJsonText(report, 2)}\n` : renderRunReport(report));
     } finally {
       await fleet.close();
     }

@@ -20,6 +20,7 @@ import {
   probeSections,
   unfinishedTable,
 } from './run-views.js';
+import { shown } from './format.js';
 import { reportFacts } from './report-facts.js';
 import { renderBarChart } from './svg-chart.js';
 
@@ -195,7 +196,8 @@ ${page.parts.map(
 `.markup;
 }
 
-export function renderHtmlReport(report: RunReport): string {
+export function renderHtmlReport(run: RunReport): string {
+  const report = shown(run);
   return renderHtmlPage({
     title: `probefleet: ${report.plan.name}, run ${report.runId}`,
     heading: `probefleet run report: ${report.plan.name}`,

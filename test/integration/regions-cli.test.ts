@@ -132,6 +132,12 @@ describe('probefleet regions', () => {
       [['regions', 'run', 'examples/regions-reuse.yaml'], 'Near=20ms', /region name "Near"/],
       [['demo'], 'near=20parsecs', /is not a time/],
       [['regions', 'run', 'examples/regions-reuse.yaml'], 'lossy=20ms,loss=1', /loss "1" is not a percentage/],
+      // A spec is shown with its control characters escaped, never as a terminal sequence.
+      [
+        ['regions', 'run', 'examples/regions-reuse.yaml'],
+        'x=1ms,loss=\x1b[31m',
+        /loss "\\x1b\[31m" is not a percentage/,
+      ],
       [['demo'], 'lossy=20ms,jitter=30ms', /jitter must be 0\.\.20 ms/],
       [
         ['regions', 'run', 'examples/regions-reuse.yaml', '--delay', 'netem'],
