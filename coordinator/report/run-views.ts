@@ -31,8 +31,8 @@ export function costBlock(report: RunReport): ReportBlock {
         'new median',
         'new-connection cost',
         '95% CI',
-        'p95 cost',
-        'p99 cost',
+        'p95 to open',
+        'p99 to open',
       ],
       align: 'lllrrrrrr',
       rows: report.comparisons.map((c) => [
@@ -81,8 +81,8 @@ export function costByRegionTable(report: RunReport): Table {
         return c.noCostReason ? cost : `${cost} (${ci})`;
       },
     ],
-    ['p95', (c) => formatMs(c.newConnectionCostTailMs?.p95)],
-    ['p99', (c) => formatMs(c.newConnectionCostTailMs?.p99)],
+    ['p95 to open', (c) => formatMs(c.newConnectionCostTailMs?.p95)],
+    ['p99 to open', (c) => formatMs(c.newConnectionCostTailMs?.p99)],
   ];
   return {
     headers: ['target', 'scheme', 'cost', ...regions],

@@ -97,7 +97,7 @@ describe('distributed runs with region workers in their own processes', needsRed
       stdout,
       /https\s+https\s+median \(95% CI\)\s+(-?[\d.]+ ms \([^)]*\)|none)\s+(-?[\d.]+ ms \([^)]*\)|none)\n/,
     );
-    assert.match(stdout, /https\s+https\s+p99\s+[\d.]+ ms\s+[\d.]+ ms\n/);
+    assert.match(stdout, /https\s+https\s+p99 to open\s+[\d.]+ ms\s+[\d.]+ ms\n/);
 
     // The run command stored the report; `runs show` reads it back unchanged, `runs list` lists it.
     const shown = await runCli(['runs', 'show', report.runId, '--json', ...redisArgs]);
