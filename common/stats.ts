@@ -17,11 +17,13 @@ export function median(values: readonly number[]): number {
   return percentile(sortedCopy(values), 50);
 }
 
-/** p50 and p95 of a sample, or undefined for an empty one. */
-export function p50p95(values: readonly number[]): { p50: number; p95: number; n: number } | undefined {
+/** p50, p95 and p99 of a sample, or undefined for an empty one. */
+export function percentiles(
+  values: readonly number[],
+): { p50: number; p95: number; p99: number; n: number } | undefined {
   if (values.length === 0) return undefined;
   const sorted = sortedCopy(values);
-  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), n: values.length };
+  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), n: values.length };
 }
 
 /** Deterministic PRNG (mulberry32) so a report's intervals (and the lab's generated bodies) are reproducible. */

@@ -33,6 +33,8 @@ export type PhaseTimes = z.infer<typeof phaseTimesSchema>;
 export const percentilesSchema = z.strictObject({
   p50: z.number(),
   p95: z.number(),
+  /** Always written now; absent in results from before it was (they still read). */
+  p99: z.number().optional(),
   n: z.int().nonnegative(),
 });
 export type Percentiles = z.infer<typeof percentilesSchema>;

@@ -28,6 +28,22 @@ export const FINDINGS = {
     situation: 'Server writes headers and body in separate packets with Nagle on',
     advice: 'Set TCP_NODELAY on the server socket, or write headers and body in one write',
   },
+  // retransmission timeouts (coordinator/analysis-retransmissions.ts)
+  CONNECT_RETRANSMITTED: {
+    severity: 'warning',
+    title: 'Some connects waited for a retransmitted SYN (1 s or more each)',
+    situation:
+      'New connections sometimes lose their SYN or SYN-ACK and wait a whole retransmission timeout (1 s, then more)',
+    advice:
+      'Reuse connections so fewer requests pay for a connect; find the loss (the path, or a full listen queue on the server: nstat TcpExtListenOverflows); keep connect timeouts well above 1 s + RTT, where one lost SYN would fail the request',
+  },
+  HANDSHAKE_RETRANSMITTED: {
+    severity: 'warning',
+    title: 'Some TLS handshakes waited for a retransmission timeout (200 ms or more each)',
+    situation: 'A flight of the TLS handshake is sometimes lost and resent only after a retransmission timeout',
+    advice:
+      'Reuse connections and resume sessions so fewer requests handshake; prefer TLS 1.3 (one flight fewer to lose); find the loss on the path; keep the certificate chain short (fewer packets per flight)',
+  },
   // compression
   COMPRESSION_WITHOUT_VARY: {
     severity: 'warning',

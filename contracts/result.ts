@@ -76,6 +76,11 @@ export const comparisonSchema = z.strictObject({
     median: z.number(),
     ci95: z.tuple([z.number(), z.number()]),
   }),
+  /** The cost's tail: p95 and p99 of the time the new connections took to open (resolve +
+   * connect + TLS), whose median is the cost's; a lost SYN's retransmission timeout shows here
+   * first. (A difference of the totals' tails would mix in what reused requests lose too.)
+   * Always written now; absent in runs from before it was. */
+  newConnectionCostTailMs: z.strictObject({ p95: z.number(), p99: z.number() }).optional(),
   /** Why the difference is no cost of a new connection (reused requests stalled, the server closes
    * every connection); reports print this instead of the number. Absent when there is a cost. */
   noCostReason: z.string().optional(),

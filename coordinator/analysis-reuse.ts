@@ -29,6 +29,21 @@ function ok(result: ReuseResult | undefined) {
 }
 const totals = (result: ReuseResult | undefined) => answeredPhase(result?.details?.samples ?? [], 'total');
 
+/** How long each request on a new connection spent opening it: resolve + connect + TLS. */
+function setupTimes(result: ReuseResult): number[] {
+  return ok(result).flatMap(({ newConnection, phases }) =>
+    !newConnection || phases.connect === undefined ? [] : [(phases.resolve ?? 0) + phases.connect + (phases.tls ?? 0)],
+  );
+}
+
+/** The cost's tail: p95 and p99 of the time the new connections took to open (Comparison). */
+function costTail(fresh: ReuseResult): Pick<Comparison, 'newConnectionCostTailMs'> {
+  const setups = sortedCopy(setupTimes(fresh));
+  return setups.length > 0
+    ? { newConnectionCostTailMs: { p95: percentile(setups, 95), p99: percentile(setups, 99) } }
+    : {};
+}
+
 /** reuse results of one region and target, by mode. */
 export function reuseGroups(results: ProbeResult[]): Partial<Record<Mode, ReuseResult>>[] {
   const groups = new Map<string, Partial<Record<Mode, ReuseResult>>>();
@@ -120,6 +135,7 @@ export function newConnectionComparisons(results: ProbeResult[], findings: Findi
       reusedMedianMs: median(reusedTotals),
       newMedianMs: median(newTotals),
       newConnectionCostMs: medianDifference(reusedTotals, newTotals),
+      ...costTail(fresh),
     };
     const reason = noCostReason(c, findings);
     comparisons.push(reason ? { ...c, noCostReason: reason } : c);

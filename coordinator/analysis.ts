@@ -6,6 +6,7 @@ import type { LoadTotal } from '../contracts/probes/load.js';
 import type { Comparison, Decision, ProbeResult } from '../contracts/result.js';
 import { compressionDecision } from './analysis-compression.js';
 import { h3Advertised } from './analysis-alt-svc.js';
+import { retransmissionFindings } from './analysis-retransmissions.js';
 import {
   coldProcessDecisions,
   keepAliveDecision,
@@ -42,6 +43,7 @@ export function analyzeRun(results: ProbeResult[]): RunAnalysis {
     if (stall) findings.push(stall);
   }
   findings.push(...h3Advertised(results));
+  findings.push(...retransmissionFindings(results));
   const comparisons = newConnectionComparisons(results, findings);
   return { comparisons, findings, decisions: decide(results, comparisons, findings), loadTotals: loadTotals(results) };
 }

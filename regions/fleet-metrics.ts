@@ -105,11 +105,13 @@ export async function startFleetMetrics(options: FleetMetricsOptions): Promise<F
       }
       const queries = {
         cost: `${RUN_METRICS.newConnectionCost.name}{${planSelector}}`,
+        tail: `${RUN_METRICS.newConnectionCostTail.name}{${planSelector}, quantile="0.99"}`,
         handshake: `${RUN_METRICS.tlsHandshake.name}{${planSelector}, handshake="full", quantile="0.5"}`,
         jobs: jobsPushed,
       };
-      const [cost, handshake, jobs] = await Promise.all([
+      const [cost, tail, handshake, jobs] = await Promise.all([
         prometheus.query(queries.cost),
+        prometheus.query(queries.tail),
         prometheus.query(queries.handshake),
         prometheus.query(queries.jobs),
       ]);
@@ -123,6 +125,8 @@ export async function startFleetMetrics(options: FleetMetricsOptions): Promise<F
       const key = (s: PromSample, label: string) => `${s.metric.target}\t${s.metric[label]}`;
       for (const group of groupBy(cost, (s) => key(s, 'scheme')))
         put(`new-connection cost (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
+      for (const group of groupBy(tail, (s) => key(s, 'scheme')))
+        put(`new-connection cost p99 (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
       for (const group of groupBy(handshake, (s) => key(s, 'tls_version')))
         put(`full TLS ${group[0].metric.tls_version} handshake, median`, group[0].metric.target, group, seconds);
       put('jobs pushed by its worker', '-', jobs, String);
@@ -136,7 +140,7 @@ export async function startFleetMetrics(options: FleetMetricsOptions): Promise<F
       );
       return (
         `Metrics: the run's numbers as Prometheus holds them (scraped from the Pushgateway every second)${complete ? '' : `; not everything had arrived within ${SCRAPED_TIMEOUT_MS / 1000} s`}\n${table}\n` +
-        `queries: ${queries.cost}\n         ${queries.handshake}\n         ${queries.jobs}\n`
+        `queries: ${[queries.cost, queries.tail, queries.handshake, queries.jobs].join('\n         ')}\n`
       );
     },
     async close() {

@@ -9,8 +9,10 @@
 // Every region reaches the target at the same address (TARGET_ADDRESS) over its own link, so one
 // plan serves all regions. Half the RTT is added in each direction: with netem on both ends of the
 // link where the kernel has it, otherwise by the NFQUEUE helper (delay/nfq-delay.c) holding the
-// region's outgoing and incoming link packets. Ports of this machine's loopback (Redis) are
-// relayed into every region at 127.0.0.1, without delay (port-relay.ts). Cleanup: cleanup.ts.
+// region's outgoing and incoming link packets. Loss and jitter are always the helper's (seeded
+// draws, packet order kept); rate limits are tbf on both ends. Ports of this machine's loopback
+// (Redis) are relayed into every region at 127.0.0.1, without delay (port-relay.ts). Cleanup:
+// cleanup.ts.
 import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
@@ -36,6 +38,9 @@ export const TARGET_ADDRESS = '10.77.0.1';
 export const TARGET_ALLOWANCE = `${TARGET_ADDRESS}/32`;
 export const MAX_REGIONS = 200;
 const MAX_RTT_MS = 10_000;
+/** The seed of loss and jitter draws when a region names none: the same losses on every run. */
+export const DEFAULT_LINK_SEED = 1;
+const MAX_SEED = 2 ** 32 - 1;
 /** Interface names inside the namespaces (fixed: each namespace has its own). */
 const REGION_LINK = 'wan';
 const targetLink = (index: number) => `r${index}`;
@@ -51,7 +56,20 @@ export interface RegionSpec {
   rttMs: number;
   /** Rate limit of the link in each direction (tbf), bytes per second; none when absent. */
   rateBytesPerSecond?: number;
+  /** Share of packets lost, per cent, each way: up = region to target, down = target to region. */
+  lossPercent?: { up: number; down: number };
+  /** A round trip varies within RTT ± jitterMs: each packet's one-way delay is RTT/2 ± jitterMs/2
+   * (uniform), and never overtakes the packet before it. At most the RTT. */
+  jitterMs?: number;
+  /** Seed of the loss and jitter draws: the same seed, the same draws (docs/regions.md).
+   * @defaultValue DEFAULT_LINK_SEED */
+  seed?: number;
 }
+
+/** Whether the region's link loses packets or varies their delay (the NFQUEUE helper's work alone). */
+export const hasLossOrJitter = (spec: RegionSpec) =>
+  (spec.lossPercent !== undefined && (spec.lossPercent.up > 0 || spec.lossPercent.down > 0)) ||
+  (spec.jitterMs ?? 0) > 0;
 
 export type DelayMechanism = 'netem' | 'nfqueue';
 
@@ -106,7 +124,8 @@ export interface Regions {
   close(): Promise<void>;
 }
 
-export function validateRegionSpecs(specs: RegionSpec[]): void {
+/** Throws a RangeError naming the first thing wrong with the regions (and the delay asked for). */
+export function validateRegionSpecs(specs: RegionSpec[], delay: RegionsOptions['delay'] = 'auto'): void {
   if (specs.length === 0 || specs.length > MAX_REGIONS)
     throw new RangeError(`between 1 and ${MAX_REGIONS} regions, got ${specs.length}`);
   const seen = new Set<string>();
@@ -120,6 +139,21 @@ export function validateRegionSpecs(specs: RegionSpec[]): void {
     if (spec.rateBytesPerSecond !== undefined && !(spec.rateBytesPerSecond >= 1000)) {
       throw new RangeError(`region "${spec.name}": rate must be at least 1000 bytes/s, got ${spec.rateBytesPerSecond}`);
     }
+    for (const [way, percent] of Object.entries(spec.lossPercent ?? {})) {
+      if (!(percent >= 0 && percent <= 100))
+        throw new RangeError(`region "${spec.name}": loss ${way} must be 0..100 %, got ${percent}`);
+    }
+    if (spec.jitterMs !== undefined && !(spec.jitterMs >= 0 && spec.jitterMs <= spec.rttMs)) {
+      throw new RangeError(
+        `region "${spec.name}": jitter must be 0..${spec.rttMs} ms (at most the RTT: a packet cannot arrive before it was sent), got ${spec.jitterMs}`,
+      );
+    }
+    if (spec.seed !== undefined && !(Number.isInteger(spec.seed) && spec.seed >= 0 && spec.seed <= MAX_SEED))
+      throw new RangeError(`region "${spec.name}": seed must be an integer 0..${MAX_SEED}, got ${spec.seed}`);
+    if (delay === 'netem' && hasLossOrJitter(spec))
+      throw new RangeError(
+        `region "${spec.name}": loss and jitter come from the NFQUEUE helper (seeded draws, packet order kept), not netem; use --delay nfqueue or auto`,
+      );
   }
 }
 
@@ -197,15 +231,44 @@ async function stopHelper(helper: Helper, log: Logger): Promise<void> {
   if (report) log.debug({ helper: helper.what, report }, 'helper stopped');
 }
 
+/** The helper's first queue takes a region's outgoing link packets, the next one its incoming ones. */
+const NFQUEUE_OUT = 0;
+
+/** The NFQUEUE helper's command line for a region's link: half the RTT (and jitter) each way,
+ * loss per direction in parts per million, the seed. */
+function nfqDelayArgs(region: RegionSpec): string[] {
+  const ppm = (percent = 0) => String(Math.round(percent * 1e4));
+  return [
+    '--queue',
+    String(NFQUEUE_OUT),
+    '--delay-us',
+    String(Math.round(region.rttMs * 500)),
+    '--jitter-us',
+    String(Math.round((region.jitterMs ?? 0) * 1000)),
+    '--loss-out',
+    ppm(region.lossPercent?.up),
+    '--loss-in',
+    ppm(region.lossPercent?.down),
+    '--seed',
+    String(region.seed ?? DEFAULT_LINK_SEED),
+  ];
+}
+
+/** A full Ethernet frame (1514 B) with room to spare: tbf cuts GSO packets into frames, and drops
+ * any frame bigger than its bucket. */
+const MIN_TBF_BURST = 1600;
+
 function tbfArgs(rateBytesPerSecond: number): string[] {
-  // Burst: 10 ms of the rate, at least 16 KiB (tbf needs more than one GSO segment's worth).
-  const burst = Math.max(16_384, Math.round(rateBytesPerSecond / 100));
+  // Burst: 1 ms of the rate, at least one frame. A real link of this rate sends one frame at a
+  // time; a bigger bucket lets the start of every answer through at once (with 16 KiB, the
+  // gzipped products JSON crossed a 1 MB/s link in 8 ms instead of 21).
+  const burst = Math.max(MIN_TBF_BURST, Math.round(rateBytesPerSecond / 1000));
   return ['tbf', 'rate', `${Math.round(rateBytesPerSecond * 8)}bit`, 'burst', String(burst), 'latency', '300ms'];
 }
 
 export async function startRegions(options: RegionsOptions): Promise<Regions> {
   const log = options.log ?? createLogger('regions');
-  validateRegionSpecs(options.regions);
+  validateRegionSpecs(options.regions, options.delay);
   const forwardPorts = [...new Set(options.forwardPorts ?? [])];
   for (const port of forwardPorts) {
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError(`cannot forward port ${port}`);
@@ -317,8 +380,8 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
       ]);
     }
 
-    const delayed = regions.filter((r) => r.rttMs > 0);
-    const mechanism = delayed.length === 0 ? 'none' : await chooseDelay(options.delay ?? 'auto', delayed[0]);
+    const linked = regions.filter((r) => r.rttMs > 0 || hasLossOrJitter(r));
+    const mechanism = linked.length === 0 ? 'none' : await chooseDelay(options.delay ?? 'auto', linked);
     for (const [index, region] of regions.entries()) {
       const oneWayUs = Math.round(region.rttMs * 500);
       if (mechanism === 'netem' && region.rttMs > 0) {
@@ -381,7 +444,7 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
           ...tbfArgs(region.rateBytesPerSecond),
         ]);
       }
-      if (mechanism === 'nfqueue' && region.rttMs > 0) {
+      if (mechanism === 'nfqueue' && linked.includes(region)) {
         // The helper first: with --queue-bypass, packets queued before anyone listens pass undelayed.
         helpers.push(
           await startHelper(
@@ -389,14 +452,15 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
             region.namespace,
             `nfq-delay in ${region.name}`,
             await nfqDelayBinary(),
-            ['--queue', '0', '--delay-us', String(oneWayUs)],
+            nfqDelayArgs(region),
             log,
           ),
         );
-        for (const rule of [
-          ['OUTPUT', '-o'],
-          ['INPUT', '-i'],
-        ]) {
+        // Outgoing packets to the helper's first queue, incoming ones to its second.
+        for (const [chain, direction, queue] of [
+          ['OUTPUT', '-o', NFQUEUE_OUT],
+          ['INPUT', '-i', NFQUEUE_OUT + 1],
+        ] as const) {
           await run('ip', [
             'netns',
             'exec',
@@ -405,13 +469,13 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
             '-w',
             '10',
             '-A',
-            rule[0],
-            rule[1],
+            chain,
+            direction,
             REGION_LINK,
             '-j',
             'NFQUEUE',
             '--queue-num',
-            '0',
+            String(queue),
             '--queue-bypass',
           ]);
         }
@@ -443,7 +507,14 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
       {
         id,
         delay: mechanism,
-        regions: regions.map((r) => ({ name: r.name, rttMs: r.rttMs, rateBytesPerSecond: r.rateBytesPerSecond })),
+        regions: regions.map(({ name, rttMs, rateBytesPerSecond, lossPercent, jitterMs, seed }) => ({
+          name,
+          rttMs,
+          rateBytesPerSecond,
+          lossPercent,
+          jitterMs,
+          seed,
+        })),
       },
       'emulated regions up',
     );
@@ -468,8 +539,11 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
     throw err;
   }
 
-  async function chooseDelay(wanted: 'auto' | DelayMechanism, probe: EmulatedRegion): Promise<DelayMechanism> {
-    if (wanted !== 'nfqueue') {
+  /** netem where the kernel has it and asked for or left to us, unless a link loses or jitters
+   * (only the helper does those, so it adds every region's delay then); else the helper. */
+  async function chooseDelay(wanted: 'auto' | DelayMechanism, linked: EmulatedRegion[]): Promise<DelayMechanism> {
+    const probe = linked[0];
+    if (wanted !== 'nfqueue' && !linked.some(hasLossOrJitter)) {
       try {
         await run('tc', ['-n', probe.namespace, 'qdisc', 'add', 'dev', REGION_LINK, 'root', 'netem', 'delay', '1ms']);
         await run('tc', ['-n', probe.namespace, 'qdisc', 'del', 'dev', REGION_LINK, 'root']);

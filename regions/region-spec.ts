@@ -1,11 +1,14 @@
-// Regions on the command line: `NAME=RTT[,RATE]`, e.g. `eu-west=20ms` or `ap-south=160ms,1MB/s`.
+// Regions on the command line: `NAME=RTT[,RATE][,loss=P%[/P%]][,jitter=TIME][,seed=N]`, e.g.
+// `eu-west=20ms`, `ap-south=160ms,1MB/s` or `sa-east=120ms,loss=2%,jitter=10ms,seed=7`.
 import type { RegionSpec } from './harness.js';
 
 export class RegionSpecError extends Error {
   override name = 'RegionSpecError';
 }
 
-const RTT_UNITS: Record<string, number> = { '': 1, ms: 1, s: 1000 };
+export const REGION_SPEC_SYNTAX = 'NAME=RTT[,RATE][,loss=P%[/P%]][,jitter=TIME][,seed=N]';
+
+const TIME_UNITS: Record<string, number> = { '': 1, ms: 1, s: 1000 };
 /** Bytes per second per unit; MB/s and friends are decimal, like tc's. */
 const RATE_UNITS: Record<string, number> = {
   'b/s': 1,
@@ -17,26 +20,76 @@ const RATE_UNITS: Record<string, number> = {
   mbit: 1e6 / 8,
   gbit: 1e9 / 8,
 };
+const NUMBER = '(\\d+(?:\\.\\d+)?)';
+
+function parseTime(text: string, what: string, spec: string): number {
+  const match = new RegExp(`^${NUMBER}([a-z]*)$`, 'i').exec(text);
+  const scale = match ? TIME_UNITS[match[2].toLowerCase()] : undefined;
+  if (!match || scale === undefined)
+    throw new RegionSpecError(`region "${spec}": ${what} "${text}" is not a time (use ms or s)`);
+  return Number(match[1]) * scale;
+}
+
+function parseRate(text: string, spec: string): number {
+  const match = new RegExp(`^${NUMBER}\\s*([a-z/]+)$`, 'i').exec(text);
+  const scale = match ? RATE_UNITS[match[2].toLowerCase()] : undefined;
+  if (!match || scale === undefined) {
+    throw new RegionSpecError(
+      `region "${spec}": rate "${text}" is not a rate (use B/s, kB/s, MB/s, GB/s, kbit, mbit or gbit)`,
+    );
+  }
+  return Number(match[1]) * scale;
+}
+
+/** `2%` both ways, or `2%/0.5%` up (region to target) and down (target to region). */
+function parseLoss(text: string, spec: string): { up: number; down: number } {
+  const match = new RegExp(`^${NUMBER}%(?:/${NUMBER}%)?$`).exec(text);
+  if (!match)
+    throw new RegionSpecError(
+      `region "${spec}": loss "${text}" is not a percentage (loss=1% both ways, or loss=1%/0% up/down)`,
+    );
+  const up = Number(match[1]);
+  return { up, down: match[2] === undefined ? up : Number(match[2]) };
+}
+
+function parseSeed(text: string, spec: string): number {
+  if (!/^\d{1,10}$/.test(text))
+    throw new RegionSpecError(`region "${spec}": seed "${text}" is not a whole number (0..4294967295)`);
+  return Number(text);
+}
+
+const OPTIONS = ['loss', 'jitter', 'seed'] as const;
 
 export function parseRegionSpec(text: string): RegionSpec {
-  const match = /^([^=]+)=([\d.]+)([a-z]*)(?:,([\d.]+)\s*([a-z/]+))?$/i.exec(text.trim());
+  const spec = text.trim();
+  const match = /^([^=,]+)=([^,]+)((?:,[^,]*)*)$/.exec(spec);
   if (!match)
-    throw new RegionSpecError(`region "${text}": expected NAME=RTT[,RATE], e.g. eu-west=20ms or ap-south=160ms,1MB/s`);
-  const [, name, rtt, rttUnit, rate, rateUnit] = match;
-  const rttScale = RTT_UNITS[rttUnit.toLowerCase()];
-  if (rttScale === undefined || Number.isNaN(Number(rtt)))
-    throw new RegionSpecError(`region "${text}": RTT "${rtt}${rttUnit}" is not a time (use ms or s)`);
-  const spec: RegionSpec = { name, rttMs: Number(rtt) * rttScale };
-  if (rate !== undefined) {
-    const rateScale = RATE_UNITS[rateUnit.toLowerCase()];
-    if (rateScale === undefined || Number.isNaN(Number(rate))) {
-      throw new RegionSpecError(
-        `region "${text}": rate "${rate}${rateUnit}" is not a rate (use B/s, kB/s, MB/s, GB/s, kbit, mbit or gbit)`,
-      );
+    throw new RegionSpecError(
+      `region "${text}": expected ${REGION_SPEC_SYNTAX}, e.g. eu-west=20ms, ap-south=160ms,1MB/s or sa-east=120ms,loss=2%,jitter=10ms`,
+    );
+  const [, name, rtt, rest] = match;
+  const region: RegionSpec = { name, rttMs: parseTime(rtt, 'RTT', spec) };
+  const seen = new Set<string>();
+  for (const [index, item] of rest.split(',').slice(1).entries()) {
+    const option = /^([a-z]+)=(.*)$/i.exec(item);
+    if (!option) {
+      if (index > 0 || item === '')
+        throw new RegionSpecError(
+          `region "${spec}": "${item}" is neither a rate (right after the RTT) nor one of ${OPTIONS.map((o) => `${o}=`).join(', ')}`,
+        );
+      region.rateBytesPerSecond = parseRate(item, spec);
+      continue;
     }
-    spec.rateBytesPerSecond = Number(rate) * rateScale;
+    const [, key, value] = option;
+    if (!(OPTIONS as readonly string[]).includes(key))
+      throw new RegionSpecError(`region "${spec}": unknown option "${key}=" (known: ${OPTIONS.join(', ')})`);
+    if (seen.has(key)) throw new RegionSpecError(`region "${spec}": "${key}=" is given twice`);
+    seen.add(key);
+    if (key === 'loss') region.lossPercent = parseLoss(value, spec);
+    else if (key === 'jitter') region.jitterMs = parseTime(value, 'jitter', spec);
+    else region.seed = parseSeed(value, spec);
   }
-  return spec;
+  return region;
 }
 
 /** `1 MB/s`, `250 kB/s`: how the harness reports a rate. */
@@ -50,4 +103,9 @@ export function formatRate(bytesPerSecond: number | undefined): string {
     if (bytesPerSecond >= scale) return `${+(bytesPerSecond / scale).toFixed(2)} ${unit}`;
   }
   return `${bytesPerSecond} B/s`;
+}
+
+/** `2% / 0%`, or `-` for a link that loses nothing. */
+export function formatLoss(loss: RegionSpec['lossPercent']): string {
+  return loss && (loss.up > 0 || loss.down > 0) ? `${loss.up}% / ${loss.down}%` : '-';
 }

@@ -130,7 +130,7 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
     const log = createLogger('demo', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     // A bad plan is bad input (exit 2), before anything is built; the run's `probefleet run` reads PROBEFLEET_MAX_JOBS too.
     const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf({}) });
-    const specs = regionSpecs(args.region);
+    const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
     checkRegionsSupported();
     // Its own Redis, and setpriv to tie every process it starts to itself.

@@ -3,11 +3,20 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
+import { printable } from '../../common/printable.js';
 import { cleanupStaleRegions } from '../../regions/cleanup.js';
 import { runPlanInRegions } from '../../regions/fleet-run.js';
-import { startRegions, validateRegionSpecs, type RegionSpec, type Regions } from '../../regions/harness.js';
+import {
+  DEFAULT_LINK_SEED,
+  hasLossOrJitter,
+  startRegions,
+  validateRegionSpecs,
+  type RegionSpec,
+  type Regions,
+  type RegionsOptions,
+} from '../../regions/harness.js';
 import { checkRegionsSupported } from '../../regions/preflight.js';
-import { formatRate, parseRegionSpec } from '../../regions/region-spec.js';
+import { formatLoss, formatRate, parseRegionSpec, REGION_SPEC_SYNTAX } from '../../regions/region-spec.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
@@ -18,7 +27,8 @@ import { reportFileArgs, writeReportFiles } from './report-files.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 import { EXIT_BAD_INPUT } from '../exit-codes.js';
 
-export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms'];
+/** Three clean links and a lossy, jittery one (its seed: DEFAULT_LINK_SEED). */
+export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms', 'sa-east=120ms,loss=2%,jitter=10ms'];
 
 export const regionOptions = (y: Argv) =>
   y
@@ -26,7 +36,7 @@ export const regionOptions = (y: Argv) =>
       type: 'string',
       array: true,
       default: DEFAULT_REGIONS,
-      describe: 'an emulated region, NAME=RTT[,RATE] (e.g. eu-west=20ms, ap-south=160ms,1MB/s); repeat for more',
+      describe: `an emulated region, ${REGION_SPEC_SYNTAX} (e.g. eu-west=20ms, ap-south=160ms,1MB/s, sa-east=120ms,loss=2%,jitter=10ms); repeat for more`,
     })
     .option('delay', {
       choices: ['auto', 'netem', 'nfqueue'] as const,
@@ -64,13 +74,13 @@ const upOptions = (y: Argv) =>
     });
 
 /** Region specs from the command line, or undefined after reporting bad input (exit 2). */
-export function regionSpecs(texts: string[]): RegionSpec[] | undefined {
+export function regionSpecs(texts: string[], delay: RegionsOptions['delay']): RegionSpec[] | undefined {
   try {
     const specs = texts.map(parseRegionSpec);
-    validateRegionSpecs(specs);
+    validateRegionSpecs(specs, delay);
     return specs;
   } catch (err) {
-    process.stderr.write(`probefleet: --region: ${(err as Error).message}\n`);
+    process.stderr.write(`probefleet: --region: ${printable((err as Error).message)}\n`);
     process.exitCode = EXIT_BAD_INPUT;
     return undefined;
   }
@@ -79,9 +89,18 @@ export function regionSpecs(texts: string[]): RegionSpec[] | undefined {
 export function describeRegions(regions: Regions): string {
   return (
     `${renderTable(
-      ['region', 'RTT to target', 'rate limit', 'namespace', 'address'],
-      regions.regions.map((r) => [r.name, `${r.rttMs} ms`, formatRate(r.rateBytesPerSecond), r.namespace, r.address]),
-      'lrrll',
+      ['region', 'RTT to target', 'rate limit', 'loss up / down', 'jitter', 'seed', 'namespace', 'address'],
+      regions.regions.map((r) => [
+        r.name,
+        `${r.rttMs} ms`,
+        formatRate(r.rateBytesPerSecond),
+        formatLoss(r.lossPercent),
+        r.jitterMs ? `± ${r.jitterMs} ms` : '-',
+        hasLossOrJitter(r) ? String(r.seed ?? DEFAULT_LINK_SEED) : '-',
+        r.namespace,
+        r.address,
+      ]),
+      'lrrrrrll',
     )}\ntarget host ${regions.target.address} in namespace ${regions.target.namespace}; delay added by ${regions.delay}` +
     `${regions.realtime ? '' : '; measured processes at ordinary priority'}\n`
   );
@@ -95,7 +114,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
   handler: async (args) => {
     const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) });
-    const specs = regionSpecs(args.region);
+    const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
     const regions = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, log });
     let lab: TargetLab | undefined;
@@ -123,7 +142,7 @@ const up: CommandModule<object, ArgsOf<typeof upOptions>> = {
   builder: upOptions,
   handler: async (args) => {
     const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
-    const specs = regionSpecs(args.region);
+    const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
     const regions = await startRegions({
       regions: specs,

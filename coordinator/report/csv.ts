@@ -28,6 +28,7 @@ export const CSV_COLUMNS = [
   'phase',
   'p50_ms',
   'p95_ms',
+  'p99_ms',
   'phase_samples',
 ] as const;
 
@@ -71,7 +72,7 @@ export function renderCsvReport(run: RunReport): string {
     if (phases.length === 0) rows.push(job);
     for (const phase of phases) {
       const p = r.summary.phases[phase]!;
-      rows.push({ ...job, phase, p50_ms: p.p50, p95_ms: p.p95, phase_samples: p.n });
+      rows.push({ ...job, phase, p50_ms: p.p50, p95_ms: p.p95, p99_ms: p.p99, phase_samples: p.n });
     }
   }
   for (const u of report.unfinishedJobs) {

@@ -11,6 +11,7 @@ import { REPORT_CSS } from './html-style.js';
 import {
   comparedRegions,
   costByRegionTable,
+  costByRegionTitle,
   costChart,
   costBlock,
   h3Block,
@@ -101,12 +102,7 @@ function parts(report: RunReport): Part[] {
       id: 'new-connection-cost',
       title: 'New-connection cost',
       body: html`${renderBlock({ kind: 'chart', chart: costChart(report) }, nextChartId)}${
-        comparedRegions(report).length > 1
-          ? renderTableHtml(
-              costByRegionTable(report),
-              'Per target and region: median(new) − median(reused) per request (95% CI)',
-            )
-          : ''
+        comparedRegions(report).length > 1 ? renderTableHtml(costByRegionTable(report), costByRegionTitle('−')) : ''
       }${renderBlock(costBlock(report), nextChartId)}`,
     });
   }

@@ -8,6 +8,7 @@ import { reportFacts } from './report-facts.js';
 import {
   comparedRegions,
   costByRegionTable,
+  costByRegionTitle,
   costBlock,
   h3Block,
   decisionTable,
@@ -71,10 +72,7 @@ export function renderMarkdownReport(run: RunReport): string {
   if (report.comparisons.length > 0) {
     out.push('## New-connection cost');
     if (comparedRegions(report).length > 1)
-      out.push(
-        '**Per target and region: median(new) − median(reused) per request (95% CI)**',
-        tableMarkdown(costByRegionTable(report)),
-      );
+      out.push(`**${costByRegionTitle('−')}**`, tableMarkdown(costByRegionTable(report)));
     out.push(...blockMarkdown(costBlock(report)));
   }
   const h3 = h3Block(report);

@@ -15,14 +15,26 @@ const interval = (ci: [number, number]) => `${formatMs(ci[0])} .. ${formatMs(ci[
 const costCells = (c: Comparison): [string, string] =>
   c.noCostReason ? ['none', '-'] : [formatMs(c.newConnectionCostMs.median), interval(c.newConnectionCostMs.ci95)];
 
-/** The cost table, with a note under it for each target that has no cost, saying why. */
+/** The cost table, with a note under it for each target that has no cost, saying why. Beside
+ * the cost, its tail: p95 and p99 of the time the new connections took to open. */
 export function costBlock(report: RunReport): ReportBlock {
   return {
     kind: 'table',
-    title: 'New-connection cost = median(new) - median(reused), per request',
+    title:
+      'New-connection cost = median(new) - median(reused), per request; its tail: p95 and p99 of the time new connections took to open (resolve + connect + TLS)',
     table: {
-      headers: ['region', 'target', 'scheme', 'reused median', 'new median', 'new-connection cost', '95% CI'],
-      align: 'lllrrrr',
+      headers: [
+        'region',
+        'target',
+        'scheme',
+        'reused median',
+        'new median',
+        'new-connection cost',
+        '95% CI',
+        'p95 to open',
+        'p99 to open',
+      ],
+      align: 'lllrrrrrr',
       rows: report.comparisons.map((c) => [
         c.region,
         c.target,
@@ -30,6 +42,8 @@ export function costBlock(report: RunReport): ReportBlock {
         formatMs(c.reusedMedianMs),
         formatMs(c.newMedianMs),
         ...costCells(c),
+        formatMs(c.newConnectionCostTailMs?.p95),
+        formatMs(c.newConnectionCostTailMs?.p99),
       ]),
     },
     notes: report.comparisons
@@ -50,25 +64,40 @@ export function orderedRegions(report: RunReport, placed: { region: string }[]):
   return [...new Set(placed.map((p) => p.region))].sort((a, b) => rank(a) - rank(b));
 }
 
-/** Target rows, one column per region: "3.18 ms (3.04 ms .. 3.29 ms)", "-" where not measured. */
+/** The title of costByRegionTable, as each renderer words it (− or -). */
+export const costByRegionTitle = (minus: string) =>
+  `New-connection cost per target and region: median(new) ${minus} median(reused) per request (95% CI); its tail: p95 and p99 of the time new connections took to open`;
+
+/** Three rows per target, one column per region: the cost with its interval ("3.18 ms (3.04 ms ..
+ * 3.29 ms)", or "none"), then its tail, p95 and p99; "-" where not measured. */
 export function costByRegionTable(report: RunReport): Table {
   const regions = comparedRegions(report);
   const targets = [...new Set(report.comparisons.map((c) => c.target))];
+  const cells: [string, (c: Comparison) => string][] = [
+    [
+      'median (95% CI)',
+      (c) => {
+        const [cost, ci] = costCells(c);
+        return c.noCostReason ? cost : `${cost} (${ci})`;
+      },
+    ],
+    ['p95 to open', (c) => formatMs(c.newConnectionCostTailMs?.p95)],
+    ['p99 to open', (c) => formatMs(c.newConnectionCostTailMs?.p99)],
+  ];
   return {
-    headers: ['target', 'scheme', ...regions],
-    align: `ll${'r'.repeat(regions.length)}`,
-    rows: targets.map((target) => {
+    headers: ['target', 'scheme', 'cost', ...regions],
+    align: `lll${'r'.repeat(regions.length)}`,
+    rows: targets.flatMap((target) => {
       const mine = report.comparisons.filter((c) => c.target === target);
-      return [
+      return cells.map(([quantity, cell]) => [
         target,
         mine[0].scheme,
+        quantity,
         ...regions.map((region) => {
           const c = mine.find((m) => m.region === region);
-          if (!c) return '-';
-          const [cost, ci] = costCells(c);
-          return c.noCostReason ? cost : `${cost} (${ci})`;
+          return c ? cell(c) : '-';
         }),
-      ];
+      ]);
     }),
   };
 }

@@ -5,7 +5,14 @@ import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
 import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
 import { renderBlocksAsText, tableAsText } from './document.js';
 import { shown } from './format.js';
-import { comparedRegions, costByRegionTable, costBlock, decisionTable, h3Block } from './run-views.js';
+import {
+  comparedRegions,
+  costByRegionTable,
+  costByRegionTitle,
+  costBlock,
+  decisionTable,
+  h3Block,
+} from './run-views.js';
 import { REPORT_SECTIONS } from './sections/index.js';
 
 function section<K extends ProbeKind>(kind: K, results: ProbeResult[]): string | undefined {
@@ -20,11 +27,7 @@ export function renderRunReport(run: RunReport): string {
     `run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${jobs} jobs${report.mode === 'distributed' ? `, regions ${report.plan.regions.join(', ')}` : ''}`,
   ];
   if (comparedRegions(report).length > 1) {
-    out.push(
-      '',
-      'New-connection cost per target and region: median(new) - median(reused) per request (95% CI)',
-      tableAsText(costByRegionTable(report)),
-    );
+    out.push('', costByRegionTitle('-'), tableAsText(costByRegionTable(report)));
   }
   for (const kind of PROBE_KINDS) {
     const text = section(kind, report.results);

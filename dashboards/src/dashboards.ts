@@ -34,6 +34,23 @@ export const connectionCostDashboard: Dashboard = {
       ],
     },
     {
+      title: 'New-connection cost in the tail per region, last run (p95, p99)',
+      description:
+        'What the slow new connections cost: p95 and p99 of the time new connections took to open (resolve + connect + TLS) in the last run, beside the median cost. A lost SYN adds a 1 s retransmission timeout, a lost handshake flight 200 ms or more: they show here long before the median moves.',
+      kind: 'bargauge',
+      unit: 's',
+      queries: [
+        {
+          expr: `max by (region, target, scheme) (probefleet_new_connection_cost_seconds${sel()})`,
+          legend: '{{region}} {{target}} median',
+        },
+        {
+          expr: `max by (region, target, scheme, quantile) (probefleet_new_connection_cost_tail_seconds${sel()})`,
+          legend: '{{region}} {{target}} quantile {{quantile}}',
+        },
+      ],
+    },
+    {
       title: 'Changes since the previous run',
       description:
         'How many quantities of the last run (per region: new-connection cost, phases, handshakes, bytes, errors, load) regressed, improved or stayed unchanged against the run before it. `probefleet compare --redis --previous` lists them.',
@@ -67,7 +84,7 @@ export const connectionCostDashboard: Dashboard = {
       ],
     },
     {
-      title: 'TLS handshake p50 and p95 by region (full handshakes)',
+      title: 'TLS handshake p50, p95 and p99 by region (full handshakes)',
       description: 'Over every full handshake of the tls probe in the window, all selected targets together.',
       kind: 'timeseries',
       unit: 's',
@@ -79,6 +96,10 @@ export const connectionCostDashboard: Dashboard = {
         {
           expr: quantile(0.95, 'probefleet_tls_handshake_seconds', 'region', sel({ handshake: 'full' })),
           legend: '{{region}} p95',
+        },
+        {
+          expr: quantile(0.99, 'probefleet_tls_handshake_seconds', 'region', sel({ handshake: 'full' })),
+          legend: '{{region}} p99',
         },
       ],
     },

@@ -87,12 +87,17 @@ describe('distributed runs with region workers in their own processes', needsRed
       10,
     );
 
-    // The headline: new-connection cost per target, one column per region.
+    // The headline: new-connection cost per target, one column per region: the median with its
+    // interval, then the tail (p95, p99).
     assert.match(stdout, /New-connection cost per target and region/);
-    assert.match(stdout, /target\s+scheme\s+a\s+b\n/);
+    assert.match(stdout, /target\s+scheme\s+cost\s+a\s+b\n/);
     // The format, not the sign: a cost with its interval per region, or "none" where a busy
-    // machine made it unmeasurable.
-    assert.match(stdout, /https\s+https\s+(-?[\d.]+ ms \([^)]*\)|none)\s+(-?[\d.]+ ms \([^)]*\)|none)/);
+    // machine made it unmeasurable; then the tail.
+    assert.match(
+      stdout,
+      /https\s+https\s+median \(95% CI\)\s+(-?[\d.]+ ms \([^)]*\)|none)\s+(-?[\d.]+ ms \([^)]*\)|none)\n/,
+    );
+    assert.match(stdout, /https\s+https\s+p99 to open\s+[\d.]+ ms\s+[\d.]+ ms\n/);
 
     // The run command stored the report; `runs show` reads it back unchanged, `runs list` lists it.
     const shown = await runCli(['runs', 'show', report.runId, '--json', ...redisArgs]);

@@ -42,14 +42,23 @@ describe('probefleet regions', () => {
       'near=10ms',
       '--region',
       'far=40ms,10MB/s',
+      '--region',
+      'lossy=30ms,loss=1%/0.5%,jitter=5ms,seed=9',
       '--json',
       json,
     ]);
     assert.equal(code, 0, stderr);
 
-    assert.match(stdout, /Emulated regions\n\s+region\s+RTT to target\s+rate limit\s+namespace\s+address/);
-    assert.match(stdout, /\n\s+near\s+10 ms\s+-\s+pf-\d+-[0-9a-f]{4}-region-near\s+10\.77\.1\.2\n/);
-    assert.match(stdout, /\n\s+far\s+40 ms\s+10 MB\/s\s+pf-\d+-[0-9a-f]{4}-region-far\s+10\.77\.2\.2\n/);
+    assert.match(
+      stdout,
+      /Emulated regions\n\s+region\s+RTT to target\s+rate limit\s+loss up \/ down\s+jitter\s+seed\s+namespace\s+address/,
+    );
+    assert.match(stdout, /\n\s+near\s+10 ms\s+-\s+-\s+-\s+-\s+pf-\d+-[0-9a-f]{4}-region-near\s+10\.77\.1\.2\n/);
+    assert.match(stdout, /\n\s+far\s+40 ms\s+10 MB\/s\s+-\s+-\s+-\s+pf-\d+-[0-9a-f]{4}-region-far\s+10\.77\.2\.2\n/);
+    assert.match(
+      stdout,
+      /\n\s+lossy\s+30 ms\s+-\s+1% \/ 0\.5%\s+± 5 ms\s+9\s+pf-\d+-[0-9a-f]{4}-region-lossy\s+10\.77\.3\.2\n/,
+    );
     assert.match(
       stdout,
       /target host 10\.77\.0\.1 in namespace pf-\d+-[0-9a-f]{4}-target; delay added by (netem|nfqueue)/,
@@ -57,13 +66,13 @@ describe('probefleet regions', () => {
     assert.match(stdout, /New-connection cost/);
 
     const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
-    assert.deepEqual(report.plan.regions, ['near', 'far']);
+    assert.deepEqual(report.plan.regions, ['near', 'far', 'lossy']);
     // The plan names lab servers by role; they ran at the target host, on the lab's ports there.
     assert.deepEqual(
       report.plan.targets.map((t) => t.url),
       ['http://10.77.0.1:18170/', 'https://10.77.0.1:18172/'],
     );
-    assert.equal(report.results.length, 8);
+    assert.equal(report.results.length, 12);
     assert.ok(
       report.results.every((r) => r.ok),
       JSON.stringify(report.results.filter((r) => !r.ok).map((r) => r.error)),
@@ -122,6 +131,19 @@ describe('probefleet regions', () => {
       [['regions', 'run', 'examples/regions-reuse.yaml'], 'near=20parsecs', /is not a time/],
       [['regions', 'run', 'examples/regions-reuse.yaml'], 'Near=20ms', /region name "Near"/],
       [['demo'], 'near=20parsecs', /is not a time/],
+      [['regions', 'run', 'examples/regions-reuse.yaml'], 'lossy=20ms,loss=1', /loss "1" is not a percentage/],
+      // A spec is shown with its control characters escaped, never as a terminal sequence.
+      [
+        ['regions', 'run', 'examples/regions-reuse.yaml'],
+        'x=1ms,loss=\x1b[31m',
+        /loss "\\x1b\[31m" is not a percentage/,
+      ],
+      [['demo'], 'lossy=20ms,jitter=30ms', /jitter must be 0\.\.20 ms/],
+      [
+        ['regions', 'run', 'examples/regions-reuse.yaml', '--delay', 'netem'],
+        'lossy=20ms,loss=1%',
+        /loss and jitter come from the NFQUEUE helper .*; use --delay nfqueue or auto/,
+      ],
     ] as const) {
       const { code, stderr } = await runCli([...command, '--region', spec]);
       assert.equal(code, 2, `${command.join(' ')} --region ${spec}: ${stderr}`);

@@ -47,13 +47,10 @@ const DELAYED: RegionSpec[] = [
   { name: 'near', rttMs: 20 },
   { name: 'far', rttMs: 60 },
 ];
-const REGIONS: RegionSpec[] = [
-  BASE,
-  REFERENCE,
-  ...DELAYED,
-  // The lecture's slow link (curl --limit-rate 1M there; tbf here).
-  { name: 'slow-link', rttMs: 0, rateBytesPerSecond: 1e6 },
-];
+/** The lecture's slow link (curl --limit-rate 1M there; tbf here), in MB/s. */
+const SLOW_LINK_MBPS = 1;
+const SLOW_LINK: RegionSpec = { name: 'slow-link', rttMs: 0, rateBytesPerSecond: SLOW_LINK_MBPS * 1e6 };
+const REGIONS: RegionSpec[] = [BASE, REFERENCE, ...DELAYED, SLOW_LINK];
 const RATE_LIMITED = REGIONS.filter((r) => r.rateBytesPerSecond !== undefined);
 /** Regions that differ by their RTT alone, slowest last. */
 const BY_RTT = REGIONS.filter((r) => r.rateBytesPerSecond === undefined);
@@ -69,7 +66,7 @@ targets:
     url: ${lab.servers.https}/
     tls: { ca: ${lab.caFile} }
   - name: products
-    url: ${lab.servers.keepalive}/api/products
+    url: ${lab.servers.keepalive}/assets/products.json
 experiments:
   - probe: reuse
     targets: [http, https]
@@ -87,6 +84,7 @@ experiments:
     gzipLevels: []
     brotliLevels: []
     zstdLevels: []
+    linkSpeedsMBps: [${SLOW_LINK_MBPS}]
 `;
 
 /** The part of the plan the demo runs through real workers, with fewer samples to keep the test
@@ -434,6 +432,44 @@ describe('emulated regions: measured times are the added round trips', { skip },
     );
   });
 
+  test(`the link model the compression probe prints for ${SLOW_LINK_MBPS} MB/s is within 10 % of the transfers measured on a ${SLOW_LINK_MBPS} MB/s link, probefleet's and curl's`, async (t) => {
+    // The model, from the region without a limit: the server's compression (its extra time to
+    // first byte) + the bytes on the wire at the link speed + decoding here. The link counts
+    // packet headers against its rate too (~4.5 % more bytes), the model does not: within 10 %.
+    const model = compressionResult(report, BASE.name).details!.linkModel.find((m) => m.linkMBps === SLOW_LINK_MBPS);
+    assert.ok(model, `no ${SLOW_LINK_MBPS} MB/s row in the link model`);
+    const url = `${lab.servers.keepalive}/assets/products.json`;
+    for (const encoding of ['identity', 'gzip'] as const) {
+      const modelled = model.rows.find((r) => r.acceptEncoding === encoding)!;
+      // probefleet on the limited link: request written to last byte, plus decoding, as modelled.
+      const measured = compressionTotal(encoding)(report, SLOW_LINK.name)!;
+      // curl does not decode (no --compressed): against the model without the decoding.
+      const runs: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const out = await regions.exec(
+          regions.region(SLOW_LINK.name).namespace,
+          'curl',
+          ['-sS', '-H', `accept-encoding: ${encoding}`, '-o', '/dev/null', '-w', '%{time_total}', url],
+          { realtime: true },
+        );
+        runs.push(Number(out) * 1000);
+      }
+      const curl = median(runs);
+      for (const [tool, got, want] of [
+        ['probefleet', measured, modelled.totalMs],
+        ['curl', curl, modelled.totalMs - modelled.decodeMs],
+      ] as const) {
+        const figures =
+          `${encoding} (${modelled.wireBytes} B on the wire) at ${SLOW_LINK_MBPS} MB/s: model ${want.toFixed(2)} ms ` +
+          `(compress ${modelled.compressMs.toFixed(2)} + transfer ${modelled.transferMs.toFixed(2)}` +
+          `${tool === 'curl' ? '' : ` + decode ${modelled.decodeMs.toFixed(2)}`} ms), ${tool} measured ${got.toFixed(2)} ms ` +
+          `(${(((want - got) / got) * 100).toFixed(1)} %)`;
+        t.diagnostic(figures);
+        assert.ok(Math.abs(want - got) <= 0.1 * got, figures);
+      }
+    }
+  });
+
   test('through real workers in the regions (probefleet demo, run --redis): the same figures, the slower region slower, nothing left', async (t) => {
     const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-fidelity-demo-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
@@ -508,6 +544,12 @@ describe('emulated regions: measured times are the added round trips', { skip },
         [],
         `rows missing from Prometheus's table:\n${demoOutput}`,
       );
+      // The tail of each region's cost is there too; its order is the draw of a few samples.
+      for (const what of ['new-connection cost p99 (http)', 'new-connection cost p99 (https)']) {
+        const values = rows.get(what) ?? [];
+        assert.ok(values.length > 0 && values.every((v) => v > 0), `${what} from Prometheus:\n${demoOutput}`);
+        t.diagnostic(`${what} from Prometheus: ${DELAYED.map((r, i) => `${r.name} ${values[i]} ms`).join(', ')}`);
+      }
       for (const what of expected) {
         const values = rows.get(what)!;
         t.diagnostic(`${what} from Prometheus: ${DELAYED.map((r, i) => `${r.name} ${values[i]} ms`).join(', ')}`);
@@ -526,11 +568,34 @@ describe('emulated regions: measured times are the added round trips', { skip },
     },
   );
 
-  test('curl -w in the same namespaces agrees: connect, TLS 1.3 and a reused request ≈ 1 RTT each', async (t) => {
+  test('curl -w in the same namespaces agrees: connect, TLS 1.3 and a reused request ≈ 1 RTT each, a full TLS 1.2 handshake ≈ 2 RTT', async (t) => {
     const url = `${lab.servers.https}/`;
     const timings = async (namespace: string) => {
       const runs: number[][] = [];
       for (let i = 0; i < 5; i++) {
+        // TLS 1.2 alone (a full handshake: curl keeps no session between runs).
+        const [connect12, secured12] = (
+          await regions.exec(
+            namespace,
+            'curl',
+            [
+              '-sS',
+              '--tlsv1.2',
+              '--tls-max',
+              '1.2',
+              '--cacert',
+              lab.caFile,
+              '-o',
+              '/dev/null',
+              '-w',
+              '%{time_connect} %{time_appconnect}',
+              url,
+            ],
+            { realtime: true },
+          )
+        )
+          .split(' ')
+          .map((s) => Number(s) * 1000);
         // Two URLs: the second transfer reuses the connection; -w prints a line per transfer.
         const out = await regions.exec(
           namespace,
@@ -555,13 +620,13 @@ describe('emulated regions: measured times are the added round trips', { skip },
           .trim()
           .split('\n')
           .map((line) => line.split(' ').map((s) => Number(s) * 1000));
-        runs.push([first[0], first[1] - first[0], second[2]]);
+        runs.push([first[0], first[1] - first[0], second[2], secured12 - connect12]);
       }
-      return [0, 1, 2].map((i) => median(runs.map((r) => r[i])));
+      return [0, 1, 2, 3].map((i) => median(runs.map((r) => r[i])));
     };
     const reference = await timings(regions.region(REFERENCE.name).namespace);
     for (const { name, rttMs } of DELAYED) {
-      const [connect, tls, reused] = await timings(regions.region(name).namespace);
+      const [connect, tls, reused, tls12] = await timings(regions.region(name).namespace);
       assertRoundTrips(t, connect, reference[0], 1, rttMs, `curl time_connect from ${name}`);
       assertRoundTrips(
         t,
@@ -578,6 +643,20 @@ describe('emulated regions: measured times are the added round trips', { skip },
         1,
         rttMs,
         `curl reused request (second transfer's time_starttransfer) from ${name}`,
+      );
+      assertRoundTrips(
+        t,
+        tls12,
+        reference[3],
+        2,
+        rttMs,
+        `curl full TLS 1.2 handshake (time_appconnect - time_connect) from ${name}`,
+      );
+      // Beside it, the tls probe's figures from the same region (asserted on their own above).
+      t.diagnostic(
+        `${name}: full handshake TLS 1.2 / 1.3, curl ${tls12.toFixed(2)} / ${tls.toFixed(2)} ms, probefleet ` +
+          `${handshakeP50('1.2')(report, name)!.toFixed(2)} / ${handshakeP50('1.3')(report, name)!.toFixed(2)} ms, ` +
+          `theory ${2 * rttMs} / ${rttMs} ms plus the handshake's CPU time`,
       );
     }
   });

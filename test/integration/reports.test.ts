@@ -324,11 +324,13 @@ describe('Markdown and CSV say what the JSON says', () => {
       if (report.comparisons.length > 0) {
         const rows = markdownTable(markdown, '**New-connection cost = median(new)');
         assert.deepEqual(
-          rows.map((cells) => [cells[0], cells[1], cells[5]]),
+          rows.map((cells) => [cells[0], cells[1], cells[5], cells[7], cells[8]]),
           report.comparisons.map((c) => [
             c.region,
             c.target,
             c.noCostReason ? 'none' : formatMs(c.newConnectionCostMs.median),
+            formatMs(c.newConnectionCostTailMs?.p95),
+            formatMs(c.newConnectionCostTailMs?.p99),
           ]),
           name,
         );
@@ -342,6 +344,7 @@ describe('Markdown and CSV say what the JSON says', () => {
             (cells) => cells[0] === r.region && cells[1] === r.target && cells[2] === r.variant.version,
           )!;
           assert.equal(row[6], formatMs(r.details?.handshakeMs?.p50), `${name}: ${r.jobId} full handshake`);
+          assert.equal(row[8], formatMs(r.details?.handshakeMs?.p99), `${name}: ${r.jobId} full handshake p99`);
         }
       }
       const drain = only(report, 'drain');
@@ -419,6 +422,7 @@ describe('Markdown and CSV say what the JSON says', () => {
           if (phase) {
             assert.equal(Number(field(row, 'p50_ms')), phase.p50, `${name}: ${r.jobId} ${field(row, 'phase')} p50`);
             assert.equal(Number(field(row, 'p95_ms')), phase.p95);
+            assert.equal(Number(field(row, 'p99_ms')), phase.p99);
             assert.equal(Number(field(row, 'phase_samples')), phase.n);
           }
         }

@@ -9,9 +9,9 @@ import {
   RegionsUnavailableError,
   type MachineFacts,
 } from '../../regions/preflight.js';
-import { formatRate, parseRegionSpec, RegionSpecError } from '../../regions/region-spec.js';
+import { formatLoss, formatRate, parseRegionSpec, RegionSpecError } from '../../regions/region-spec.js';
 
-describe('region specs: NAME=RTT[,RATE]', () => {
+describe('region specs: NAME=RTT[,RATE][,loss=P%[/P%]][,jitter=TIME][,seed=N]', () => {
   for (const [text, spec] of [
     ['eu-west=20ms', { name: 'eu-west', rttMs: 20 }],
     ['near=20', { name: 'near', rttMs: 20 }],
@@ -20,6 +20,19 @@ describe('region specs: NAME=RTT[,RATE]', () => {
     ['ap-south=160ms,1MB/s', { name: 'ap-south', rttMs: 160, rateBytesPerSecond: 1e6 }],
     ['dsl=30ms,8mbit', { name: 'dsl', rttMs: 30, rateBytesPerSecond: 1e6 }],
     ['edge=300ms,250kB/s', { name: 'edge', rttMs: 300, rateBytesPerSecond: 250e3 }],
+    ['lossy=80ms,loss=2%', { name: 'lossy', rttMs: 80, lossPercent: { up: 2, down: 2 } }],
+    ['up=80ms,loss=10%/0%', { name: 'up', rttMs: 80, lossPercent: { up: 10, down: 0 } }],
+    ['half=20ms,loss=0.5%/1.25%', { name: 'half', rttMs: 20, lossPercent: { up: 0.5, down: 1.25 } }],
+    ['shaky=60ms,jitter=10ms', { name: 'shaky', rttMs: 60, jitterMs: 10 }],
+    [
+      'sa-east=120ms,1MB/s,loss=2%,jitter=10ms,seed=7',
+      { name: 'sa-east', rttMs: 120, rateBytesPerSecond: 1e6, lossPercent: { up: 2, down: 2 }, jitterMs: 10, seed: 7 },
+    ],
+    // Options in any order after the RTT (and the rate); a loss of 0 is a spec, not an error.
+    [
+      'any=20ms,seed=0,jitter=0.5s,loss=0%',
+      { name: 'any', rttMs: 20, seed: 0, jitterMs: 500, lossPercent: { up: 0, down: 0 } },
+    ],
   ] as const) {
     test(`${text}`, () => assert.deepEqual(parseRegionSpec(text), spec));
   }
@@ -28,9 +41,19 @@ describe('region specs: NAME=RTT[,RATE]', () => {
     ['near', /expected NAME=RTT\[,RATE\]/],
     ['near=', /expected NAME=RTT/],
     ['near=20parsecs', /RTT "20parsecs" is not a time/],
-    ['near=20ms,fast', /expected NAME=RTT/],
+    ['near=20ms,fast', /rate "fast" is not a rate/],
     ['near=20ms,3furlongs/s', /rate "3furlongs\/s" is not a rate/],
     ['near=1.2.3ms', /is not a time/],
+    ['near=20ms,', /"" is neither a rate \(right after the RTT\) nor one of loss=, jitter=, seed=/],
+    ['near=20ms,loss=1%,1MB/s', /"1MB\/s" is neither a rate \(right after the RTT\)/],
+    ['near=20ms,loss=1', /loss "1" is not a percentage \(loss=1% both ways, or loss=1%\/0% up\/down\)/],
+    ['near=20ms,loss=1%/', /loss "1%\/" is not a percentage/],
+    ['near=20ms,loss=-1%', /loss "-1%" is not a percentage/],
+    ['near=20ms,jitter=5furlongs', /jitter "5furlongs" is not a time/],
+    ['near=20ms,seed=-3', /seed "-3" is not a whole number/],
+    ['near=20ms,seed=1.5', /seed "1.5" is not a whole number/],
+    ['near=20ms,drop=1%', /unknown option "drop=" \(known: loss, jitter, seed\)/],
+    ['near=20ms,loss=1%,loss=2%', /"loss=" is given twice/],
   ] as const) {
     test(`"${text}" is refused`, () =>
       assert.throws(
@@ -55,10 +78,36 @@ describe('region specs: NAME=RTT[,RATE]', () => {
       () => validateRegionSpecs([{ name: 'a', rttMs: 1, rateBytesPerSecond: 10 }]),
       /rate must be at least 1000 bytes\/s/,
     );
+    assert.throws(
+      () => validateRegionSpecs([{ name: 'a', rttMs: 1, lossPercent: { up: 101, down: 0 } }]),
+      /loss up must be 0\.\.100 %, got 101/,
+    );
+    assert.throws(
+      () => validateRegionSpecs([{ name: 'a', rttMs: 20, jitterMs: 30 }]),
+      /jitter must be 0\.\.20 ms \(at most the RTT: a packet cannot arrive before it was sent\), got 30/,
+    );
+    assert.throws(
+      () => validateRegionSpecs([{ name: 'a', rttMs: 1, seed: 2 ** 32 }]),
+      /seed must be an integer 0\.\.4294967295/,
+    );
+    assert.throws(
+      () => validateRegionSpecs([{ name: 'a', rttMs: 20, jitterMs: 5 }], 'netem'),
+      /region "a": loss and jitter come from the NFQUEUE helper .*, not netem; use --delay nfqueue or auto/,
+    );
+    validateRegionSpecs([{ name: 'a', rttMs: 20, lossPercent: { up: 0, down: 0 } }], 'netem');
     validateRegionSpecs([
       { name: 'a', rttMs: 0 },
       { name: 'b', rttMs: 60, rateBytesPerSecond: 1e6 },
+      { name: 'c', rttMs: 0, lossPercent: { up: 100, down: 0 }, seed: 4294967295 },
+      { name: 'd', rttMs: 20, jitterMs: 20 },
     ]);
+  });
+
+  test('loss reads back as up / down, and is shown only where the link loses something', () => {
+    assert.equal(formatLoss(undefined), '-');
+    assert.equal(formatLoss({ up: 0, down: 0 }), '-');
+    assert.equal(formatLoss({ up: 2, down: 2 }), '2% / 2%');
+    assert.equal(formatLoss({ up: 0.5, down: 0 }), '0.5% / 0%');
   });
 
   test('rates read back the way people write them', () => {

@@ -1,17 +1,18 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { median, medianDifference, p50p95, percentile } from '../../common/stats.js';
+import { median, medianDifference, percentile, percentiles } from '../../common/stats.js';
 
 test('percentiles interpolate between closest ranks', () => {
   assert.equal(percentile([1, 2, 3, 4], 50), 2.5);
   assert.equal(percentile([10], 95), 10);
   assert.equal(median([5, 1, 3]), 3);
-  assert.deepEqual(p50p95([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]), {
+  assert.deepEqual(percentiles([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]), {
     p50: 11,
     p95: 20,
+    p99: 20.8,
     n: 21,
   });
-  assert.equal(p50p95([]), undefined);
+  assert.equal(percentiles([]), undefined);
 });
 
 test('the median difference interval covers a known shift and excludes zero', () => {

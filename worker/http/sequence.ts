@@ -2,7 +2,7 @@
 import { performance } from 'node:perf_hooks';
 import { PHASES, type PhaseTimes, type ProbeError, type RequestSample } from '../../contracts/common.js';
 import type { Summary } from '../../contracts/result.js';
-import { p50p95 } from '../../common/stats.js';
+import { percentiles } from '../../common/stats.js';
 
 /** A target that fails this many times in a row is not worth asking again. */
 export const MAX_CONSECUTIVE_FAILURES = 3;
@@ -60,7 +60,7 @@ export function summarize(samples: readonly Sample[], connectionsOpened: number,
   const answered = samples.filter((s) => !s.error);
   const phases: Summary['phases'] = {};
   for (const phase of PHASES) {
-    const stats = p50p95(answered.flatMap((s) => (s.phases[phase] === undefined ? [] : [s.phases[phase]])));
+    const stats = percentiles(answered.flatMap((s) => (s.phases[phase] === undefined ? [] : [s.phases[phase]])));
     if (stats) phases[phase] = stats;
   }
   return { requests: samples.length, errors: samples.length - answered.length, connectionsOpened, durationMs, phases };

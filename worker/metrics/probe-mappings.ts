@@ -72,6 +72,10 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
         record('newConnectionCost', labels, seconds(c.newConnectionCostMs.median));
         record('newConnectionCostLower', labels, seconds(c.newConnectionCostMs.ci95[0]));
         record('newConnectionCostUpper', labels, seconds(c.newConnectionCostMs.ci95[1]));
+        if (c.newConnectionCostTailMs) {
+          record('newConnectionCostTail', { ...labels, quantile: '0.95' }, seconds(c.newConnectionCostTailMs.p95));
+          record('newConnectionCostTail', { ...labels, quantile: '0.99' }, seconds(c.newConnectionCostTailMs.p99));
+        }
       }
     },
   },
@@ -124,6 +128,8 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
           if (!stats) continue;
           record('tlsHandshake', { ...base, handshake, quantile: '0.5' }, seconds(stats.p50));
           record('tlsHandshake', { ...base, handshake, quantile: '0.95' }, seconds(stats.p95));
+          if (stats.p99 !== undefined)
+            record('tlsHandshake', { ...base, handshake, quantile: '0.99' }, seconds(stats.p99));
         }
         if (details.certNotAfter)
           record('certExpiry', { target: result.target }, Date.parse(details.certNotAfter) / 1000);

@@ -60,7 +60,14 @@ export const loadProbe: Probe<'load'> = async (job, { signal, targetPolicy, altS
       durationMs: run.durationMs,
       phases:
         run.completed > 0
-          ? { total: { p50: latencyMs.p50, p95: run.latency.getValueAtPercentile(95) / 1000, n: run.completed } }
+          ? {
+              total: {
+                p50: latencyMs.p50,
+                p95: run.latency.getValueAtPercentile(95) / 1000,
+                p99: latencyMs.p99,
+                n: run.completed,
+              },
+            }
           : {},
     },
     details,

@@ -10,7 +10,7 @@ import type { PhaseTimes } from '../../contracts/common.js';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { TLS_PROTOCOL_NAME, type CertificateInfo, type HandshakeSample } from '../../contracts/probes/tls.js';
-import { median, p50p95 } from '../../common/stats.js';
+import { median, percentiles } from '../../common/stats.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector, type ConnectionTimeline } from '../http/connector.js';
 import { runSequence, summarize } from '../http/sequence.js';
@@ -89,14 +89,14 @@ export const tlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) => {
   const resumedKind = answered.filter((s) => s.kind === 'resumed');
   const resumed = resumedKind.filter((s) => s.resumed);
   const tlsOf = (list: HandshakeSample[]) => list.map((s) => s.phases.tls!);
-  const handshakeMs = p50p95(tlsOf(full)) ?? null;
-  const resumedHandshakeMs = p50p95(tlsOf(resumed)) ?? null;
+  const handshakeMs = percentiles(tlsOf(full)) ?? null;
+  const resumedHandshakeMs = percentiles(tlsOf(resumed)) ?? null;
 
   const details = {
     tlsVersion: full[0]?.tlsVersion ?? null,
     alpn: full[0]?.alpn ?? null,
     cipher: full[0]?.cipher ?? null,
-    connectMs: p50p95(full.map((s) => s.phases.connect!)) ?? null,
+    connectMs: percentiles(full.map((s) => s.phases.connect!)) ?? null,
     handshakeMs,
     resumedHandshakeMs,
     resumptionSavingMs: handshakeMs && resumedHandshakeMs ? median(tlsOf(full)) - median(tlsOf(resumed)) : null,

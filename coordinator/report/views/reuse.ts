@@ -45,6 +45,7 @@ export function reuseView(results: ResultOf<'reuse'>[]): ReportSection {
     formatMs(r.summary.durationMs),
     formatMs(r.summary.phases.total?.p50),
     formatMs(r.summary.phases.total?.p95),
+    formatMs(r.summary.phases.total?.p99),
     r.summary.errors > 0 ? `${r.summary.errors} (${r.error?.code ?? 'see JSON'})` : '0',
   ]);
   return {
@@ -55,8 +56,19 @@ export function reuseView(results: ResultOf<'reuse'>[]): ReportSection {
         kind: 'table',
         title: 'Connection reuse: requests per mode (total = wall time of all requests of the job)',
         table: {
-          headers: ['region', 'target', 'mode', 'requests', 'new conns', 'total', 'median/req', 'p95/req', 'errors'],
-          align: 'lllrrrrrr',
+          headers: [
+            'region',
+            'target',
+            'mode',
+            'requests',
+            'new conns',
+            'total',
+            'median/req',
+            'p95/req',
+            'p99/req',
+            'errors',
+          ],
+          align: 'lllrrrrrrr',
           rows,
         },
       },

@@ -23,7 +23,7 @@ function handshakeBars(r: ResultOf<'tls'>, label: (r: ResultOf<'tls'>, text: str
       series: 'full',
       value: full?.p50 ?? 0,
       text: full
-        ? `${formatMs(full.p50)} (p95 ${formatMs(full.p95)}, ${full.n} handshakes)`
+        ? `${formatMs(full.p50)} (p95 ${formatMs(full.p95)}, p99 ${formatMs(full.p99)}, ${full.n} handshakes)`
         : (nothingMeasured(r) ?? 'no handshake'),
     },
   ];
@@ -69,6 +69,7 @@ export function tlsView(results: ResultOf<'tls'>[]): ReportSection {
       formatMs(d?.connectMs?.p50),
       formatMs(d?.handshakeMs?.p50),
       formatMs(d?.handshakeMs?.p95),
+      formatMs(d?.handshakeMs?.p99),
       formatMs(d?.resumedHandshakeMs?.p50),
       formatMs(d?.resumptionSavingMs ?? undefined),
       d?.resumption ? `${d.resumption.resumed}/${d.resumption.attempted}` : '-',
@@ -94,13 +95,14 @@ export function tlsView(results: ResultOf<'tls'>[]): ReportSection {
             'tcp connect',
             'full',
             'full p95',
+            'full p99',
             'resumed',
             'saving',
             'resumed/tried',
             'cert expires',
             'errors',
           ],
-          align: 'lllllrrrrrrlr',
+          align: 'lllllrrrrrrrlr',
           rows,
         },
       },
