@@ -2,6 +2,7 @@
 import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { BadInputError } from '../common/bad-input.js';
+import { RedisUnreachableError } from '../common/redis.js';
 
 /**
  * Each command's module, loaded only when it is asked for: `plan validate` need not load
@@ -22,9 +23,10 @@ const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   report: async () => (await import('./commands/report.js')).reportCommand,
 };
 
-/** Exit codes: 0 done, 1 failed, 2 bad input (plan, arguments). */
+/** Exit codes: 0 done, 1 failed, 2 bad input (plan, arguments), 3 Redis did not answer. */
 export const EXIT_FAILED = 1;
 export const EXIT_BAD_INPUT = 2;
+export const EXIT_REDIS_UNREACHABLE = 3;
 
 async function commandsFor(argv: string[]): Promise<AnyCommand[]> {
   const asked = argv.find((arg) => Object.hasOwn(COMMANDS, arg));
@@ -63,6 +65,9 @@ try {
   if (err instanceof BadInputError) {
     process.stderr.write(`${err.message}\n`);
     process.exitCode = EXIT_BAD_INPUT;
+  } else if (err instanceof RedisUnreachableError) {
+    process.stderr.write(`probefleet: ${err.message}\n`);
+    process.exitCode = EXIT_REDIS_UNREACHABLE;
   } else {
     process.stderr.write(`probefleet: ${(err as Error).message}\n`);
     process.exitCode = EXIT_FAILED;

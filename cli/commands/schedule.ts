@@ -13,7 +13,7 @@ import {
   scheduleSpecFor,
   type ScheduleInfo,
 } from '../../coordinator/schedules.js';
-import { fleetOf, redisArgs, type RedisArgs } from './redis-args.js';
+import { redisArgs, withFleet as withBoundedFleet, type RedisArgs } from './redis-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 
 const addOptions = (y: Argv) =>
@@ -37,13 +37,8 @@ const listOptions = (y: Argv) =>
 const removeOptions = (y: Argv) =>
   redisArgs(y).positional('name', { type: 'string', demandOption: true, describe: "schedule name (the plan's name)" });
 
-async function withFleet<T>(args: RedisArgs, work: (fleet: Fleet) => Promise<T>): Promise<T> {
-  const fleet = fleetOf(args, createLogger('schedule', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
-  try {
-    return await work(fleet);
-  } finally {
-    await fleet.close();
-  }
+function withFleet<T>(args: RedisArgs, work: (fleet: Fleet) => Promise<T>): Promise<T> {
+  return withBoundedFleet(args, createLogger('schedule', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'), work);
 }
 
 function when(info: ScheduleInfo): string {

@@ -4,7 +4,7 @@
 import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
 import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
 import { tableAsText } from './document.js';
-import { comparedRegions, costByRegionTable, costTable, decisionTable } from './run-views.js';
+import { comparedRegions, costByRegionTable, costTable, decisionTable, retriedReason } from './run-views.js';
 import { REPORT_SECTIONS } from './sections/index.js';
 
 function section<K extends ProbeKind>(kind: K, results: ProbeResult[]): string | undefined {
@@ -32,8 +32,13 @@ export function renderRunReport(report: RunReport): string {
     out.push('', 'New-connection cost = median(new) - median(reused), per request', tableAsText(costTable(report)));
   }
   const failed = report.results.filter((r) => r.error);
-  if (failed.length > 0 || report.unfinishedJobs.length > 0) {
+  const retried = report.results.filter((r) => r.workersLost);
+  if (failed.length > 0 || retried.length > 0 || report.unfinishedJobs.length > 0) {
     out.push('', 'Jobs that did not finish cleanly');
+    for (const r of retried)
+      out.push(
+        `  ${r.region} ${r.target} ${r.probe} ${Object.values(r.variant).join(' ')}: RETRIED ${retriedReason(r)}`,
+      );
     for (const r of failed)
       out.push(
         `  ${r.region} ${r.target} ${r.probe} ${Object.values(r.variant).join(' ')}: ${r.error?.code} ${r.error?.message}`,
