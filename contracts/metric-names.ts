@@ -59,7 +59,7 @@ export const COORDINATOR_METRICS = {
   },
   jobsStalled: {
     name: 'probefleet_jobs_stalled_total',
-    help: "Times a worker was lost while running a job (killed or hung: the job's lock expired), counted when the job's run finishes",
+    help: "Times a worker was lost while running a job (killed, hung or cut off from Redis: the job's lock expired), counted when the job's run finishes",
     labels: ['region'],
     type: 'counter',
   },

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, type Job } from 'bullmq';
 import { JOB_NAMES, reportKeys, RUNS_QUEUE } from '../contracts/queues.js';
 import { bullmqKeep } from '../contracts/retention.js';
 import { scheduledRunDataSchema } from '../contracts/run-job.js';
@@ -19,7 +19,7 @@ import {
   warnOnRedisErrors,
 } from '../common/redis.js';
 import { settlesWithin } from '../common/settle.js';
-import { closeWorkerWithin } from '../worker/queue-worker.js';
+import { FleetWorker, refuseUnreadable } from '../worker/fleet-worker.js';
 import { createCoordinatorMetrics } from './coordinator-metrics.js';
 import { MetricsPusher, type PushgatewaySettings } from '../worker/metrics/pusher.js';
 import { pushRunMetrics } from '../worker/metrics/run-metrics.js';
@@ -54,6 +54,8 @@ export interface RunningCoordinator {
 const CLOSE_GRACE_MS = 10_000;
 /** How long closing waits for a sweep under way (it may be waiting for Redis). */
 const SWEEP_STOP_MS = 2_000;
+/** How long closing with nothing in flight waits for Redis to see the coordinator leave. */
+const LEAVE_MS = 2_000;
 
 export async function startCoordinator(options: CoordinatorOptions): Promise<RunningCoordinator> {
   const { fleet, log } = options;
@@ -103,9 +105,10 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
     return summary;
   };
 
-  const worker = new Worker(
+  const worker = new FleetWorker(
     RUNS_QUEUE,
     async (job: Job) => {
+      refuseUnreadable(job, log);
       if (job.name === JOB_NAMES.scheduledRun) return fireSchedule(job);
       if (job.name === JOB_NAMES.run) return finish(job);
       throw new UnrecoverableError(`unexpected job "${job.name}" in queue ${RUNS_QUEUE}`);
@@ -205,7 +208,8 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
       await new Promise((resolve) => server.close(resolve));
       if (!(await settlesWithin(Promise.all([sweeping, refreshing]), SWEEP_STOP_MS)))
         log.warn('a deadline sweep was still waiting for Redis; left behind');
-      await closeWorkerWithin(worker, CLOSE_GRACE_MS, log);
+      // A run being finished gets the grace period; otherwise only Redis saying goodbye is waited for.
+      await worker.closeWithin(worker.held > 0 ? CLOSE_GRACE_MS : LEAVE_MS, log);
       await pusher?.close();
     },
   };
@@ -239,7 +243,7 @@ async function warnUnlessPersistent(
   return found.persistence;
 }
 
-async function healthy(fleet: Fleet, worker: Worker): Promise<string | undefined> {
+async function healthy(fleet: Fleet, worker: FleetWorker): Promise<string | undefined> {
   if (!worker.isRunning()) return 'the runs worker is not running';
   return (await pingWithin(fleet.client, 1_000)) ? undefined : 'redis does not answer';
 }

@@ -10,9 +10,9 @@ import type { RegionProgress } from './region-progress.js';
 import { expireRunIfDue, finishRun, pendingByRegion, RunDataError } from './run-finisher.js';
 
 /** Past the deadline, a job a worker took just before it still has its own time bound to finish
- * (jobTimeoutSeconds), plus this for the worker's grace on that bound and for noticing a worker
- * lost at that moment. */
-export const RUN_END_SLACK_SECONDS = 60;
+ * (jobTimeoutSeconds), plus this: the worker's grace on that bound (10 s), or the lock of a worker
+ * lost at that moment (half the stall timeout: 15 s by default), and a margin. */
+export const RUN_END_SLACK_SECONDS = 30;
 
 /** When waiting for the run ends, whatever happens: the deadline, one job's time bound, the slack. */
 export function runEndOf(data: RunJobData): Date {

@@ -37,7 +37,7 @@ function notRunReason(ref: JobRef, note: ExpiredJobNote | undefined, deadline: s
   const worker = note.takenBy ? `its worker (${note.takenBy})` : 'its worker';
   if (note.workersLost > 0) {
     const times = note.workersLost > 1 ? ` ${note.workersLost} times` : '';
-    return `${worker} was lost while running it${times} (killed or hung: its lock expired), and no worker of region "${ref.region}" took it again ${before}`;
+    return `${worker} was lost while running it${times} (its lock expired: killed, hung or cut off from Redis), and no worker of region "${ref.region}" took it again ${before}`;
   }
   if (note.failedAttempts > 0)
     return `it failed ${note.failedAttempts} time(s) (last: ${note.lastError ?? 'no reason given'}) and was waiting to be retried at the run's deadline (${deadline})`;
@@ -95,7 +95,7 @@ export async function collectRun(
       unfinishedJobs.push({
         ...ref,
         status: 'failed',
-        reason: `its worker was lost while running it ${workersLost} times (killed or hung: its lock expired); not tried again`,
+        reason: `its worker was lost while running it ${workersLost} times (its lock expired: killed, hung or cut off from Redis); not tried again`,
         workersLost,
       });
     } else if (failure !== undefined) unfinishedJobs.push({ ...ref, status: 'failed', reason: failure });

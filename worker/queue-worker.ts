@@ -4,9 +4,7 @@
 // probe result is the job's return value. A job whose worker was lost comes back within the
 // stall timeout; closing is bounded whatever Redis does.
 import { hostname } from 'node:os';
-import { UnrecoverableError, WaitingError, Worker, type Job, type JobJson } from 'bullmq';
-import type { JobFailureCode } from '../contracts/job.js';
-import { JOB_LIMITS } from '../contracts/limits.js';
+import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import { JOB_NAMES, JOB_STALLS_RETRIED, regionQueueName } from '../contracts/queues.js';
 import type { ProbeResult } from '../contracts/result.js';
 import { bullmqKeep, DEFAULT_RETENTION, type RetentionSettings } from '../contracts/retention.js';
@@ -15,6 +13,7 @@ import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
 import { executeJob, InvalidJobError, parseJobPayload } from './execute-job.js';
+import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
 import { observeJobs, type JobObserver } from './metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
 
@@ -65,55 +64,10 @@ export interface RegionWorker {
   close(graceMs: number): Promise<CloseOutcome>;
 }
 
-/** Why a job's data could not be read, kept beside the job for the processor to fail it with. */
-const unreadable = new WeakMap<Job, string>();
-
-/**
- * BullMQ parses a job's data when it takes the job, before our processor sees it: a job of 50 MB
- * would be parsed whole (hundreds of MB) before anything could refuse it, and data that is not
- * JSON made BullMQ throw there, leaving the job active with nothing to fail it. Here the size is
- * checked first, a parse error kept, and the processor fails both for good.
- */
-class RegionQueueWorker extends Worker {
-  protected override createJob(json: JobJson, jobId: string): Job {
-    const refuse = (code: JobFailureCode, why: string) => {
-      const job = super.createJob({ ...json, data: 'null' }, jobId);
-      unreadable.set(job, `${code}: ${why}`);
-      return job;
-    };
-    if (json.data.length > JOB_LIMITS.jobDataChars)
-      return refuse(
-        'JOB_DATA_TOO_LARGE',
-        `the job's data is ${json.data.length} characters, over the cap of ${JOB_LIMITS.jobDataChars}; not read`,
-      );
-    try {
-      return super.createJob(json, jobId);
-    } catch (err) {
-      return refuse('JOB_DATA_NOT_JSON', `the job's data is not JSON (${(err as Error).message})`);
-    }
-  }
-}
-
-/**
- * Closes a BullMQ worker within `graceMs` for its jobs to finish, then `force`d, then with its
- * connections cut: a worker whose Redis is gone cannot close politely. True when it closed
- * politely.
- */
-export async function closeWorkerWithin(worker: Worker, graceMs: number, log: Logger): Promise<boolean> {
-  const closing = worker.close();
-  if (await settlesWithin(closing, graceMs)) return true;
-  if (!(await settlesWithin(worker.close(true), LEAVE_MS))) {
-    log.warn('Redis does not answer: leaving without saying goodbye');
-    await settlesWithin(worker.disconnect(), LEAVE_MS);
-  }
-  return false;
-}
-
 export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   const { region, log } = options;
   const queueName = regionQueueName(region);
   let handingBack = false;
-  let inFlight = 0;
 
   // Three parameters: BullMQ passes the abort signal only to processors that declare it.
   const processor = async (
@@ -121,11 +75,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     token: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<ProbeResult> => {
-    const problem = unreadable.get(job);
-    if (problem) {
-      log.warn({ jobId: job.id, reason: problem }, 'job failed for good');
-      throw new UnrecoverableError(problem);
-    }
+    refuseUnreadable(job, log);
     if (job.name !== JOB_NAMES.probe) {
       throw new UnrecoverableError(
         `unexpected job "${job.name}" in queue ${queueName} (only "${JOB_NAMES.probe}" jobs belong here)`,
@@ -155,18 +105,9 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     // Taken again after its worker was lost: the report says so.
     return job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result;
   };
-  const counted: typeof processor = async (job, token, signal) => {
-    inFlight++;
-    try {
-      return await processor(job, token, signal);
-    } finally {
-      inFlight--;
-    }
-  };
-
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
   const keepFailed = bullmqKeep((options.retention ?? DEFAULT_RETENTION).jobs);
-  const worker = new RegionQueueWorker(queueName, options.observer ? observeJobs(counted, options.observer) : counted, {
+  const worker = new FleetWorker(queueName, options.observer ? observeJobs(processor, options.observer) : processor, {
     connection: bullmqWorkerConnection(options.redis),
     prefix: options.prefix,
     concurrency: options.concurrency,
@@ -185,7 +126,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   worker.on('stalled', (jobId) =>
     log.warn(
       { jobId, stallTimeoutMs },
-      'job stalled: the worker running it was lost (killed or hung); it is back in the queue',
+      'job stalled: the worker running it was lost (killed, hung or cut off from Redis); it is back in the queue',
     ),
   );
   warnOnRedisErrors(worker, log, 'worker');
@@ -201,17 +142,16 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   return {
     ready,
     async close(graceMs) {
-      const closing = worker.close();
       // With nothing in flight there is nothing to wait for but Redis saying goodbye.
-      if (await settlesWithin(closing, inFlight > 0 ? graceMs : LEAVE_MS)) return 'drained';
-      if (inFlight > 0) {
+      if (await settlesWithin(worker.close(), worker.held > 0 ? graceMs : LEAVE_MS)) return 'drained';
+      if (worker.held > 0) {
         handingBack = true;
-        log.warn({ graceMs, jobs: inFlight }, 'jobs still running after the grace period: handing them back');
+        log.warn({ graceMs, jobs: worker.held }, 'jobs still running after the grace period: handing them back');
         worker.cancelAllJobs('worker shutting down');
-        if (await settlesWithin(closing, HAND_BACK_MS)) return 'handed-back';
+        if (await settlesWithin(worker.close(), HAND_BACK_MS)) return 'handed-back';
       }
-      const unfinished = inFlight;
-      await closeWorkerWithin(worker, 0, log);
+      const unfinished = worker.held;
+      await worker.closeWithin(0, log);
       if (unfinished > 0)
         log.warn(
           { jobs: unfinished },

@@ -99,7 +99,7 @@ const variantText = (variant: Record<string, unknown>) => Object.values(variant)
 export function retriedReason(result: ProbeResult): string | undefined {
   if (!result.workersLost) return undefined;
   const times = result.workersLost > 1 ? ` ${result.workersLost} times` : '';
-  return `its worker was lost while running it${times} (killed or hung: its lock expired); taken again and measured whole by ${result.worker.host} (pid ${result.worker.pid})`;
+  return `its worker was lost while running it${times} (its lock expired: killed, hung or cut off from Redis); taken again and measured whole by ${result.worker.host} (pid ${result.worker.pid})`;
 }
 
 /** Results with an error, results measured again after their worker was lost, and jobs without a result. */

@@ -147,7 +147,7 @@ describe('faults in distributed runs', needsRedis, () => {
         `taken again ${pickedUpMs} ms after the kill (stall timeout ${STALL_TIMEOUT_SECONDS} s)`,
       );
       assert.equal(slow.workersLost, 1, 'the result says its first worker was lost');
-      assert.match(renderRunReport(report), /RETRIED its worker was lost while running it \(killed or hung/);
+      assert.match(renderRunReport(report), /RETRIED its worker was lost while running it \(its lock expired/);
       // The worker whose stall check found it said so, at warn (level 40).
       await second.waitFor(new RegExp(`"level":40.*"jobId":"${slowJob.replaceAll('.', '\\.')}".*"msg":"job stalled`));
       // The coordinator counts it when it finishes the run.
@@ -180,7 +180,7 @@ describe('faults in distributed runs', needsRedis, () => {
     assert.match(
       lost.reason,
       new RegExp(
-        `^its worker \\(\\S+-${worker.pid}\\) was lost while running it \\(killed or hung: its lock expired\\), and no worker of region "a" took it again before the run's deadline`,
+        `^its worker \\(\\S+-${worker.pid}\\) was lost while running it \\(its lock expired: killed, hung or cut off from Redis\\), and no worker of region "a" took it again before the run's deadline`,
       ),
     );
     const quick = report.unfinishedJobs.find((u) => u.target === 'quick');
