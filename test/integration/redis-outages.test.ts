@@ -4,7 +4,6 @@
 // the coordinator stop on SIGTERM within theirs; the coordinator's /metrics answers while Redis
 // is down; and at start it says whether Redis persists (docs/distributed.md, "Operating it").
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { createLogger } from '../../common/log.js';
@@ -12,6 +11,7 @@ import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { RUN_END_SLACK_SECONDS } from '../../coordinator/distributed-run.js';
 import { openFleet } from '../../coordinator/fleet.js';
 import { startLab, type Lab } from '../../lab/index.js';
+import { captureLog } from '../helpers/logs.js';
 import { writePlan } from '../helpers/plans.js';
 import { spawnCli, startWorkerProcess, type CliProcess } from '../helpers/processes.js';
 import { freePort, needsRedis, requireRedis, startOwnRedis, testPrefix, type OwnRedis } from '../helpers/redis.js';
@@ -242,21 +242,11 @@ describe('the coordinator checks at start whether Redis persists', needsRedis, (
 
   /** Starts a coordinator on the server and returns what it logged and its persistence gauge. */
   async function persistenceSeen(redis: OwnRedis, url = redis.url): Promise<{ logs: string; metrics: string }> {
-    let logs = '';
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        logs += chunk.toString();
-        done();
-      },
-    });
+    const logs = captureLog('info', 'coordinator');
     const fleet = openFleet({ redis: { url }, prefix: testPrefix(), log });
-    const coordinator = await startCoordinator({
-      fleet,
-      log: createLogger('coordinator', 'info', sink),
-      listen: { host: '127.0.0.1', port: 0 },
-    });
+    const coordinator = await startCoordinator({ fleet, log: logs.log, listen: { host: '127.0.0.1', port: 0 } });
     try {
-      return { logs, metrics: await scrape(coordinator.url) };
+      return { logs: logs.text(), metrics: await scrape(coordinator.url) };
     } finally {
       await coordinator.close();
       await fleet.close();
