@@ -24,7 +24,7 @@ export const SOURCES = {
   'push:run': `pushed by whoever finishes a run (coordinator, run), group {job="${PUSH_GROUPS.run.job}", ${PUSH_GROUPS.run.key.join(', ')}}, replaced by the next run`,
   'scrape:worker': '/metrics of probefleet worker --metrics-port, with prom-client process_* and nodejs_* metrics',
   'scrape:coordinator': '/metrics of probefleet coordinator, with prom-client process_* and nodejs_* metrics',
-  'scrape:worker,coordinator': '/metrics of the worker and of the coordinator',
+  'scrape:worker,coordinator': `/metrics of the worker and of the coordinator; also pushed by \`probefleet run\` (which serves no /metrics) in group {job="${PUSH_GROUPS.cli.job}", ${PUSH_GROUPS.cli.key.join(', ')}}, cumulative`,
 } as const;
 export type Source = keyof typeof SOURCES;
 
