@@ -6,14 +6,14 @@ import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
-import { fleetOf, redisArgs, redisTimeoutMsOf } from './redis-args.js';
+import { fleetOf, redisArgs, redisTimeoutArg, redisTimeoutMsOf } from './redis-args.js';
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 
 export const DEFAULT_COORDINATOR_PORT = 9470;
 
 const options = (y: Argv) =>
-  pushgatewayArgs(retentionArgs(redisArgs(y), ['jobs', 'reports']))
+  pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['jobs', 'reports']))
     .option('host', {
       type: 'string',
       default: '127.0.0.1',

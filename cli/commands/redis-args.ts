@@ -29,11 +29,14 @@ export const redisArgs = (y: Argv) =>
     .option('prefix', {
       type: 'string',
       describe: `key prefix of every queue, with a Redis Cluster hash tag (default: $PROBEFLEET_PREFIX, else "${DEFAULT_QUEUE_PREFIX}")`,
-    })
-    .option('redis-timeout', {
-      type: 'number',
-      describe: `seconds to wait for an answer from Redis, connecting included; past it the command says what it could not reach and exits 3 (default: $PROBEFLEET_REDIS_TIMEOUT_SECONDS, else ${DEFAULT_REDIS_TIMEOUT_SECONDS})`,
     });
+
+/** --redis-timeout, for the commands that bound their waits for Redis (a worker waits outages out). */
+export const redisTimeoutArg = <T>(y: Argv<T>) =>
+  y.option('redis-timeout', {
+    type: 'number',
+    describe: `seconds to wait for an answer from Redis, connecting included; past it the command says what it could not reach and exits 3 (default: $PROBEFLEET_REDIS_TIMEOUT_SECONDS, else ${DEFAULT_REDIS_TIMEOUT_SECONDS})`,
+  });
 
 export interface RedisArgs {
   redis?: string;

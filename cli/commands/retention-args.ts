@@ -5,8 +5,8 @@ import type { Argv } from 'yargs';
 import { DEFAULT_RETENTION, type Keep, type RetentionSettings } from '../../contracts/retention.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 
-// The variables are read by name (not built from a prefix) so that the deploy tests, which look
-// for every `process.env.NAME` in the code, hold the compose and Kubernetes files to them.
+// The variables are read by their full names (not built from a prefix): the deploy tests find
+// every variable the code reads by its name and hold the compose and Kubernetes files to them.
 const KINDS = {
   jobs: {
     flag: 'job-retention',

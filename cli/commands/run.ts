@@ -22,7 +22,7 @@ import { redactRedisUrl } from '../../common/redis.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { newRunId, splitPlan } from '../../coordinator/split.js';
-import { redisArgs, redisUrlFrom, withFleet } from './redis-args.js';
+import { redisArgs, redisTimeoutArg, redisUrlFrom, withFleet } from './redis-args.js';
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
@@ -33,7 +33,10 @@ import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from 
 import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 
 const options = (y: Argv) =>
-  targetPolicyArgs(reportFileArgs(instanceArg(pushgatewayArgs(retentionArgs(redisArgs(y), ['reports'])))), true)
+  targetPolicyArgs(
+    reportFileArgs(instanceArg(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['reports'])))),
+    true,
+  )
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('lab', { type: 'boolean', default: false, describe: 'start the lab target for the duration of the run' })

@@ -5,15 +5,15 @@ import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { renderTable } from '../../coordinator/report/table.js';
-import { redisArgs, withFleet } from './redis-args.js';
+import { redisArgs, redisTimeoutArg, withFleet } from './redis-args.js';
 import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
 
 const listOptions = (y: Argv) =>
-  redisArgs(y)
+  redisTimeoutArg(redisArgs(y))
     .option('limit', { type: 'number', default: 20, describe: 'show the newest N runs' })
     .option('json', { type: 'boolean', describe: 'print the summaries as JSON' });
 const showOptions = (y: Argv) =>
-  reportFileArgs(redisArgs(y))
+  reportFileArgs(redisTimeoutArg(redisArgs(y)))
     .positional('id', { type: 'string', demandOption: true, describe: 'run id (see: probefleet runs list)' })
     .option('json', { type: 'boolean', describe: 'print the whole run (probefleet.run/v1) as JSON' });
 

@@ -13,11 +13,11 @@ import {
   scheduleSpecFor,
   type ScheduleInfo,
 } from '../../coordinator/schedules.js';
-import { redisArgs, withFleet as withBoundedFleet, type RedisArgs } from './redis-args.js';
+import { redisArgs, redisTimeoutArg, withFleet as withBoundedFleet, type RedisArgs } from './redis-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 
 const addOptions = (y: Argv) =>
-  redisArgs(y)
+  redisTimeoutArg(redisArgs(y))
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('cron', {
       type: 'string',
@@ -33,9 +33,13 @@ const addOptions = (y: Argv) =>
       describe: 'seconds after firing when jobs no worker took are reported as not run (default: from the plan)',
     });
 const listOptions = (y: Argv) =>
-  redisArgs(y).option('json', { type: 'boolean', describe: 'print the schedules as JSON' });
+  redisTimeoutArg(redisArgs(y)).option('json', { type: 'boolean', describe: 'print the schedules as JSON' });
 const removeOptions = (y: Argv) =>
-  redisArgs(y).positional('name', { type: 'string', demandOption: true, describe: "schedule name (the plan's name)" });
+  redisTimeoutArg(redisArgs(y)).positional('name', {
+    type: 'string',
+    demandOption: true,
+    describe: "schedule name (the plan's name)",
+  });
 
 function withFleet<T>(args: RedisArgs, work: (fleet: Fleet) => Promise<T>): Promise<T> {
   return withBoundedFleet(args, createLogger('schedule', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'), work);
