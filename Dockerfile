@@ -4,7 +4,8 @@
 #   docker run --rm probefleet worker --region eu-west --redis rediss://...
 # deploy/compose.yaml and deploy/k8s/ use it; docs/deploy.md explains both.
 
-# Node 24 is an LTS line (maintained to April 2028); the code also runs on Node 20 and 22.
+# Node 24 is an LTS line (maintained to April 2028); npm test runs the unit tests and the README's
+# first command under Node 24 as well as the Node 20 of the build machine.
 ARG NODE_IMAGE=node:24-trixie-slim
 
 FROM ${NODE_IMAGE} AS build
@@ -13,6 +14,7 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` compiles, and the sources are not here yet.
 RUN npm ci --ignore-scripts
 COPY tsconfig.json ./
+COPY cli cli
 COPY contracts contracts
 COPY common common
 COPY coordinator coordinator

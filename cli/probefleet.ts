@@ -3,6 +3,7 @@ import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { BadInputError } from '../common/bad-input.js';
 import { RedisUnreachableError } from '../common/redis.js';
+import { EXIT_BAD_INPUT, EXIT_FAILED, EXIT_REDIS_UNREACHABLE } from './exit-codes.js';
 
 /**
  * Each command's module, loaded only when it is asked for: `plan validate` need not load
@@ -21,12 +22,8 @@ const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   regions: async () => (await import('./commands/regions.js')).regionsCommand,
   demo: async () => (await import('./commands/demo.js')).demoCommand,
   report: async () => (await import('./commands/report.js')).reportCommand,
+  compare: async () => (await import('./commands/compare.js')).compareCommand,
 };
-
-/** Exit codes: 0 done, 1 failed, 2 bad input (plan, arguments), 3 Redis did not answer. */
-export const EXIT_FAILED = 1;
-export const EXIT_BAD_INPUT = 2;
-export const EXIT_REDIS_UNREACHABLE = 3;
 
 async function commandsFor(argv: string[]): Promise<AnyCommand[]> {
   const asked = argv.find((arg) => Object.hasOwn(COMMANDS, arg));

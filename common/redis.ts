@@ -29,7 +29,7 @@ export interface RedisSettings {
   commandTimeoutMs?: number;
 }
 
-/** Redis did not answer: the command could not do its work. The CLI exits 3 on it. */
+/** Redis did not answer: the command could not do its work. The CLI exits 4 on it (cli/exit-codes.ts). */
 export class RedisUnreachableError extends Error {
   override name = 'RedisUnreachableError';
   readonly code = 'REDIS_UNREACHABLE';

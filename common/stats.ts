@@ -1,7 +1,7 @@
 // Order statistics and intervals. Percentiles use linear interpolation between closest
 // ranks (the R-7 / NumPy default), so small samples give the numbers people expect.
 
-export function percentile(sorted: readonly number[], p: number): number {
+export function percentile(sorted: ArrayLike<number>, p: number): number {
   if (sorted.length === 0) throw new RangeError('percentile of an empty sample');
   const rank = (p / 100) * (sorted.length - 1);
   const lo = Math.floor(rank);
@@ -36,10 +36,39 @@ export function prng(seed: number): () => number {
   };
 }
 
-function resampledMedian(values: readonly number[], random: () => number, scratch: Float64Array): number {
-  for (let i = 0; i < values.length; i++) scratch[i] = values[Math.floor(random() * values.length)];
-  scratch.sort();
-  return percentile(scratch as unknown as number[], 50);
+/**
+ * Percentile-bootstrap 95% intervals of statistics of several groups. Each resample draws every
+ * group with replacement, in the order given, and sorts it; `statistic` reads the sorted groups
+ * and returns one number per statistic. The estimate is the statistic of the groups themselves.
+ * Seeded, so the same samples always give the same intervals.
+ */
+export function bootstrap(
+  groups: readonly (readonly number[])[],
+  statistic: (sorted: readonly Float64Array[]) => number[],
+  resamples = 2000,
+  seed = 0x5eed,
+): { estimate: number[]; ci95: [number, number][] } {
+  const random = prng(seed);
+  const scratch = groups.map((g) => new Float64Array(g.length));
+  const estimate = statistic(groups.map((g) => Float64Array.from(g).sort()));
+  const draws = estimate.map(() => new Float64Array(resamples));
+  for (let i = 0; i < resamples; i++) {
+    groups.forEach((group, g) => {
+      const out = scratch[g];
+      for (let j = 0; j < group.length; j++) out[j] = group[Math.floor(random() * group.length)];
+      out.sort();
+    });
+    statistic(scratch).forEach((value, k) => {
+      draws[k][i] = value;
+    });
+  }
+  return {
+    estimate,
+    ci95: draws.map((d) => {
+      d.sort();
+      return [percentile(d, 2.5), percentile(d, 97.5)];
+    }),
+  };
 }
 
 /**
@@ -53,14 +82,83 @@ export function medianDifference(
   resamples = 2000,
   seed = 0x5eed,
 ): { median: number; ci95: [number, number] } {
-  const random = prng(seed);
-  const scratchA = new Float64Array(a.length);
-  const scratchB = new Float64Array(b.length);
-  const diffs = new Float64Array(resamples);
-  for (let i = 0; i < resamples; i++) {
-    diffs[i] = resampledMedian(b, random, scratchB) - resampledMedian(a, random, scratchA);
+  // b is drawn before a in each resample (the order this interval has always been computed in).
+  const { ci95 } = bootstrap([b, a], ([sb, sa]) => [percentile(sb, 50) - percentile(sa, 50)], resamples, seed);
+  return { median: median(b) - median(a), ci95: ci95[0] };
+}
+
+/** z of a two-sided 95% interval. */
+const Z95 = 1.959963984540054;
+
+/** Wilson score 95% interval of a proportion k/n (good near 0 and 1, where the normal one is not). */
+export function wilsonInterval(k: number, n: number): [number, number] {
+  if (n === 0) return [0, 1];
+  const p = k / n;
+  const z2 = Z95 * Z95;
+  const denominator = 1 + z2 / n;
+  const centre = (p + z2 / (2 * n)) / denominator;
+  const half = (Z95 * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / denominator;
+  return [Math.max(0, centre - half), Math.min(1, centre + half)];
+}
+
+export interface Estimate {
+  value: number;
+  ci95: [number, number];
+}
+
+/**
+ * after − before, from each one's own 95% interval (the MOVER method, Zou & Donner 2008; for
+ * proportions with Wilson intervals it is Newcombe's hybrid score interval). For independent
+ * estimates whose intervals may be asymmetric: quantiles, proportions near 0 or 1.
+ */
+export function differenceInterval(before: Estimate, after: Estimate): { change: number; ci95: [number, number] } {
+  const change = after.value - before.value;
+  const lower = Math.hypot(after.value - after.ci95[0], before.ci95[1] - before.value);
+  const upper = Math.hypot(after.ci95[1] - after.value, before.value - before.ci95[0]);
+  return { change, ci95: [change - lower, change + upper] };
+}
+
+/** Above this many values the binomial is replaced by its normal approximation. */
+const EXACT_RANKS_UP_TO = 20_000;
+
+/**
+ * Distribution-free 95% interval of the p-th percentile of n values: the 1-based ranks [l, u] of
+ * the order statistics that bound it, so that the percentile lies between the l-th and u-th
+ * smallest value with probability ≥ 95% whatever the distribution (the binomial's tails, 2.5%
+ * each; normal approximation for large n). Undefined when n is too small for such ranks to
+ * exist (a p95 needs 72 values): the sample's extremes would understate it.
+ */
+export function percentileRankInterval(n: number, p: number): [number, number] | undefined {
+  const q = p / 100;
+  if (n === 0 || q <= 0 || q >= 1) return undefined;
+  let lower: number;
+  let upper: number;
+  if (n > EXACT_RANKS_UP_TO) {
+    const spread = Z95 * Math.sqrt(n * q * (1 - q));
+    lower = Math.floor(n * q - spread);
+    upper = Math.ceil(n * q + spread + 1);
+  } else {
+    // cdf[k] = P(B ≤ k) for B ~ Binomial(n, q), from log pmf so large n does not underflow.
+    const logQ = Math.log(q);
+    const log1Q = Math.log1p(-q);
+    let logPmf = n * log1Q;
+    let cdf = 0;
+    lower = 0;
+    upper = n + 1;
+    for (let k = 0; k <= n; k++) {
+      if (k > 0) logPmf += Math.log((n - k + 1) / k) + logQ - log1Q;
+      const below = cdf; // P(B ≤ k − 1)
+      cdf += Math.exp(logPmf);
+      // l: the largest rank with P(B < l) ≤ 2.5%; u: the smallest with P(B ≥ u) ≤ 2.5%.
+      if (below <= 0.025) lower = k;
+      if (upper === n + 1 && 1 - below <= 0.025) upper = k;
+    }
   }
-  diffs.sort();
-  const sorted = diffs as unknown as number[];
-  return { median: median(b) - median(a), ci95: [percentile(sorted, 2.5), percentile(sorted, 97.5)] };
+  return lower >= 1 && upper <= n ? [lower, upper] : undefined;
+}
+
+/** The p-th percentile of sorted values with its distribution-free 95% interval (undefined: too few values). */
+export function percentileInterval(sorted: ArrayLike<number>, p: number): Estimate | undefined {
+  const ranks = percentileRankInterval(sorted.length, p);
+  return ranks && { value: percentile(sorted, p), ci95: [sorted[ranks[0] - 1], sorted[ranks[1] - 1]] };
 }

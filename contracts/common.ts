@@ -49,7 +49,7 @@ export const ERROR_CODES = [
   'RESPONSE_TIMEOUT',
   /** The body did not end within the request's time bound (it came too slowly, or stopped). */
   'BODY_TIMEOUT',
-  /** The response head was larger than the client accepts (16 KiB). */
+  /** The response head was larger than the client accepts (16 KiB; 64 KiB for the http2 probe's hand-read HTTP/1.1 heads). */
   'RESPONSE_HEADERS_TOO_LARGE',
   'TLS_CERT_UNTRUSTED',
   'TLS_CERT_EXPIRED',
@@ -71,6 +71,10 @@ export const ERROR_CODES = [
   'UNEXPECTED_BODY',
   /** The response was longer than a job may read (JOB_LIMITS.responseBytes); reading stopped there. */
   'RESPONSE_TOO_LARGE',
+  /** A body decoded to more than the experiment's `maxDecodedBytes`; decoding stopped there. */
+  'DECODED_BODY_TOO_LARGE',
+  /** A body decoded to more than `maxDecodeRatio` bytes per encoded byte: a decompression bomb; decoding stopped there. */
+  'DECODE_RATIO_TOO_HIGH',
   /** A header refers to an environment variable (`${env:NAME}`) this worker does not have. */
   'SECRET_NOT_SET',
   'INVALID_JOB',
@@ -99,6 +103,8 @@ export const requestSampleSchema = z.strictObject({
   bodyBytes: z.int().nonnegative(),
   /** The response said `Connection: close`. */
   serverClosed: z.boolean().optional(),
+  /** https, on a request that opened a connection: the server resumed the TLS session offered. */
+  tlsResumed: z.boolean().optional(),
   error: probeErrorSchema.optional(),
 });
 export type RequestSample = z.infer<typeof requestSampleSchema>;

@@ -105,6 +105,14 @@ export const FINDINGS = {
     advice:
       "Add the origin to the server's allowlist exactly as the browser sends it (scheme, host and port, no trailing slash)",
   },
+  CORS_CREDENTIALS_NOT_ALLOWED: {
+    severity: 'warning',
+    title: 'The origin is allowed, but not with credentials',
+    situation:
+      'A page that sends credentials (cookies, Authorization) is refused: the answer names its origin but lacks Access-Control-Allow-Credentials: true',
+    advice:
+      'Answer Access-Control-Allow-Credentials: true with the exact origin echoed (never *), and Vary: Origin; the allowlist already has the origin',
+  },
   CORS_REFUSED_ORIGIN_STILL_SERVED: {
     severity: 'info',
     title: 'A refused origin still gets the full response: CORS protects nothing on the server',
@@ -139,6 +147,12 @@ export const FINDINGS = {
     situation: 'Server certificate expires within the warning threshold',
     advice: 'Renew the certificate (and automate renewal); alert on its expiry time',
   },
+  CERT_EXPIRED: {
+    severity: 'critical',
+    title: 'The server certificate has expired',
+    situation: 'Server certificate has expired: every client that checks certificates refuses the connection',
+    advice: 'Renew the certificate now, then automate renewal and alert on its expiry time well before it passes',
+  },
   // http2
   H2_NOT_NEGOTIATED: {
     severity: 'warning',
@@ -153,12 +167,26 @@ export const FINDINGS = {
     advice:
       'Fine for browsers (they never use h2c); for service-to-service calls over plain HTTP, enable h2c prior knowledge if you want multiplexing',
   },
+  SERVER_NO_ANSWER: {
+    severity: 'warning',
+    title: 'The server accepts connections but answers nothing',
+    situation: 'Server accepts TCP connections and never answers: not HTTP/2, not HTTP/1.1',
+    advice:
+      'Check what holds the port (a hung process, a full accept backlog, a proxy without an upstream); every client waits out its timeout',
+  },
   HTTP1_ONLY_MANY_CONNECTIONS: {
     severity: 'info',
     title: 'HTTP/1.1 only: concurrent requests need one connection each',
     situation: 'Server speaks only HTTP/1.1, so concurrent requests open several connections where HTTP/2 needs one',
     advice:
       'Offer HTTP/2 so concurrent requests share one connection (one handshake); meanwhile keep HTTP/1.1 connections alive and pooled',
+  },
+  H3_ADVERTISED: {
+    severity: 'info',
+    title: 'The server advertises HTTP/3 (Alt-Svc)',
+    situation: 'Server advertises HTTP/3 in Alt-Svc, so browsers will try QUIC (UDP) on that port',
+    advice:
+      'Keep UDP to that port open end to end and the HTTP/3 endpoint serving the same content; drop the header where it is not (clients wait on a dead QUIC port before falling back)',
   },
 } as const satisfies Record<string, FindingSpec>;
 

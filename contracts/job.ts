@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { nameSchema } from './common.js';
 import { JOB_LIMITS } from './limits.js';
-import { targetSchema } from './plan.js';
+import { httpUrlSchema, targetSchema } from './plan.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams, type ProbeVariant } from './probes/index.js';
 
 export const JOB_SCHEMA = 'probefleet.job/v1';
@@ -37,7 +37,10 @@ export const jobTlsSchema = z.strictObject({
 });
 export type JobTls = z.infer<typeof jobTlsSchema>;
 
-export const jobTargetSchema = targetSchema.omit({ tls: true }).extend({ tls: jobTlsSchema.optional() });
+/** A plan's target as a job carries it: lab URLs resolved (coordinator/lab-targets.ts), the CA as PEM. */
+export const jobTargetSchema = targetSchema
+  .omit({ tls: true })
+  .extend({ url: httpUrlSchema, tls: jobTlsSchema.optional() });
 export type JobTarget = z.infer<typeof jobTargetSchema>;
 
 function jobSchemaFor<K extends ProbeKind>(kind: K) {

@@ -3,6 +3,7 @@
 // `_total`; labels are bounded (regions, states, outcomes), never run or job ids.
 
 import { PHASES, SEVERITIES } from './common.js';
+import { QUANTITY_IDS, VERDICTS } from './comparison.js';
 import { ACCEPT_ENCODINGS } from './probes/compression.js';
 import { DRAIN_MODES } from './probes/drain.js';
 import { PROBE_KINDS, type ProbeKind } from './probes/index.js';
@@ -107,6 +108,7 @@ export const PUSH_GROUPS = {
   run: { job: 'probefleet_run', key: ['plan', 'region'] },
   /** `probefleet run`'s own push failures (it serves no /metrics), cumulative per instance. */
   cli: { job: 'probefleet_cli', key: ['instance'] },
+  compare: { job: 'probefleet_compare', key: ['plan', 'region'] },
 } as const;
 export type PushGroupKind = keyof typeof PUSH_GROUPS;
 
@@ -260,6 +262,32 @@ export const RUN_METRICS = {
 } as const satisfies Record<string, TypedMetricSpec>;
 export type RunMetric = keyof typeof RUN_METRICS;
 
+/**
+ * Per comparison of a run with the previous run of its plan (the coordinator makes one for each run
+ * it finishes): one group per plan and region, replaced by the next comparison. `plan` and
+ * `region` come from the group. Like the run gauges, they hold until the next run.
+ */
+export const COMPARISON_METRICS = {
+  timestamp: {
+    name: 'probefleet_comparison_timestamp_seconds',
+    help: 'When the last compared run of the plan finished (Unix time)',
+    labels: [],
+    type: 'gauge',
+  },
+  verdict: {
+    name: 'probefleet_comparison_verdict',
+    help: 'Verdict on each quantity of the last run against the run before it: 1 for the verdict it got (regressed, improved, unchanged), 0 for the others',
+    labels: ['target', 'probe', 'variant', 'quantity', 'verdict'],
+    type: 'gauge',
+  },
+  relativeChange: {
+    name: 'probefleet_comparison_relative_change',
+    help: 'Change of each quantity from the run before to the last run, as a share of its value before (0.5: 50% more); absent when that was 0',
+    labels: ['target', 'probe', 'variant', 'quantity'],
+    type: 'gauge',
+  },
+} as const satisfies Record<string, TypedMetricSpec>;
+
 /** Served by `probefleet worker --metrics-port` on /metrics (besides prom-client's process metrics). */
 export const WORKER_METRICS = {
   jobs: {
@@ -381,4 +409,8 @@ export const LABEL_VALUES: Record<string, readonly string[] | string> = {
   group: Object.keys(PUSH_GROUPS),
   state: QUEUE_STATES,
   persistence: REDIS_PERSISTENCE,
+  variant:
+    'the compared job\'s variant values joined by "/" ("reused/http", "1.3", "closed/reused"): closed sets per probe',
+  quantity: QUANTITY_IDS,
+  verdict: VERDICTS,
 };

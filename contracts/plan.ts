@@ -3,12 +3,14 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { distinct, nameSchema } from './common.js';
+import { isLabUrl, LAB_ROLES, parseLabUrl } from './lab-roles.js';
 import { capsExceeded, JOB_LIMITS, overCapMessage, type JobDemands } from './limits.js';
 import { headerValueProblem } from './secrets.js';
-import { schemeOf } from './probes/define.js';
+import { schemeOf, type Scheme } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
 
-const httpUrlSchema = z.string().superRefine((value, ctx) => {
+/** An http:// or https:// URL: what a job carries. */
+export const httpUrlSchema = z.string().superRefine((value, ctx) => {
   let url: URL;
   try {
     url = new URL(value);
@@ -23,6 +25,26 @@ const httpUrlSchema = z.string().superRefine((value, ctx) => {
   }
 });
 
+/** What a plan's target may name: an http(s) URL, or a lab server by role (`lab:keepalive/nagle`). */
+const targetUrlSchema = z.string().superRefine((value, ctx) => {
+  if (!isLabUrl(value)) {
+    const checked = httpUrlSchema.safeParse(value);
+    for (const issue of checked.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message });
+    return;
+  }
+  const parsed = parseLabUrl(value);
+  if ('problem' in parsed) ctx.addIssue({ code: 'custom', message: parsed.problem });
+});
+
+/** The scheme of a target's URL, a lab URL's included; undefined when it has none we know. */
+export function targetScheme(url: string): Scheme | undefined {
+  if (isLabUrl(url)) {
+    const parsed = parseLabUrl(url);
+    return 'role' in parsed ? LAB_ROLES[parsed.role] : undefined;
+  }
+  return URL.canParse(url) ? schemeOf(url) : undefined;
+}
+
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export const targetTlsSchema = z.strictObject({
@@ -36,7 +58,8 @@ export const targetTlsSchema = z.strictObject({
 
 export const targetSchema = z.strictObject({
   name: nameSchema,
-  url: httpUrlSchema,
+  /** http:// or https://, or `lab:SERVER/path` for a lab server by role (resolved where the lab is known). */
+  url: targetUrlSchema,
   /** Extra request headers sent with every request to this target. Values may refer to the
    * worker's environment (`${env:NAME}`); credentials (Authorization, Cookie...) must. */
   headers: z
@@ -119,6 +142,10 @@ export const planSchema = z
      * JOB_LIMITS.durationSeconds, checked below so that the message names the cap. */
     jobTimeoutSeconds: z.int().min(1).meta({ maximum: JOB_LIMITS.durationSeconds }).default(300),
   })
+  // Cross-references run even where the schema found problems, so a plan's mistakes come out in one
+  // pass: each check takes only the parts that are well-formed on their own.
+  .superRefine((raw, ctx) => checkCrossReferences(raw as unknown, ctx), { when: () => true })
+  // Caps need each experiment's parameters with their defaults: checked once those parsed.
   .superRefine((plan, ctx) => {
     if (plan.jobTimeoutSeconds > JOB_LIMITS.durationSeconds) {
       ctx.addIssue({
@@ -127,50 +154,73 @@ export const planSchema = z
         message: overCapMessage('durationSeconds', `${plan.jobTimeoutSeconds} s`),
       });
     }
-    reportDuplicates(plan.regions, ['regions'], 'region', ctx);
-    reportDuplicates(
-      plan.targets.map((t) => t.name),
-      ['targets'],
-      'target name',
-      ctx,
-      ['name'],
-    );
-    plan.targets.forEach((target, i) => {
-      if (target.tls && target.url.startsWith('http:')) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['targets', i, 'tls'],
-          message: 'tls settings apply to https:// targets only',
-        });
-      }
-    });
-    plan.experiments.forEach((experiment, i) => {
-      reportUnmeasurableTargets(plan.targets, experiment, i, ctx);
-    });
     plan.experiments.forEach((experiment, i) => {
       const demands = (PROBES[experiment.probe].demands as (params: Experiment) => JobDemands)(experiment);
       for (const { param, message } of capsExceeded(demands))
         ctx.addIssue({ code: 'custom', path: ['experiments', i, param], message });
     });
-    const known = new Set(plan.targets.map((t) => t.name));
-    plan.experiments.forEach((experiment, i) => {
-      experiment.targets?.forEach((name, j) => {
-        if (!known.has(name)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['experiments', i, 'targets', j],
-            message: `unknown target "${name}" (targets: ${[...known].join(', ')})`,
-          });
-        }
+  });
+
+const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+const nameOf = (value: unknown): string | undefined => {
+  const name = (value as { name?: unknown } | null)?.name;
+  return typeof name === 'string' ? name : undefined;
+};
+
+function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
+  const plan = (raw ?? {}) as Record<string, unknown>;
+  const regions = asArray(plan.regions).filter((r): r is string => typeof r === 'string');
+  if (regions.length === asArray(plan.regions).length) reportDuplicates(regions, ['regions'], 'region', ctx);
+  const rawTargets = asArray(plan.targets);
+  const names = rawTargets.map(nameOf);
+  reportDuplicates(
+    names.map((n) => n ?? '\u0000'),
+    ['targets'],
+    'target name',
+    ctx,
+    ['name'],
+    new Set(['\u0000']),
+  );
+  // Targets that are well-formed on their own, at their index.
+  const targets = rawTargets.map((t) => {
+    const parsed = targetSchema.safeParse(t);
+    return parsed.success ? parsed.data : undefined;
+  });
+  targets.forEach((target, i) => {
+    if (target?.tls && targetScheme(target.url) === 'http') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['targets', i, 'tls'],
+        message: 'tls settings apply to https:// targets only',
       });
+    }
+  });
+  const experiments = asArray(plan.experiments).map((e) => {
+    const parsed = experimentSchema.safeParse(e);
+    return parsed.success ? parsed.data : undefined;
+  });
+  experiments.forEach((experiment, i) => {
+    if (experiment) reportUnmeasurableTargets(targets, experiment, i, ctx);
+  });
+  const known = new Set(names.filter((n): n is string => n !== undefined));
+  asArray(plan.experiments).forEach((experiment, i) => {
+    asArray((experiment as { targets?: unknown } | null)?.targets).forEach((name, j) => {
+      if (typeof name === 'string' && !known.has(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['experiments', i, 'targets', j],
+          message: `unknown target "${name}" (targets: ${[...known].join(', ')})`,
+        });
+      }
     });
   });
+}
 
 export type Plan = Omit<z.output<typeof planSchema>, 'experiments'> & { experiments: Experiment[] };
 
 /** A probe that measures only some URL schemes (tls: https) refuses a target it cannot measure. */
 function reportUnmeasurableTargets(
-  targets: Target[],
+  targets: (Target | undefined)[],
   experiment: { probe: ProbeKind; targets?: string[] },
   i: number,
   ctx: z.RefinementCtx,
@@ -178,10 +228,10 @@ function reportUnmeasurableTargets(
   const schemes = PROBES[experiment.probe].schemes;
   if (!schemes) return;
   for (const target of targets) {
+    if (!target) continue;
     const listedAt = experiment.targets?.indexOf(target.name);
-    if (listedAt === -1 || !URL.canParse(target.url)) continue;
-    const scheme = schemeOf(target.url);
-    if (schemes.includes(scheme)) continue;
+    const scheme = targetScheme(target.url);
+    if (listedAt === -1 || !scheme || schemes.includes(scheme)) continue;
     ctx.addIssue({
       code: 'custom',
       path: listedAt === undefined ? ['experiments', i, 'probe'] : ['experiments', i, 'targets', listedAt],
@@ -198,10 +248,12 @@ function reportDuplicates(
   what: string,
   ctx: z.RefinementCtx,
   suffix: (string | number)[] = [],
+  /** Placeholders for values that are missing, never duplicates of each other. */
+  ignored = new Set<string>(),
 ): void {
   const seen = new Set<string>();
   values.forEach((value, i) => {
-    if (seen.has(value)) {
+    if (seen.has(value) && !ignored.has(value)) {
       ctx.addIssue({ code: 'custom', path: [...path, i, ...suffix], message: `duplicate ${what} "${value}"` });
     }
     seen.add(value);

@@ -67,6 +67,8 @@ export const reportKeys = {
    * had taken but that were taken off their queue at the run's deadline (their own keys go with
    * them). Read when the report is built, then removed; a TTL as a backstop. */
   expiredJobs: (prefix: string, runId: string) => `${prefix}:~run-expired:${runId}`,
+  /** The comparison (`probefleet.compare/v1`) of a run with the previous run of its plan, with a TTL. */
+  comparison: (prefix: string, runId: string) => `${prefix}:~run-comparison:${runId}`,
 };
 
 /** A job whose worker is lost (killed or hung: its lock expired) is put back in its queue this

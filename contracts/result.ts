@@ -48,6 +48,8 @@ function resultSchemaFor<K extends ProbeKind>(kind: K) {
     summary: summarySchema,
     details: PROBES[kind].details.nullable(),
     findings: z.array(findingSchema),
+    /** Every distinct Alt-Svc header value the job's responses carried (the tls probe sends no HTTP). */
+    altSvc: z.array(z.string()).max(16).default([]),
   });
 }
 
@@ -77,6 +79,9 @@ export const comparisonSchema = z.strictObject({
     median: z.number(),
     ci95: z.tuple([z.number(), z.number()]),
   }),
+  /** Why the difference is no cost of a new connection (reused requests stalled, the server closes
+   * every connection); reports print this instead of the number. Absent when there is a cost. */
+  noCostReason: z.string().optional(),
 });
 export type Comparison = z.infer<typeof comparisonSchema>;
 

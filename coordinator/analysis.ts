@@ -1,10 +1,18 @@
 // Turns a run's job results into what people act on: the new-connection cost per region and
 // target (with an interval), findings that need more than one job to see, and the decision table.
-import { finding, FINDINGS, type Finding, type FindingCode } from '../contracts/findings.js';
+// Each rule is a small function in the analysis file of its probe.
+import { FINDINGS, type Finding, type FindingCode } from '../contracts/findings.js';
 import type { LoadTotal } from '../contracts/probes/load.js';
-import type { Comparison, Decision, ProbeResult, ResultOf } from '../contracts/result.js';
-import { median, medianDifference } from '../common/stats.js';
+import type { Comparison, Decision, ProbeResult } from '../contracts/result.js';
 import { compressionDecision } from './analysis-compression.js';
+import { h3Advertised } from './analysis-alt-svc.js';
+import {
+  coldProcessDecisions,
+  keepAliveDecision,
+  nagleStall,
+  newConnectionComparisons,
+  reuseGroups,
+} from './analysis-reuse.js';
 import { loadTotals } from './load-totals.js';
 
 export interface RunAnalysis {
@@ -15,40 +23,6 @@ export interface RunAnalysis {
   /** Load results per experiment and target, every region merged. */
   loadTotals: LoadTotal[];
 }
-
-/** A reused request slower than a new one by this much is not the network: something waits. */
-const STALL_THRESHOLD_MS = 20;
-
-type ReuseResult = ResultOf<'reuse'>;
-
-function okTotals(result: ReuseResult | undefined): number[] {
-  return (result?.details?.samples ?? []).flatMap((s) =>
-    s.error || s.phases.total === undefined ? [] : [s.phases.total],
-  );
-}
-
-function okPhase(result: ReuseResult, phase: 'transfer' | 'processing'): number[] {
-  return (result.details?.samples ?? []).flatMap((s) =>
-    s.error || s.phases[phase] === undefined ? [] : [s.phases[phase]],
-  );
-}
-
-/** reuse results of one region and target, by mode. */
-function reuseGroups(
-  results: ProbeResult[],
-): Map<string, Partial<Record<ReuseResult['variant']['mode'], ReuseResult>>> {
-  const groups = new Map<string, Partial<Record<ReuseResult['variant']['mode'], ReuseResult>>>();
-  for (const result of results) {
-    if (result.probe !== 'reuse') continue;
-    const key = `${result.region}\u0000${result.target}`;
-    const group = groups.get(key) ?? {};
-    group[result.variant.mode] ??= result;
-    groups.set(key, group);
-  }
-  return groups;
-}
-
-const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 
 /** Jobs of one target can see the same thing (every TLS version's job reads the certificate): keep one. */
 function withoutRepeats(findings: Finding[]): Finding[] {
@@ -62,82 +36,21 @@ function withoutRepeats(findings: Finding[]): Finding[] {
 }
 
 export function analyzeRun(results: ProbeResult[]): RunAnalysis {
-  const comparisons: Comparison[] = [];
   const findings: Finding[] = withoutRepeats(results.flatMap((r) => r.findings));
-
-  for (const { reused, new: fresh } of reuseGroups(results).values()) {
-    if (!reused || !fresh) continue;
-    const reusedTotals = okTotals(reused);
-    const newTotals = okTotals(fresh);
-    if (reusedTotals.length < 2 || newTotals.length < 2) continue;
-    const cost = medianDifference(reusedTotals, newTotals);
-    comparisons.push({
-      region: reused.region,
-      target: reused.target,
-      scheme: reused.variant.scheme,
-      reusedMedianMs: median(reusedTotals),
-      newMedianMs: median(newTotals),
-      newConnectionCostMs: cost,
-    });
-    const stall = -cost.median;
-    if (stall >= STALL_THRESHOLD_MS) {
-      const where = okPhase(reused, 'transfer');
-      findings.push(
-        finding(
-          'NAGLE_DELAYED_ACK_STALL',
-          { region: reused.region, target: reused.target, probe: 'reuse' },
-          `reused requests took a median ${ms(median(reusedTotals))} (of which transfer ${ms(median(where))}) ` +
-            `against ${ms(median(newTotals))} on new connections: the body waits for the client's delayed ACK`,
-          {
-            reusedMedianMs: median(reusedTotals),
-            newMedianMs: median(newTotals),
-            reusedTransferMedianMs: median(where),
-          },
-        ),
-      );
-    }
+  for (const { reused, new: fresh } of reuseGroups(results)) {
+    const stall = reused && nagleStall(reused, fresh);
+    if (stall) findings.push(stall);
   }
-
+  findings.push(...h3Advertised(results));
+  const comparisons = newConnectionComparisons(results, findings);
   return { comparisons, findings, decisions: decide(results, comparisons, findings), loadTotals: loadTotals(results) };
 }
 
 function decide(results: ProbeResult[], comparisons: Comparison[], findings: Finding[]): Decision[] {
   const decisions: Decision[] = [];
-
-  const costly = comparisons.filter((c) => c.newConnectionCostMs.median > 0);
-  if (costly.length > 0) {
-    const worst = costly.reduce((a, b) => (b.newConnectionCostMs.median > a.newConnectionCostMs.median ? b : a));
-    decisions.push({
-      situation: 'A client makes many requests to the same host',
-      action: 'Keep one client and reuse its connections (keep-alive); never a new connection per request',
-      evidence: costly
-        .map(
-          (c) =>
-            `${c.target} from ${c.region}: +${ms(c.newConnectionCostMs.median)} per new connection (95% CI ${ms(c.newConnectionCostMs.ci95[0])} to ${ms(c.newConnectionCostMs.ci95[1])})`,
-        )
-        .join('; '),
-      severity: worst.scheme === 'https' ? 'warning' : 'info',
-    });
-  }
-
-  for (const cold of results) {
-    if (cold.probe !== 'reuse' || cold.variant.mode !== 'cold') continue;
-    const reused = results.find(
-      (r): r is ReuseResult =>
-        r.probe === 'reuse' && r.variant.mode === 'reused' && r.region === cold.region && r.target === cold.target,
-    );
-    const coldTotals = okTotals(cold);
-    const reusedTotals = okTotals(reused);
-    if (coldTotals.length === 0 || reusedTotals.length === 0) continue;
-    decisions.push({
-      situation: 'A script starts a new process per request (a shell loop of curl)',
-      action: 'Send all requests from one process: curl with many URLs (a glob or --config), or one HTTP client object',
-      evidence: `${cold.target} from ${cold.region}: ${ms(median(coldTotals))} per request as separate processes vs ${ms(median(reusedTotals))} over one connection`,
-      severity: 'warning',
-    });
-    break;
-  }
-
+  const keepAlive = keepAliveDecision(comparisons);
+  if (keepAlive) decisions.push(keepAlive);
+  decisions.push(...coldProcessDecisions(results));
   const compression = compressionDecision(results);
   if (compression) decisions.push(compression);
 

@@ -1,7 +1,7 @@
 // `probefleet coordinator`, long-running: turns fired schedules into runs, turns each finished
-// flow into a stored run report, stops waiting for regions at a run's deadline, and serves
-// /metrics and /healthz. Whatever Redis does, /metrics answers (from memory) and closing ends
-// within a bound.
+// flow into a stored run report compared with the previous run of its plan, stops waiting for
+// regions at a run's deadline, and serves /metrics and /healthz. Whatever Redis does, /metrics
+// answers (from memory) and closing ends within a bound.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,6 +20,7 @@ import {
 } from '../common/redis.js';
 import { settlesWithin } from '../common/settle.js';
 import { FleetWorker, refuseUnreadable } from '../worker/fleet-worker.js';
+import { compareWithPrevious } from './compare/with-previous.js';
 import { createCoordinatorMetrics } from './coordinator-metrics.js';
 import { MetricsPusher, type PushgatewaySettings } from '../worker/metrics/pusher.js';
 import { pushRunMetrics } from '../worker/metrics/run-metrics.js';
@@ -100,6 +101,7 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
     metrics.recordRun(report);
     // Idempotent: the `run` command that waited for this run pushes the same stored report.
     if (pusher) await pushRunMetrics(pusher, report, log);
+    await compareWithPrevious(fleet.store, report, { log, ...(pusher ? { pusher } : {}) });
     const summary = summarizeReport(report);
     log.info({ ...summary, storedHere: stored }, 'run finished');
     return summary;

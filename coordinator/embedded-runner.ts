@@ -32,6 +32,8 @@ export async function runEmbedded(
       log: options.log,
       signal: options.signal,
       targetPolicy: options.targetPolicy,
+      // The plan is the user's own, run on their machine: its client commands may run.
+      allowClientCommands: true,
     });
     results.push(result);
     options.onResult?.(result);

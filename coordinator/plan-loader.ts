@@ -105,48 +105,57 @@ export async function parsePlan(text: string, file: string): Promise<LoadedPlan>
   const data = toPlainData(doc, file, at);
 
   const parsed = planSchema.safeParse(data);
+  // CA files are read whatever the schema said, so their problems come out with the others.
+  const ca = await readCaFiles(data, doc, file, at);
   if (!parsed.success) {
     const issues = parsed.error.issues.filter((issue) => !isLooserBound(issue, parsed.error.issues));
-    throw new PlanError(issues.flatMap((issue) => problemsOf(issue, doc, file, at, data)));
+    throw new PlanError([...issues.flatMap((issue) => problemsOf(issue, doc, file, at, data)), ...ca.problems]);
   }
+  if (ca.problems.length > 0) throw new PlanError(ca.problems);
   const plan = parsed.data as Plan;
-  return { plan, file, tls: await readTlsFiles(plan, doc, file, at) };
-}
-
-async function readTlsFiles(plan: Plan, doc: Document, file: string, at: (o: number) => { line: number; col: number }) {
   const tls: LoadedPlan['tls'] = {};
-  const problems: PlanProblem[] = [];
   for (const [i, target] of plan.targets.entries()) {
     if (!target.tls) continue;
-    const { ca, ...rest } = target.tls;
-    let caPem: string | undefined;
-    if (ca) {
-      const caPath = path.resolve(path.dirname(file), ca);
-      const fieldPath = ['targets', i, 'tls', 'ca'];
-      try {
-        caPem = await readFile(caPath, 'utf8');
-        if (!caPem.includes('-----BEGIN CERTIFICATE-----')) {
-          problems.push(
-            problemAt(doc, fieldPath, file, at, `${path.relative(process.cwd(), caPath)} holds no PEM certificate`),
-          );
-        }
-      } catch (err) {
-        const shown = path.relative(process.cwd(), caPath);
-        problems.push(
-          problemAt(
-            doc,
-            fieldPath,
-            file,
-            at,
-            `cannot read CA file ${shown}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-          ),
-        );
-      }
-    }
+    const { ca: _, ...rest } = target.tls;
+    const caPem = ca.pems.get(i);
     tls[target.name] = { ...rest, ...(caPem ? { caPem } : {}) };
   }
-  if (problems.length > 0) throw new PlanError(problems);
-  return tls;
+  return { plan, file, tls };
+}
+
+/** Every target's `tls.ca` file read into PEM (by target index), from the plan as written. */
+async function readCaFiles(
+  data: unknown,
+  doc: Document,
+  file: string,
+  at: (o: number) => { line: number; col: number },
+) {
+  const pems = new Map<number, string>();
+  const problems: PlanProblem[] = [];
+  const targets = (data as { targets?: unknown } | null)?.targets;
+  for (const [i, target] of (Array.isArray(targets) ? targets : []).entries()) {
+    const ca = (target as { tls?: { ca?: unknown } } | null)?.tls?.ca;
+    if (typeof ca !== 'string' || ca === '') continue;
+    const caPath = path.resolve(path.dirname(file), ca);
+    const fieldPath = ['targets', i, 'tls', 'ca'];
+    const shown = path.relative(process.cwd(), caPath);
+    try {
+      const caPem = await readFile(caPath, 'utf8');
+      if (caPem.includes('-----BEGIN CERTIFICATE-----')) pems.set(i, caPem);
+      else problems.push(problemAt(doc, fieldPath, file, at, `${shown} holds no PEM certificate`));
+    } catch (err) {
+      problems.push(
+        problemAt(
+          doc,
+          fieldPath,
+          file,
+          at,
+          `cannot read CA file ${shown}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        ),
+      );
+    }
+  }
+  return { pems, problems };
 }
 
 /** The field path of the mapping key that starts at `offset`, for YAML errors that point at a key. */

@@ -8,6 +8,7 @@ import { runReportSchema, type RunReport } from '../contracts/result.js';
 import { DEFAULT_RETENTION, type Keep } from '../contracts/retention.js';
 import { runSummarySchema, type RunSummary } from '../contracts/run-job.js';
 import { RUN_SCHEMA } from '../contracts/result.js';
+import { comparisonSchema, type RunComparison } from '../contracts/comparison.js';
 
 export function summarizeReport(report: RunReport): RunSummary {
   return {
@@ -71,7 +72,7 @@ export class ReportStore {
       .multi()
       .zrem(index, ...gone)
       .hdel(reportKeys.summaries(this.prefix), ...gone)
-      .del(...gone.map((id) => reportKeys.report(this.prefix, id)))
+      .del(...gone.flatMap((id) => [reportKeys.report(this.prefix, id), reportKeys.comparison(this.prefix, id)]))
       .exec();
   }
 
@@ -95,5 +96,39 @@ export class ReportStore {
         return parsed.success ? [parsed.data] : [];
       })
       .slice(0, limit);
+  }
+
+  /** The newest stored run of the same plan that started before this one and has a result; undefined for a plan's first. */
+  async previous(report: RunReport, scan = 200): Promise<RunReport | undefined> {
+    const ids = await this.redis.zrevrangebyscore(
+      reportKeys.index(this.prefix),
+      `(${Date.parse(report.startedAt)}`,
+      '-inf',
+      'LIMIT',
+      0,
+      scan,
+    );
+    if (ids.length === 0) return undefined;
+    const rows = await this.redis.hmget(reportKeys.summaries(this.prefix), ...ids);
+    for (const [i, row] of rows.entries()) {
+      const summary = row === null ? undefined : runSummarySchema.safeParse(JSON.parse(row)).data;
+      if (summary?.plan !== report.plan.name || summary.ok + summary.errors === 0) continue;
+      const found = await this.get(ids[i]);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  /** Stores a run's comparison beside its report (same retention) unless one is stored; returns the stored one. */
+  async saveComparisonIfAbsent(comparison: RunComparison): Promise<RunComparison> {
+    const key = reportKeys.comparison(this.prefix, comparison.after.runId);
+    const set = await this.redis.set(key, JSON.stringify(comparison), 'EX', this.keep.maxAgeSeconds, 'NX');
+    return set === null ? ((await this.getComparison(comparison.after.runId)) ?? comparison) : comparison;
+  }
+
+  /** The stored comparison of a run with the previous run of its plan. */
+  async getComparison(runId: string): Promise<RunComparison | undefined> {
+    const text = await this.redis.get(reportKeys.comparison(this.prefix, runId));
+    return text === null ? undefined : comparisonSchema.parse(JSON.parse(text));
   }
 }

@@ -3,6 +3,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { JOB_SCHEMA, type JobPayload } from '../contracts/job.js';
 import { PROBES } from '../contracts/probes/index.js';
+import { labTargetsOf } from './lab-targets.js';
 import type { LoadedPlan } from './plan-loader.js';
 
 /** JSON with sorted keys, so equal objects hash equally. */
@@ -37,7 +38,11 @@ export function jobIdFor(
   return `${runId}.${region}.${target}.${probe}-${readable}-${shortHash({ params, variant })}`;
 }
 
-export function splitPlan({ plan, tls }: LoadedPlan, runId: string): JobPayload[] {
+export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
+  const { plan, tls } = loaded;
+  const unresolved = labTargetsOf(loaded);
+  // Entry points resolve lab URLs (withLabTargets) before splitting; a job never carries one.
+  if (unresolved.length > 0) throw new Error(`lab targets not resolved before splitting: ${unresolved.join(', ')}`);
   const jobs = new Map<string, JobPayload>();
   for (const region of plan.regions) {
     for (const { targets: only, probe, ...params } of plan.experiments) {

@@ -5,10 +5,12 @@ import type net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger, type Logger } from '../common/log.js';
+import type { LabAddress, LabRole } from '../contracts/lab-roles.js';
 import { createLabCa } from './certs.js';
 import { LAB_CERT_HOSTS, type LabContext, type LabServerSpec } from './server-spec.js';
 import { badStatusServer } from './servers/bad-status.js';
 import { closeServer } from './servers/close.js';
+import { decompressionBombServer } from './servers/decompression-bomb.js';
 import { expiredCertServer } from './servers/expired-cert.js';
 import { h2GoawayServer } from './servers/h2-goaway.js';
 import { h2RstServer } from './servers/h2-rst.js';
@@ -54,8 +56,17 @@ export const LAB_SERVERS = [
   tlsResetServer,
   h2GoawayServer,
   h2RstServer,
+  decompressionBombServer,
 ] as const satisfies readonly LabServerSpec[];
 export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
+
+/** Where a lab started with `probefleet lab --port BASE` on `host` listens. */
+export function labAddressAt(host: string, basePort: number): LabAddress {
+  return {
+    host,
+    ports: Object.fromEntries(LAB_SERVERS.map((s) => [s.name, basePort + s.offset])) as Record<LabRole, number>,
+  };
+}
 
 /** The first port of `probefleet lab` and `run --lab`, as in the lecture's examples. */
 export const DEFAULT_LAB_PORT = 18170;
@@ -78,6 +89,8 @@ export interface RunningLabServer {
 
 export interface Lab {
   servers: Record<LabServerName, RunningLabServer>;
+  /** Where it listens, for plans' `lab:ROLE/path` URLs. */
+  address: LabAddress;
   /** URL of a server, with an optional path. */
   url(name: LabServerName, path?: string): string;
   /** PEM of the lab CA, and a file holding it (for plans' `tls.ca`). */
@@ -88,6 +101,12 @@ export interface Lab {
 
 export class LabPortInUseError extends Error {
   override name = 'LabPortInUseError';
+  constructor(
+    message: string,
+    readonly port: number,
+  ) {
+    super(message);
+  }
 }
 
 function listen(server: net.Server, host: string, port: number, name: string): Promise<number> {
@@ -97,6 +116,7 @@ function listen(server: net.Server, host: string, port: number, name: string): P
         err.code === 'EADDRINUSE'
           ? new LabPortInUseError(
               `lab server "${name}" cannot listen on ${host}:${port}: the port is in use (is \`probefleet lab\` already running? choose another with --port)`,
+              port,
             )
           : err,
       ),
@@ -159,6 +179,10 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
 
   return {
     servers,
+    address: {
+      host,
+      ports: Object.fromEntries(Object.values(servers).map((s) => [s.name, s.port])) as Record<LabRole, number>,
+    },
     url: (name, urlPath = '/') => servers[name].url + urlPath,
     caPem: ca.certPem,
     caFile,

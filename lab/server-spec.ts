@@ -1,5 +1,6 @@
 // The shape every lab server has: one file per server under lab/servers/, listed in lab/index.ts.
 import type net from 'node:net';
+import type { LAB_ROLES, LabRole } from '../contracts/lab-roles.js';
 import type { Logger } from '../common/log.js';
 import type { KeyAndCert, LabCa } from './certs.js';
 
@@ -16,12 +17,12 @@ export interface LabContext {
   log: Logger;
 }
 
-export interface LabServerSpec {
-  /** The server's name in `probefleet lab` output and in `lab.url(name)`. */
-  name: string;
-  /** Port = base port + offset when a base port is given (stable URLs for example plans). */
+export interface LabServerSpec<R extends LabRole = LabRole> {
+  /** The server's role: its name in `probefleet lab` output, in `lab.url(name)` and in plans' `lab:ROLE/path`. */
+  name: R;
+  /** Port = base port + offset when a base port is given (`probefleet lab --port`, `run --lab-at`). */
   offset: number;
-  scheme: 'http' | 'https';
+  scheme: (typeof LAB_ROLES)[R];
   description: string;
   /** Creates the server, not yet listening. */
   create(ctx: LabContext): net.Server | Promise<net.Server>;

@@ -2,7 +2,8 @@
 // namespace, listening on TARGET_ADDRESS with the lab's usual ports (the namespace has its own
 // port space, so they never collide with a lab on this machine's loopback).
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_LAB_PORT, type LabServerName } from '../lab/index.js';
+import type { LabAddress } from '../contracts/lab-roles.js';
+import { DEFAULT_LAB_PORT, labAddressAt, type LabServerName } from '../lab/index.js';
 import type { Regions } from './harness.js';
 
 export interface TargetLab {
@@ -10,6 +11,10 @@ export interface TargetLab {
   servers: Record<LabServerName, string>;
   /** The lab CA's certificate (a file: namespaces share the filesystem), for plans' `tls.ca`. */
   caFile: string;
+  /** Where plans' `lab:ROLE/path` targets go, from every region. */
+  address: LabAddress;
+  /** The same as `run --lab-at` takes it: HOST:PORT. */
+  at: string;
   close(): Promise<void>;
 }
 
@@ -55,6 +60,8 @@ export async function startTargetLab(regions: Regions, basePort = DEFAULT_LAB_PO
 
   return {
     ...started,
+    address: labAddressAt(regions.target.address, basePort),
+    at: `${regions.target.address}:${basePort}`,
     async close() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.stdin!.end();

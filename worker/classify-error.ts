@@ -17,6 +17,8 @@ const BY_CODE: Record<string, ErrorCode> = {
   UND_ERR_SOCKET: 'SOCKET_CLOSED',
   UND_ERR_CLOSED: 'SOCKET_CLOSED',
   UND_ERR_HEADERS_OVERFLOW: 'RESPONSE_HEADERS_TOO_LARGE',
+  // node:http's parser (the `cold` mode's child): the same limit, its own code.
+  HPE_HEADER_OVERFLOW: 'RESPONSE_HEADERS_TOO_LARGE',
   UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'HTTP_PROTOCOL_ERROR',
   UND_ERR_RES_EXCEEDED_MAX_SIZE: 'RESPONSE_TOO_LARGE',
   UND_ERR_ABORTED: 'DEADLINE_EXCEEDED',
@@ -43,6 +45,7 @@ const BY_CODE: Record<string, ErrorCode> = {
   EWIRE_TIMEOUT: 'RESPONSE_TIMEOUT',
   EWIRE_BODY_TIMEOUT: 'BODY_TIMEOUT',
   EWIRE_MALFORMED: 'HTTP_PROTOCOL_ERROR',
+  EWIRE_HEAD_TOO_LARGE: 'RESPONSE_HEADERS_TOO_LARGE',
   EWIRE_TOO_LARGE: 'RESPONSE_TOO_LARGE',
   // node:http2: a GOAWAY with an error code destroys the session with this one; a stream the
   // peer reset (RST_STREAM with an error code) is destroyed with the other.

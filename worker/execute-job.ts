@@ -9,6 +9,8 @@ import { PROBES, type ProbeKind } from '../contracts/probes/index.js';
 import { RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/result.js';
 import { formatIssuePath } from '../common/issue-path.js';
 import type { Logger } from '../common/log.js';
+import { settledByBound } from '../common/settle.js';
+import { AltSvcLog } from './http/alt-svc.js';
 import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
 import type { ProbeContext, ProbeOutcome } from './probes/probe.js';
 import { SecretNotSetError, withSecrets } from './secrets.js';
@@ -27,9 +29,16 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   /** Where probes may connect. @defaultValue the embedded run's: loopback allowed, private ranges refused */
   targetPolicy?: TargetPolicy;
+  /** Run a `cold` client command the job names. @defaultValue false: a job from Redis never runs a command */
+  allowClientCommands?: boolean;
 }
 
 const EMBEDDED_POLICY = new TargetPolicy(EMBEDDED_POLICY_SETTINGS);
+
+/** How long a probe may take to return what it has once its time bound (or the worker's
+ * shutdown) stopped it: a probe stops at once, but a step of synchronous CPU work (brotli 11 on
+ * 4 MiB in the level table) ends first. */
+const TIME_BOUND_GRACE_MS = 10_000;
 
 export function parseJobPayload(payload: unknown): JobPayload {
   const parsed = jobPayloadSchema.safeParse(payload);
@@ -57,13 +66,39 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
     throw new InvalidJobError(`job ${job.jobId} is for region "${job.region}", this worker serves "${options.region}"`);
   }
   const log = options.log.child({ jobId: job.jobId, probe: job.probe, target: job.target.name });
-  const signal = AbortSignal.any([AbortSignal.timeout(job.timeLimitMs), ...(options.signal ? [options.signal] : [])]);
+  // A timer of our own rather than AbortSignal.timeout, whose timer is unref'd: a probe waiting on
+  // a promise nothing will settle would let the process end (exit 13) before its bound came.
+  const bound = new AbortController();
+  const timer = setTimeout(
+    () => bound.abort(new DOMException(`the job's time bound (${job.timeLimitMs} ms) was reached`, 'TimeoutError')),
+    job.timeLimitMs,
+  );
+  const signal = options.signal ? AbortSignal.any([bound.signal, options.signal]) : bound.signal;
   const startedAt = new Date().toISOString();
   log.debug({ variant: job.variant }, 'probe starting');
   const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
-  const outcome =
-    (await refusedTarget(job, targetPolicy)) ??
-    (await withSecretsIn(job, (ready) => runProbe(ready, { signal, log, targetPolicy })));
+  const altSvc = new AltSvcLog();
+  const ctx = { signal, log, targetPolicy, allowClientCommands: options.allowClientCommands ?? false, altSvc };
+  let outcome: ProbeOutcome<ProbeKind>;
+  try {
+    // A probe that ignores its bound cannot hold a worker (or an embedded run) past it: the
+    // abandoned work goes on in the background, and a probe that needs this is a bug.
+    outcome = await settledByBound(
+      (async () =>
+        (await refusedTarget(job, targetPolicy)) ?? (await withSecretsIn(job, (ready) => runProbe(ready, ctx))))(),
+      signal,
+      TIME_BOUND_GRACE_MS,
+      () => {
+        log.error({ graceMs: TIME_BOUND_GRACE_MS }, 'probe still running after its time bound: abandoned');
+        return notRun({
+          code: 'DEADLINE_EXCEEDED',
+          message: `the probe did not stop within ${TIME_BOUND_GRACE_MS} ms of its time bound (${job.timeLimitMs} ms): its partial results are lost`,
+        });
+      },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
   const result = {
     schema: RESULT_SCHEMA,
     jobId: job.jobId,
@@ -80,6 +115,7 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
     summary: outcome.summary,
     details: outcome.details,
     findings: outcome.findings,
+    altSvc: altSvc.values,
   } as ResultOf<ProbeKind> as ProbeResult;
   log.info({ ok: result.ok, error: result.error?.code, requests: result.summary.requests }, 'probe finished');
   return result;

@@ -21,6 +21,7 @@ import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { splitPlan } from '../../coordinator/split.js';
+import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { describeRegions, regionOptions, regionSpecs } from './regions.js';
 
 export const DEMO_PLAN = fileURLToPath(new URL('../../../examples/regions-demo.yaml', import.meta.url));
@@ -31,7 +32,7 @@ const options = (y: Argv) =>
       type: 'string',
       default: DEMO_PLAN,
       defaultDescription: 'examples/regions-demo.yaml',
-      describe: 'plan YAML file; its targets point at the target host, 10.77.0.1',
+      describe: 'plan YAML file; its targets name lab servers (lab:keepalive/) or point at the target host, 10.77.0.1',
     })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('forward-port', {
@@ -185,11 +186,16 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
       process.stdout.write(
         `Emulated regions\n${describeRegions(built)}\n${describeFleet(redis, startedLab, startedFleet, built, startedMetrics)}\n`,
       );
-      process.exitCode = await startedFleet.run(args.plan, args.json ? ['--json', args.json] : []);
+      process.exitCode = await startedFleet.run(args.plan, [
+        '--lab-at',
+        startedLab.at,
+        ...(args.json ? ['--json', args.json] : []),
+      ]);
       // After a failed run the wait for every region's numbers would only time out.
       if (startedMetrics && process.exitCode === 0) {
         const names = built.regions.map((r) => r.name);
-        const jobs = splitPlan({ ...loaded, plan: { ...loaded.plan, regions: names } }, 'demo');
+        const resolved = withLabTargets(loaded, startedLab.address, '');
+        const jobs = splitPlan({ ...resolved, plan: { ...resolved.plan, regions: names } }, 'demo');
         const jobsPerRegion = new Map(names.map((name) => [name, jobs.filter((job) => job.region === name).length]));
         process.stdout.write(`\n${await startedMetrics.regionalComparison(loaded.plan.name, jobsPerRegion)}`);
       }

@@ -5,12 +5,22 @@ import { planJsonSchema } from '../../contracts/plan-json-schema.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { runIdFor, splitPlan } from '../../coordinator/split.js';
+import { withLabTargets } from '../../coordinator/lab-targets.js';
+import type { LoadedPlan } from '../../coordinator/plan-loader.js';
+import { DEFAULT_LAB_PORT, labAddressAt } from '../../lab/index.js';
+import { labAtArg, labAtOf } from './lab-args.js';
 
 const fileArg = (y: Argv) => y.positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
 const expandOptions = (y: Argv) =>
-  fileArg(y)
+  labAtArg(fileArg(y))
     .option('run-id', { type: 'string', describe: 'run id to expand for (default: <plan>-preview)' })
     .option('json', { type: 'boolean', describe: 'print the job payloads as JSON, one per line' });
+
+/** Lab targets at `--lab-at`, else where `probefleet lab` puts them by default (job ids do not depend on it). */
+function atDefaultLab(loaded: LoadedPlan, labAt?: string): LoadedPlan {
+  const lab = labAt === undefined ? labAddressAt('127.0.0.1', DEFAULT_LAB_PORT) : labAtOf(labAt);
+  return withLabTargets(loaded, lab, '');
+}
 
 const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
   command: 'validate <file>',
@@ -18,7 +28,7 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
   builder: fileArg,
   handler: async ({ file }) => {
     const loaded = await loadPlanFile(file);
-    const jobs = splitPlan(loaded, runIdFor(loaded.plan.name, new Date(0)));
+    const jobs = splitPlan(atDefaultLab(loaded), runIdFor(loaded.plan.name, new Date(0)));
     const { plan } = loaded;
     process.stdout.write(
       `${file}: plan "${plan.name}" is valid: ${plan.targets.length} targets, ${plan.experiments.length} experiments, ` +
@@ -32,9 +42,9 @@ const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
   command: 'expand <file>',
   describe: 'Print the jobs a run of the plan makes, with their deterministic ids',
   builder: expandOptions,
-  handler: async ({ file, runId, json }) => {
+  handler: async ({ file, runId, json, labAt }) => {
     const loaded = await loadPlanFile(file);
-    const jobs = splitPlan(loaded, runId ?? `${loaded.plan.name}-preview`);
+    const jobs = splitPlan(atDefaultLab(loaded, labAt), runId ?? `${loaded.plan.name}-preview`);
     if (json) {
       process.stdout.write(
         `${jobs.map((j) => JSON.stringify({ ...j, target: { ...j.target, headers: j.target.headers && '[redacted]' } })).join('\n')}\n`,

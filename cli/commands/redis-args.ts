@@ -1,6 +1,6 @@
 // The options every command that talks to a fleet's Redis shares: --redis, --redis-ca, --prefix,
 // --redis-timeout; and how a command that ends uses a fleet (withFleet): bounded in time whatever
-// Redis does, an unreachable Redis said as such (exit 3).
+// Redis does, an unreachable Redis said as such (exit 4).
 import type { Argv } from 'yargs';
 import { DEFAULT_QUEUE_PREFIX, prefixProblem } from '../../contracts/queues.js';
 import type { RetentionSettings } from '../../contracts/retention.js';
@@ -35,7 +35,7 @@ export const redisArgs = (y: Argv) =>
 export const redisTimeoutArg = <T>(y: Argv<T>) =>
   y.option('redis-timeout', {
     type: 'number',
-    describe: `seconds to wait for an answer from Redis, connecting included; past it the command says what it could not reach and exits 3 (default: $PROBEFLEET_REDIS_TIMEOUT_SECONDS, else ${DEFAULT_REDIS_TIMEOUT_SECONDS})`,
+    describe: `seconds to wait for an answer from Redis, connecting included; past it the command says what it could not reach and exits 4 (default: $PROBEFLEET_REDIS_TIMEOUT_SECONDS, else ${DEFAULT_REDIS_TIMEOUT_SECONDS})`,
   });
 
 export interface RedisArgs {
@@ -91,7 +91,7 @@ export function fleetOf(
 const RECHECK_MS = 1_000;
 
 /**
- * A command that ends, on the fleet: Redis answers first (else RedisUnreachableError, exit 3),
+ * A command that ends, on the fleet: Redis answers first (else RedisUnreachableError, exit 4),
  * every command is bounded by --redis-timeout, and closing is bounded too. A failure while Redis
  * does not answer is reported as Redis being unreachable, whatever the command was doing.
  */

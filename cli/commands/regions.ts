@@ -10,14 +10,14 @@ import { checkRegionsSupported } from '../../regions/preflight.js';
 import { formatRate, parseRegionSpec } from '../../regions/region-spec.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
+import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { newRunId } from '../../coordinator/split.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
+import { EXIT_BAD_INPUT } from '../exit-codes.js';
 
 export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms'];
-/** Exit code for bad input, as the CLI's (cli/probefleet.ts). */
-const EXIT_BAD_INPUT = 2;
 
 export const regionOptions = (y: Argv) =>
   y
@@ -44,7 +44,7 @@ const runOptions = (y: Argv) =>
     .positional('plan', {
       type: 'string',
       demandOption: true,
-      describe: 'plan YAML file; its targets point at the target host, 10.77.0.1',
+      describe: 'plan YAML file; its targets name lab servers (lab:keepalive/) or point at the target host, 10.77.0.1',
     })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' });
 
@@ -101,7 +101,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
     try {
       lab = await startTargetLab(regions);
       process.stdout.write(`Emulated regions\n${describeRegions(regions)}\n`);
-      const report = await runPlanInRegions(regions, loaded, {
+      const report = await runPlanInRegions(regions, withLabTargets(loaded, lab.address, ''), {
         runId: newRunId(loaded.plan.name),
         log,
         onRegion: (region, jobs) =>
@@ -143,7 +143,7 @@ const up: CommandModule<object, ArgsOf<typeof upOptions>> = {
           '',
           'Try:',
           `  ip netns exec ${first.namespace} curl -s -o /dev/null -w 'connect %{time_connect} s, total %{time_total} s\\n' ${lab.servers.keepalive}/`,
-          `  ip netns exec ${first.namespace} npx probefleet run examples/regions-reuse.yaml`,
+          `  ip netns exec ${first.namespace} npx probefleet run examples/regions-reuse.yaml --lab-at ${lab.at}`,
         );
       }
       if (regions.forwardPorts.length > 0)

@@ -1,6 +1,6 @@
 // --html, --markdown and --csv: the options every command that has a run report shares (run,
-// runs show, regions run, report), and the one place that writes them. "-" is stdout
-// (--markdown=-: yargs reads a lone "-" after an option as an argument of its own).
+// runs show, regions run, report), and the one place that writes report files (compare's too).
+// "-" is stdout (--markdown=-: yargs reads a lone "-" after an option as an argument of its own).
 import type { Argv } from 'yargs';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';
 import type { RunReport } from '../../contracts/result.js';
@@ -39,16 +39,22 @@ const RENDERERS: Record<keyof ReportFiles, (report: RunReport) => string> = {
   csv: renderCsvReport,
 };
 
-/** Writes each asked-for format (atomically: a reader never sees half a file). */
-export async function writeReportFiles(report: RunReport, files: ReportFiles): Promise<void> {
-  for (const format of Object.keys(RENDERERS) as (keyof ReportFiles)[]) {
+/** Writes each asked-for format, in the renderers' order (atomically: a reader never sees half a file). */
+export async function writeRenderedFiles<T, F extends string>(
+  value: T,
+  files: Partial<Record<F, string>>,
+  renderers: Record<F, (value: T) => string>,
+): Promise<void> {
+  for (const format of Object.keys(renderers) as F[]) {
     const file = files[format];
     if (!file) continue;
-    const content = RENDERERS[format](report);
+    const content = renderers[format](value);
     if (file === '-') process.stdout.write(content);
     else await writeFileAtomic(file, content);
   }
 }
+
+export const writeReportFiles = (report: RunReport, files: ReportFiles) => writeRenderedFiles(report, files, RENDERERS);
 
 /** Whether any report file was asked for. */
 export const wantsReportFiles = (files: ReportFiles) => Object.values(files).some(Boolean);

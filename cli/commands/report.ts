@@ -7,9 +7,7 @@ import type { ArgsOf } from './args.js';
 import { readRunFile, RunFileError } from '../../coordinator/report/run-file.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
-
-/** Exit code for bad input, as the CLI's (cli/probefleet.ts). */
-const EXIT_BAD_INPUT = 2;
+import { EXIT_BAD_INPUT } from '../exit-codes.js';
 
 const options = (y: Argv) =>
   reportFileArgs(y).positional('file', {

@@ -7,11 +7,12 @@ import { Registry } from 'prom-client';
 import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
-import { DEFAULT_LAB_PORT, startLab, type Lab } from '../../lab/index.js';
+import type { Lab } from '../../lab/index.js';
 import { jobsPerRegion, runEndOf, waitForRun } from '../../coordinator/distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../../coordinator/embedded-runner.js';
 import { submitRun } from '../../coordinator/flow.js';
 import { loadPlanFile, type LoadedPlan } from '../../coordinator/plan-loader.js';
+import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { progressFor } from '../../coordinator/progress.js';
 import { regionProgressFor } from '../../coordinator/region-progress.js';
 import type { RunReport } from '../../contracts/result.js';
@@ -31,20 +32,17 @@ import { MetricsPusher } from '../../worker/metrics/pusher.js';
 import { pushRunMetrics } from '../../worker/metrics/run-metrics.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
+import { labArgs, labAtOf, startRunLab } from './lab-args.js';
 
 const options = (y: Argv) =>
-  targetPolicyArgs(
-    reportFileArgs(instanceArg(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['reports'])))),
-    true,
+  labArgs(
+    targetPolicyArgs(
+      reportFileArgs(instanceArg(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['reports'])))),
+      true,
+    ),
   )
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
-    .option('lab', { type: 'boolean', default: false, describe: 'start the lab target for the duration of the run' })
-    .option('lab-port', {
-      type: 'number',
-      default: DEFAULT_LAB_PORT,
-      describe: 'first port of the lab target with --lab',
-    })
     .option('run-id', {
       type: 'string',
       describe:
@@ -76,6 +74,10 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   handler: async (args) => {
     const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan);
+    if (args.lab && args.labAt !== undefined) throw new BadArgumentError('--lab and --lab-at exclude each other');
+    if (args.labPort !== undefined && !args.lab) throw new BadArgumentError('--lab-port needs --lab');
+    // A plan naming lab servers with no lab to point them at is bad input, before anything starts.
+    if (!args.lab) withLabTargets(loaded, args.labAt === undefined ? undefined : labAtOf(args.labAt), LAB_HINT);
     if (redisUrlFrom(args)) {
       for (const [given, option] of [
         [args.allowLoopback !== undefined, '--allow-loopback'],
@@ -103,7 +105,6 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
       );
     }
     const runId = newRunId(plan.name);
-    const jobs = splitPlan({ ...loaded, plan: { ...plan, regions: [EMBEDDED_REGION] } }, runId);
     const pushgateway = pushgatewaySettingsOf(args);
     // Pushed after every job and for the run, like a worker and a coordinator; never fails the run.
     const metrics = pushgateway
@@ -115,7 +116,9 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     process.once('SIGINT', interrupt);
     let lab: Lab | undefined;
     try {
-      if (args.lab) lab = await startLab({ basePort: args.labPort, log });
+      if (args.lab) lab = await startRunLab(args.labPort, log);
+      const resolved = labResolved(args, loaded, lab);
+      const jobs = splitPlan({ ...resolved, plan: { ...resolved.plan, regions: [EMBEDDED_REGION] } }, runId);
       const startedAt = new Date();
       const results = await runEmbedded(jobs, {
         log,
@@ -124,7 +127,14 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
         targetPolicy,
         onResult: (result) => metrics?.recordResult(result),
       });
-      const report = buildRunReport({ runId, mode: 'embedded', plan, startedAt, finishedAt: new Date(), results });
+      const report = buildRunReport({
+        runId,
+        mode: 'embedded',
+        plan: resolved.plan,
+        startedAt,
+        finishedAt: new Date(),
+        results,
+      });
       process.stdout.write(renderRunReport(report));
       await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
       if (metrics?.pusher && !stop.signal.aborted) {
@@ -139,6 +149,13 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     }
   },
 };
+
+const LAB_HINT = 'run with --lab (starts one) or --lab-at HOST:PORT (one already running)';
+
+/** The plan with its `lab:` targets at the lab this run started, or the one --lab-at names. */
+function labResolved(args: RunArgs, loaded: LoadedPlan, lab: Lab | undefined): LoadedPlan {
+  return withLabTargets(loaded, lab?.address ?? (args.labAt === undefined ? undefined : labAtOf(args.labAt)), LAB_HINT);
+}
 
 /** The plan with other regions than its own (--regions), checked as the plan's own would be. */
 function withRegions(loaded: LoadedPlan, regions: string[]): LoadedPlan {
@@ -156,7 +173,7 @@ function withRegions(loaded: LoadedPlan, regions: string[]): LoadedPlan {
 /** Submits the plan as a flow and waits for the regions' workers; the report is the stored one.
  * Bounded whatever Redis does: --redis-timeout to connect, the run's end (runEndOf) to wait. */
 async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Promise<void> {
-  const loaded = args.regions ? withRegions(given, args.regions) : given;
+  const withOwnRegions = args.regions ? withRegions(given, args.regions) : given;
   if (args.runId !== undefined && !runIdSchema.safeParse(args.runId).success) {
     throw new BadArgumentError(
       `--run-id: "${args.runId}" is not a run id (a-z, 0-9, ".", "_", "-"; starting with a letter or digit)`,
@@ -171,7 +188,8 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
   process.once('SIGINT', interrupt);
   let lab: Lab | undefined;
   try {
-    if (args.lab) lab = await startLab({ basePort: args.labPort, log });
+    if (args.lab) lab = await startRunLab(args.labPort, log);
+    const loaded = labResolved(args, withOwnRegions, lab);
     const report = await withFleet(
       args,
       log,

@@ -15,9 +15,11 @@ import {
 } from '../../coordinator/schedules.js';
 import { redisArgs, redisTimeoutArg, withFleet as withBoundedFleet, type RedisArgs } from './redis-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
+import { withLabTargets } from '../../coordinator/lab-targets.js';
+import { labAtArg, labAtOf } from './lab-args.js';
 
 const addOptions = (y: Argv) =>
-  redisTimeoutArg(redisArgs(y))
+  labAtArg(redisTimeoutArg(redisArgs(y)))
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('cron', {
       type: 'string',
@@ -54,7 +56,12 @@ const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
   describe: 'Run a plan on a schedule (one schedule per plan name: adding again replaces it)',
   builder: addOptions,
   handler: async (args) => {
-    const loaded = await loadPlanFile(args.plan);
+    // The schedule keeps the plan as it will run: lab targets where --lab-at says the lab is.
+    const loaded = withLabTargets(
+      await loadPlanFile(args.plan),
+      args.labAt === undefined ? undefined : labAtOf(args.labAt),
+      'give --lab-at HOST:PORT, where the lab runs for the workers',
+    );
     if (args.deadline !== undefined && !(args.deadline >= 1))
       throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
     let spec;

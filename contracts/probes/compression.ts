@@ -1,6 +1,7 @@
 // The `compression` probe: is compression worth it for this response and link?
 import { z } from 'zod';
 import { distinct, requestSampleSchema } from '../common.js';
+import { JOB_LIMITS } from '../limits.js';
 import { defineProbe, schemeOf, sequential } from './define.js';
 
 /** What the probe may ask for in Accept-Encoding; zstd is measured only where the runtime has it. */
@@ -32,7 +33,7 @@ export const encodingRowSchema = z.strictObject({
   processingMs: z.number().nonnegative().optional(),
   /** First bytes of the body as sent, hex: "1f8b..." is raw gzip, what a client that does not decode sees. */
   firstBytesHex: z.string(),
-  /** Why the body could not be decoded, when it could not. */
+  /** Why the body could not be decoded (to its end), when it could not; `decodedBytes` then says how far it got. */
   decodeError: z.string().optional(),
 });
 export type EncodingRow = z.infer<typeof encodingRowSchema>;
@@ -49,6 +50,25 @@ export const levelRowSchema = z.strictObject({
   runs: z.int().positive(),
 });
 export type LevelRow = z.infer<typeof levelRowSchema>;
+
+/** The server's own gzip level, found by matching its encoded size against every level of each library. */
+export const serverGzipSchema = z.strictObject({
+  /** The gzip body as the server sent it. */
+  encodedBytes: z.int().nonnegative(),
+  /** The library levels whose size matches: exact sizes when any is, else those within 1%. Empty: unknown. */
+  matches: z.array(
+    z.strictObject({
+      /** `zlib`: zlib 1.2 as nginx, Apache and Python link it (pako 2.1); `node`: Node's own zlib. */
+      library: z.enum(['zlib', 'node']),
+      level: z.int().min(1).max(9),
+      bytes: z.int().nonnegative(),
+    }),
+  ),
+  exact: z.boolean(),
+  /** Why no level matched. */
+  unknownReason: z.string().optional(),
+});
+export type ServerGzip = z.infer<typeof serverGzipSchema>;
 
 export const linkRowSchema = z.strictObject({
   acceptEncoding: z.enum(ACCEPT_ENCODINGS),
@@ -90,6 +110,16 @@ export const compressionProbe = defineProbe({
       .default(1024),
     /** Per-request time bound. */
     timeoutMs: z.int().min(1).max(120_000).default(10_000),
+    /** A body that decodes to more than this many bytes ends the job (DECODED_BODY_TOO_LARGE):
+     * decoding stops there. At most JOB_LIMITS.decodedBytes. */
+    maxDecodedBytes: z
+      .int()
+      .min(1024)
+      .max(JOB_LIMITS.decodedBytes)
+      .default(32 << 20),
+    /** A body that decodes to more than this many bytes per encoded byte, once past 1 MiB decoded,
+     * ends the job (DECODE_RATIO_TOO_HIGH): a decompression bomb. gzip cannot pass about 1032. */
+    maxDecodeRatio: z.number().min(10).max(1_000_000).default(1000),
   }),
   variant: z.strictObject({ scheme: z.enum(['http', 'https']) }),
   details: z.strictObject({
@@ -102,10 +132,10 @@ export const compressionProbe = defineProbe({
         inputBytes: z.int().nonnegative(),
         contentType: z.string().nullable(),
         rows: z.array(levelRowSchema),
-        /** The table level whose size is nearest the server's gzip answer (within 2%), if any. */
-        serverGzipLevel: z.int().nullable(),
       })
       .nullable(),
+    /** The server's own gzip level; null when it sent no gzip body that decoded. */
+    serverGzip: serverGzipSchema.nullable(),
     linkModel: z.array(
       z.strictObject({
         linkMBps: z.number(),

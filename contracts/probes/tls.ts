@@ -56,7 +56,7 @@ export const tlsProbe = defineProbe({
     alpn: z.array(z.string().min(1).max(255)).min(1).max(8).default(['h2', 'http/1.1']),
     /** Bound on each connection: resolve, connect and handshake. */
     timeoutMs: z.int().min(1).max(120_000).default(10_000),
-    /** CERT_EXPIRES_SOON when the certificate has fewer days left than this. */
+    /** CERT_EXPIRES_SOON when the certificate has fewer days left than this (CERT_EXPIRED once it has none). */
     certExpiryWarningDays: z.int().min(0).max(3650).default(21),
   }),
   variant: z.strictObject({

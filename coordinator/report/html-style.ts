@@ -8,13 +8,13 @@ export const REPORT_CSS = `
 :root {
   color-scheme: light dark;
   --bg: #ffffff; --fg: #1b1f24; --muted: #57606a; --border: #d0d7de; --surface: #f6f8fa; --grid: #e3e7eb;
-  --info: #0b5cad; --warning: #8a5300; --critical: #b3261e;
+  --info: #0b5cad; --warning: #8a5300; --critical: #b3261e; --good: #1a7f37;
   --series-0: #0072b2; --series-1: #e69f00; --series-2: #009e73; --series-3: #cc79a7; --series-4: #56b4e9; --series-5: #d55e00;
 }
 @media (prefers-color-scheme: dark) {
   :root {
     --bg: #111418; --fg: #e6edf3; --muted: #9aa5b1; --border: #30363d; --surface: #181c22; --grid: #262c34;
-    --info: #79b8ff; --warning: #f0b450; --critical: #ff8a80;
+    --info: #79b8ff; --warning: #f0b450; --critical: #ff8a80; --good: #56d364;
     --series-0: #56b4e9; --series-1: #f0b040; --series-2: #34c09a; --series-3: #e096c0; --series-4: #9fd4f5; --series-5: #f07a3a;
   }
 }
@@ -52,9 +52,11 @@ svg.chart .grid { stroke: var(--grid); }
 svg.chart .zero { stroke: var(--muted); }
 svg.chart .interval line { stroke: var(--fg); stroke-width: 1.5; }
 ${Array.from({ length: SERIES_COLOURS }, (_, i) => `svg.chart .series-${i} { fill: var(--series-${i}); }`).join('\n')}
-.severity { display: inline-block; padding: 0 0.45rem; border-radius: 999px; border: 1px solid currentColor; font-size: 0.8rem; font-weight: 600; white-space: nowrap; }
-.severity-info { color: var(--info); }
-.severity-warning { color: var(--warning); }
-.severity-critical { color: var(--critical); }
+.badge { display: inline-block; padding: 0 0.45rem; border-radius: 999px; border: 1px solid currentColor; font-size: 0.8rem; font-weight: 600; white-space: nowrap; }
+.badge-info { color: var(--info); }
+.badge-warning { color: var(--warning); }
+.badge-critical, .badge-regressed { color: var(--critical); }
+.badge-improved { color: var(--good); }
+.badge-unchanged { color: var(--muted); }
 footer { margin-top: 3rem; padding-bottom: 2rem; font-size: 0.8rem; }
 `;

@@ -12,7 +12,8 @@ import {
   comparedRegions,
   costByRegionTable,
   costChart,
-  costTable,
+  costBlock,
+  h3Block,
   decisionTable,
   findingsTable,
   probeSections,
@@ -22,19 +23,19 @@ import { reportFacts } from './report-facts.js';
 import { renderBarChart } from './svg-chart.js';
 
 /** Unique element ids for the charts of one page. */
-function chartIds(): () => string {
+export function chartIds(): () => string {
   let n = 0;
   return () => `chart-${++n}`;
 }
 
-interface TableOptions {
+export interface TableOptions {
   /** Columns of running text, kept readable when the table is wide. */
   wide?: number[];
   /** Markup for a cell instead of its text (escaped all the same by `html`). */
   cell?: (column: number, text: string) => Html | string;
 }
 
-function renderTableHtml(table: Table, caption: string | undefined, options: TableOptions = {}): Html {
+export function renderTableHtml(table: Table, caption: string | undefined, options: TableOptions = {}): Html {
   const cls = (i: number) =>
     [table.align[i] === 'r' ? 'num' : '', options.wide?.includes(i) ? 'wide' : ''].filter(Boolean).join(' ');
   const attr = (i: number) => (cls(i) ? html` class="${cls(i)}"` : '');
@@ -49,7 +50,7 @@ function renderTableHtml(table: Table, caption: string | undefined, options: Tab
 const notesHtml = (notes: string[] | undefined) =>
   notes && notes.length > 0 ? html`<ul class="notes">${notes.map((n) => html`<li>${n}</li>`)}</ul>` : '';
 
-function renderBlock(block: ReportBlock, nextChartId: () => string): Html {
+export function renderBlock(block: ReportBlock, nextChartId: () => string): Html {
   switch (block.kind) {
     case 'chart':
       return html`<figure class="chart"><figcaption><strong>${block.chart.title}</strong> <span>${block.chart.description}</span></figcaption>${renderBarChart(block.chart, nextChartId())}</figure>`;
@@ -66,13 +67,14 @@ function findingCell(text: string): Html {
   return html`<code>${code}</code><br>${title.join(': ')}`;
 }
 
-const severityBadge = (severity: string) => html`<span class="severity severity-${severity}">${severity}</span>`;
+/** A word in a coloured outline: a severity (info, warning, critical) or a verdict (regressed, improved, unchanged). */
+export const badge = (word: string) => html`<span class="badge badge-${word}">${word}</span>`;
 
 /** The stylesheet's hash for the Content-Security-Policy: the only style the page may apply. */
 const STYLE_HASH = `sha256-${createHash('sha256').update(REPORT_CSS).digest('base64')}`;
 
 /** One `<section>` of the page, listed in its navigation. */
-interface Part {
+export interface Part {
   id: string;
   title: string;
   body: Html;
@@ -104,9 +106,11 @@ function parts(report: RunReport): Part[] {
               'Per target and region: median(new) − median(reused) per request (95% CI)',
             )
           : ''
-      }${renderTableHtml(costTable(report), 'New-connection cost = median(new) − median(reused), per request')}`,
+      }${renderBlock(costBlock(report), nextChartId)}`,
     });
   }
+  const h3 = h3Block(report);
+  if (h3) out.push({ id: 'http3', title: 'HTTP/3', body: renderBlock(h3, nextChartId) });
   for (const { kind, section } of probeSections(report)) {
     out.push({
       id: `probe-${kind}`,
@@ -129,7 +133,7 @@ function parts(report: RunReport): Part[] {
       findings.rows.length > 0
         ? renderTableHtml(findings, undefined, {
             wide: [1, 3],
-            cell: (i, text) => (i === 0 ? severityBadge(text) : i === 1 ? findingCell(text) : text),
+            cell: (i, text) => (i === 0 ? badge(text) : i === 1 ? findingCell(text) : text),
           })
         : html`<p>No findings: nothing this run measured needs attention.</p>`,
   });
@@ -147,15 +151,25 @@ function parts(report: RunReport): Part[] {
               rows: decisions.rows.map((row, i) => [report.decisions[i].severity, ...row]),
             },
             'Situation, what to do, and the numbers from this run that say so',
-            { wide: [1, 2, 3], cell: (i, text) => (i === 0 ? severityBadge(text) : text) },
+            { wide: [1, 2, 3], cell: (i, text) => (i === 0 ? badge(text) : text) },
           )
         : html`<p>No decisions: the run found nothing to change.</p>`,
   });
   return out;
 }
 
-export function renderHtmlReport(report: RunReport): string {
-  const sections = parts(report);
+export interface HtmlPage {
+  /** The browser tab's title. */
+  title: string;
+  heading: string;
+  description?: string;
+  facts: [string, string][];
+  parts: Part[];
+  footer: string;
+}
+
+/** A whole page: head with the Content-Security-Policy and style sheet, facts, navigation, parts. */
+export function renderHtmlPage(page: HtmlPage): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -164,23 +178,34 @@ export function renderHtmlReport(report: RunReport): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <meta name="generator" content="probefleet">
-<title>probefleet: ${report.plan.name}, run ${report.runId}</title>
+<title>${page.title}</title>
 <style>${trustedHtml(REPORT_CSS)}</style>
 </head>
 <body>
 <header>
-<h1>probefleet run report: ${report.plan.name}</h1>
-${report.plan.description ? html`<p class="muted">${report.plan.description}</p>` : ''}
-<dl class="facts">${reportFacts(report).map(([name, value]) => html`<dt>${name}</dt><dd>${value}</dd>`)}</dl>
-<nav aria-label="Sections"><ul>${sections.map(({ id, title }) => html`<li><a href="#${id}">${title}</a></li>`)}</ul></nav>
+<h1>${page.heading}</h1>
+${page.description ? html`<p class="muted">${page.description}</p>` : ''}
+<dl class="facts">${page.facts.map(([name, value]) => html`<dt>${name}</dt><dd>${value}</dd>`)}</dl>
+<nav aria-label="Sections"><ul>${page.parts.map(({ id, title }) => html`<li><a href="#${id}">${title}</a></li>`)}</ul></nav>
 </header>
 <main>
-${sections.map(
+${page.parts.map(
   ({ id, title, body }) => html`<section id="${id}"><h2>${title}</h2>${body}</section>
 `,
 )}</main>
-<footer>Made by probefleet from the run JSON (${report.schema}); the numbers are this run's, measured from the regions named above.</footer>
+<footer>${page.footer}</footer>
 </body>
 </html>
 `.markup;
+}
+
+export function renderHtmlReport(report: RunReport): string {
+  return renderHtmlPage({
+    title: `probefleet: ${report.plan.name}, run ${report.runId}`,
+    heading: `probefleet run report: ${report.plan.name}`,
+    description: report.plan.description,
+    facts: reportFacts(report),
+    parts: parts(report),
+    footer: `Made by probefleet from the run JSON (${report.schema}); the numbers are this run's, measured from the regions named above.`,
+  });
 }

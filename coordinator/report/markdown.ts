@@ -7,7 +7,8 @@ import { reportFacts } from './report-facts.js';
 import {
   comparedRegions,
   costByRegionTable,
-  costTable,
+  costBlock,
+  h3Block,
   decisionTable,
   findingsTable,
   probeSections,
@@ -37,7 +38,7 @@ export function escapeMarkdown(text: string): string {
   return escapeMarkdownInline(text).replace(/^(?:[#+=-]|\d+(?=[.)]))/, (c) => (/\d/.test(c) ? `${c}\\` : `\\${c}`));
 }
 
-function tableMarkdown(table: Table): string {
+export function tableMarkdown(table: Table): string {
   const row = (cells: string[]) => `| ${cells.map(escapeMarkdownInline).join(' | ')} |`;
   const rule = `|${table.headers.map((_, i) => (table.align[i] === 'r' ? ' ---: ' : ' --- ')).join('|')}|`;
   return [row(table.headers), rule, ...table.rows.map(row)].join('\n');
@@ -46,7 +47,7 @@ function tableMarkdown(table: Table): string {
 const notesMarkdown = (notes: string[] | undefined) =>
   notes && notes.length > 0 ? [notes.map((n) => `- ${escapeMarkdown(n)}`).join('\n')] : [];
 
-function blockMarkdown(block: ReportBlock): string[] {
+export function blockMarkdown(block: ReportBlock): string[] {
   switch (block.kind) {
     case 'chart':
       return [];
@@ -72,8 +73,10 @@ export function renderMarkdownReport(report: RunReport): string {
         '**Per target and region: median(new) − median(reused) per request (95% CI)**',
         tableMarkdown(costByRegionTable(report)),
       );
-    out.push('**New-connection cost = median(new) − median(reused), per request**', tableMarkdown(costTable(report)));
+    out.push(...blockMarkdown(costBlock(report)));
   }
+  const h3 = h3Block(report);
+  if (h3) out.push('## HTTP/3', ...blockMarkdown(h3));
   for (const { section } of probeSections(report))
     out.push(`## ${escapeMarkdown(section.heading)}`, ...section.blocks.flatMap(blockMarkdown));
   const unfinished = unfinishedTable(report);

@@ -1,13 +1,15 @@
 // Reads a run JSON (`probefleet.run/v1`, from `run --json`) back, validated with the same
 // schema that wrote it. A bad file is bad input: the error names the file and the field.
 import { readFile } from 'node:fs/promises';
+import { BadInputError } from '../../common/bad-input.js';
 import { formatIssuePath } from '../../common/issue-path.js';
 import { RUN_SCHEMA, runReportSchema, type RunReport } from '../../contracts/result.js';
 
 /** Problems shown at most; the rest are counted. */
 const MAX_PROBLEMS = 10;
 
-export class RunFileError extends Error {
+/** Bad input (exit 2): the message names the file and, for a schema problem, the field. */
+export class RunFileError extends BadInputError {
   override name = 'RunFileError';
 }
 

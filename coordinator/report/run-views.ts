@@ -3,26 +3,38 @@
 // the decision table; and the probes' sections in report order.
 import { FINDINGS } from '../../contracts/findings.js';
 import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
-import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
-import type { BarChart, ReportSection, Table } from './document.js';
+import type { Comparison, ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
+import type { BarChart, ReportBlock, ReportSection, Table } from './document.js';
 import { formatMs } from './format.js';
 import { REPORT_VIEWS } from './views/index.js';
+import { h3Advertisements } from '../analysis-alt-svc.js';
 
 const interval = (ci: [number, number]) => `${formatMs(ci[0])} .. ${formatMs(ci[1])}`;
 
-export function costTable(report: RunReport): Table {
+/** The cost and its interval, or "none" where the difference is no cost of a connection. */
+const costCells = (c: Comparison): [string, string] =>
+  c.noCostReason ? ['none', '-'] : [formatMs(c.newConnectionCostMs.median), interval(c.newConnectionCostMs.ci95)];
+
+/** The cost table, with a note under it for each target that has no cost, saying why. */
+export function costBlock(report: RunReport): ReportBlock {
   return {
-    headers: ['region', 'target', 'scheme', 'reused median', 'new median', 'new-connection cost', '95% CI'],
-    align: 'lllrrrr',
-    rows: report.comparisons.map((c) => [
-      c.region,
-      c.target,
-      c.scheme,
-      formatMs(c.reusedMedianMs),
-      formatMs(c.newMedianMs),
-      formatMs(c.newConnectionCostMs.median),
-      interval(c.newConnectionCostMs.ci95),
-    ]),
+    kind: 'table',
+    title: 'New-connection cost = median(new) - median(reused), per request',
+    table: {
+      headers: ['region', 'target', 'scheme', 'reused median', 'new median', 'new-connection cost', '95% CI'],
+      align: 'lllrrrr',
+      rows: report.comparisons.map((c) => [
+        c.region,
+        c.target,
+        c.scheme,
+        formatMs(c.reusedMedianMs),
+        formatMs(c.newMedianMs),
+        ...costCells(c),
+      ]),
+    },
+    notes: report.comparisons
+      .filter((c) => c.noCostReason)
+      .map((c) => `${c.target} (${c.region}): no new-connection cost to show: ${c.noCostReason}`),
   };
 }
 
@@ -52,7 +64,9 @@ export function costByRegionTable(report: RunReport): Table {
         mine[0].scheme,
         ...regions.map((region) => {
           const c = mine.find((m) => m.region === region);
-          return c ? `${formatMs(c.newConnectionCostMs.median)} (${interval(c.newConnectionCostMs.ci95)})` : '-';
+          if (!c) return '-';
+          const [cost, ci] = costCells(c);
+          return c.noCostReason ? cost : `${cost} (${ci})`;
         }),
       ];
     }),
@@ -68,28 +82,55 @@ export function costChart(report: RunReport): BarChart {
     title: 'New-connection cost per region and target',
     description:
       'median(new) − median(reused) of the per-request time: what opening a connection adds to a request. ' +
-      'The whisker is the 95% confidence interval (bootstrap); below zero, reused requests were the slower ones.',
+      'The whisker is the 95% confidence interval (bootstrap). Targets with no cost to show (reused requests were ' +
+      'the slower ones, or the server closes every connection) have no bar; the table says why.',
     unit: 'ms',
-    groups: targets.map((target) => {
-      const mine = report.comparisons.filter((c) => c.target === target);
-      return {
-        label: `${target} (${mine[0].scheme})`,
-        bars: regions.flatMap((region) => {
-          const c = mine.find((m) => m.region === region);
-          return c
-            ? [
-                {
-                  label: region,
-                  series: region,
-                  value: c.newConnectionCostMs.median,
-                  interval: c.newConnectionCostMs.ci95,
-                  text: `${formatMs(c.newConnectionCostMs.median)} (95% CI ${interval(c.newConnectionCostMs.ci95)})`,
-                },
-              ]
-            : [];
-        }),
-      };
-    }),
+    groups: targets
+      .map((target) => {
+        const mine = report.comparisons.filter((c) => c.target === target);
+        return {
+          label: `${target} (${mine[0].scheme})`,
+          bars: regions.flatMap((region) => {
+            const c = mine.find((m) => m.region === region && !m.noCostReason);
+            return c
+              ? [
+                  {
+                    label: region,
+                    series: region,
+                    value: c.newConnectionCostMs.median,
+                    interval: c.newConnectionCostMs.ci95,
+                    text: `${formatMs(c.newConnectionCostMs.median)} (95% CI ${interval(c.newConnectionCostMs.ci95)})`,
+                  },
+                ]
+              : [];
+          }),
+        };
+      })
+      .filter((group) => group.bars.length > 0),
+  };
+}
+
+/** HTTP/3 as the targets advertised it in Alt-Svc; undefined when none did. */
+export function h3Block(report: RunReport): ReportBlock | undefined {
+  const ads = h3Advertisements(report.results);
+  if (ads.length === 0) return undefined;
+  return {
+    kind: 'table',
+    title: 'HTTP/3 advertised (Alt-Svc): where clients may try QUIC; probefleet does not measure it',
+    table: {
+      headers: ['region', 'target', 'protocol', 'host', 'port', 'max-age', 'seen by'],
+      align: 'llllrrl',
+      rows: ads.map((a) => [
+        a.region,
+        a.target,
+        a.protocol,
+        a.host || '(same host)',
+        String(a.port),
+        `${a.maxAgeSeconds} s`,
+        a.probes.join(', '),
+      ]),
+    },
+    notes: ['An HTTP/3 probe waits for a Node release that ships node:quic (docs/probes.md, "HTTP/3").'],
   };
 }
 

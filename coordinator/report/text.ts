@@ -3,8 +3,8 @@
 // one region the headline is the new-connection cost per target, one column per region.
 import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
 import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
-import { tableAsText } from './document.js';
-import { comparedRegions, costByRegionTable, costTable, decisionTable, retriedReason } from './run-views.js';
+import { renderBlocksAsText, tableAsText } from './document.js';
+import { comparedRegions, costByRegionTable, costBlock, decisionTable, h3Block, retriedReason } from './run-views.js';
 import { REPORT_SECTIONS } from './sections/index.js';
 
 function section<K extends ProbeKind>(kind: K, results: ProbeResult[]): string | undefined {
@@ -29,8 +29,10 @@ export function renderRunReport(report: RunReport): string {
     if (text) out.push('', text);
   }
   if (report.comparisons.length > 0) {
-    out.push('', 'New-connection cost = median(new) - median(reused), per request', tableAsText(costTable(report)));
+    out.push('', renderBlocksAsText([costBlock(report)]));
   }
+  const h3 = h3Block(report);
+  if (h3) out.push('', renderBlocksAsText([h3]));
   const failed = report.results.filter((r) => r.error);
   const retried = report.results.filter((r) => r.workersLost);
   if (failed.length > 0 || retried.length > 0 || report.unfinishedJobs.length > 0) {

@@ -76,6 +76,22 @@ export const ALERTS: readonly AlertSpec[] = [
       `its average over the 7 days before (alert above ${THRESHOLDS.handshakeRegressionRatio}x and ${THRESHOLDS.handshakeRegressionMinSeconds * 1000} ms slower).`,
   },
   {
+    name: 'ProbefleetRegressedWithConfidence',
+    uid: 'probefleet-regressed-with-confidence',
+    query:
+      'max by (plan, region, target, probe, variant, quantity) (probefleet_comparison_verdict{verdict="regressed"})',
+    op: '>',
+    threshold: 0,
+    for: '10m',
+    severity: 'warning',
+    summary:
+      '{{ $labels.quantity }} of {{ $labels.probe }} {{ $labels.variant }} to {{ $labels.target }} from {{ $labels.region }} regressed since the previous run',
+    describe: () =>
+      'The last run of plan {{ $labels.plan }} against the run before it: the whole 95% interval of the change of ' +
+      '{{ $labels.quantity }} lies beyond its minimum change, in the worse direction (docs/compare.md). ' +
+      'What changed: probefleet compare --redis --previous.',
+  },
+  {
     name: 'ProbefleetNightlyRunMissing',
     uid: 'probefleet-nightly-run-missing',
     query: 'time() - max by (region) (probefleet_last_run_timestamp_seconds)',

@@ -4,6 +4,7 @@
 // what a real run of every probe emits and against every dashboard and alert query.
 import {
   COMMON_PROBE_METRICS,
+  COMPARISON_METRICS,
   COORDINATOR_METRICS,
   LABEL_VALUES,
   PROBE_JOB_METRICS,
@@ -22,6 +23,7 @@ export const CATALOGUE_SCHEMA = 'probefleet.metric-catalogue/v1';
 export const SOURCES = {
   'push:probes': `pushed by every process that runs jobs (worker, run in embedded mode), group {job="${PUSH_GROUPS.probes.job}", ${PUSH_GROUPS.probes.key.join(', ')}}, cumulative`,
   'push:run': `pushed by whoever finishes a run (coordinator, run), group {job="${PUSH_GROUPS.run.job}", ${PUSH_GROUPS.run.key.join(', ')}}, replaced by the next run`,
+  'push:compare': `pushed by the coordinator when it compares a run with the previous run of its plan, group {job="${PUSH_GROUPS.compare.job}", ${PUSH_GROUPS.compare.key.join(', ')}}, replaced by the next comparison`,
   'scrape:worker': '/metrics of probefleet worker --metrics-port, with prom-client process_* and nodejs_* metrics',
   'scrape:coordinator': '/metrics of probefleet coordinator, with prom-client process_* and nodejs_* metrics',
   'scrape:worker,coordinator': `/metrics of the worker and of the coordinator; also pushed by \`probefleet run\` (which serves no /metrics) in group {job="${PUSH_GROUPS.cli.job}", ${PUSH_GROUPS.cli.key.join(', ')}}, cumulative`,
@@ -88,6 +90,9 @@ export function buildCatalogue(): Catalogue {
   const metrics = [
     ...Object.values<TypedMetricSpec>(PROBE_JOB_METRICS).map((s) => metric(s, 'push:probes', PUSH_GROUPS.probes.key)),
     ...Object.values<TypedMetricSpec>(RUN_METRICS).map((s) => metric(s, 'push:run', PUSH_GROUPS.run.key)),
+    ...Object.values<TypedMetricSpec>(COMPARISON_METRICS).map((s) =>
+      metric(s, 'push:compare', PUSH_GROUPS.compare.key),
+    ),
     ...Object.values<TypedMetricSpec>(WORKER_METRICS).map((s) => metric(s, 'scrape:worker')),
     ...Object.values<TypedMetricSpec>(PUSH_METRICS).map((s) => metric(s, 'scrape:worker,coordinator')),
     ...Object.values<TypedMetricSpec>(COORDINATOR_METRICS).map((s) => metric(s, 'scrape:coordinator')),

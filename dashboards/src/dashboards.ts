@@ -34,6 +34,19 @@ export const connectionCostDashboard: Dashboard = {
       ],
     },
     {
+      title: 'Changes since the previous run',
+      description:
+        'How many quantities of the last run (per region: new-connection cost, phases, handshakes, bytes, errors, load) regressed, improved or stayed unchanged against the run before it. `probefleet compare --redis --previous` lists them.',
+      kind: 'bargauge',
+      unit: 'none',
+      queries: [
+        {
+          expr: `sum by (region, verdict) (probefleet_comparison_verdict${sel()})`,
+          legend: '{{region}} {{verdict}}',
+        },
+      ],
+    },
+    {
       title: 'New-connection cost over time, with its 95% interval',
       description: 'The last-run cost and its bootstrap interval, as each nightly run left them.',
       kind: 'timeseries',

@@ -85,7 +85,13 @@ export function generatedFiles(): Map<string, string> {
         scrapeInterval: '15s',
         evaluationInterval: '1m',
       }),
-      `The Prometheus configuration of deploy/compose.yaml (service names as hosts): the Pushgateway (groups job="${PUSH_GROUPS.probes.job}" and job="${PUSH_GROUPS.run.job}") with honor_labels, the coordinator, workers started with --metrics-port 9471, the alert rules and the Alertmanager.`,
+      `The Prometheus configuration of deploy/compose.yaml (service names as hosts): the Pushgateway (groups ${Object.values(
+        PUSH_GROUPS,
+      )
+        .map((g) => `job="${g.job}"`)
+        .join(
+          ', ',
+        )}) with honor_labels, the coordinator, workers started with --metrics-port 9471, the alert rules and the Alertmanager.`,
     ),
   );
   return files;

@@ -1,7 +1,7 @@
 import { handWrittenServer } from '../route-helpers.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const badStatusServer: LabServerSpec = {
+export const badStatusServer: LabServerSpec<'bad-status'> = {
   name: 'bad-status',
   offset: 25,
   scheme: 'http',

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { handleLabRequest } from '../routes.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const closeServer: LabServerSpec = {
+export const closeServer: LabServerSpec<'close'> = {
   name: 'close',
   offset: 1,
   scheme: 'http',

@@ -3,7 +3,7 @@ import type { LabServerSpec } from '../server-spec.js';
 
 const DAY_MS = 86_400_000;
 
-export const expiredCertServer: LabServerSpec = {
+export const expiredCertServer: LabServerSpec<'expired'> = {
   name: 'expired',
   offset: 7,
   scheme: 'https',

@@ -24,7 +24,7 @@ export function interruptingH2Server(
   );
 }
 
-export const h2GoawayServer: LabServerSpec = {
+export const h2GoawayServer: LabServerSpec<'h2-goaway'> = {
   name: 'h2-goaway',
   offset: 28,
   scheme: 'https',

@@ -2,7 +2,7 @@ import http2 from 'node:http2';
 import type { LabServerSpec } from '../server-spec.js';
 import { interruptingH2Server } from './h2-goaway.js';
 
-export const h2RstServer: LabServerSpec = {
+export const h2RstServer: LabServerSpec<'h2-rst'> = {
   name: 'h2-rst',
   offset: 29,
   scheme: 'https',

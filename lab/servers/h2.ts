@@ -8,7 +8,7 @@ export function handleLabH2Request(req: http2.Http2ServerRequest, res: http2.Htt
   handleLabRequest(req as unknown as IncomingMessage, res as unknown as ServerResponse);
 }
 
-export const h2Server: LabServerSpec = {
+export const h2Server: LabServerSpec<'h2'> = {
   name: 'h2',
   offset: 3,
   scheme: 'https',

@@ -20,7 +20,7 @@ const STATUS_404 = 0x8d;
 /** An upgraded connection that goes quiet is dropped after this. */
 const UPGRADED_IDLE_MS = 5_000;
 
-export const h2cServer: LabServerSpec = {
+export const h2cServer: LabServerSpec<'h2c'> = {
   name: 'h2c',
   offset: 4,
   scheme: 'http',

@@ -1,7 +1,7 @@
 import { labHttpsServer } from '../https-server.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const httpsServer: LabServerSpec = {
+export const httpsServer: LabServerSpec<'https'> = {
   name: 'https',
   offset: 2,
   scheme: 'https',

@@ -10,7 +10,7 @@ function* hugeBody(): Generator<Buffer> {
   for (let sent = 0; sent < HUGE_BODY_BYTES; sent += CHUNK.length) yield CHUNK;
 }
 
-export const hugeBodyServer: LabServerSpec = {
+export const hugeBodyServer: LabServerSpec<'huge-body'> = {
   name: 'huge-body',
   offset: 24,
   scheme: 'http',

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { handleLabRequest } from '../routes.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const keepaliveServer: LabServerSpec = {
+export const keepaliveServer: LabServerSpec<'keepalive'> = {
   name: 'keepalive',
   offset: 0,
   scheme: 'http',

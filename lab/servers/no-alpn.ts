@@ -3,7 +3,7 @@ import tls from 'node:tls';
 import { handleLabRequest } from '../routes.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const noAlpnServer: LabServerSpec = {
+export const noAlpnServer: LabServerSpec<'no-alpn'> = {
   name: 'no-alpn',
   offset: 6,
   scheme: 'https',

@@ -2,7 +2,7 @@ import { constants } from 'node:crypto';
 import { labHttpsServer } from '../https-server.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const noResumeServer: LabServerSpec = {
+export const noResumeServer: LabServerSpec<'no-resume'> = {
   name: 'no-resume',
   offset: 10,
   scheme: 'https',

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const refusedServer: LabServerSpec = {
+export const refusedServer: LabServerSpec<'refused'> = {
   name: 'refused',
   offset: 20,
   scheme: 'http',

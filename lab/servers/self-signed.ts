@@ -1,7 +1,7 @@
 import { labHttpsServer } from '../https-server.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const selfSignedServer: LabServerSpec = {
+export const selfSignedServer: LabServerSpec<'self-signed'> = {
   name: 'self-signed',
   offset: 8,
   scheme: 'https',

@@ -1,7 +1,7 @@
 import { handWrittenServer } from '../route-helpers.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const silentServer: LabServerSpec = {
+export const silentServer: LabServerSpec<'silent'> = {
   name: 'silent',
   offset: 22,
   scheme: 'http',

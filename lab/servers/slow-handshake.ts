@@ -8,7 +8,7 @@ export const SLOW_HANDSHAKE_DELAY_MS = 800;
 // Like a TLS terminator that is slow to answer (an overloaded proxy, a remote key store): the
 // TCP connection is accepted at once, the handshake waits. The client's TLS phase shows it;
 // the handshake-latency alert fires for it (test/integration/prometheus-dashboards.test.ts).
-export const slowHandshakeServer: LabServerSpec = {
+export const slowHandshakeServer: LabServerSpec<'slow-tls'> = {
   name: 'slow-tls',
   offset: 11,
   scheme: 'https',

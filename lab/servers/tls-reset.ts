@@ -1,7 +1,7 @@
 import { handWrittenServer } from '../route-helpers.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const tlsResetServer: LabServerSpec = {
+export const tlsResetServer: LabServerSpec<'tls-reset'> = {
   name: 'tls-reset',
   offset: 27,
   scheme: 'https',

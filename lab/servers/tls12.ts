@@ -1,7 +1,7 @@
 import { labHttpsServer } from '../https-server.js';
 import type { LabServerSpec } from '../server-spec.js';
 
-export const tls12Server: LabServerSpec = {
+export const tls12Server: LabServerSpec<'tls12'> = {
   name: 'tls12',
   offset: 5,
   scheme: 'https',

@@ -5,7 +5,7 @@ import type { LabServerSpec } from '../server-spec.js';
 /** 64 KiB, 16 bytes every 100 ms: about 7 minutes for the whole body. */
 const SLOW_TRICKLE = '/trickle?bytes=65536&chunk=16&intervalMs=100';
 
-export const trickleServer: LabServerSpec = {
+export const trickleServer: LabServerSpec<'trickle'> = {
   name: 'trickle',
   offset: 23,
   scheme: 'http',

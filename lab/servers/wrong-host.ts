@@ -4,7 +4,7 @@ import type { LabServerSpec } from '../server-spec.js';
 /** A name no lab URL uses (.invalid is reserved, RFC 2606). */
 export const WRONG_HOST_NAME = 'wrong-host.probefleet.invalid';
 
-export const wrongHostServer: LabServerSpec = {
+export const wrongHostServer: LabServerSpec<'wrong-host'> = {
   name: 'wrong-host',
   offset: 9,
   scheme: 'https',

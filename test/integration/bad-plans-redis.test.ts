@@ -37,6 +37,8 @@ describe('bad plans and Redis', needsRedis, () => {
     const { code, stderr } = await runCli([
       'run',
       'examples/lecture-keepalive.yaml',
+      '--lab-at',
+      '127.0.0.1:18170',
       '--redis',
       TEST_REDIS_URL,
       '--prefix',

@@ -121,7 +121,7 @@ test('probefleet run --lab examples/tls-handshakes.yaml measures both versions a
   assert.deepEqual(
     report.findings.map((f) => `${f.code} ${f.target} ${String(f.data.tlsVersion ?? '')}`.trim()).sort(),
     [
-      'CERT_EXPIRES_SOON expired',
+      'CERT_EXPIRED expired',
       'NO_SESSION_RESUMPTION no-resume 1.2',
       'NO_SESSION_RESUMPTION no-resume 1.3',
       'TLS13_UNAVAILABLE tls12',

@@ -6,6 +6,7 @@ import { request } from 'undici';
 import { createLogger } from '../../common/log.js';
 import type { ResultOf } from '../../contracts/result.js';
 import type { LoggedRequest } from '../../lab/cors-routes.js';
+import { corsView } from '../../coordinator/report/views/cors.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
 import { labForThisFile } from '../helpers/lab.js';
@@ -70,6 +71,28 @@ describe('cors probe', () => {
       assert.deepEqual(codes(result), expected, result.findings.map((f) => f.evidence).join('\n'));
     });
   }
+
+  test('with credentials, an echoed origin without Allow-Credentials is told to send it, not to fix the allowlist', async () => {
+    const result = await cors('/api/products', { credentials: true });
+    assert.deepEqual(codes(result), ['CORS_CREDENTIALS_NOT_ALLOWED']);
+    assert.match(
+      result.findings[0].evidence,
+      /^the preflight from https:\/\/app\.example answered Access-Control-Allow-Origin: https:\/\/app\.example with Access-Control-Allow-Credentials: none/,
+    );
+  });
+
+  test("the report names each experiment's method and headers on its own rows", async () => {
+    const put = await cors('/api/products');
+    const post = await cors('/api/products', { method: 'POST', requestHeaders: ['authorization'] });
+    const { blocks } = corsView([put, { ...post, target: 'u' }]);
+    const block = blocks[0];
+    assert.ok(block.kind === 'table');
+    const { table } = block;
+    const asks = table.rows.map((row) => `${row[1]} ${row[2]}`);
+    assert.ok(asks.includes('t PUT + content-type'), asks.join('\n'));
+    assert.ok(asks.includes('u POST + authorization'), asks.join('\n'));
+    assert.doesNotMatch(block.title, /PUT|POST/);
+  });
 
   test('the narrow preflight says which method and header are missing', async () => {
     const result = await cors('/cors/misconfigured?fault=narrow-preflight', {

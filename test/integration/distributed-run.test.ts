@@ -99,8 +99,9 @@ describe('distributed runs with region workers in their own processes', needsRed
     // The headline: new-connection cost per target, one column per region.
     assert.match(stdout, /New-connection cost per target and region/);
     assert.match(stdout, /target\s+scheme\s+a\s+b\n/);
-    // The format, not the sign: on a loaded machine a loopback cost can come out below zero.
-    assert.match(stdout, /https\s+https\s+-?[\d.]+ ms \([^)]*\)\s+-?[\d.]+ ms \([^)]*\)/);
+    // The format, not the sign: a cost with its interval per region, or "none" where a busy
+    // machine made it unmeasurable.
+    assert.match(stdout, /https\s+https\s+(-?[\d.]+ ms \([^)]*\)|none)\s+(-?[\d.]+ ms \([^)]*\)|none)/);
 
     // The run command stored the report; `runs show` reads it back unchanged, `runs list` lists it.
     const shown = await runCli(['runs', 'show', report.runId, '--json', ...redisArgs]);

@@ -61,7 +61,10 @@ describe('example plans against the lab', () => {
     const gzip = api.details!.levelTable!.rows.filter((r) => r.coding === 'gzip');
     assert.equal(api.details!.levelTable!.inputBytes, 179_500);
     assert.ok(gzip[0].bytes > gzip[1].bytes && gzip[1].bytes > gzip[2].bytes);
-    assert.equal(api.details!.levelTable!.serverGzipLevel, 6);
+    assert.deepEqual(
+      api.details!.serverGzip!.matches.map((m) => `${m.library} ${m.level}`),
+      ['node 6'],
+    );
 
     const byTarget = (code: string) =>
       report.findings
@@ -83,8 +86,10 @@ describe('example plans against the lab', () => {
       report.decisions.some((d) => d.situation.startsWith('Text over 1 KB') && d.evidence.includes('api from local')),
     );
 
-    assert.match(text, /Level table for api \(local\): 179,500 B of application\/json/);
+    assert.match(text, /Level table for api \(local\): what each level would give, 179,500 B of application\/json/);
+    assert.match(text, /the server's own gzip: level 6 of Node's zlib \(20,401 B, exact size\)/);
+    assert.match(text, /Level table for tiny \(local\).*\n(.*\n)*? {2}the server's own gzip: any level/);
     assert.match(text, /Raw gzip: asked for gzip, .* sent bodies starting 1f 8b/);
-    assert.match(text, /local\s+api\s+refused\s+https:\/\/evil\.example\s+204\s+-/);
+    assert.match(text, /local\s+api\s+PUT \+ content-type\s+refused\s+https:\/\/evil\.example\s+204\s+-/);
   });
 });

@@ -163,6 +163,15 @@ describe('http2 probe', () => {
           ['multiplex-h1', 'RESPONSE_TIMEOUT'],
         ],
       );
+      // Called what it is: no answer at all, not "h2c unsupported".
+      assert.deepEqual(
+        quiet.findings.map((f) => f.code),
+        ['SERVER_NO_ANSWER'],
+      );
+      assert.match(
+        quiet.findings[0].evidence,
+        /^HTTP\/2 prior knowledge: no answer within 300 ms; Upgrade: h2c: no answer within 300 ms; HTTP\/1\.1: RESPONSE_TIMEOUT/,
+      );
 
       const mute = await runHttp2(secure.url, 'concurrent: 2, timeoutMs: 300', '{ insecure: true }');
       assert.ok(mute.summary.durationMs < 5000, `took ${mute.summary.durationMs} ms`);

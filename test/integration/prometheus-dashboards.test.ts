@@ -143,6 +143,11 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
       await prometheus.waitFor('sum(probefleet_runs_total)', (v) => v === n);
       await prometheus.waitFor(`sum(probefleet_worker_jobs_total{outcome="completed"})`, (v) => v === n * jobs);
     }
+    // The coordinator compared the second run with the first and pushed the verdicts.
+    await prometheus.waitFor(
+      `max(probefleet_comparison_timestamp_seconds{plan="${PLAN}"})`,
+      (v) => v === Date.parse(reports[1].finishedAt) / 1000,
+    );
   });
 
   after(async () => {
@@ -166,10 +171,11 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
     }
   });
 
-  test('the Pushgateway holds one group per worker process and one per plan and region, however many runs', async () => {
+  test('the Pushgateway holds one group per worker process, one per plan and region, and one comparison per plan and region, however many runs', async () => {
     const groups = (await gateway.groups()).map((g) => g.labels).sort((a, b) => a.job.localeCompare(b.job));
     assert.deepEqual(groups, [
       { job: 'probefleet', region: REGION, instance: INSTANCE },
+      { job: 'probefleet_compare', plan: PLAN, region: REGION },
       { job: 'probefleet_run', plan: PLAN, region: REGION },
     ]);
   });

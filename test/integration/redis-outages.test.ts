@@ -1,6 +1,6 @@
 // Redis outages, with redis-servers of the test's own: nothing is stubbed, Redis is a closed
 // port or a server killed with SIGKILL. Every command that talks to Redis ends on its own within
-// its documented bound, says what it could not reach (password hidden) and exits 3; workers and
+// its documented bound, says what it could not reach (password hidden) and exits 4; workers and
 // the coordinator stop on SIGTERM within theirs; the coordinator's /metrics answers while Redis
 // is down; and at start it says whether Redis persists (docs/distributed.md, "Operating it").
 import assert from 'node:assert/strict';
@@ -76,7 +76,7 @@ describe('Redis unreachable or gone', needsRedis, () => {
     await lab?.close();
   });
 
-  test('a closed port: run, runs and schedule each end within twice --redis-timeout, exit 3 and name the URL without its password', async () => {
+  test('a closed port: run, runs and schedule each end within twice --redis-timeout, exit 4 and name the URL without its password', async () => {
     const url = `redis://probe:s3cret@127.0.0.1:${await freePort()}`;
     const plan = await writePlan(slowPlan(lab, 'closed-port'));
     const redis = ['--redis', url, '--redis-timeout', String(REDIS_TIMEOUT_SECONDS)];
@@ -96,7 +96,7 @@ describe('Redis unreachable or gone', needsRedis, () => {
     }
     for (const { args, code, stderr, seconds } of outcomes) {
       const what = args.slice(0, 2).join(' ');
-      assert.equal(code, 3, `${what}: exit 3\n${stderr}`);
+      assert.equal(code, 4, `${what}: exit 4\n${stderr}`);
       assert.match(
         stderr,
         new RegExp(
@@ -200,10 +200,10 @@ describe('Redis unreachable or gone', needsRedis, () => {
       assert.match(coordinator.stderr(), /"msg":"coordinator stopped"/);
     });
 
-    test("run --redis waits Redis out until the run's end, then exits 3 saying what it could not reach", async () => {
+    test("run --redis waits Redis out until the run's end, then exits 4 saying what it could not reach", async () => {
       const end = 1 + 1 + RUN_END_SLACK_SECONDS; // --deadline, jobTimeoutSeconds, the slack
       const { code, seconds } = await exitAfter(run, submittedAt, end + 2 * REDIS_TIMEOUT_SECONDS + 30);
-      assert.equal(code, 3, run.stderr());
+      assert.equal(code, 4, run.stderr());
       assert.ok(seconds >= end, `it waited for the run's end (${end} s): ${seconds} s`);
       assert.ok(seconds <= end + 2 * REDIS_TIMEOUT_SECONDS + PROCESS_SLACK_MS / 1000, `it ended after ${seconds} s`);
       assert.match(

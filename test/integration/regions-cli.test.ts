@@ -58,6 +58,11 @@ describe('probefleet regions', () => {
 
     const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
     assert.deepEqual(report.plan.regions, ['near', 'far']);
+    // The plan names lab servers by role; they ran at the target host, on the lab's ports there.
+    assert.deepEqual(
+      report.plan.targets.map((t) => t.url),
+      ['http://10.77.0.1:18170/', 'https://10.77.0.1:18172/'],
+    );
     assert.equal(report.results.length, 8);
     assert.ok(
       report.results.every((r) => r.ok),
@@ -91,7 +96,7 @@ describe('probefleet regions', () => {
       }
     }
     const plan = await writePlan(
-      'name: no-metrics\ntargets: [{ name: http, url: "http://10.77.0.1:18170/" }]\nexperiments: [{ probe: reuse, requests: 3, modes: [reused] }]\n',
+      'name: no-metrics\ntargets: [{ name: http, url: "lab:keepalive/" }]\nexperiments: [{ probe: reuse, requests: 3, modes: [reused] }]\n',
     );
     t.after(() => rm(path.dirname(plan), { recursive: true, force: true }));
     const { code, stdout, stderr } = await runCli(['demo', plan, '--region', 'solo=5ms'], { env: { PATH: bin } });

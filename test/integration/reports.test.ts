@@ -182,7 +182,12 @@ function parseCsv(text: string): string[][] {
 
 const only = <K extends ProbeResult['probe']>(report: RunReport, probe: K) =>
   report.results.filter((r): r is ResultOf<K> & ProbeResult => r.probe === probe);
-const modeOf = (r: ProbeResult) => (r.variant as { mode?: string }).mode;
+/** The mode as the report names it: `cold` with the client that ran it. */
+const modeOf = (r: ProbeResult) => {
+  const mode = (r.variant as { mode?: string }).mode;
+  const client = (r.details as { client?: { label: string } } | undefined)?.client;
+  return mode === 'cold' && client ? `cold (${client.label})` : mode;
+};
 
 describe('probefleet report', () => {
   test('writes HTML, Markdown and CSV for a run JSON; without options it prints the text report', async () => {
@@ -320,7 +325,11 @@ describe('Markdown and CSV say what the JSON says', () => {
         const rows = markdownTable(markdown, '**New-connection cost = median(new)');
         assert.deepEqual(
           rows.map((cells) => [cells[0], cells[1], cells[5]]),
-          report.comparisons.map((c) => [c.region, c.target, formatMs(c.newConnectionCostMs.median)]),
+          report.comparisons.map((c) => [
+            c.region,
+            c.target,
+            c.noCostReason ? 'none' : formatMs(c.newConnectionCostMs.median),
+          ]),
           name,
         );
       }
@@ -499,12 +508,14 @@ interface ChartExpected {
 function expectedCharts(report: RunReport): ChartExpected[] {
   const charts: ChartExpected[] = [];
   const multiRegion = (results: ProbeResult[]) => new Set(results.map((r) => r.region)).size > 1;
-  if (report.comparisons.length > 0) {
+  // Targets with no cost to show (reused requests stall, or the server closes every connection) get no bar.
+  const costs = report.comparisons.filter((c) => !c.noCostReason);
+  if (costs.length > 0) {
     charts.push({
       id: 'new-connection-cost',
-      bars: report.comparisons.length,
-      whiskers: report.comparisons.length,
-      values: report.comparisons.map((c) => formatMs(c.newConnectionCostMs.median)),
+      bars: costs.length,
+      whiskers: costs.length,
+      values: costs.map((c) => formatMs(c.newConnectionCostMs.median)),
     });
   }
   const reuse = only(report, 'reuse');

@@ -4,6 +4,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ResultOf } from '../../contracts/result.js';
 import { analyzeRun } from '../../coordinator/analysis.js';
+import { parsePlan } from '../../coordinator/plan-loader.js';
+import { costChart } from '../../coordinator/report/run-views.js';
+import { renderRunReport } from '../../coordinator/report/text.js';
+import { buildRunReport } from '../../coordinator/run-report.js';
 import { createLogger } from '../../common/log.js';
 import type { LabServerName } from '../../lab/index.js';
 import { executeJob } from '../../worker/execute-job.js';
@@ -13,11 +17,17 @@ import { labForThisFile } from '../helpers/lab.js';
 const log = createLogger('test', 'silent');
 const lab = labForThisFile();
 
-async function runReuse(server: LabServerName, mode: 'reused' | 'new' | 'cold', requests: number, path = '/') {
+async function runReuse(
+  server: LabServerName,
+  mode: 'reused' | 'new' | 'cold',
+  requests: number,
+  path = '/',
+  name: string = server,
+) {
   const [job] = await jobsOf(`
 name: reuse-test
 targets:
-  - name: ${server}
+  - name: ${name}
     url: ${lab.url(server, path)}
 ${lab.servers[server].url.startsWith('https') ? '    tls: { insecure: true }' : ''}
 experiments:
@@ -95,6 +105,92 @@ describe('reuse probe', () => {
     const normal = await analyse('/');
     assert.deepEqual(normal.findings, []);
     assert.equal(normal.comparisons.length, 1);
+  });
+
+  test('the Nagle stall is found from the reused requests alone (modes: [reused])', async () => {
+    const reused = (await runReuse('keepalive', 'reused', 12, '/nagle')).result;
+    const { findings } = analyzeRun([reused]);
+    assert.deepEqual(
+      findings.map((f) => f.code),
+      ['NAGLE_DELAYED_ACK_STALL'],
+    );
+    assert.match(findings[0].evidence, /for the first, on a fresh connection: the body waits/);
+    assert.equal(findings[0].data.newMedianMs, undefined, 'no new mode ran');
+    const normal = (await runReuse('keepalive', 'reused', 12, '/')).result;
+    assert.deepEqual(analyzeRun([normal]).findings, []);
+  });
+
+  test('no negative number is printed as a cost, and a server closing every connection is left out of the keep-alive row', async () => {
+    const results = [
+      (await runReuse('keepalive', 'reused', 20, '/', 'normal')).result,
+      (await runReuse('keepalive', 'new', 20, '/', 'normal')).result,
+      (await runReuse('keepalive', 'reused', 20, '/nagle', 'nagle')).result,
+      (await runReuse('keepalive', 'new', 20, '/nagle', 'nagle')).result,
+      (await runReuse('close', 'reused', 12, '/', 'closing')).result,
+      (await runReuse('close', 'new', 12, '/', 'closing')).result,
+    ];
+    const analysis = analyzeRun(results);
+    const byTarget = Object.fromEntries(analysis.comparisons.map((c) => [c.target, c]));
+    assert.equal(byTarget.normal.noCostReason, undefined);
+    assert.ok(byTarget.nagle.newConnectionCostMs.median < 0, 'the difference is kept in the JSON');
+    assert.match(
+      byTarget.nagle.noCostReason!,
+      /^reused requests were the slower ones .*: they stall \(NAGLE_DELAYED_ACK_STALL\)$/,
+    );
+    assert.match(
+      byTarget.closing.noCostReason!,
+      /the server closes every connection.*\(SERVER_CLOSES_EVERY_CONNECTION\)$/,
+    );
+
+    const row = analysis.decisions.find((d) => d.situation === 'A client makes many requests to the same host')!;
+    assert.match(row.evidence, /^normal from local: \+\S+ ms per new connection \(95% CI /);
+    assert.match(row.evidence, /; nagle from local left out: reused requests were the slower ones/);
+    assert.match(row.evidence, /; closing from local left out: the server closes every connection/);
+    assert.doesNotMatch(row.evidence, /(nagle|closing) from local: \+/);
+
+    const report = buildRunReport({
+      runId: 'no-cost-run',
+      mode: 'embedded',
+      plan: (
+        await parsePlan(
+          'name: x\ntargets: [{ name: t, url: "http://127.0.0.1:1/" }]\nexperiments: [{ probe: reuse }]\n',
+          'x.yaml',
+        )
+      ).plan,
+      startedAt: new Date(),
+      finishedAt: new Date(),
+      results,
+    });
+    const text = renderRunReport(report);
+    const costLines = text.split('New-connection cost = ')[1].split('\n\n')[0];
+    assert.doesNotMatch(costLines, /\s-\d/, `no negative cost printed:\n${costLines}`);
+    assert.match(costLines, /nagle\s+http\s+\S+ ms\s+\S+ ms\s+none\s+-/);
+    assert.match(costLines, /nagle \(local\): no new-connection cost to show: reused requests were the slower ones/);
+    const chart = costChart(report);
+    assert.deepEqual(
+      chart.groups.map((g) => g.label),
+      ['normal (http)'],
+      'no bar for a target without a cost',
+    );
+  });
+
+  test('tlsResume: each sample on a new connection says whether the server resumed its session', async () => {
+    const [job] = await jobsOf(`
+name: resume
+targets: [{ name: https, url: "${lab.url('https')}", tls: { insecure: true } }]
+experiments: [{ probe: reuse, requests: 4, modes: [new], tlsResume: true }]
+`);
+    const result = (await executeJob(job, { region: 'local', log })) as ResultOf<'reuse'>;
+    const resumed = result.details!.samples.map((s) => s.tlsResumed);
+    assert.equal(resumed[0], false, 'the first handshake has nothing to resume');
+    assert.ok(
+      resumed.slice(1).every((r) => typeof r === 'boolean'),
+      JSON.stringify(resumed),
+    );
+    assert.ok(
+      resumed.slice(1).some((r) => r),
+      JSON.stringify(resumed),
+    );
   });
 
   test('a refused connection is a result with a code, not a crash', async () => {

@@ -89,6 +89,16 @@ experiments: [{ probe: reuse, requests: 5, modes: [reused, new] }]
       assert.equal(report.comparisons.length, 1);
     }
     assert.equal(new Set(runs.map((r) => r.runId)).size, runs.length);
+    // The coordinator compared each fired run with the one before it and stored that beside its report.
+    const ordered = [...runs].sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    for (const [i, summary] of ordered.entries()) {
+      let comparison = await fleet.store.getComparison(summary.runId);
+      for (let n = 0; n < 50 && i > 0 && !comparison; n++) {
+        await sleep(100);
+        comparison = await fleet.store.getComparison(summary.runId);
+      }
+      assert.equal(comparison?.before.runId, i === 0 ? undefined : ordered[i - 1].runId, summary.runId);
+    }
 
     // Removed: a firing already under way may still finish, nothing after it.
     await sleep(1_000);

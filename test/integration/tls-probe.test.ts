@@ -78,36 +78,30 @@ describe('tls probe', () => {
     assert.equal(lab.servers.https.connectionsAccepted() - accepted, 40, 'the server counted the same connections');
   });
 
-  test('resumed handshakes are marked resumed and are faster than full ones', async () => {
-    // Medians of 30 interleaved pairs: a resumed handshake skips the certificate and its
-    // verification. On TLS 1.3 that saving is a fraction of a millisecond, which a machine busy
-    // with other work can drown for one run of 30 pairs; a version gets three runs to show it.
-    const slower: string[] = [];
-    for (let attempt = 0; attempt < 3; attempt++) {
-      slower.length = 0;
-      for (const r of await runTls(labUrl('https'), 'samples: 30')) {
-        const d = r.details!;
-        const full = d.samples.filter((s) => s.kind === 'full');
-        const resumed = d.samples.filter((s) => s.kind === 'resumed');
-        assert.ok(
-          full.every((s) => !s.sessionOffered && !s.resumed),
-          'full handshakes offer no session',
-        );
-        assert.ok(
-          resumed.every((s) => s.sessionOffered && s.resumed),
-          `TLS ${r.variant.version}: every offered session was resumed`,
-        );
-        assert.deepEqual(d.resumption, { attempted: 30, sessionsOffered: 30, resumed: 30 });
-        assert.equal(d.resumedHandshakeMs?.n, 30);
-        const fullMedian = median(full.map((s) => s.phases.tls!));
-        const resumedMedian = median(resumed.map((s) => s.phases.tls!));
-        if (!(resumedMedian < fullMedian && d.resumptionSavingMs! > 0)) {
-          slower.push(`TLS ${r.variant.version}: resumed ${resumedMedian} ms vs full ${fullMedian} ms`);
-        }
-      }
-      if (slower.length === 0) break;
+  test('resumed handshakes are marked resumed, and the saving is what their samples say', async () => {
+    // Whether a resumed handshake is faster is the server's and the machine's business (on a busy
+    // machine a fraction of a millisecond drowns in noise): the test checks what the probe says,
+    // not how fast the lab is. docs/probes.md shows measured savings.
+    for (const r of await runTls(labUrl('https'), 'samples: 30')) {
+      const d = r.details!;
+      const full = d.samples.filter((s) => s.kind === 'full');
+      const resumed = d.samples.filter((s) => s.kind === 'resumed');
+      assert.ok(
+        full.every((s) => !s.sessionOffered && !s.resumed),
+        'full handshakes offer no session',
+      );
+      assert.ok(
+        resumed.every((s) => s.sessionOffered && s.resumed),
+        `TLS ${r.variant.version}: every offered session was resumed`,
+      );
+      assert.deepEqual(d.resumption, { attempted: 30, sessionsOffered: 30, resumed: 30 });
+      assert.equal(d.resumedHandshakeMs?.n, 30);
+      const saving = median(full.map((s) => s.phases.tls!)) - median(resumed.map((s) => s.phases.tls!));
+      assert.ok(
+        Math.abs(d.resumptionSavingMs! - saving) < 1e-9,
+        `TLS ${r.variant.version}: ${d.resumptionSavingMs} vs ${saving}`,
+      );
     }
-    assert.deepEqual(slower, []);
   });
 
   test('the TLS-1.2-only server is seen as 1.2 and flagged TLS13_UNAVAILABLE', async () => {
@@ -152,16 +146,24 @@ describe('tls probe', () => {
     assert.equal(decisions.filter((d) => d.situation.startsWith('Server certificate expires')).length, 1);
   });
 
-  test('an expired certificate let through by tls.insecure is still reported, as expired', async () => {
-    const [r] = await runTls(
-      labUrl('expired'),
-      'samples: 1, versions: ["1.3"], resumption: false',
-      '{ insecure: true }',
-    );
+  test('an expired certificate let through by tls.insecure is still reported: CERT_EXPIRED, critical, in the decision table', async () => {
+    const results = await runTls(labUrl('expired'), 'samples: 1, resumption: false', '{ insecure: true }');
+    const [r] = results;
     assert.equal(r.ok, true);
     assert.equal(r.details?.certificate?.verifyError, 'CERT_HAS_EXPIRED');
     assert.ok(r.details!.certificate!.daysLeft < 0);
-    assert.match(r.findings[0]?.evidence ?? '', /expired on .*, 1 day ago/);
+    assert.deepEqual(
+      r.findings.map((f) => [f.code, f.severity]),
+      [['CERT_EXPIRED', 'critical']],
+    );
+    assert.match(r.findings[0].evidence, /expired on .*, 1 day ago/);
+    const { findings, decisions } = analyzeRun(results);
+    assert.deepEqual(
+      findings.map((f) => f.code),
+      ['CERT_EXPIRED'],
+      'one per target, whichever versions saw it',
+    );
+    assert.equal(decisions.filter((d) => d.situation.startsWith('Server certificate has expired')).length, 1);
   });
 
   test('failures are codes: expired, self-signed, wrong host, refused', async () => {

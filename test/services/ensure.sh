@@ -33,6 +33,13 @@ PACKAGE_OF+=(
   [tini]=tini
 )
 
+# Real servers whose behaviour the probes report on (gzip levels, Alt-Svc, connections per
+# request, the delayed-ACK stall): tests start their own nginx on free loopback ports, and
+# Debian's python3 http.server.
+PACKAGE_OF+=(
+  [nginx]=nginx
+)
+
 # Reports: the HTML report is opened in headless Chromium (driven by playwright-core), with a
 # font so that its screenshots show text.
 PACKAGE_OF+=(
@@ -45,11 +52,19 @@ for cmd in "${!PACKAGE_OF[@]}"; do
 done
 [[ -e /usr/include/libnetfilter_queue/libnetfilter_queue.h ]] || missing+=(libnetfilter-queue-dev)
 [[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || missing+=(fonts-dejavu-core)
+[[ -x /usr/bin/python3 ]] || missing+=(python3)
 if ((${#missing[@]} > 0)); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
     echo "ensure-services: installing ${missing[*]}"
+    # Packages must not start their services (nginx would take port 80): the tests start their own.
+    # Docker images have such a policy already; elsewhere one is in place for the install only.
+    own_policy=
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own_policy=1
+    fi
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    [[ -n $own_policy ]] && rm -f /usr/sbin/policy-rc.d
   else
     echo "ensure-services: missing ${missing[*]}; install with: sudo apt-get install ${missing[*]}"
   fi

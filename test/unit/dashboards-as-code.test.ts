@@ -129,7 +129,7 @@ test('every alert is in the Prometheus rule file and in the Grafana provisioning
     groups: { rules: { uid: string; title: string; data: { model: { expr?: string } }[] }[] }[];
   };
   const names = ALERTS.map((a) => a.name);
-  assert.equal(names.length, 5);
+  assert.equal(names.length, 6);
   assert.deepEqual(
     rules.groups[0].rules.map((r) => r.alert),
     names,

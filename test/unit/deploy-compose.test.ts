@@ -6,6 +6,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { DEFAULT_COORDINATOR_PORT } from '../../cli/commands/coordinator.js';
+import { labAtOf } from '../../cli/commands/lab-args.js';
+import { isLabUrl, resolveLabUrl } from '../../contracts/lab-roles.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { DATASOURCE_UID } from '../../dashboards/src/grafana.js';
 import { DEFAULT_LAB_PORT, LAB_SERVERS } from '../../lab/index.js';
@@ -222,8 +224,11 @@ test("the nightly schedule: a mounted example plan whose regions are the workers
   const lab = only('lab');
   assert.deepEqual(optionValues(lab.command, '--host'), ['0.0.0.0']);
   const labPorts = new Set(LAB_SERVERS.map((s) => DEFAULT_LAB_PORT + s.offset));
+  const labAt = optionValues(schedule.command, '--lab-at');
+  assert.deepEqual(labAt, [`${lab.name}:${DEFAULT_LAB_PORT}`], 'lab targets go to the lab service');
   for (const target of plan.targets) {
-    const { host, port } = hostPort(target.url);
+    assert.ok(isLabUrl(target.url), `${target.name}: names a lab server (lab:...)`);
+    const { host, port } = hostPort(resolveLabUrl(target.url, labAtOf(labAt[0]!)));
     assert.equal(host, lab.name, target.name);
     assert.ok(labPorts.has(port), `${target.name}: port ${port} is a lab server's`);
   }

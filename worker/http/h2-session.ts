@@ -9,6 +9,8 @@ export interface H2Response {
   streamId: number;
   status: number;
   bodyBytes: number;
+  /** The response's Alt-Svc header, if any. */
+  altSvc?: string | string[];
 }
 
 /**
@@ -39,15 +41,19 @@ export function h2Get(
   }
   const work = new Promise<H2Response>((resolve, reject) => {
     let status: number | undefined;
+    let altSvc: string | string[] | undefined;
     let bodyBytes = 0;
     let settled = false;
     const settle = (err: Error | null) => {
       if (settled) return;
       settled = true;
       if (err) reject(err);
-      else resolve({ streamId: stream.id ?? 0, status: status!, bodyBytes });
+      else resolve({ streamId: stream.id ?? 0, status: status!, bodyBytes, ...(altSvc ? { altSvc } : {}) });
     };
-    stream.on('response', (responseHeaders) => (status = Number(responseHeaders[':status'])));
+    stream.on('response', (responseHeaders) => {
+      status = Number(responseHeaders[':status']);
+      altSvc = responseHeaders['alt-svc'];
+    });
     stream.on('data', (chunk: Buffer) => {
       bodyBytes += chunk.length;
       if (overResponseCap(bodyBytes)) {

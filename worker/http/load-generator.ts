@@ -6,8 +6,10 @@
 // shows in the latency (coordinated omission corrected).
 //
 // The timed path does per request only what the numbers need: performance.now() at send and at
-// completion (and once more in the open loop), histogram records and counters. A lane is its own undici dispatch handler (no promise, no
-// body stream, no per-request allocation of ours); errors are classified when they happen.
+// completion (and once more in the open loop), histogram records and counters, and one small
+// dispatch handler object (no promise, no body stream); errors are classified when they happen.
+// Bounds: each request as a whole within `timeoutMs` (one sweep timer for the run), and the
+// job's signal cuts everything in flight and closes every connection at once.
 import { performance } from 'node:perf_hooks';
 import { Client, type Dispatcher } from 'undici';
 import type { ErrorCode, ProbeError } from '../../contracts/common.js';
@@ -18,7 +20,8 @@ import { classifyError } from '../classify-error.js';
 import type { TargetPolicy } from '../target-policy.js';
 import { CountingConnector } from './counting-connector.js';
 import { MAX_CONSECUTIVE_FAILURES } from './sequence.js';
-import { overResponseCap, responseTooLarge } from './wire.js';
+import { overResponseCap, responseTooLarge, WireError } from './wire.js';
+import type { AltSvcLog } from './alt-svc.js';
 
 export interface LoadOptions {
   url: string;
@@ -38,6 +41,8 @@ export interface LoadOptions {
   /** The job's time bound: stops the run and cuts requests in flight. */
   signal: AbortSignal;
   policy: TargetPolicy;
+  /** Alt-Svc of each lane's first response is noted here (later ones would cost the hot path). */
+  altSvc?: AltSvcLog;
 }
 
 export type StopReason = 'duration' | 'requests' | 'failures' | 'deadline';
@@ -94,7 +99,7 @@ export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
   try {
     await run.start();
   } finally {
-    await Promise.all(clients.map((client) => client.destroy()));
+    await Promise.all(clients.map((client) => client.destroy(RUN_STOPPED).catch(() => {})));
   }
   return {
     concurrency: run.lanes.length,
@@ -115,6 +120,14 @@ export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
   };
 }
 
+/** How often requests in flight are held against `timeoutMs`: a tenth of it, between 10 and 250 ms. */
+function sweepIntervalMs(timeoutMs: number): number {
+  return Math.min(250, Math.max(10, timeoutMs / 10));
+}
+
+/** Given to undici for requests the run cuts itself (a stop, not the target's doing); made once. */
+const RUN_STOPPED = new Error('the load run stopped');
+
 class LoadRun {
   readonly latency = newLatencyHistogram();
   readonly serviceTime: Histogram | undefined;
@@ -125,6 +138,7 @@ class LoadRun {
   /** Open loop: milliseconds between intended send times; 0 in the closed loop. */
   readonly intervalMs: number;
   private readonly maxFailuresInARow: number;
+  readonly altSvc: AltSvcLog | undefined;
 
   startedAt = 0;
   endedAt = 0;
@@ -139,6 +153,8 @@ class LoadRun {
   readonly errors: Partial<Record<ErrorCode, number>> = {};
   lastError: ProbeError | undefined;
   stoppedBy: StopReason | undefined;
+  /** The run cut its requests in flight (failures, deadline): what they do from then on is not the target's. */
+  private cut = false;
   private running = 0;
   private finished: () => void = () => {};
 
@@ -148,6 +164,7 @@ class LoadRun {
     lanesPerClient: number,
   ) {
     const url = new URL(options.url);
+    this.altSvc = options.altSvc;
     this.dispatchOptions = {
       path: url.pathname + url.search,
       method: 'GET',
@@ -164,7 +181,7 @@ class LoadRun {
   }
 
   start(): Promise<void> {
-    const { signal, durationMs } = this.options;
+    const { signal, durationMs, timeoutMs } = this.options;
     const done = new Promise<void>((resolve) => (this.finished = resolve));
     const onAbort = () => this.stop('deadline');
     signal.addEventListener('abort', onAbort, { once: true });
@@ -178,23 +195,36 @@ class LoadRun {
       else this.stop('duration');
     };
     durationTimer = setTimeout(stopWhenDue, durationMs);
+    // undici's timeouts bound each wait (headers, the gap between two body chunks), so a body that
+    // trickles a byte at a time never trips them: one timer for the run bounds every request whole.
+    const sweep = setInterval(() => {
+      const now = performance.now();
+      for (const lane of this.lanes) lane.cutIfOverdue(now, timeoutMs);
+    }, sweepIntervalMs(timeoutMs));
     this.running = this.lanes.length;
     if (signal.aborted) this.stop('deadline');
     for (const lane of this.lanes) lane.next();
     return done.finally(() => {
       clearTimeout(durationTimer);
+      clearInterval(sweep);
       signal.removeEventListener('abort', onAbort);
     });
   }
 
-  /** Lanes stop taking requests; on failures or the deadline, lanes waiting for a due time stop too,
-   * and on the deadline requests in flight are cut. */
+  /**
+   * Lanes stop taking requests. On the duration or the request bound, requests in flight may
+   * finish (each within `timeoutMs`). On failures or the deadline, lanes waiting for a due time
+   * stop, requests in flight are cut and the connections closed; the deadline does so also when
+   * the run had already stopped and was only waiting for its requests in flight.
+   */
   stop(reason: StopReason): void {
-    if (this.stoppedBy !== undefined) return;
-    this.stoppedBy = reason;
+    if (this.cut || this.endedAt !== 0) return;
+    if (this.stoppedBy === undefined || (reason === 'deadline' && this.stoppedBy !== 'failures'))
+      this.stoppedBy = reason;
     if (reason === 'duration' || reason === 'requests') return;
-    for (const lane of this.lanes) lane.cancelWait();
-    if (reason === 'deadline') for (const client of this.clients) void client.destroy().catch(() => {});
+    this.cut = true;
+    for (const lane of this.lanes) lane.stopNow();
+    for (const client of this.clients) void client.destroy(RUN_STOPPED).catch(() => {});
   }
 
   /** Takes the next request index, or -1 when the run is over. */
@@ -207,9 +237,20 @@ class LoadRun {
     return this.next++;
   }
 
+  recordAnswer(request: LaneRequest, end: number): void {
+    // Closed loop: from the send. Open loop: from when it was due, or from the send if a timer
+    // woke the lane a little early.
+    const { sentAt, dueAt } = request;
+    recordMs(this.latency, end - (this.intervalMs === 0 || sentAt < dueAt ? sentAt : dueAt));
+    if (this.serviceTime) recordMs(this.serviceTime, end - sentAt);
+    this.completed++;
+    this.statusClasses[(request.status / 100) | 0]++;
+    this.failuresInARow = 0;
+  }
+
   recordFailure(err: Error): void {
-    // Requests cut by our own deadline are not the target's failures.
-    if (this.stoppedBy === 'deadline') return;
+    // Requests cut by our own stop are not the target's failures.
+    if (this.cut) return;
     const error = classifyError(err);
     this.failed++;
     this.errors[error.code] = (this.errors[error.code] ?? 0) + 1;
@@ -225,30 +266,29 @@ class LoadRun {
   }
 }
 
-/** One request in flight at a time; the lane is the request's dispatch handler. */
-class Lane implements Dispatcher.DispatchHandler {
-  /** Open loop: when the current request was due. */
+/** One request in flight at a time, each with a small handler of its own (LaneRequest). */
+class Lane {
+  /** The request in flight, if any. */
+  private request: LaneRequest | undefined;
+  /** Open loop: when the next request is due. */
   private dueAt = 0;
-  private sentAt = 0;
-  private status = 0;
-  /** Body bytes of the response in flight, against the per-job cap. */
-  private responseBytes = 0;
-  private abort: ((err: Error) => void) | undefined;
   private wait: NodeJS.Timeout | undefined;
+  private done = false;
+  private altSvcRead = false;
   private readonly sendNow = () => {
     this.wait = undefined;
     this.send();
   };
 
   constructor(
-    private readonly run: LoadRun,
+    readonly run: LoadRun,
     private readonly client: Client,
   ) {}
 
   next(): void {
     const run = this.run;
     const n = run.take();
-    if (n < 0) return run.laneDone();
+    if (n < 0) return this.finish();
     if (run.intervalMs === 0) return this.send();
     this.dueAt = run.startedAt + n * run.intervalMs;
     const ahead = this.dueAt - performance.now();
@@ -256,53 +296,124 @@ class Lane implements Dispatcher.DispatchHandler {
     else this.send();
   }
 
-  cancelWait(): void {
-    if (this.wait === undefined) return;
-    clearTimeout(this.wait);
-    this.wait = undefined;
-    this.run.laneDone();
+  /** The run stops at once: no more waiting, the request in flight cut. */
+  stopNow(): void {
+    if (this.wait !== undefined) {
+      clearTimeout(this.wait);
+      this.wait = undefined;
+      this.finish();
+    }
+    this.request?.cut(RUN_STOPPED);
+  }
+
+  /** Cuts the request in flight when it has run for longer than `timeoutMs`, as a timeout of the target. */
+  cutIfOverdue(now: number, timeoutMs: number): void {
+    const request = this.request;
+    if (request === undefined || now - request.sentAt <= timeoutMs) return;
+    request.cut(
+      request.status === 0
+        ? new WireError(`no response within ${timeoutMs} ms`, 'EWIRE_TIMEOUT')
+        : new WireError(`the body did not end within ${timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT'),
+    );
+  }
+
+  /** The lane's first response head: an Alt-Svc header in it is noted (one per lane, not per request). */
+  noteAltSvc(rawHeaders: Buffer[]): void {
+    if (this.altSvcRead) return;
+    this.altSvcRead = true;
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+      if (rawHeaders[i].toString('latin1').toLowerCase() === 'alt-svc')
+        this.run.altSvc?.note(rawHeaders[i + 1].toString('latin1'));
+  }
+
+  answered(request: LaneRequest): void {
+    const end = performance.now();
+    this.request = undefined;
+    this.run.recordAnswer(request, end);
+    this.next();
+  }
+
+  failed(err: Error): void {
+    this.request = undefined;
+    this.run.recordFailure(err);
+    // Errors can come synchronously from dispatch; continue on a fresh stack.
+    queueMicrotask(() => this.next());
   }
 
   private send(): void {
     const run = this.run;
     run.sent++;
-    this.sentAt = performance.now();
-    this.responseBytes = 0;
-    this.client.dispatch(run.dispatchOptions, this);
+    const request = new LaneRequest(this, this.dueAt, performance.now());
+    this.request = request;
+    this.client.dispatch(run.dispatchOptions, request);
+  }
+
+  /** Once per lane, however it ends. */
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    this.run.laneDone();
+  }
+}
+
+/**
+ * The dispatch handler of one request. Its first onComplete or onError ends it, and whatever
+ * undici reports after that is ignored: undici 7's HTTP/2 client can report an error twice for
+ * one request (ERR_HTTP2_INVALID_SESSION, then ERR_HTTP2_ERROR, against a server that does not
+ * speak HTTP/2) and never report some requests queued on the broken session at all; those the
+ * run cuts itself (`cut`), at `timeoutMs` or when it stops.
+ */
+class LaneRequest implements Dispatcher.DispatchHandler {
+  /** 0 until the response head arrives. */
+  status = 0;
+  /** Body bytes of this response, against the per-job cap. */
+  private bytes = 0;
+  private abort: ((err: Error) => void) | undefined;
+  private ended = false;
+
+  constructor(
+    private readonly lane: Lane,
+    /** Open loop: when it was due. */
+    readonly dueAt: number,
+    readonly sentAt: number,
+  ) {}
+
+  /** Ends it now with `err`, whether or not undici ever reports it. */
+  cut(err: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.abort?.(err);
+    this.lane.failed(err);
   }
 
   onConnect(abort: (err: Error) => void): void {
     this.abort = abort;
   }
 
-  onHeaders(statusCode: number): boolean {
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    if (this.ended) return false;
     this.status = statusCode;
+    this.lane.noteAltSvc(rawHeaders);
     return true;
   }
 
   onData(chunk: Buffer): boolean {
-    this.run.bodyBytes += chunk.length;
-    this.responseBytes += chunk.length;
-    if (overResponseCap(this.responseBytes)) this.abort?.(responseTooLarge());
+    if (this.ended) return false;
+    this.lane.run.bodyBytes += chunk.length;
+    this.bytes += chunk.length;
+    if (overResponseCap(this.bytes)) this.cut(responseTooLarge());
     return true;
   }
 
   onComplete(): void {
-    const end = performance.now();
-    const run = this.run;
-    // Closed loop: from the send. Open loop: from when it was due, or from the send if a timer
-    // woke the lane a little early.
-    recordMs(run.latency, end - (run.intervalMs === 0 || this.sentAt < this.dueAt ? this.sentAt : this.dueAt));
-    if (run.serviceTime) recordMs(run.serviceTime, end - this.sentAt);
-    run.completed++;
-    run.statusClasses[(this.status / 100) | 0]++;
-    run.failuresInARow = 0;
-    this.next();
+    if (this.ended) return;
+    this.ended = true;
+    this.lane.answered(this);
   }
 
   onError(err: Error): void {
-    this.run.recordFailure(err);
-    // Errors can come synchronously from dispatch; continue on a fresh stack.
-    queueMicrotask(() => this.next());
+    if (this.ended) return;
+    this.ended = true;
+    this.lane.failed(err);
   }
 }

@@ -33,8 +33,8 @@ export function http1RequestHead(method: string, path: string, host: string, hea
 
 /**
  * Reads from `socket` up to the end of one response head. Rejects with EWIRE_CLOSED when the
- * peer closes first and EWIRE_MALFORMED when what arrives is not an HTTP/1.x head; the caller
- * bounds it in time (wire.ts `bounded`).
+ * peer closes first, EWIRE_HEAD_TOO_LARGE past MAX_HEAD_BYTES and EWIRE_MALFORMED when what
+ * arrives is not an HTTP/1.x head; the caller bounds it in time (wire.ts `bounded`).
  */
 export function readHttp1ResponseHead(socket: Duplex): Promise<Http1ResponseHead> {
   return new Promise((resolve, reject) => {
@@ -52,7 +52,7 @@ export function readHttp1ResponseHead(socket: Duplex): Promise<Http1ResponseHead
       const end = received.indexOf(HEAD_END);
       if (end === -1) {
         if (received.length > MAX_HEAD_BYTES)
-          done(new WireError(`response head longer than ${MAX_HEAD_BYTES} bytes`, 'EWIRE_MALFORMED'));
+          done(new WireError(`response head longer than ${MAX_HEAD_BYTES} bytes`, 'EWIRE_HEAD_TOO_LARGE'));
         else if (!/^HTTP\/\d/.test(received.subarray(0, 8).toString('latin1')) && received.length >= 8) {
           done(new WireError(`not an HTTP/1.x response: ${describeBytes(received)}`, 'EWIRE_MALFORMED'));
         }

@@ -8,8 +8,9 @@ import { JOB_LIMITS } from '../../contracts/limits.js';
 import { classifyError } from '../classify-error.js';
 import { closeBody } from './body.js';
 import type { TargetPolicy } from '../target-policy.js';
+import type { AltSvcLog } from './alt-svc.js';
 import { TimedConnector, type ConnectionTimeline } from './connector.js';
-import { WireError } from './wire.js';
+import { exchangeBound } from './wire.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
 
@@ -20,6 +21,8 @@ export interface TimedClientOptions {
   resumeTlsSessions?: boolean;
   /** Where the client may connect (worker/target-policy.ts). */
   policy: TargetPolicy;
+  /** Where every response's Alt-Svc header is noted (the job's). */
+  altSvc?: AltSvcLog;
 }
 
 /** Status and headers of a response, as the body consumer and the caller see them. */
@@ -89,8 +92,10 @@ export class TimedHttpClient {
   /** The target's headers with lower-case names, so a request's own headers replace them rather than doubling them. */
   private readonly targetHeaders: Record<string, string>;
   private readonly timeoutMs: number;
+  private readonly altSvc: AltSvcLog | undefined;
 
   constructor(options: TimedClientOptions) {
+    this.altSvc = options.altSvc;
     this.url = new URL(options.target.url);
     this.targetHeaders = Object.fromEntries(
       Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
@@ -129,32 +134,18 @@ export class TimedHttpClient {
     let head: ResponseHead | undefined;
     let body: ResponseBody | undefined;
     let serverClosed: boolean | undefined;
-    // undici's own timeouts bound each wait (headers, the gap between two body chunks); this
-    // bounds the whole, so a body that trickles in just fast enough cannot hold the job. The
-    // caller's signal is relayed by hand: AbortSignal.any per request would pile up on the job's.
-    const overall = new AbortController();
-    const relay = () => overall.abort(opts.signal?.reason);
-    if (opts.signal?.aborted) relay();
-    else opts.signal?.addEventListener('abort', relay, { once: true });
-    const timer = setTimeout(
-      () =>
-        overall.abort(
-          head
-            ? new WireError(`the body did not end within ${this.timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT')
-            : new WireError(`no response within ${this.timeoutMs} ms`, 'EWIRE_TIMEOUT'),
-        ),
-      this.timeoutMs,
-    );
+    const bound = exchangeBound(this.timeoutMs, opts.signal, () => head !== undefined);
     try {
       const response = await this.client.request({
         method: opts.method ?? 'GET',
         path: opts.path ?? this.url.pathname + this.url.search,
         headers: { ...this.targetHeaders, ...opts.headers },
         reset: opts.closeAfter ?? false,
-        signal: overall.signal,
+        signal: bound.signal,
       });
       const headersAt = performance.now();
       head = { statusCode: response.statusCode, headers: response.headers };
+      this.altSvc?.note(response.headers['alt-svc']);
       body = response.body;
       serverClosed = response.headers.connection === 'close';
       const consume = (opts.consumeBody ?? readWholeBody) as BodyConsumer<T>;
@@ -171,6 +162,7 @@ export class TimedHttpClient {
           phases: this.phases(start, used, newConnection, headersAt, end),
           bodyBytes: read.bytes,
           serverClosed,
+          ...(newConnection && used?.timeline.tls ? { tlsResumed: used.timeline.tls.resumed } : {}),
         },
         head,
         body: read,
@@ -194,8 +186,7 @@ export class TimedHttpClient {
         head,
       };
     } finally {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', relay);
+      bound.release();
     }
   }
 

@@ -12,6 +12,8 @@ export type WireErrorCode =
   | 'EWIRE_BODY_TIMEOUT'
   /** The answer was not what the protocol allows. */
   | 'EWIRE_MALFORMED'
+  /** The response head is longer than we read. */
+  | 'EWIRE_HEAD_TOO_LARGE'
   /** The response is longer than a job may read (JOB_LIMITS.responseBytes). */
   | 'EWIRE_TOO_LARGE';
 
@@ -77,4 +79,38 @@ export function bounded<T>(
       },
     );
   });
+}
+
+/**
+ * An abort signal for one whole exchange: aborted by `signal` (the job's bound), or when
+ * `timeoutMs` passes before it is released (EWIRE_TIMEOUT before the response head,
+ * EWIRE_BODY_TIMEOUT after). undici's own timeouts bound each wait (the head, the gap between
+ * two body chunks), which a body trickling in just fast enough never trips. `signal` is relayed by
+ * hand: AbortSignal.any per request would pile up listeners on the job's signal.
+ */
+export function exchangeBound(
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  answered: () => boolean,
+): { signal: AbortSignal; release(): void } {
+  const overall = new AbortController();
+  const relay = () => overall.abort(signal?.reason);
+  if (signal?.aborted) relay();
+  else signal?.addEventListener('abort', relay, { once: true });
+  const timer = setTimeout(
+    () =>
+      overall.abort(
+        answered()
+          ? new WireError(`the body did not end within ${timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT')
+          : new WireError(`no response within ${timeoutMs} ms`, 'EWIRE_TIMEOUT'),
+      ),
+    timeoutMs,
+  );
+  return {
+    signal: overall.signal,
+    release() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', relay);
+    },
+  };
 }

@@ -65,7 +65,9 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
     job: (result, record) => recordRequests(result, result.details?.samples ?? [], record, result.variant.mode),
     run: (_results, record, { report, region }) => {
       for (const c of report.comparisons) {
-        if (c.region !== region) continue;
+        // No cost to show (reused requests stall, or the server closes every connection): no
+        // series, so a dashboard never charts a negative "cost"; the finding says why.
+        if (c.region !== region || c.noCostReason) continue;
         const labels = { target: c.target, scheme: c.scheme };
         record('newConnectionCost', labels, seconds(c.newConnectionCostMs.median));
         record('newConnectionCostLower', labels, seconds(c.newConnectionCostMs.ci95[0]));

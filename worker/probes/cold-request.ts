@@ -1,5 +1,5 @@
-// Entry point of the `cold` reuse mode: one fresh process, one connection, one request, then
-// exit; prints the sample as JSON. Spawned by probes/reuse.ts.
+// Entry point of the `cold` reuse mode's node client: one fresh process, one connection, one
+// request, then exit; prints the sample as JSON. Spawned by worker/cold-clients.ts.
 // It speaks HTTP with node:http over the same timed connector rather than undici, because
 // loading undici alone takes longer than Node's own start; what is measured is the cost of a
 // process per request, not of one library's load time.
@@ -10,7 +10,7 @@ import type { RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector } from '../http/connector.js';
-import { overResponseCap, responseTooLarge } from '../http/wire.js';
+import { overResponseCap, responseTooLarge, WireError } from '../http/wire.js';
 import { TargetPolicy, type TargetPolicySettings } from '../target-policy.js';
 
 export interface ColdRequestInput {
@@ -23,6 +23,7 @@ export interface ColdRequestInput {
 export interface ColdRequestOutput {
   sample: RequestSample;
   connectionsOpened: number;
+  altSvc: string[];
 }
 
 async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Promise<ColdRequestOutput> {
@@ -45,6 +46,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
       error: classifyError(err),
     },
     connectionsOpened: connector.connections.length,
+    altSvc: [],
   });
   let socket;
   try {
@@ -55,15 +57,25 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
   const c = connector.connections[0];
   return new Promise((resolve) => {
     let sentAt = 0;
+    let response: http.IncomingMessage | undefined;
+    // One bound for the whole exchange, connect included, as TimedHttpClient has: node:http's
+    // `timeout` is an idle timer on the socket, which a body trickling in never trips.
+    const bound = setTimeout(
+      () =>
+        response
+          ? response.destroy(new WireError(`the body did not end within ${timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT'))
+          : req.destroy(new WireError(`no response within ${timeoutMs} ms`, 'EWIRE_TIMEOUT')),
+      Math.max(0, start + timeoutMs - performance.now()),
+    );
     const req = http.request(
       {
         method: 'GET',
         path: url.pathname + url.search,
         headers: { ...target.headers, host: url.host, connection: 'close' },
         createConnection: () => socket,
-        timeout: timeoutMs,
       },
       (res) => {
+        response = res;
         const headersAt = performance.now();
         let bodyBytes = 0;
         res.on('data', (chunk: Buffer) => {
@@ -73,6 +85,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
         res.on('error', (err) => resolve(fail(err)));
         res.on('end', () => {
           const end = performance.now();
+          clearTimeout(bound);
           resolve({
             sample: {
               seq: 0,
@@ -90,12 +103,10 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
               serverClosed: res.headers.connection === 'close',
             },
             connectionsOpened: connector.connections.length,
+            altSvc: res.headers['alt-svc'] === undefined ? [] : [res.headers['alt-svc']],
           });
         });
       },
-    );
-    req.on('timeout', () =>
-      req.destroy(Object.assign(new Error('no response within the time bound'), { code: 'UND_ERR_HEADERS_TIMEOUT' })),
     );
     req.on('error', (err) => resolve(fail(err)));
     req.end(() => (sentAt = performance.now()));

@@ -9,15 +9,19 @@ import {
   codingUnavailable,
   compress,
   CONTENT_CODINGS,
+  decodeCapped,
   decompress,
   isContentCoding,
   type ContentCoding,
+  type DecodeOutcome,
 } from '../../common/content-coding.js';
 import { median } from '../../common/stats.js';
+import type { ProbeError } from '../../contracts/common.js';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import type { AcceptEncoding, EncodingRow, LevelRow } from '../../contracts/probes/compression.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
+import { gzipLevelWaste, identifyServerGzip } from '../gzip-levels.js';
 import { collectBody } from '../http/body.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import { TimedHttpClient, type TimedExchange } from '../http/timed-client.js';
@@ -25,7 +29,7 @@ import type { Probe } from './probe.js';
 
 type Details = ProbeDetails<'compression'>;
 
-/** The most body the probe keeps in memory and decodes. */
+/** The most body, as sent, the probe keeps in memory to decode. */
 const MAX_BODY_BYTES = 32 << 20;
 /** The level table compresses at most this much of the body: brotli 11 takes seconds per MiB. */
 const MAX_TABLE_BYTES = 4 << 20;
@@ -38,10 +42,6 @@ const ALREADY_COMPRESSED_TYPE =
   /^(image\/(?!svg)|video\/|audio\/|font\/woff2?|application\/(zip|gzip|x-gzip|zstd|x-7z-compressed|x-rar-compressed|x-bzip2|x-xz|pdf))/i;
 /** An encoded body at least this fraction of the decoded one saved next to nothing. */
 const NO_SAVING_RATIO = 0.97;
-/** GZIP_LEVEL_WASTE: the higher level costs at least this many times the CPU ... */
-const WASTE_CPU_FACTOR = 2.5;
-/** ... for at most this fraction of bytes saved. */
-const WASTE_MAX_SAVING = 0.08;
 
 interface Observation {
   status: number;
@@ -63,36 +63,69 @@ function header(value: string | string[] | undefined): string | null {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-/** Decodes a body by its Content-Encoding (`x-gzip` is gzip; identity and none need nothing). */
-function decodeBody(
+interface Decoded {
+  /** The start of the decoded body (at most MAX_TABLE_BYTES): the level table's input, and the server gzip level's when it is the whole body. */
+  kept?: Buffer;
+  decodedBytes?: number;
+  decodeMs?: number;
+  decodeError?: string;
+  /** Decoding stopped at a limit: the job ends with this. */
+  stop?: ProbeError;
+}
+
+/** Decodes a body by its Content-Encoding (`x-gzip` is gzip; identity and none need nothing), within the experiment's limits. */
+async function decodeBody(
   encoded: Buffer,
   contentEncoding: string | null,
-): { decoded?: Buffer; decodeMs?: number; decodeError?: string } {
+  params: JobOf<'compression'>['params'],
+): Promise<Decoded> {
   const coding = contentEncoding
     ?.trim()
     .toLowerCase()
     .replace(/^x-gzip$/, 'gzip');
-  if (!coding || coding === 'identity') return { decoded: encoded, decodeMs: 0 };
+  if (!coding || coding === 'identity')
+    return { kept: encoded.subarray(0, MAX_TABLE_BYTES), decodedBytes: encoded.length, decodeMs: 0 };
   if (!isContentCoding(coding)) return { decodeError: `cannot decode Content-Encoding "${contentEncoding}"` };
   const unavailable = codingUnavailable(coding);
   if (unavailable) return { decodeError: unavailable };
+  let outcome: DecodeOutcome;
+  const start = performance.now();
   try {
-    const start = performance.now();
-    const decoded = decompress(coding, encoded);
-    return { decoded, decodeMs: performance.now() - start };
+    outcome = await decodeCapped(coding, encoded, {
+      maxBytes: params.maxDecodedBytes,
+      maxRatio: params.maxDecodeRatio,
+      keepBytes: MAX_TABLE_BYTES,
+    });
   } catch (err) {
     return { decodeError: `${coding} body does not decode: ${(err as Error).message}` };
   }
+  const decodeMs = performance.now() - start;
+  const { kept, decodedBytes, consumedBytes, stopped } = outcome;
+  if (!stopped) return { kept, decodedBytes, decodeMs };
+  const read = `after ${fmtBytes(consumedBytes)} of its ${fmtBytes(encoded.length)}`;
+  const stop: ProbeError =
+    stopped === 'size'
+      ? {
+          code: 'DECODED_BODY_TOO_LARGE',
+          message: `the ${coding} body decoded past maxDecodedBytes (${fmtBytes(params.maxDecodedBytes)}) ${read}: decoding stopped at ${fmtBytes(decodedBytes)}`,
+        }
+      : {
+          code: 'DECODE_RATIO_TOO_HIGH',
+          message: `the ${coding} body decoded to ${fmtBytes(decodedBytes)} from the first ${fmtBytes(consumedBytes)} of its ${fmtBytes(encoded.length)}, over maxDecodeRatio (${params.maxDecodeRatio} to 1): a decompression bomb; decoding stopped there`,
+        };
+  return { decodedBytes, decodeError: stop.message, stop };
 }
 
-/** What one answer showed, and its decoded body (kept apart: only one per encoding is kept). */
-function observe(
+/** What one answer showed, and the start of its decoded body (kept apart: only one per encoding is kept). */
+async function observe(
   exchange: TimedExchange<{ bytes: number; data: Buffer }>,
-): { observation: Observation; decoded?: Buffer } | undefined {
+  params: JobOf<'compression'>['params'],
+): Promise<{ observation: Observation; decoded: Decoded } | undefined> {
   const { head, body, sample } = exchange;
   if (!head || !body) return undefined;
   const contentEncoding = header(head.headers['content-encoding']);
-  const { decoded, decodeMs, decodeError } = decodeBody(body.data, contentEncoding);
+  const decoded = await decodeBody(body.data, contentEncoding, params);
+  const { decodedBytes, decodeMs, decodeError } = decoded;
   return {
     observation: {
       status: head.statusCode,
@@ -103,7 +136,9 @@ function observe(
       firstBytesHex: body.data.subarray(0, 4).toString('hex'),
       wireBytes: exchange.wireBytes,
       processingMs: sample.phases.processing,
-      ...(decoded ? { decodedBytes: decoded.length, decodeMs } : { decodeError }),
+      ...(decodedBytes !== undefined ? { decodedBytes } : {}),
+      ...(decodeMs !== undefined ? { decodeMs } : {}),
+      ...(decodeError ? { decodeError } : {}),
     },
     decoded,
   };
@@ -147,7 +182,7 @@ const ok = (row: EncodingRow) =>
 const compressed = (row: EncodingRow) =>
   ok(row) && row.contentEncoding !== null && row.contentEncoding.toLowerCase() !== 'identity';
 
-export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy }) => {
+export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params } = job;
   const unavailable = params.encodings.flatMap((encoding) => {
     const reason = encoding === 'identity' ? undefined : codingUnavailable(encoding);
@@ -157,10 +192,14 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
   const seen = new Map<AcceptEncoding, Observation[]>(asked.map((e) => [e, []]));
   const bodies = new Map<AcceptEncoding, Buffer>();
 
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });
+  // A body decoded past a limit ends the job: no more requests.
+  let decodeStop: ProbeError | undefined;
+  const stopped = new AbortController();
   let run;
   try {
-    run = await runSequence(asked.length === 0 ? 0 : params.requests * asked.length, signal, async (seq) => {
+    const count = asked.length === 0 ? 0 : params.requests * asked.length;
+    run = await runSequence(count, AbortSignal.any([signal, stopped.signal]), async (seq) => {
       const acceptEncoding = asked[seq % asked.length];
       const exchange = await client.exchange({
         seq,
@@ -168,12 +207,20 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
         headers: { 'accept-encoding': acceptEncoding },
         consumeBody: collectBody(MAX_BODY_BYTES),
       });
-      const observed = observe(exchange);
-      if (observed) {
-        seen.get(acceptEncoding)!.push(observed.observation);
-        if (observed.decoded) bodies.set(acceptEncoding, observed.decoded);
+      const observed = await observe(exchange, params);
+      const decoded = observed?.decoded;
+      if (observed) seen.get(acceptEncoding)!.push(observed.observation);
+      if (decoded?.kept && !decoded.decodeError) bodies.set(acceptEncoding, decoded.kept);
+      if (decoded?.stop) {
+        decodeStop = decoded.stop;
+        stopped.abort();
       }
-      return { ...exchange.sample, bodyBytes: observed?.decoded?.length ?? exchange.sample.bodyBytes, acceptEncoding };
+      return {
+        ...exchange.sample,
+        bodyBytes: decoded?.decodedBytes ?? exchange.sample.bodyBytes,
+        ...(decoded?.stop ? { error: decoded.stop } : {}),
+        acceptEncoding,
+      };
     });
   } finally {
     await client.close();
@@ -181,19 +228,29 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
 
   const encodings = asked.map((e) => encodingRow(e, seen.get(e)!));
   const input = pickLevelTableInput(encodings, bodies);
-  const levelTable = input ? await buildLevelTable(input.body, input.contentType, encodings, params, signal) : null;
+  const levelTable = input ? await buildLevelTable(input.body, input.contentType, params, signal) : null;
+  const serverGzip = await serverGzipOf(encodings, bodies);
   const details: Details = {
     encodings,
     unavailable,
     levelTable,
+    serverGzip,
     linkModel: linkModel(encodings, params.linkSpeedsMBps),
     samples: run.samples,
   };
   return {
     summary: summarize(run.samples, client.connections.length, run.durationMs),
     details,
-    findings: compressionFindings(job, details),
+    findings: [
+      ...compressionFindings(job, details),
+      ...(serverGzip
+        ? [gzipLevelWaste(whereOf(job), serverGzip, bodies.get('gzip')!, run.samples, encodings)].filter(
+            (f): f is Finding => f !== undefined,
+          )
+        : []),
+    ],
     error:
+      decodeStop ??
       run.stoppedEarly ??
       (asked.length === 0
         ? {
@@ -204,16 +261,14 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
   };
 };
 
-/** The identity body when it came back, else any decoded one; at most MAX_TABLE_BYTES of it. */
+/** The identity body when it came back, else any decoded one (each at most MAX_TABLE_BYTES, as kept). */
 function pickLevelTableInput(
   rows: EncodingRow[],
   bodies: Map<AcceptEncoding, Buffer>,
 ): { body: Buffer; contentType: string | null } | undefined {
   const usable = rows.filter((r) => ok(r) && (bodies.get(r.acceptEncoding)?.length ?? 0) > 0);
   const row = usable.find((r) => r.contentEncoding === null) ?? usable[0];
-  return row
-    ? { body: bodies.get(row.acceptEncoding)!.subarray(0, MAX_TABLE_BYTES), contentType: row.contentType }
-    : undefined;
+  return row ? { body: bodies.get(row.acceptEncoding)!, contentType: row.contentType } : undefined;
 }
 
 /** Median time of `fn`, over `repetitions` runs or until the budget is spent (at least MIN_LEVEL_RUNS). */
@@ -244,7 +299,6 @@ async function timeRuns<T>(
 async function buildLevelTable(
   input: Buffer,
   contentType: string | null,
-  rows: EncodingRow[],
   params: JobOf<'compression'>['params'],
   signal: AbortSignal,
 ): Promise<NonNullable<Details['levelTable']>> {
@@ -259,7 +313,7 @@ async function buildLevelTable(
     for (const level of levels[coding]) {
       if (signal.aborted) break;
       const packed = await timeRuns(params.repetitions, signal, () => compress(coding, input, level));
-      const unpacked = await timeRuns(packed.runs, signal, () => decompress(coding, packed.last));
+      const unpacked = await timeRuns(packed.runs, signal, () => decompress(coding, packed.last, input.length));
       table.push({
         coding,
         level,
@@ -271,18 +325,23 @@ async function buildLevelTable(
       });
     }
   }
-  return { inputBytes: input.length, contentType, rows: table, serverGzipLevel: serverGzipLevel(rows, table) };
+  return { inputBytes: input.length, contentType, rows: table };
 }
 
-/** The gzip level of the table whose size is within 2% of what the server sent, if exactly one is nearest. */
-function serverGzipLevel(rows: EncodingRow[], table: LevelRow[]): number | null {
+/** The server's gzip level, from its gzip answer's size and decoded body (worker/gzip-levels.ts). */
+async function serverGzipOf(rows: EncodingRow[], bodies: Map<AcceptEncoding, Buffer>): Promise<Details['serverGzip']> {
   const served = rows.find((r) => compressed(r) && r.contentEncoding?.toLowerCase() === 'gzip');
-  if (!served) return null;
-  const distance = (r: LevelRow) => Math.abs(r.bytes - served.encodedBytes);
-  const [nearest, next] = table.filter((r) => r.coding === 'gzip').sort((a, b) => distance(a) - distance(b));
-  // Levels that give the same size (a tiny body) say nothing about which one the server used.
-  if (!nearest || (next && distance(next) === distance(nearest))) return null;
-  return distance(nearest) <= 0.02 * served.encodedBytes ? nearest.level : null;
+  const decoded = served && bodies.get(served.acceptEncoding);
+  if (!served || !decoded) return null;
+  // Only the start of a body is kept (MAX_TABLE_BYTES): a longer one cannot be compressed again whole.
+  if (served.decodedBytes! > decoded.length)
+    return {
+      encodedBytes: served.encodedBytes,
+      matches: [],
+      exact: false,
+      unknownReason: `the body is over ${decoded.length} bytes`,
+    };
+  return identifyServerGzip(decoded, served.encodedBytes);
 }
 
 const fmtBytes = (n: number) => `${Math.round(n).toLocaleString('en-US')} B`;
@@ -332,8 +391,10 @@ function linkModel(rows: EncodingRow[], speeds: number[]): Details['linkModel'] 
   });
 }
 
+const whereOf = (job: JobOf<'compression'>) => ({ region: job.region, target: job.target.name, probe: job.probe });
+
 function compressionFindings(job: JobOf<'compression'>, details: Details): Finding[] {
-  const where = { region: job.region, target: job.target.name, probe: job.probe };
+  const where = whereOf(job);
   const { tinyBytes } = job.params;
   const findings: Finding[] = [];
   const answered = details.encodings.filter(ok);
@@ -416,33 +477,5 @@ function compressionFindings(job: JobOf<'compression'>, details: Details): Findi
     );
   }
 
-  if (table?.serverGzipLevel != null) {
-    const gzipRows = table.rows.filter((r) => r.coding === 'gzip');
-    const used = gzipRows.find((r) => r.level === table.serverGzipLevel)!;
-    const lower = gzipRows
-      .filter((r) => r.level < used.level)
-      .sort((a, b) => Math.abs(a.level - 6) - Math.abs(b.level - 6))[0];
-    if (
-      lower &&
-      used.compressMs >= WASTE_CPU_FACTOR * lower.compressMs &&
-      (lower.bytes - used.bytes) / lower.bytes <= WASTE_MAX_SAVING
-    ) {
-      findings.push(
-        finding(
-          'GZIP_LEVEL_WASTE',
-          where,
-          `the server's gzip answer matches level ${used.level} (${fmtBytes(used.bytes)}); here level ${used.level} took ${fmtMs(used.compressMs)} against ${fmtMs(lower.compressMs)} ` +
-            `for level ${lower.level} (${(used.compressMs / lower.compressMs).toFixed(1)}x the CPU) for ${percent(lower.bytes - used.bytes, lower.bytes)} fewer bytes`,
-          {
-            serverLevel: used.level,
-            serverLevelCompressMs: used.compressMs,
-            lowerLevel: lower.level,
-            lowerLevelCompressMs: lower.compressMs,
-            bytesSaved: lower.bytes - used.bytes,
-          },
-        ),
-      );
-    }
-  }
   return findings;
 }

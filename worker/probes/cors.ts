@@ -75,7 +75,7 @@ function verdictOf(
   };
 }
 
-export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy }) => {
+export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params } = job;
   const origins: { origin: string; role: CorsOriginResult['role'] }[] = [
     ...params.allowedOrigins.map((origin) => ({ origin, role: 'allowed' as const })),
@@ -83,7 +83,7 @@ export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy }) =>
     // Reserved TLD: no allowlist can hold it, so an echo means any origin is echoed.
     { origin: `https://probefleet-${randomBytes(4).toString('hex')}.example`, role: 'random' as const },
   ];
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });
   const samples: RequestSample[] = [];
   const results: CorsOriginResult[] = [];
   let serverLog: Details['serverLog'] = null;
@@ -260,8 +260,29 @@ function corsFindings(job: JobOf<'cors'>, details: Details): Finding[] {
   }
 
   const refusedAllowed = answered.filter((o) => o.role === 'allowed' && !o.verdict.preflightAllowsOrigin);
-  if (refusedAllowed.length > 0) {
-    const o = refusedAllowed[0];
+  // With credentials, an origin the server already echoes lacks only Allow-Credentials: true; the
+  // allowlist is not what to fix. (A wildcard is refused for another reason: it must echo the origin.)
+  const namesOrigin = (o: (typeof answered)[number]) =>
+    okStatus(o.preflight.status) && o.preflight.allowOrigin === o.origin && o.preflight.allowCredentials !== 'true';
+  const noCredentials = details.credentials ? refusedAllowed.filter(namesOrigin) : [];
+  if (noCredentials.length > 0) {
+    const o = noCredentials[0];
+    findings.push(
+      finding(
+        'CORS_CREDENTIALS_NOT_ALLOWED',
+        where,
+        `the preflight from ${o.origin} answered Access-Control-Allow-Origin: ${quote(o.preflight.allowOrigin)} with Access-Control-Allow-Credentials: ${quote(o.preflight.allowCredentials)}; the page sends credentials, so the browser refuses it`,
+        {
+          origin: o.origin,
+          allowOrigin: o.preflight.allowOrigin ?? '',
+          allowCredentials: o.preflight.allowCredentials ?? '',
+        },
+      ),
+    );
+  }
+  const notListed = refusedAllowed.filter((o) => !noCredentials.includes(o));
+  if (notListed.length > 0) {
+    const o = notListed[0];
     findings.push(
       finding(
         'CORS_ALLOWED_ORIGIN_REFUSED',

@@ -60,10 +60,10 @@ function consumerFor(
   };
 }
 
-export const drainProbe: Probe<'drain'> = async (job, { signal, targetPolicy }) => {
+export const drainProbe: Probe<'drain'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params, variant } = job;
   const consume = consumerFor(variant.mode, { maxBytes: params.drainMaxBytes, maxMs: params.drainMaxMs });
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });
   try {
     const run = await runSequence(params.requests, signal, async (seq): Promise<DrainSample> => {
       const { sample, body } = await client.exchange({ seq, signal, consumeBody: consume });

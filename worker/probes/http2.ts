@@ -26,11 +26,12 @@ import { median } from '../../common/stats.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector } from '../http/connector.js';
 import type { TargetPolicy } from '../target-policy.js';
+import type { AltSvcLog } from '../http/alt-svc.js';
 import { H2WireTap, type HeaderBytes } from '../http/h2-wire-tap.js';
 import { h2Get, h2SessionOver } from '../http/h2-session.js';
 import { describeBytes, http1RequestHead, readHttp1ResponseHead } from '../http/raw-http1.js';
 import { readWholeBody } from '../http/timed-client.js';
-import { bounded, WireError } from '../http/wire.js';
+import { bounded, exchangeBound, WireError } from '../http/wire.js';
 import type { Probe, ProbeOutcome } from './probe.js';
 
 const ALPN_OFFER = ['h2', 'http/1.1'];
@@ -52,7 +53,7 @@ const UPGRADE_SETTINGS = Buffer.from([0x00, 0x02, 0x00, 0x00, 0x00, 0x00]).toStr
 type Step = (typeof HTTP2_STEPS)[number];
 type Details = ProbeDetails<'http2'>;
 
-export const http2Probe: Probe<'http2'> = async (job, { signal, targetPolicy }) => {
+export const http2Probe: Probe<'http2'> = async (job, { signal, targetPolicy, altSvc }) => {
   // Concurrent requests each listen on the signal: give them one of their own, relayed from the job's.
   const local = new AbortController();
   setMaxListeners(job.params.concurrent + 10, local.signal);
@@ -60,7 +61,7 @@ export const http2Probe: Probe<'http2'> = async (job, { signal, targetPolicy }) 
   if (signal.aborted) relay();
   else signal.addEventListener('abort', relay, { once: true });
   try {
-    return await new Http2Run(job, local.signal, targetPolicy).run();
+    return await new Http2Run(job, local.signal, targetPolicy, altSvc).run();
   } finally {
     signal.removeEventListener('abort', relay);
   }
@@ -81,6 +82,7 @@ class Http2Run {
     private readonly job: JobOf<'http2'>,
     private readonly signal: AbortSignal,
     private readonly policy: TargetPolicy,
+    private readonly altSvc: AltSvcLog,
   ) {
     this.url = new URL(job.target.url);
     this.secure = this.url.protocol === 'https:';
@@ -203,9 +205,11 @@ class Http2Run {
   }
 
   /** One HTTP/2 request, counted; its failure is counted by the step, which knows whether it is one. */
-  private get(session: http2.ClientHttp2Session) {
+  private async get(session: http2.ClientHttp2Session) {
     this.requests++;
-    return h2Get(session, this.path, this.headers, this.timeoutMs, this.signal);
+    const response = await h2Get(session, this.path, this.headers, this.timeoutMs, this.signal);
+    this.altSvc.note(response.altSvc);
+    return response;
   }
 
   /** Step 2: the first request and the repeats over one HTTP/2 connection, header bytes from the frames. */
@@ -265,6 +269,7 @@ class Http2Run {
       const answer = await bounded(readHttp1ResponseHead(socket), this.timeoutMs, this.signal, 'HTTP/1.1 request', () =>
         socket?.destroy(),
       );
+      this.altSvc.note(answer.headers['alt-svc']);
       return { request: head.length, response: answer.headBytes };
     } catch (err) {
       this.failedRequests++;
@@ -347,17 +352,22 @@ class Http2Run {
     const outcomes = await Promise.all(
       Array.from({ length: this.job.params.concurrent }, async () => {
         this.requests++;
+        let answered = false;
+        const bound = exchangeBound(this.timeoutMs, this.signal, () => answered);
         try {
           const response = await pool.request({
             method: 'GET',
             path: this.path,
             headers: this.headers,
-            signal: this.signal,
+            signal: bound.signal,
           });
+          answered = true;
           await readWholeBody(response.body);
           return null;
         } catch (err) {
           return err;
+        } finally {
+          bound.release();
         }
       }),
     );
@@ -441,6 +451,10 @@ function medianHeaderBytes(requests: HeaderBytes[]): HeaderBytes | null {
 
 const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 
+/** An attempt the server let time out or closed without sending a byte. */
+const unanswered = (attempt: H2cAttempt) =>
+  attempt.answer.startsWith('no answer within') || attempt.answer === 'closed the connection without an answer';
+
 function findingsOf(job: JobOf<'http2'>, details: Details, speaksH2: boolean): Finding[] {
   const where = { region: job.region, target: job.target.name, probe: job.probe };
   const findings: Finding[] = [];
@@ -458,7 +472,18 @@ function findingsOf(job: JobOf<'http2'>, details: Details, speaksH2: boolean): F
     );
   }
   const { h2cPriorKnowledge: prior, h2cUpgrade: upgrade } = details;
-  if (prior && upgrade && !prior.supported && !upgrade.supported) {
+  const h1Failed = details.errors.find((e) => e.step === 'h1-headers');
+  if (prior && upgrade && unanswered(prior) && unanswered(upgrade) && h1Failed) {
+    // Nothing answered at all: no protocol question was put to it, so none is answered "no".
+    findings.push(
+      finding(
+        'SERVER_NO_ANSWER',
+        where,
+        `HTTP/2 prior knowledge: ${prior.answer}; Upgrade: h2c: ${upgrade.answer}; HTTP/1.1: ${h1Failed.code} (${h1Failed.message})`,
+        { h1Error: h1Failed.code },
+      ),
+    );
+  } else if (prior && upgrade && !prior.supported && !upgrade.supported) {
     findings.push(
       finding('H2C_UNSUPPORTED', where, `prior knowledge: ${prior.answer}; Upgrade: h2c: ${upgrade.answer}`, {
         priorKnowledge: prior.answer,

@@ -6,6 +6,7 @@ import type { JobOf } from '../../contracts/job.js';
 import type { ProbeDetails, ProbeKind } from '../../contracts/probes/index.js';
 import type { Summary } from '../../contracts/result.js';
 import type { Logger } from '../../common/log.js';
+import type { AltSvcLog } from '../http/alt-svc.js';
 import type { TargetPolicy } from '../target-policy.js';
 
 export interface ProbeContext {
@@ -14,6 +15,10 @@ export interface ProbeContext {
   log: Logger;
   /** Where the probe may connect: every connector it opens takes it. */
   targetPolicy: TargetPolicy;
+  /** A command named in the job may run (embedded runs; never a worker's jobs from Redis). */
+  allowClientCommands: boolean;
+  /** Every Alt-Svc header value a response of this job carried: probes note what they see. */
+  altSvc: AltSvcLog;
 }
 
 export interface ProbeOutcome<K extends ProbeKind> {

@@ -1,30 +1,28 @@
 // `reuse`: what does a new connection cost compared with a reused one?
 // reused: one kept-alive connection; new: `Connection: close` on every request; cold: a new
-// client process per request (a shell loop of curl), timed from spawn to exit.
-import { execFile } from 'node:child_process';
+// client process per request (curl by default: the shell loop users write; worker/cold-clients.ts),
+// timed from spawn to exit.
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import type { RequestSample } from '../../contracts/common.js';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
+import { ColdClientRefusedError, coldClientFor } from '../cold-clients.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import { TimedHttpClient } from '../http/timed-client.js';
-import type { ColdRequestInput, ColdRequestOutput } from './cold-request.js';
-import type { TargetPolicy } from '../target-policy.js';
-import type { Probe } from './probe.js';
+import type { Probe, ProbeContext, ProbeOutcome } from './probe.js';
 
-const COLD_REQUEST_SCRIPT = fileURLToPath(new URL('./cold-request.js', import.meta.url));
-
-export const reuseProbe: Probe<'reuse'> = async (job, { signal, targetPolicy }) => {
+export const reuseProbe: Probe<'reuse'> = async (job, ctx) => {
   const { params, variant } = job;
-  if (variant.mode === 'cold') return coldMode(job, signal, targetPolicy);
+  const { signal, targetPolicy } = ctx;
+  if (variant.mode === 'cold') return coldMode(job, ctx);
 
   const client = new TimedHttpClient({
     target: job.target,
     timeoutMs: params.timeoutMs,
     resumeTlsSessions: params.tlsResume,
     policy: targetPolicy,
+    altSvc: ctx.altSvc,
   });
   try {
     const run = await runSequence(params.requests, signal, (seq) =>
@@ -57,45 +55,41 @@ function closesEveryConnection(job: JobOf<'reuse'>, samples: RequestSample[], co
   ];
 }
 
-async function coldMode(job: JobOf<'reuse'>, signal: AbortSignal, policy: TargetPolicy) {
+async function coldMode(job: JobOf<'reuse'>, ctx: ProbeContext): Promise<ProbeOutcome<'reuse'>> {
+  const { signal } = ctx;
+  let client;
+  try {
+    client = await coldClientFor(job.params.client, {
+      target: job.target,
+      timeoutMs: job.params.timeoutMs,
+      policy: ctx.targetPolicy,
+      allowCommand: ctx.allowClientCommands,
+    });
+  } catch (err) {
+    // A client this worker cannot or may not run, or a name curl is pinned to that did not resolve.
+    const error =
+      err instanceof ColdClientRefusedError
+        ? { code: 'INVALID_JOB' as const, message: err.message }
+        : classifyError(err);
+    return { summary: summarize([], 0, 0), details: null, findings: [], error };
+  }
   let connectionsOpened = 0;
-  const input: ColdRequestInput = { target: job.target, timeoutMs: job.params.timeoutMs, policy: policy.settings };
-  const run = await runSequence(job.params.requests, signal, async (seq) => {
-    const start = performance.now();
-    try {
-      const output = await spawnColdRequest(input, signal);
-      connectionsOpened += output.connectionsOpened;
+  try {
+    const run = await runSequence(job.params.requests, signal, async (seq) => {
+      const start = performance.now();
+      const outcome = await client.request(signal);
+      connectionsOpened += outcome.connectionsOpened ?? 0;
+      ctx.altSvc.note(outcome.altSvc);
       // The whole process lifetime is the cost the shell loop pays per request.
-      return { ...output.sample, seq, phases: { ...output.sample.phases, total: performance.now() - start } };
-    } catch (err) {
-      return {
-        seq,
-        newConnection: false,
-        phases: { total: performance.now() - start },
-        bodyBytes: 0,
-        error: classifyError(err),
-      };
-    }
-  });
-  return {
-    summary: summarize(run.samples, connectionsOpened, run.durationMs),
-    details: { samples: run.samples },
-    findings: [],
-    error: run.stoppedEarly,
-  };
-}
-
-function spawnColdRequest(input: ColdRequestInput, signal: AbortSignal): Promise<ColdRequestOutput> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      process.execPath,
-      [COLD_REQUEST_SCRIPT, '-'],
-      { signal, timeout: input.timeoutMs * 2, maxBuffer: 1 << 20 },
-      (err, stdout) => {
-        if (err) reject(err);
-        else resolve(JSON.parse(stdout) as ColdRequestOutput);
-      },
-    );
-    child.stdin?.end(JSON.stringify(input));
-  });
+      return { ...outcome.sample, seq, phases: { ...outcome.sample.phases, total: performance.now() - start } };
+    });
+    return {
+      summary: summarize(run.samples, connectionsOpened, run.durationMs),
+      details: { samples: run.samples, client: client.used },
+      findings: [],
+      error: run.stoppedEarly,
+    };
+  } finally {
+    await client.close();
+  }
 }

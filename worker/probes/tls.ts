@@ -231,15 +231,21 @@ function findingsOf(
     const whole = Math.floor(Math.abs(cert.daysLeft));
     const days = `${whole} day${whole === 1 ? '' : 's'}`;
     // The same sentence from every version's job, so the run keeps one copy (coordinator/analysis.ts).
+    // An expired certificate (seen through tls.insecure) is not "soon": it fails every verifying client now.
     findings.push(
-      finding(
-        'CERT_EXPIRES_SOON',
-        where,
-        cert.daysLeft < 0
-          ? `certificate ${cert.subject} (issuer ${cert.issuer}) expired on ${day}, ${days} ago`
-          : `certificate ${cert.subject} (issuer ${cert.issuer}) expires on ${day}, in ${days} (warning below ${thresholdDays} days)`,
-        { notAfter: cert.notAfter, daysLeft: cert.daysLeft, thresholdDays },
-      ),
+      cert.daysLeft < 0
+        ? finding(
+            'CERT_EXPIRED',
+            where,
+            `certificate ${cert.subject} (issuer ${cert.issuer}) expired on ${day}, ${days} ago`,
+            { notAfter: cert.notAfter, daysLeft: cert.daysLeft },
+          )
+        : finding(
+            'CERT_EXPIRES_SOON',
+            where,
+            `certificate ${cert.subject} (issuer ${cert.issuer}) expires on ${day}, in ${days} (warning below ${thresholdDays} days)`,
+            { notAfter: cert.notAfter, daysLeft: cert.daysLeft, thresholdDays },
+          ),
     );
   }
   return findings;

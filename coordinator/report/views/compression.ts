@@ -8,8 +8,27 @@ import { byPlace } from './place.js';
 type CompressionResult = ResultOf<'compression'>;
 type LevelTable = NonNullable<NonNullable<CompressionResult['details']>['levelTable']>;
 
-const isServerGzip = (t: LevelTable, row: LevelTable['rows'][number]) =>
-  row.coding === 'gzip' && row.level === t.serverGzipLevel;
+type ServerGzip = NonNullable<NonNullable<CompressionResult['details']>['serverGzip']>;
+
+const LIBRARY_NAMES = { zlib: 'zlib 1.2 (nginx, Apache, Python)', node: "Node's zlib" } as const;
+
+/** "level 9 of zlib 1.2 (...), exact size", or why it is unknown. */
+export function describeServerGzip(s: ServerGzip): string {
+  if (s.matches.length === 0) return `unknown: ${s.unknownReason ?? 'no level matches'}`;
+  const size = `${formatCount(s.encodedBytes)} B, ${s.exact ? 'exact size' : 'within 1%'}`;
+  // A body too small or too random to compress comes out the same at every level: nothing to tell.
+  const libraries = new Set(s.matches.map((m) => m.library));
+  if (s.matches.length === libraries.size * 9)
+    return `any level: every level of every library gives these bytes (${size})`;
+  const byLibrary = new Map<string, number[]>();
+  for (const m of s.matches) byLibrary.set(m.library, [...(byLibrary.get(m.library) ?? []), m.level]);
+  return `${[...byLibrary]
+    .map(
+      ([library, levels]) =>
+        `${levels.length === 1 ? 'level' : 'levels'} ${levels.join(', ')} of ${LIBRARY_NAMES[library as keyof typeof LIBRARY_NAMES]}`,
+    )
+    .join(' or ')} (${size})`;
+}
 
 /** The lecture's size chart: the body unencoded, then each coding's levels. */
 function levelChart(r: CompressionResult, t: LevelTable): BarChart {
@@ -32,7 +51,7 @@ function levelChart(r: CompressionResult, t: LevelTable): BarChart {
             label: `level ${row.level}`,
             series: coding,
             value: row.bytes,
-            text: `${formatCount(row.bytes)} B (${formatPercent(row.bytes, t.inputBytes)}) in ${formatMs(row.compressMs)}${isServerGzip(t, row) ? ", the server's gzip" : ''}`,
+            text: `${formatCount(row.bytes)} B (${formatPercent(row.bytes, t.inputBytes)}) in ${formatMs(row.compressMs)}`,
           })),
       })),
     ],
@@ -69,19 +88,25 @@ export function compressionView(results: CompressionResult[]): ReportSection {
         ],
         align: 'llllrrrrrrl',
         rows: sorted.flatMap((r) =>
-          (r.details?.encodings ?? []).map((e) => [
-            r.region,
-            r.target,
-            e.acceptEncoding,
-            e.status === undefined ? '-' : String(e.status),
-            e.decodeError ? `${e.contentEncoding} (undecodable)` : (e.contentEncoding ?? '-'),
-            formatCount(e.encodedBytes),
-            formatCount(e.wireBytes),
-            formatCount(e.decodedBytes),
-            formatPercent(e.encodedBytes, e.decodedBytes),
-            formatMs(e.decodeMs),
-            e.vary ?? '-',
-          ]),
+          (r.details?.encodings ?? []).map((e) => {
+            // A decode stopped at a limit (a decompression bomb) says how far it got, and no ratio.
+            const stopped = e.decodeError !== undefined && e.decodedBytes !== undefined;
+            return [
+              r.region,
+              r.target,
+              e.acceptEncoding,
+              e.status === undefined ? '-' : String(e.status),
+              e.decodeError
+                ? `${e.contentEncoding} (${stopped ? 'decoding stopped' : 'undecodable'})`
+                : (e.contentEncoding ?? '-'),
+              formatCount(e.encodedBytes),
+              formatCount(e.wireBytes),
+              stopped ? `> ${formatCount(e.decodedBytes)}` : formatCount(e.decodedBytes),
+              e.decodeError ? '-' : formatPercent(e.encodedBytes, e.decodedBytes),
+              formatMs(e.decodeMs),
+              e.vary ?? '-',
+            ];
+          }),
         ),
       },
       notes: [...unavailable].map(([why, targets]) => `not measured for ${[...targets].join(', ')}: ${why}`),
@@ -98,10 +123,10 @@ export function compressionView(results: CompressionResult[]): ReportSection {
         { kind: 'chart', chart: levelChart(r, t) },
         {
           kind: 'table',
-          title: `Level table for ${where}: ${formatCount(t.inputBytes)} B of ${t.contentType ?? 'body'} compressed here, medians over each row's runs`,
+          title: `Level table for ${where}: what each level would give, ${formatCount(t.inputBytes)} B of ${t.contentType ?? 'body'} compressed here (Node's zlib), medians over each row's runs`,
           table: {
-            headers: ['coding', 'level', 'bytes', 'ratio', 'compress', 'decompress', 'runs', ''],
-            align: 'lrrrrrrl',
+            headers: ['coding', 'level', 'bytes', 'ratio', 'compress', 'decompress', 'runs'],
+            align: 'lrrrrrr',
             rows: t.rows.map((row) => [
               row.coding,
               String(row.level),
@@ -110,9 +135,9 @@ export function compressionView(results: CompressionResult[]): ReportSection {
               formatMs(row.compressMs),
               formatMs(row.decompressMs),
               String(row.runs),
-              isServerGzip(t, row) ? "<- the server's gzip" : '',
             ]),
           },
+          notes: d.serverGzip ? [`the server's own gzip: ${describeServerGzip(d.serverGzip)}`] : [],
         },
       );
     }
@@ -149,12 +174,14 @@ export function compressionView(results: CompressionResult[]): ReportSection {
   });
   if (rawGzip.length > 0) {
     const { row } = rawGzip[0];
+    // Each target's own content type: what a client that does not decode fails to get.
+    const types = [...new Set(rawGzip.map((g) => g.row.contentType ?? 'body'))];
     blocks.push({
       kind: 'text',
       text:
-        `Raw gzip: asked for gzip, ${rawGzip.map((g) => g.target).join(', ')} sent bodies starting ${row.firstBytesHex.match(/../g)!.join(' ')}. ` +
+        `Raw gzip: asked for gzip, ${rawGzip.map((g) => `${g.target} (${g.row.contentType ?? 'body'})`).join(', ')} sent bodies starting ${row.firstBytesHex.match(/../g)!.join(' ')}. ` +
         `A client that sends Accept-Encoding: gzip but does not decode (curl -H 'Accept-Encoding: gzip' without --compressed) ` +
-        `gets exactly these bytes, not the ${row.contentType ?? 'body'}.`,
+        `gets exactly these bytes, not the ${types.length === 1 ? types[0] : 'decoded body'}.`,
     });
   }
   return { heading: 'Compression', blocks };

@@ -7,19 +7,26 @@ import { byPlace } from './place.js';
 
 const yesNo = (value: boolean | undefined) => (value === undefined ? '-' : value ? 'yes' : 'no');
 
+/** What this job's preflight asked for: its experiment's method and request headers. */
+const asks = (r: ResultOf<'cors'>) =>
+  r.details
+    ? `${r.details.method}${r.details.requestHeaders.length > 0 ? ` + ${r.details.requestHeaders.join(', ')}` : ''}${r.details.credentials ? ', credentials' : ''}`
+    : '-';
+
 export function corsView(results: ResultOf<'cors'>[]): ReportSection {
   const sorted = [...results].sort(byPlace);
-  const asked = sorted.find((r) => r.details)?.details;
   return {
     heading: 'CORS',
     blocks: [
       {
         kind: 'table',
-        title: `CORS: a preflight (OPTIONS asking for ${asked?.method ?? 'the method'}${asked?.requestHeaders.length ? ` with ${asked.requestHeaders.join(', ')}` : ''}) and a simple GET per origin; "readable" is what a browser would let the page see`,
+        title:
+          'CORS: a preflight (OPTIONS asking for the method and headers of its experiment, "asks") and a simple GET per origin; "readable" is what a browser would let the page see',
         table: {
           headers: [
             'region',
             'target',
+            'asks',
             'role',
             'origin',
             'preflight',
@@ -32,11 +39,12 @@ export function corsView(results: ResultOf<'cors'>[]): ReportSection {
             'readable',
             'ran on server',
           ],
-          align: 'llllrlllrrrll',
+          align: 'lllllrlllrrrll',
           rows: sorted.flatMap((r) =>
             (r.details?.origins ?? []).map((o) => [
               r.region,
               r.target,
+              asks(r),
               o.role,
               o.origin,
               o.preflight.error ? o.preflight.error.code : String(o.preflight.status ?? '-'),

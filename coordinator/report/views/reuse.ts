@@ -7,6 +7,10 @@ import { barLabeller, byPlace, byTarget, nothingMeasured } from './place.js';
 
 const MODE_ORDER = ['reused', 'new', 'cold'];
 
+/** The mode, with the client that ran a `cold` job: "cold (curl 7.88.1)". */
+export const modeWithClient = (r: ResultOf<'reuse'>) =>
+  r.details?.client ? `${r.variant.mode} (${r.details.client.label})` : r.variant.mode;
+
 const inOrder = (results: ResultOf<'reuse'>[]) =>
   [...results].sort((a, b) => byPlace(a, b) || MODE_ORDER.indexOf(a.variant.mode) - MODE_ORDER.indexOf(b.variant.mode));
 
@@ -17,12 +21,12 @@ function totalTimeChart(results: ResultOf<'reuse'>[]): BarChart {
     title: 'Total time per mode',
     description:
       'Wall time of all requests of each job: over one kept-alive connection (reused), a new connection per request (new), ' +
-      'or a new client process per request (cold). Shorter is better.',
+      'or a new client process per request (cold, with the client that ran it). Shorter is better.',
     unit: 'ms',
     groups: byTarget(inOrder(results)).map(([target, mine]) => ({
       label: target,
       bars: mine.map((r) => ({
-        label: label(r, r.variant.mode),
+        label: label(r, modeWithClient(r)),
         series: r.variant.mode,
         value: r.summary.durationMs,
         text: nothingMeasured(r) ?? `${formatMs(r.summary.durationMs)} for ${r.summary.requests} requests`,
@@ -35,7 +39,7 @@ export function reuseView(results: ResultOf<'reuse'>[]): ReportSection {
   const rows = inOrder(results).map((r) => [
     r.region,
     r.target,
-    r.variant.mode,
+    modeWithClient(r),
     String(r.summary.requests),
     String(r.summary.connectionsOpened),
     formatMs(r.summary.durationMs),

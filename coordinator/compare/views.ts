@@ -1,0 +1,220 @@
+// What a comparison report shows, apart from how: facts, tables and the before/after charts,
+// built once and rendered as terminal text, Markdown and HTML (render.ts) with the run report's
+// building blocks (coordinator/report/document.ts).
+import {
+  QUANTITIES,
+  type ComparedQuantity,
+  type ComparedRun,
+  type Difference,
+  type QuantityId,
+  type QuantityUnit,
+  type RunComparison,
+} from '../../contracts/comparison.js';
+import { FINDINGS } from '../../contracts/findings.js';
+import type { BarChart, Table } from '../report/document.js';
+import { formatCount, formatMs } from '../report/format.js';
+import { variantText } from './compare-runs.js';
+
+export function formatValue(value: number, unit: QuantityUnit): string {
+  switch (unit) {
+    case 'ms':
+      return value < 0 ? `-${formatMs(-value)}` : formatMs(value);
+    case 'bytes':
+      return `${formatCount(value)} B`;
+    case 'share':
+      return `${(value * 100).toFixed(1)}%`;
+    case 'per_second':
+      return `${formatCount(value)}/s`;
+  }
+}
+
+/** A change with its sign; shares in percentage points. */
+export function formatChange(value: number, unit: QuantityUnit): string {
+  const sign = value > 0 ? '+' : value < 0 ? '-' : '±';
+  const size = Math.abs(value);
+  return `${sign}${unit === 'share' ? `${(size * 100).toFixed(1)} pp` : formatValue(size, unit)}`;
+}
+
+const intervalText = (q: ComparedQuantity) => {
+  if (!q.ci95) return QUANTITIES[q.quantity].unit === 'per_second' ? 'measured once' : 'exact';
+  const unit = QUANTITIES[q.quantity].unit;
+  return `${formatChange(q.ci95[0], unit)} .. ${formatChange(q.ci95[1], unit)}`;
+};
+
+/** " (+12%)"; beyond ±999% the percentage says little ("44 ms from 0.04 ms"), so it is capped. */
+const relativeText = (q: ComparedQuantity) => {
+  if (q.relativeChange === null) return '';
+  const percent = q.relativeChange * 100;
+  if (Math.abs(percent) > 999) return percent > 0 ? ' (>+999%)' : ' (<-999%)';
+  return ` (${percent > 0 ? '+' : ''}${percent.toFixed(0)}%)`;
+};
+
+const runText = (run: ComparedRun) =>
+  `${run.runId} (plan ${run.plan}, ${run.mode}, started ${run.startedAt}, regions ${run.regions.join(', ') || 'none'}; from ${run.source})`;
+
+export function comparisonFacts(c: RunComparison): [string, string][] {
+  const s = c.summary;
+  return [
+    ['before', runText(c.before)],
+    ['after', runText(c.after)],
+    ['verdicts', `${s.regressed} regressed, ${s.improved} improved, ${s.unchanged} unchanged`],
+    ['findings', `${s.findingsAppeared} appeared, ${s.findingsDisappeared} disappeared`],
+    [
+      'rule',
+      'regressed or improved when the whole 95% interval of the change lies beyond the minimum change for its ' +
+        'quantity (docs/compare.md); unchanged otherwise',
+    ],
+  ];
+}
+
+const where = (q: Pick<ComparedQuantity, 'region' | 'target' | 'probe' | 'variant'>) =>
+  [q.region, q.target, q.probe, variantText(q.variant)].filter(Boolean).join(' ');
+
+/** The regressed and improved quantities, worst first (largest relative change, then largest change). */
+export function changedTable(c: RunComparison): Table {
+  const changed = c.quantities
+    .filter((q) => q.verdict !== 'unchanged')
+    .sort(
+      (a, b) =>
+        Number(b.verdict === 'regressed') - Number(a.verdict === 'regressed') ||
+        Math.abs(b.relativeChange ?? Number.POSITIVE_INFINITY) - Math.abs(a.relativeChange ?? Number.POSITIVE_INFINITY),
+    );
+  return {
+    headers: ['verdict', 'where', 'quantity', 'before', 'after', 'change', '95% CI of the change'],
+    align: 'lllrrrr',
+    rows: changed.map((q) => {
+      const unit = QUANTITIES[q.quantity].unit;
+      return [
+        q.verdict,
+        where(q),
+        QUANTITIES[q.quantity].label,
+        formatValue(q.before, unit),
+        formatValue(q.after, unit),
+        `${formatChange(q.change, unit)}${relativeText(q)}`,
+        intervalText(q),
+      ];
+    }),
+  };
+}
+
+export function quantityTable(c: RunComparison): Table {
+  return {
+    headers: [
+      'region',
+      'target',
+      'probe',
+      'variant',
+      'quantity',
+      'before',
+      'after',
+      'change',
+      '95% CI of the change',
+      'verdict',
+    ],
+    align: 'lllllrrrrl',
+    rows: c.quantities.map((q) => {
+      const unit = QUANTITIES[q.quantity].unit;
+      return [
+        q.region,
+        q.target,
+        q.probe,
+        variantText(q.variant),
+        QUANTITIES[q.quantity].label,
+        formatValue(q.before, unit),
+        formatValue(q.after, unit),
+        `${formatChange(q.change, unit)}${relativeText(q)}`,
+        intervalText(q),
+        q.verdict,
+      ];
+    }),
+  };
+}
+
+export function findingChangesTable(c: RunComparison): Table {
+  return {
+    headers: ['change', 'severity', 'finding', 'where', 'evidence (from the run that has it)'],
+    align: 'lllll',
+    rows: c.findings.map((f) => [
+      f.change,
+      f.severity,
+      `${f.code}: ${FINDINGS[f.code].title}`,
+      `${f.target} from ${f.region}`,
+      f.evidence,
+    ]),
+    wrap: [0, 0, 40, 0, 60],
+  };
+}
+
+const DIFFERENCE_LABELS: Record<Difference['kind'], string> = {
+  plan: 'plan name',
+  mode: 'run mode',
+  region: 'region',
+  target: 'target',
+  'target-url': 'target URL',
+  'target-settings': 'target headers or TLS settings',
+  experiment: 'probe variants on the target',
+  parameters: 'probe parameters',
+};
+
+export function differencesTable(c: RunComparison): Table {
+  return {
+    headers: ['what', 'where', 'before', 'after'],
+    align: 'llll',
+    rows: c.differences.map((d) => [DIFFERENCE_LABELS[d.kind], d.where, d.before ?? '(none)', d.after ?? '(none)']),
+    wrap: [0, 0, 50, 50],
+  };
+}
+
+export function notComparedTable(c: RunComparison): Table {
+  return {
+    headers: ['region', 'target', 'probe', 'variant', 'quantity', 'why not'],
+    align: 'llllll',
+    rows: c.notCompared.map((n) => [
+      n.region,
+      n.target,
+      n.probe,
+      variantText(n.variant),
+      n.quantity ? QUANTITIES[n.quantity].label : '(the whole job)',
+      n.reason,
+    ]),
+    wrap: [0, 0, 0, 0, 0, 70],
+  };
+}
+
+/** The time quantities each region's chart shows: the headline ones, not every phase. */
+const CHARTED: QuantityId[] = [
+  'new_connection_cost',
+  'phase_total_p50',
+  'handshake_full_p50',
+  'handshake_resumed_p50',
+  'load_latency_p50',
+  'load_latency_p99',
+];
+
+/** Regions in the order the comparison lists them. */
+export const regionsOf = (c: RunComparison) => [...new Set(c.quantities.map((q) => q.region))];
+
+/** Before and after of the headline times of one region: one group per job and quantity. */
+export function beforeAfterChart(c: RunComparison, region: string): BarChart {
+  const rows = c.quantities.filter((q) => q.region === region && CHARTED.includes(q.quantity));
+  return {
+    id: 'before-after',
+    title: `Before and after, from ${region}`,
+    description:
+      'The headline times of each target and probe in the two runs: new-connection cost, median request time, ' +
+      'median TLS handshakes, load latency. The verdict beside the after bar follows the rule above.',
+    unit: 'ms',
+    groups: rows.map((q) => ({
+      label: `${q.target} ${q.probe} ${variantText(q.variant)}: ${QUANTITIES[q.quantity].label}`,
+      bars: [
+        { label: 'before', series: 'before', value: q.before, text: formatValue(q.before, 'ms') },
+        {
+          label: 'after',
+          series: 'after',
+          value: q.after,
+          text: `${formatValue(q.after, 'ms')} (${formatChange(q.change, 'ms')}, ${q.verdict})`,
+        },
+      ],
+    })),
+  };
+}

@@ -1,0 +1,357 @@
+// The comparison's arithmetic and rule, without services: the intervals against published values
+// and a coverage check, the verdict rule as a table, and compareRuns on runs made of known
+// samples (the direction of each quantity, the new-connection cost's side that moved, exact
+// bytes, a load job's throughput and tail).
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import type { RequestSample } from '../../contracts/common.js';
+import type { QuantityId } from '../../contracts/comparison.js';
+import { RESULT_SCHEMA, type ProbeResult, type RunReport } from '../../contracts/result.js';
+import {
+  differenceInterval,
+  percentileInterval,
+  percentileRankInterval,
+  prng,
+  wilsonInterval,
+} from '../../common/stats.js';
+import { encodeHistogram, newLatencyHistogram, recordMs } from '../../common/latency-histogram.js';
+import { compareRuns, fewestValuesFor } from '../../coordinator/compare/compare-runs.js';
+import { renderComparisonHtml, renderComparisonMarkdown } from '../../coordinator/compare/render.js';
+import { judge, minChangeFor, minChangeRule } from '../../coordinator/compare/rules.js';
+import { parsePlan } from '../../coordinator/plan-loader.js';
+import { buildRunReport } from '../../coordinator/run-report.js';
+import { splitPlan } from '../../coordinator/split.js';
+import { REPO_ROOT } from '../helpers/repo.js';
+
+const close = (actual: number, expected: number, digits = 4) =>
+  assert.ok(Math.abs(actual - expected) < 10 ** -digits, `${actual} ≈ ${expected}`);
+
+describe('intervals', () => {
+  test('Wilson: 0 of 10 is 0 to 27.8%; Newcombe: 56/70 vs 48/80 differ by 0.2 (0.0524 to 0.3339)', () => {
+    const [lo, hi] = wilsonInterval(0, 10);
+    assert.equal(lo, 0);
+    close(hi, 0.2775);
+    // Newcombe (1998), Statistics in Medicine 17:873, example (a), method 10.
+    const { change, ci95 } = differenceInterval(
+      { value: 48 / 80, ci95: wilsonInterval(48, 80) },
+      { value: 56 / 70, ci95: wilsonInterval(56, 70) },
+    );
+    close(change, 0.2);
+    close(ci95[0], 0.0524);
+    close(ci95[1], 0.3339);
+  });
+
+  test('percentile ranks from the binomial: a median of 200 between the 86th and 115th, a p95 needs 72 values', () => {
+    assert.deepEqual(percentileRankInterval(200, 50), [86, 115]);
+    assert.deepEqual(percentileRankInterval(100, 95), [90, 100]);
+    assert.equal(percentileRankInterval(71, 95), undefined);
+    assert.deepEqual(percentileRankInterval(72, 95), [64, 72]);
+    assert.equal(percentileRankInterval(5, 50), undefined);
+    assert.deepEqual(percentileRankInterval(6, 50), [1, 6]);
+    assert.equal(fewestValuesFor(95), 72);
+    assert.equal(fewestValuesFor(50), 6);
+    // The normal approximation takes over for large n without a jump.
+    const [a, b] = [percentileRankInterval(20_000, 99)!, percentileRankInterval(20_001, 99)!];
+    assert.ok(Math.abs(a[0] - b[0]) <= 3 && Math.abs(a[1] - b[1]) <= 3, `${a} vs ${b}`);
+  });
+
+  test('the percentile intervals cover the true median and p95 at least 95% of the time', () => {
+    const random = prng(7);
+    const trials = 2000;
+    const covered = { 50: 0, 95: 0 };
+    for (let t = 0; t < trials; t++) {
+      // Exponential with mean 1: median ln 2, p95 ln 20.
+      const sorted = Float64Array.from({ length: 120 }, () => -Math.log(1 - random())).sort();
+      for (const [p, truth] of [
+        [50, Math.LN2],
+        [95, Math.log(20)],
+      ] as const) {
+        const { ci95 } = percentileInterval(sorted, p)!;
+        if (ci95[0] <= truth && truth <= ci95[1]) covered[p]++;
+      }
+    }
+    // Distribution-free and conservative: 95% or a little more (binomial noise of 2000 trials: ±1%).
+    for (const p of [50, 95] as const) assert.ok(covered[p] / trials >= 0.94, `p${p}: ${covered[p] / trials}`);
+  });
+});
+
+describe('the verdict rule', () => {
+  const cases: [string, number, [number, number] | null, number, boolean, string][] = [
+    ['interval spans zero', 5, [-1, 11], 1, true, 'unchanged within-noise'],
+    ['real but inside the minimum', 0.5, [0.3, 0.7], 1, true, 'unchanged below-minimum'],
+    ['real, interval reaches inside the minimum', 3, [0.5, 5], 1, true, 'unchanged below-minimum'],
+    ['the whole interval beyond the minimum, worse', 3, [2, 4], 1, true, 'regressed material'],
+    ['the whole interval beyond the minimum, better', -3, [-4, -2], 1, false, 'improved material'],
+    ['no interval (bytes): at the minimum counts', 16, null, 16, true, 'regressed material'],
+    ['no interval: under the minimum', 15, null, 16, true, 'unchanged below-minimum'],
+    ['no change at all', 0, null, 0, true, 'unchanged below-minimum'],
+  ];
+  for (const [name, change, ci, min, worse, expected] of cases)
+    test(name, () => {
+      const { verdict, reason } = judge(change, ci, min, worse);
+      assert.equal(`${verdict} ${reason}`, expected);
+    });
+
+  test('minimum changes: a millisecond and a fifth for medians, 2 ms and 30% for tails; bytes, shares', () => {
+    const table: [QuantityId, number, number][] = [
+      ['phase_total_p50', 0.4, 1],
+      ['phase_total_p50', 40, 8],
+      ['phase_total_p95', 1, 2],
+      ['phase_total_p95', 100, 30],
+      ['new_connection_cost', -43, 8.6],
+      ['handshake_full_p50', 30, 6],
+      ['load_latency_p99', 20, 6],
+      ['header_bytes_h1_response', 100, 16],
+      ['encoded_bytes_gzip', 10_000, 500],
+      ['error_rate', 0, 0.01],
+      ['connections_per_request', 0.005, 0.1],
+      ['load_throughput', 4000, 1000],
+    ];
+    for (const [quantity, before, expected] of table) close(minChangeFor(quantity, before), expected, 9);
+  });
+});
+
+test('docs/compare.md states the minimum changes rules.ts applies', async () => {
+  const page = await readFile(path.join(REPO_ROOT, 'docs/compare.md'), 'utf8');
+  const docs = page.slice(page.indexOf('## The verdict rule'), page.indexOf('## Plans that do not match'));
+  const row = (start: string) =>
+    docs.split('\n').find((line) => line.startsWith(`| ${start}`)) ?? `(no row "${start}")`;
+  const both = (id: QuantityId, unit: string) => {
+    const { absolute, relative } = minChangeRule(id);
+    return `${absolute} ${unit} and ${relative * 100}% of before`;
+  };
+  assert.match(row('medians of time'), new RegExp(`\\| ${both('phase_total_p50', 'ms')} \\|$`));
+  assert.match(row('tails of time'), new RegExp(`\\| ${both('load_latency_p99', 'ms')} \\|$`));
+  assert.match(row('bytes'), new RegExp(`\\| ${both('encoded_bytes_br', 'B')} \\|$`));
+  assert.match(row('error rate'), new RegExp(`\\| ${minChangeRule('error_rate').absolute * 100} percentage point`));
+  assert.match(
+    row('connections per request'),
+    new RegExp(`\\| ${minChangeRule('connections_per_request').absolute * 100} percentage points`),
+  );
+  assert.match(
+    row('load throughput'),
+    new RegExp(`\\| ${minChangeRule('load_throughput').relative * 100}% of before \\|$`),
+  );
+});
+
+/** A run of a plan whose results carry the given per-request totals (ms) per target and mode. */
+async function runOf(
+  runId: string,
+  planText: string,
+  totals: (job: { target: string; mode?: string }) => number[],
+  extra: (result: ProbeResult) => ProbeResult = (r) => r,
+): Promise<RunReport> {
+  const loaded = await parsePlan(planText, 'plan.yaml');
+  const at = new Date('2026-12-01T02:00:00Z');
+  const results = splitPlan(loaded, runId).map((job) => {
+    const mode = (job.variant as { mode?: string }).mode;
+    const values = totals({ target: job.target.name, mode });
+    const samples: RequestSample[] = values.map((total, seq) => ({
+      seq,
+      status: 200,
+      newConnection: mode !== 'reused' || seq === 0,
+      phases: { total },
+      bodyBytes: 10,
+    }));
+    return extra({
+      schema: RESULT_SCHEMA,
+      jobId: job.jobId,
+      runId,
+      region: job.region,
+      target: job.target.name,
+      probe: job.probe,
+      variant: job.variant,
+      ok: true,
+      error: null,
+      startedAt: at.toISOString(),
+      finishedAt: at.toISOString(),
+      worker: { host: 'test', pid: 1, region: job.region },
+      summary: {
+        requests: values.length,
+        errors: 0,
+        connectionsOpened: samples.filter((s) => s.newConnection).length,
+        durationMs: 1,
+        phases: {},
+      },
+      details: { samples },
+      findings: [],
+      altSvc: [],
+    } as ProbeResult);
+  });
+  return buildRunReport({ runId, mode: 'embedded', plan: loaded.plan, startedAt: at, finishedAt: at, results });
+}
+
+/** 100 values spread evenly around `centre` (±10%). */
+const around = (centre: number) => Array.from({ length: 100 }, (_, i) => centre * (0.9 + (0.2 * i) / 99));
+
+const REUSE_PLAN = `
+name: synthetic
+targets: [{ name: api, url: "https://127.0.0.1:9/" }]
+experiments: [{ probe: reuse, requests: 100, modes: [reused, new] }]
+`;
+
+describe('compareRuns on known samples', () => {
+  const cost = async (before: Record<string, number>, after: Record<string, number>) => {
+    const c = compareRuns(
+      await runOf('before', REUSE_PLAN, ({ mode }) => around(before[mode!])),
+      await runOf('after', REUSE_PLAN, ({ mode }) => around(after[mode!])),
+    );
+    const row = (quantity: QuantityId, mode?: string) =>
+      c.quantities.find((q) => q.quantity === quantity && q.variant.mode === mode)!;
+    return { c, row };
+  };
+
+  test('the same samples twice: every quantity unchanged, its interval around zero', async () => {
+    const { c } = await cost({ reused: 1, new: 5 }, { reused: 1, new: 5 });
+    assert.ok(c.quantities.length >= 7, `${c.quantities.length} quantities`);
+    for (const q of c.quantities) assert.equal(`${q.verdict} ${q.reason}`, 'unchanged within-noise', q.quantity);
+    assert.deepEqual(c.differences, []);
+    assert.deepEqual(c.notCompared, []);
+  });
+
+  test('new connections got cheaper: the new-connection cost fell and that is an improvement', async () => {
+    const { row } = await cost({ reused: 1, new: 10 }, { reused: 1, new: 4 });
+    assert.equal(row('phase_total_p50', 'new').verdict, 'improved');
+    const c = row('new_connection_cost');
+    assert.ok(c.change < -5, `${c.change}`);
+    assert.equal(c.verdict, 'improved');
+  });
+
+  test('reused requests got slower: the cost fell too, and that is a regression', async () => {
+    const { row } = await cost({ reused: 1, new: 10 }, { reused: 7, new: 10 });
+    assert.equal(row('phase_total_p50', 'reused').verdict, 'regressed');
+    assert.equal(row('new_connection_cost').verdict, 'regressed');
+    assert.equal(row('phase_total_p50', 'new').verdict, 'unchanged');
+  });
+
+  test('loopback-sized changes are not regressions: 0.4 ms to 0.8 ms is real, and under the minimum', async () => {
+    const { row } = await cost({ reused: 0.4, new: 1 }, { reused: 0.8, new: 1 });
+    const total = row('phase_total_p50', 'reused');
+    assert.ok(total.ci95![0] > 0, 'outside the noise');
+    assert.equal(`${total.verdict} ${total.reason}`, 'unchanged below-minimum');
+  });
+
+  test('a connection per request where one was reused: connections per request regressed (share, Newcombe)', async () => {
+    const plan = REUSE_PLAN.replace('modes: [reused, new]', 'modes: [reused]');
+    const closing = (r: ProbeResult): ProbeResult => ({ ...r, summary: { ...r.summary, connectionsOpened: 100 } });
+    const c = compareRuns(
+      await runOf('before', plan, () => around(1)),
+      await runOf('after', plan, () => around(1), closing),
+    );
+    const q = c.quantities.find((x) => x.quantity === 'connections_per_request')!;
+    assert.equal(q.interval, 'newcombe');
+    assert.equal(q.verdict, 'regressed');
+    assert.ok(Math.abs(q.change - 0.99) < 1e-9);
+  });
+
+  test('exact bytes and a load job: header bytes by the minimum alone; throughput down 40% regressed; p99 from histograms', async () => {
+    const plan = `
+name: synthetic
+targets: [{ name: api, url: "http://127.0.0.1:9/" }]
+experiments:
+  - { probe: http2 }
+  - { probe: load, durationSeconds: 1 }
+`;
+    const histogram = (ms: number) => {
+      const h = newLatencyHistogram();
+      for (let i = 0; i < 5000; i++) recordMs(h, ms * (0.5 + i / 5000));
+      return encodeHistogram(h);
+    };
+    const details = (responseBytes: number, rps: number, latency: number) => (r: ProbeResult) =>
+      ({
+        ...r,
+        details:
+          r.probe === 'http2'
+            ? {
+                alpn: null,
+                h1HeaderBytes: { request: 80, response: responseBytes },
+                h2HeaderBytesFirst: null,
+                h2HeaderBytesRepeat: null,
+                h2Requests: [],
+                h2cPriorKnowledge: null,
+                h2cUpgrade: null,
+                multiplexing: { requests: 1, h1: null, h2: null },
+                errors: [],
+              }
+            : {
+                loop: 'closed',
+                mode: 'reused',
+                connections: 10,
+                concurrency: 10,
+                completed: 5000,
+                errors: {},
+                statuses: { '2xx': 5000 },
+                connectionsOpened: 10,
+                protocols: { 'http/1.1': 10 },
+                requestsPerSecond: rps,
+                bodyBytes: 0,
+                stoppedBy: 'duration',
+                latencyMs: {
+                  p50: latency,
+                  p90: latency,
+                  p99: latency,
+                  p999: latency,
+                  max: latency,
+                  mean: latency,
+                  n: 5000,
+                },
+                latencyHistogram: histogram(latency),
+              },
+      }) as ProbeResult;
+    const c = compareRuns(
+      await runOf('before', plan, () => [], details(150, 5000, 2)),
+      await runOf('after', plan, () => [], details(158, 3000, 20)),
+    );
+    const q = (id: QuantityId) => c.quantities.find((x) => x.quantity === id)!;
+    assert.equal(`${q('header_bytes_h1_request').verdict} ${q('header_bytes_h1_request').interval}`, 'unchanged none');
+    assert.equal(
+      `${q('header_bytes_h1_response').verdict} ${q('header_bytes_h1_response').reason}`,
+      'unchanged below-minimum',
+    );
+    assert.equal(q('load_throughput').verdict, 'regressed');
+    assert.equal(q('load_throughput').ci95, null);
+    assert.equal(`${q('load_latency_p99').verdict} ${q('load_latency_p99').interval}`, 'regressed order-statistics');
+    close(q('load_latency_p99').before, 2 * (0.5 + 0.99), 1);
+  });
+
+  test('a job without a result in one run is named, with why, and not compared', async () => {
+    const before = await runOf('before', REUSE_PLAN, () => around(1));
+    const after = await runOf('after', REUSE_PLAN, () => around(1));
+    const lost = after.results.find((r) => r.probe === 'reuse' && r.variant.mode === 'new')!;
+    after.results = after.results.filter((r) => r !== lost);
+    after.unfinishedJobs = [
+      {
+        jobId: lost.jobId,
+        region: lost.region,
+        target: lost.target,
+        probe: 'reuse',
+        variant: lost.variant,
+        status: 'not-run',
+        reason: 'no worker of region "local" took it',
+      },
+    ];
+    const c = compareRuns(before, after);
+    assert.deepEqual(
+      c.notCompared.map((n) => [n.variant.mode, n.quantity, n.reason]),
+      [['new', undefined, 'after: not run: no worker of region "local" took it']],
+    );
+    assert.ok(c.quantities.every((q) => q.variant.mode !== 'new'));
+    assert.equal(c.quantities.filter((q) => q.quantity === 'new_connection_cost').length, 0);
+  });
+
+  test('strings from the runs stay text in HTML and Markdown', async () => {
+    const hostile = '</td><script>alert(1)</script><img src=x onerror=alert(2)> | *x* [y](http://127.0.0.1:9/)';
+    const c = compareRuns(
+      await runOf('before', REUSE_PLAN, () => around(1)),
+      await runOf('after', REUSE_PLAN, () => around(1)),
+    );
+    c.differences.push({ kind: 'target-url', where: 'api', before: hostile, after: hostile });
+    const page = renderComparisonHtml(c);
+    assert.doesNotMatch(page, /<script|<img/);
+    assert.ok(page.includes('&lt;script&gt;alert(1)&lt;/script&gt;'));
+    const markdown = renderComparisonMarkdown(c);
+    assert.doesNotMatch(markdown, /<script|<img|(?<!\\)\]\(http/);
+  });
+});

@@ -1,0 +1,39 @@
+// settledByBound: work that ignores its bound (a promise nothing will ever settle) still ends,
+// with the overrun value, a grace period after its signal; work that stops in time keeps its own.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { settledByBound } from '../../common/settle.js';
+
+describe('settledByBound', () => {
+  test('a promise that never settles ends with the overrun value, and not before graceMs after the abort', async () => {
+    const bound = new AbortController();
+    let settled = false;
+    const value = settledByBound(new Promise<string>(() => {}), bound.signal, 1000, () => 'overrun').then((v) => {
+      settled = true;
+      return v;
+    });
+    bound.abort();
+    // Well inside the grace (a margin of 990 ms for a busy machine), it is still waiting.
+    await sleep(10);
+    assert.equal(settled, false);
+    assert.equal(await value, 'overrun');
+  });
+
+  test('work that settles after the abort, within the grace, keeps its own value (and its rejection)', async () => {
+    const bound = new AbortController();
+    bound.abort();
+    const late = new Promise<string>((resolve) => setTimeout(() => resolve('partial results'), 10));
+    assert.equal(await settledByBound(late, bound.signal, 1000, () => 'overrun'), 'partial results');
+    await assert.rejects(
+      settledByBound(Promise.reject(new Error('a bug')), bound.signal, 1000, () => 'overrun'),
+      /a bug/,
+    );
+  });
+
+  test('without an abort, nothing is bounded', async () => {
+    const never = new AbortController();
+    const slow = new Promise<string>((resolve) => setTimeout(() => resolve('done'), 30));
+    assert.equal(await settledByBound(slow, never.signal, 1, () => 'overrun'), 'done');
+  });
+});
