@@ -103,8 +103,9 @@ interface ErrorSource {
 const REPEAT_EVERY_MS = 60_000;
 
 /**
- * Logs a connection's errors at warn: each new one at once, the same one again at most once a
- * minute with how often it came (ioredis reports every reconnect attempt, several a second).
+ * Logs a connection's errors at warn (a connection lost, which ioredis retries; for a BullMQ
+ * worker also a lock it could not renew): each new one at once, the same one again at most once
+ * a minute with how often it came (ioredis reports every reconnect attempt, several a second).
  * A listener is needed anyway: an 'error' event without one would end the process.
  * Returns the last error seen, for messages.
  */
@@ -119,7 +120,7 @@ export function warnOnRedisErrors(source: ErrorSource, log: Logger, what: string
       repeats++;
       return;
     }
-    log.warn({ err: message, ...(repeats > 0 ? { repeats } : {}) }, `${what}: redis connection error (reconnecting)`);
+    log.warn({ err: message, ...(repeats > 0 ? { repeats } : {}) }, `${what}: redis error`);
     last = message;
     loggedAt = now;
     repeats = 0;

@@ -114,12 +114,13 @@ export function openFleet(options: FleetOptions): Fleet {
         ...queues.map((q) => q.close()),
         client.status === 'ready' ? client.quit() : client.disconnect(),
       ]);
-      if (!(await settlesWithin(closing, CLOSE_BOUND_MS))) {
-        // Redis is away and commands are still queued for it: drop them with the connections. Each
-        // step is bounded: a promise that never settles, once nothing else is pending, would end
-        // the process with Node's exit code 13 instead of ours.
-        await settlesWithin(Promise.allSettled(queues.map((q) => q.disconnect())), CLOSE_BOUND_MS);
-      }
+      await settlesWithin(closing, CLOSE_BOUND_MS);
+      // A BullMQ connection whose QUIT failed (Redis away: it timed out, or never came) stops
+      // listening for errors but goes on reconnecting, which would keep the process alive; and
+      // commands may still be queued for it. Cutting every connection ends both (a no-op for one
+      // that closed). Bounded too: a promise that never settles, once nothing else is pending,
+      // would end the process with Node's exit code 13 instead of ours.
+      await settlesWithin(Promise.allSettled(queues.map((q) => q.disconnect())), CLOSE_BOUND_MS);
       client.disconnect();
     },
   };

@@ -66,7 +66,11 @@ export class FleetWorker extends Worker {
    * and the connections cut. Jobs it held come back through another worker's stall check.
    */
   async closeWithin(graceMs: number, log: Logger): Promise<boolean> {
-    if (await settlesWithin(this.close(), graceMs)) return true;
+    if (await settlesWithin(this.close(), graceMs)) {
+      // A connection whose QUIT failed goes on reconnecting: cut them all (a no-op once closed).
+      await settlesWithin(this.disconnect(), LEAVE_MS);
+      return true;
+    }
     log.warn('Redis does not answer: leaving without saying goodbye');
     await settlesWithin(this.pause(true), LEAVE_MS);
     await this.lockManager.close();
