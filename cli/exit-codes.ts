@@ -8,3 +8,5 @@ export const EXIT_BAD_INPUT = 2;
 export const EXIT_REGRESSED = 3;
 /** Redis did not answer within --redis-timeout (or was lost until the run's wait ended). */
 export const EXIT_REDIS_UNREACHABLE = 4;
+/** The reader of stdout went away (`probefleet plan expand PLAN | head`): 128 + SIGPIPE, as for a program the signal killed. */
+export const EXIT_BROKEN_PIPE = 128 + 13;

@@ -2,8 +2,9 @@
 import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { BadInputError } from '../common/bad-input.js';
+import { printable } from '../common/printable.js';
 import { RedisUnreachableError } from '../common/redis.js';
-import { EXIT_BAD_INPUT, EXIT_FAILED, EXIT_REDIS_UNREACHABLE } from './exit-codes.js';
+import { EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_REDIS_UNREACHABLE } from './exit-codes.js';
 
 /**
  * Each command's module, loaded only when it is asked for: `plan validate` need not load
@@ -24,6 +25,22 @@ const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   report: async () => (await import('./commands/report.js')).reportCommand,
   compare: async () => (await import('./commands/compare.js')).compareCommand,
 };
+
+/**
+ * `probefleet plan expand plan.yaml | head`: once the reader has gone, every write fails with
+ * EPIPE, which would surface as an uncaught error and a stack trace. End quietly instead, as a
+ * program killed by SIGPIPE does (status 141, which `set -o pipefail` still sees), whatever the
+ * command was writing. Node ignores SIGPIPE itself, so the signal cannot do it.
+ */
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(EXIT_BROKEN_PIPE);
+    throw err;
+  });
+}
+
+/** An error's message for the terminal: each line with what a plan or a target put in it escaped. */
+const shown = (message: string) => message.split('\n').map(printable).join('\n');
 
 async function commandsFor(argv: string[]): Promise<AnyCommand[]> {
   const asked = argv.find((arg) => Object.hasOwn(COMMANDS, arg));
@@ -50,7 +67,7 @@ export async function main(argv: string[]): Promise<void> {
     .wrap(Math.min(110, process.stdout.columns || 110))
     .fail((message, err) => {
       if (err) throw err;
-      process.stderr.write(`probefleet: ${message}\nRun probefleet --help for usage.\n`);
+      process.stderr.write(`probefleet: ${shown(message)}\nRun probefleet --help for usage.\n`);
       process.exit(EXIT_BAD_INPUT);
     })
     .parseAsync();
@@ -60,13 +77,13 @@ try {
   await main(hideBin(process.argv));
 } catch (err) {
   if (err instanceof BadInputError) {
-    process.stderr.write(`${err.message}\n`);
+    process.stderr.write(`${shown(err.message)}\n`);
     process.exitCode = EXIT_BAD_INPUT;
   } else if (err instanceof RedisUnreachableError) {
-    process.stderr.write(`probefleet: ${err.message}\n`);
+    process.stderr.write(`probefleet: ${shown(err.message)}\n`);
     process.exitCode = EXIT_REDIS_UNREACHABLE;
   } else {
-    process.stderr.write(`probefleet: ${(err as Error).message}\n`);
+    process.stderr.write(`probefleet: ${shown((err as Error).message)}\n`);
     process.exitCode = EXIT_FAILED;
   }
 }

@@ -1,5 +1,7 @@
 // Structured logs (pino) on stderr, so stdout stays free for tables and JSON.
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { REDACTED } from '../contracts/secrets.js';
+import { printableJson } from './printable.js';
 
 export type { Logger };
 
@@ -15,5 +17,14 @@ export function createLogger(
   level = process.env.PROBEFLEET_LOG_LEVEL ?? 'info',
   destination: DestinationStream = pino.destination(2),
 ): Logger {
-  return pino({ name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, destination);
+  return pino(
+    {
+      name,
+      level,
+      redact: { paths: REDACTED_PATHS, censor: REDACTED },
+      // JSON escapes C0 controls itself; C1 controls and bidi overrides a server sent would reach a terminal raw.
+      hooks: { streamWrite: printableJson },
+    },
+    destination,
+  );
 }

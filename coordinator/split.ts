@@ -2,9 +2,56 @@
 // what the job is, so splitting the same run twice yields the same ids and adds nothing twice.
 import { createHash, randomBytes } from 'node:crypto';
 import { JOB_SCHEMA, type JobPayload } from '../contracts/job.js';
+import { PLAN_LIMITS } from '../contracts/limits.js';
+import type { Plan } from '../contracts/plan.js';
 import { PROBES } from '../contracts/probes/index.js';
+import { BadInputError } from '../common/bad-input.js';
 import { labTargetsOf } from './lab-targets.js';
 import type { LoadedPlan } from './plan-loader.js';
+
+/** A run would make more jobs than its limit allows. */
+export class TooManyJobsError extends BadInputError {
+  override name = 'TooManyJobsError';
+}
+
+/** How many jobs a run of the plan makes, and from what: counted, not made. */
+export interface JobCount {
+  total: number;
+  regions: number;
+  perRegion: number;
+  /** Per experiment (in plan order): the targets it runs on and the jobs they make in one region. */
+  experiments: { index: number; probe: string; targets: number; jobs: number }[];
+}
+
+/** The jobs `splitPlan` would make, by arithmetic: regions x the variants of each experiment on each of its targets. */
+export function countJobs(plan: Plan): JobCount {
+  const experiments = plan.experiments.map(({ targets: only, probe, ...params }, index) => {
+    const targets = plan.targets.filter((t) => !only || only.includes(t.name));
+    const jobs = targets.reduce((n, target) => n + PROBES[probe].variants(params as never, target).length, 0);
+    return { index, probe, targets: targets.length, jobs };
+  });
+  const perRegion = experiments.reduce((n, e) => n + e.jobs, 0);
+  return { total: plan.regions.length * perRegion, regions: plan.regions.length, perRegion, experiments };
+}
+
+const count = (n: number, word: string) => `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+
+/** "1,000,000 jobs per run, over the limit of 10,000 ...: 50 regions x 20,000 jobs per region; the most from experiments[0] (drain): 100 targets x 4 variants = 400, ..." */
+export function tooManyJobsMessage(jobs: JobCount, limit: number): string {
+  const largest = [...jobs.experiments].sort((a, b) => b.jobs - a.jobs || a.index - b.index).slice(0, 3);
+  const rest = jobs.experiments.length - largest.length;
+  const from = largest
+    .map((e) => {
+      const variants = e.targets > 0 ? e.jobs / e.targets : 0;
+      const per = Number.isInteger(variants) ? ` x ${count(variants, 'variant')}` : '';
+      return `experiments[${e.index}] (${e.probe}): ${count(e.targets, 'target')}${per} = ${e.jobs.toLocaleString('en-US')}`;
+    })
+    .join(', ');
+  return (
+    `${count(jobs.total, 'job')} per run, over the limit of ${limit.toLocaleString('en-US')} (--max-jobs or PROBEFLEET_MAX_JOBS raise it): ` +
+    `${count(jobs.regions, 'region')} x ${count(jobs.perRegion, 'job')} per region; the most from ${from}${rest > 0 ? ` and ${rest} more` : ''}`
+  );
+}
 
 /** JSON with sorted keys, so equal objects hash equally. */
 function canonicalJson(value: unknown): string {
@@ -38,7 +85,15 @@ export function jobIdFor(
   return `${runId}.${region}.${target}.${probe}-${readable}-${shortHash({ params, variant })}`;
 }
 
+/** Throws TooManyJobsError when a run of the plan would make more jobs than its limit (say, after --regions). */
+export function checkJobCount({ plan, file, maxJobs = PLAN_LIMITS.jobsPerRun }: LoadedPlan): void {
+  const counted = countJobs(plan);
+  if (counted.total > maxJobs) throw new TooManyJobsError(`${file}: ${tooManyJobsMessage(counted, maxJobs)}`);
+}
+
+/** The run's jobs; refuses (TooManyJobsError) before making any when they would be more than the plan's limit. */
 export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
+  checkJobCount(loaded);
   const { plan, tls } = loaded;
   const unresolved = labTargetsOf(loaded);
   // Entry points resolve lab URLs (withLabTargets) before splitting; a job never carries one.

@@ -27,6 +27,8 @@ export interface LeafOptions {
   notAfter?: Date;
   /** Sign with its own key instead of the lab CA's (an untrusted certificate). */
   selfSigned?: boolean;
+  /** Subject attributes and their values (`{CN: ..., O: ...}`), as given, whatever bytes they hold. @defaultValue CN = the first host */
+  subject?: Record<string, string>;
 }
 
 export interface LabCa extends KeyAndCert {
@@ -66,9 +68,12 @@ export async function createLabCa(): Promise<LabCa> {
   return {
     keyPem: await keyPem(caKeys.privateKey),
     certPem: caCert.toString('pem'),
-    async issue({ hosts, notBefore, notAfter, selfSigned }: LeafOptions): Promise<KeyAndCert> {
+    async issue({ hosts, notBefore, notAfter, selfSigned, subject: names }: LeafOptions): Promise<KeyAndCert> {
       const keys = await newKeys();
-      const subject = `CN=${hosts[0]}`;
+      // The JSON form takes any value; the string form would parse "=", "," and "+" in it.
+      const subject = names
+        ? new x509.Name(Object.entries(names).map(([type, value]) => ({ [type]: [value] })))
+        : `CN=${hosts[0]}`;
       const cert = await x509.X509CertificateGenerator.create({
         subject,
         issuer: selfSigned ? subject : caName,

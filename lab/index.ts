@@ -11,6 +11,8 @@ import { LAB_CERT_HOSTS, type LabContext, type LabServerSpec } from './server-sp
 import { badStatusServer } from './servers/bad-status.js';
 import { closeServer } from './servers/close.js';
 import { decompressionBombServer } from './servers/decompression-bomb.js';
+import { echoHeadersServer } from './servers/echo-headers.js';
+import { escapeCertServer } from './servers/escape-cert.js';
 import { expiredCertServer } from './servers/expired-cert.js';
 import { h2GoawayServer } from './servers/h2-goaway.js';
 import { h2RstServer } from './servers/h2-rst.js';
@@ -57,6 +59,8 @@ export const LAB_SERVERS = [
   h2GoawayServer,
   h2RstServer,
   decompressionBombServer,
+  echoHeadersServer,
+  escapeCertServer,
 ] as const satisfies readonly LabServerSpec[];
 export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
 

@@ -13,7 +13,7 @@ import { settledByBound } from '../common/settle.js';
 import { AltSvcLog } from './http/alt-svc.js';
 import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
 import type { ProbeContext, ProbeOutcome } from './probes/probe.js';
-import { SecretNotSetError, withSecrets } from './secrets.js';
+import { SecretInvalidError, SecretNotSetError, withSecrets } from './secrets.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy, TargetRefusedError } from './target-policy.js';
 
 /** A payload that can never run: retrying it cannot help. */
@@ -151,8 +151,8 @@ async function refusedTarget(job: JobPayload, policy: TargetPolicy): Promise<Pro
   }
 }
 
-/** Runs the job with its header references filled in from this worker's environment; a missing
- * variable is a result saying which, and the probe does not start. */
+/** Runs the job with its references filled in from this worker's environment; a missing variable,
+ * or a value that cannot be sent, is a result saying which, and the probe does not start. */
 async function withSecretsIn(
   job: JobPayload,
   run: (job: JobPayload) => Promise<ProbeOutcome<ProbeKind>>,
@@ -161,7 +161,8 @@ async function withSecretsIn(
   try {
     target = withSecrets(job.target);
   } catch (err) {
-    if (err instanceof SecretNotSetError) return notRun({ code: 'SECRET_NOT_SET', message: err.message });
+    if (err instanceof SecretNotSetError || err instanceof SecretInvalidError)
+      return notRun({ code: err.code, message: err.message });
     throw err;
   }
   return run({ ...job, target } as JobPayload);

@@ -19,6 +19,7 @@ import { EXIT_REGRESSED } from '../exit-codes.js';
 import type { ArgsOf } from './args.js';
 import { fleetOf, redisArgs, redisUrlFrom } from './redis-args.js';
 import { writeRenderedFiles } from './report-files.js';
+import { printableJsonText } from '../../common/printable.js';
 
 const options = (y: Argv) =>
   redisArgs(y)
@@ -48,7 +49,7 @@ const options = (y: Argv) =>
     });
 
 const RENDERERS = {
-  json: (c: RunComparison) => `${JSON.stringify(c, null, 2)}\n`,
+  json: (c: RunComparison) => `${printableJsonText(c, 2)}\n`,
   markdown: renderComparisonMarkdown,
   html: renderComparisonHtml,
 };

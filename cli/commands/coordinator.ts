@@ -9,11 +9,12 @@ import { pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 import { fleetOf, redisArgs, redisTimeoutArg, redisTimeoutMsOf } from './redis-args.js';
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 export const DEFAULT_COORDINATOR_PORT = 9470;
 
 const options = (y: Argv) =>
-  pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['jobs', 'reports']))
+  maxJobsArgs(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['jobs', 'reports'])))
     .option('host', {
       type: 'string',
       default: '127.0.0.1',
@@ -46,6 +47,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
     }
     const pushgateway = pushgatewaySettingsOf(args);
     const redisTimeoutMs = redisTimeoutMsOf(args);
+    const maxJobs = maxJobsOf(args);
     const log = createLogger('coordinator');
     // Unbounded commands: the coordinator waits out a Redis restart (its reads for /metrics and
     // its checks have their own bound, --redis-timeout).
@@ -72,6 +74,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
         sweepIntervalMs: args.sweepIntervalMs,
         redisTimeoutMs,
         pushgateway,
+        maxJobs,
       }),
       stopped.then(() => undefined),
     ]);

@@ -23,6 +23,7 @@ import { renderTable } from '../../coordinator/report/table.js';
 import { splitPlan } from '../../coordinator/split.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { describeRegions, regionOptions, regionSpecs } from './regions.js';
+import { maxJobsOf } from './max-jobs-args.js';
 
 export const DEMO_PLAN = fileURLToPath(new URL('../../../examples/regions-demo.yaml', import.meta.url));
 
@@ -127,7 +128,8 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
   builder: options,
   handler: async (args) => {
     const log = createLogger('demo', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
-    const loaded = await loadPlanFile(args.plan); // a bad plan is bad input (exit 2), before anything is built
+    // A bad plan is bad input (exit 2), before anything is built; the run's `probefleet run` reads PROBEFLEET_MAX_JOBS too.
+    const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf({}) });
     const specs = regionSpecs(args.region);
     if (!specs) return;
     checkRegionsSupported();

@@ -4,13 +4,17 @@ import type { ArgsOf } from './args.js';
 import { planJsonSchema } from '../../contracts/plan-json-schema.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
-import { runIdFor, splitPlan } from '../../coordinator/split.js';
+import { redactTarget } from '../../coordinator/run-report.js';
+import { countJobs, splitPlan } from '../../coordinator/split.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import type { LoadedPlan } from '../../coordinator/plan-loader.js';
+import { printableJsonText } from '../../common/printable.js';
 import { DEFAULT_LAB_PORT, labAddressAt } from '../../lab/index.js';
 import { labAtArg, labAtOf } from './lab-args.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
-const fileArg = (y: Argv) => y.positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
+const fileArg = (y: Argv) =>
+  maxJobsArgs(y).positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
 const expandOptions = (y: Argv) =>
   labAtArg(fileArg(y))
     .option('run-id', { type: 'string', describe: 'run id to expand for (default: <plan>-preview)' })
@@ -26,13 +30,13 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
   command: 'validate <file>',
   describe: 'Check a plan; print every problem with file:line:column and field (exit 2)',
   builder: fileArg,
-  handler: async ({ file }) => {
-    const loaded = await loadPlanFile(file);
-    const jobs = splitPlan(atDefaultLab(loaded), runIdFor(loaded.plan.name, new Date(0)));
-    const { plan } = loaded;
+  handler: async (args) => {
+    const { file } = args;
+    // Counted, not made: a plan's jobs (lab targets wherever the lab is) are known without splitting it.
+    const { plan } = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
     process.stdout.write(
       `${file}: plan "${plan.name}" is valid: ${plan.targets.length} targets, ${plan.experiments.length} experiments, ` +
-        `${plan.regions.length} regions (${plan.regions.join(', ')}), ${jobs.length} jobs per run` +
+        `${plan.regions.length} regions (${plan.regions.join(', ')}), ${countJobs(plan).total} jobs per run` +
         `${plan.schedule ? `, scheduled "${plan.schedule.cron}" ${plan.schedule.tz}` : ''}\n`,
     );
   },
@@ -42,12 +46,13 @@ const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
   command: 'expand <file>',
   describe: 'Print the jobs a run of the plan makes, with their deterministic ids',
   builder: expandOptions,
-  handler: async ({ file, runId, json, labAt }) => {
-    const loaded = await loadPlanFile(file);
+  handler: async (args) => {
+    const { file, runId, json, labAt } = args;
+    const loaded = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
     const jobs = splitPlan(atDefaultLab(loaded, labAt), runId ?? `${loaded.plan.name}-preview`);
     if (json) {
       process.stdout.write(
-        `${jobs.map((j) => JSON.stringify({ ...j, target: { ...j.target, headers: j.target.headers && '[redacted]' } })).join('\n')}\n`,
+        `${jobs.map((j) => printableJsonText({ ...j, target: redactTarget(j.target) })).join('\n')}\n`,
       );
       return;
     }

@@ -15,6 +15,7 @@ import { renderTable } from '../../coordinator/report/table.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { newRunId } from '../../coordinator/split.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 import { EXIT_BAD_INPUT } from '../exit-codes.js';
 
 export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms'];
@@ -40,7 +41,7 @@ export const regionOptions = (y: Argv) =>
     });
 
 const runOptions = (y: Argv) =>
-  reportFileArgs(regionOptions(y))
+  maxJobsArgs(reportFileArgs(regionOptions(y)))
     .positional('plan', {
       type: 'string',
       demandOption: true,
@@ -93,7 +94,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
   builder: runOptions,
   handler: async (args) => {
     const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
-    const loaded = await loadPlanFile(args.plan);
+    const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) });
     const specs = regionSpecs(args.region);
     if (!specs) return;
     const regions = await startRegions({ regions: specs, delay: args.delay, realtime: args.realtime, log });

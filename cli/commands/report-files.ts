@@ -2,6 +2,7 @@
 // runs show, regions run, report), and the one place that writes report files (compare's too).
 // "-" is stdout (--markdown=-: yargs reads a lone "-" after an option as an argument of its own).
 import type { Argv } from 'yargs';
+import { printableJsonText } from '../../common/printable.js';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';
 import type { RunReport } from '../../contracts/result.js';
 import { renderCsvReport } from '../../coordinator/report/csv.js';
@@ -33,7 +34,7 @@ export interface ReportFiles {
 }
 
 const RENDERERS: Record<keyof ReportFiles, (report: RunReport) => string> = {
-  json: (report) => `${JSON.stringify(report, null, 2)}\n`,
+  json: (report) => `${printableJsonText(report, 2)}\n`,
   html: renderHtmlReport,
   markdown: renderMarkdownReport,
   csv: renderCsvReport,

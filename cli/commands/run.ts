@@ -22,7 +22,7 @@ import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
-import { newRunId, splitPlan } from '../../coordinator/split.js';
+import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
 import { redisArgs, redisTimeoutArg, redisUrlFrom, withFleet } from './redis-args.js';
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
@@ -33,11 +33,14 @@ import { pushRunMetrics } from '../../worker/metrics/run-metrics.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 import { labArgs, labAtOf, startRunLab } from './lab-args.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 const options = (y: Argv) =>
   labArgs(
     targetPolicyArgs(
-      reportFileArgs(instanceArg(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['reports'])))),
+      maxJobsArgs(
+        reportFileArgs(instanceArg(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['reports'])))),
+      ),
       true,
     ),
   )
@@ -73,7 +76,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   builder: options,
   handler: async (args) => {
     const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
-    const loaded = await loadPlanFile(args.plan);
+    const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) });
     if (args.lab && args.labAt !== undefined) throw new BadArgumentError('--lab and --lab-at exclude each other');
     if (args.labPort !== undefined && !args.lab) throw new BadArgumentError('--lab-port needs --lab');
     // A plan naming lab servers with no lab to point them at is bad input, before anything starts.
@@ -167,7 +170,9 @@ function withRegions(loaded: LoadedPlan, regions: string[]): LoadedPlan {
   }
   const twice = regions.find((region, i) => regions.indexOf(region) !== i);
   if (twice) throw new BadArgumentError(`--regions: "${twice}" is listed twice`);
-  return { ...loaded, plan: { ...loaded.plan, regions: checked.data } };
+  const moved = { ...loaded, plan: { ...loaded.plan, regions: checked.data } };
+  checkJobCount(moved); // before anything connects to Redis
+  return moved;
 }
 
 /** Submits the plan as a flow and waits for the regions' workers; the report is the stored one.

@@ -7,6 +7,7 @@ import { renderRunReport } from '../../coordinator/report/text.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { redisArgs, redisTimeoutArg, withFleet } from './redis-args.js';
 import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
+import { printableJsonText } from '../../common/printable.js';
 
 const listOptions = (y: Argv) =>
   redisTimeoutArg(redisArgs(y))
@@ -26,7 +27,7 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
   handler: async (args) => {
     const runs = await withFleet(args, log(), (fleet) => fleet.store.list(Math.max(1, Math.floor(args.limit))));
     if (args.json) {
-      process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
+      process.stdout.write(`${printableJsonText(runs, 2)}\n`);
     } else if (runs.length === 0) {
       process.stdout.write('no stored runs\n');
     } else {
@@ -77,7 +78,7 @@ const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
     }
     const files = { html: args.html, markdown: args.markdown, csv: args.csv };
     if (wantsReportFiles(files)) await writeReportFiles(report, files);
-    else process.stdout.write(args.json ? `${JSON.stringify(report, null, 2)}\n` : renderRunReport(report));
+    else process.stdout.write(args.json ? `${printableJsonText(report, 2)}\n` : renderRunReport(report));
   },
 };
 

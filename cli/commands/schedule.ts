@@ -17,9 +17,10 @@ import { redisArgs, redisTimeoutArg, withFleet as withBoundedFleet, type RedisAr
 import { BadArgumentError } from '../../common/bad-input.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { labAtArg, labAtOf } from './lab-args.js';
+import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 const addOptions = (y: Argv) =>
-  labAtArg(redisTimeoutArg(redisArgs(y)))
+  maxJobsArgs(labAtArg(redisTimeoutArg(redisArgs(y))))
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('cron', {
       type: 'string',
@@ -58,7 +59,7 @@ const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
   handler: async (args) => {
     // The schedule keeps the plan as it will run: lab targets where --lab-at says the lab is.
     const loaded = withLabTargets(
-      await loadPlanFile(args.plan),
+      await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) }),
       args.labAt === undefined ? undefined : labAtOf(args.labAt),
       'give --lab-at HOST:PORT, where the lab runs for the workers',
     );

@@ -82,7 +82,13 @@ export const corsProbe = defineProbe({
     /** The page sends cookies or Authorization: a wildcard then allows nothing. */
     credentials: z.boolean().default(false),
     /** A path on the target that returns the server's request log (any text); the probe looks for its request ids in it. */
-    serverLogPath: z.string().startsWith('/', 'must be a path starting with "/"').optional(),
+    serverLogPath: z
+      .string()
+      .regex(
+        /^\/[\x21-\x7e]*$/,
+        'must be a path starting with "/", of visible ASCII characters (percent-encode the rest)',
+      )
+      .optional(),
     /** Per-request time bound. */
     timeoutMs: z.int().min(1).max(120_000).default(10_000),
   }),

@@ -5,6 +5,7 @@ import type { RunComparison } from '../../contracts/comparison.js';
 import { tableAsText, type Table } from '../report/document.js';
 import { badge, chartIds, renderBlock, renderHtmlPage, renderTableHtml, type Part } from '../report/html.js';
 import { html } from '../report/html-template.js';
+import { shown } from '../report/format.js';
 import { escapeMarkdown, tableMarkdown } from '../report/markdown.js';
 import {
   beforeAfterChart,
@@ -65,14 +66,16 @@ function sections(c: RunComparison): ComparisonSection[] {
   ];
 }
 
-export function renderComparisonText(c: RunComparison): string {
+export function renderComparisonText(comparison: RunComparison): string {
+  const c = shown(comparison);
   const out = [`compare ${c.before.runId} -> ${c.after.runId}`];
   for (const [name, value] of comparisonFacts(c)) out.push(`  ${name}: ${value}`);
   for (const s of sections(c)) out.push('', s.heading, s.table.rows.length > 0 ? tableAsText(s.table) : `  ${s.empty}`);
   return `${out.join('\n')}\n`;
 }
 
-export function renderComparisonMarkdown(c: RunComparison): string {
+export function renderComparisonMarkdown(comparison: RunComparison): string {
+  const c = shown(comparison);
   const out = [
     `# probefleet comparison: ${escapeMarkdown(c.before.runId)} → ${escapeMarkdown(c.after.runId)}`,
     comparisonFacts(c)
@@ -84,7 +87,8 @@ export function renderComparisonMarkdown(c: RunComparison): string {
   return `${out.join('\n\n')}\n`;
 }
 
-export function renderComparisonHtml(c: RunComparison): string {
+export function renderComparisonHtml(comparison: RunComparison): string {
+  const c = shown(comparison);
   const nextChartId = chartIds();
   const parts: Part[] = [];
   for (const s of sections(c)) {

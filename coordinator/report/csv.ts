@@ -6,6 +6,7 @@
 // leading apostrophe, so a value a server sent cannot run as one.
 import { PHASES } from '../../contracts/common.js';
 import type { RunReport } from '../../contracts/result.js';
+import { shown } from './format.js';
 
 /** The columns, in order; docs/reports.md says what each holds. */
 export const CSV_COLUMNS = [
@@ -45,7 +46,8 @@ function csvField(value: string | number | undefined): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-export function renderCsvReport(report: RunReport): string {
+export function renderCsvReport(run: RunReport): string {
+  const report = shown(run);
   const rows: CsvRow[] = [];
   for (const r of report.results) {
     const job: CsvRow = {

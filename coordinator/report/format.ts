@@ -1,3 +1,16 @@
+// How numbers and text from a run are shown, shared by every renderer.
+import { printableDeep } from '../../common/printable.js';
+
+/**
+ * A run (or a comparison of two) as every renderer shows it (terminal text, Markdown, HTML, CSV):
+ * each string in it, whether a target sent it (a certificate subject, an answer's first bytes) or
+ * a plan holds it (a URL, the description), with control characters escaped (`\x1b[31m`), so no
+ * value can drive a terminal or forge a line. Each renderer escapes the result for its own format besides.
+ */
+export function shown<T>(data: T): T {
+  return printableDeep(data);
+}
+
 /** Milliseconds for people: 0.44 ms, 44.0 ms, 31,860 ms; "-" when not measured. */
 export function formatMs(value: number | undefined): string {
   if (value === undefined) return '-';

@@ -19,6 +19,7 @@ import {
   probeSections,
   unfinishedTable,
 } from './run-views.js';
+import { shown } from './format.js';
 import { reportFacts } from './report-facts.js';
 import { renderBarChart } from './svg-chart.js';
 
@@ -199,7 +200,8 @@ ${page.parts.map(
 `.markup;
 }
 
-export function renderHtmlReport(report: RunReport): string {
+export function renderHtmlReport(run: RunReport): string {
+  const report = shown(run);
   return renderHtmlPage({
     title: `probefleet: ${report.plan.name}, run ${report.runId}`,
     heading: `probefleet run report: ${report.plan.name}`,

@@ -3,6 +3,7 @@
 // run is escaped, so a value a server sent cannot become a link, an image or markup.
 import type { RunReport } from '../../contracts/result.js';
 import type { ReportBlock, Table } from './document.js';
+import { shown } from './format.js';
 import { reportFacts } from './report-facts.js';
 import {
   comparedRegions,
@@ -58,7 +59,8 @@ export function blockMarkdown(block: ReportBlock): string[] {
   }
 }
 
-export function renderMarkdownReport(report: RunReport): string {
+export function renderMarkdownReport(run: RunReport): string {
+  const report = shown(run);
   const out: string[] = [`# probefleet run report: ${escapeMarkdown(report.plan.name)}`];
   if (report.plan.description) out.push(escapeMarkdown(report.plan.description));
   out.push(

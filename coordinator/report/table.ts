@@ -1,4 +1,6 @@
-// Plain-text tables for the terminal, with optional word wrap per column.
+// Plain-text tables for the terminal, with optional word wrap per column. Cells are shown with
+// control characters escaped (common/printable.ts): a table may hold what a target or Redis sent.
+import { printable } from '../../common/printable.js';
 
 function wrapText(text: string, width: number): string[] {
   const lines: string[] = [];
@@ -23,7 +25,7 @@ export function renderTable(
   options: { wrap?: number[] } = {},
 ): string {
   const wrapped = rows.map((row) =>
-    row.map((cell, i) => (options.wrap?.[i] ? wrapText(cell, options.wrap[i]) : [cell])),
+    row.map(printable).map((cell, i) => (options.wrap?.[i] ? wrapText(cell, options.wrap[i]) : [cell])),
   );
   const widths = headers.map((h, i) =>
     Math.max(h.length, ...wrapped.map((row) => Math.max(...row[i].map((l) => l.length)))),

@@ -4,6 +4,7 @@
 import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
 import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
 import { renderBlocksAsText, tableAsText } from './document.js';
+import { shown } from './format.js';
 import { comparedRegions, costByRegionTable, costBlock, decisionTable, h3Block, retriedReason } from './run-views.js';
 import { REPORT_SECTIONS } from './sections/index.js';
 
@@ -12,7 +13,8 @@ function section<K extends ProbeKind>(kind: K, results: ProbeResult[]): string |
   return mine.length > 0 ? (REPORT_SECTIONS[kind] as (r: ResultOf<K>[]) => string)(mine) : undefined;
 }
 
-export function renderRunReport(report: RunReport): string {
+export function renderRunReport(run: RunReport): string {
+  const report = shown(run);
   const jobs = report.results.length + report.unfinishedJobs.length;
   const out: string[] = [
     `run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${jobs} jobs${report.mode === 'distributed' ? `, regions ${report.plan.regions.join(', ')}` : ''}`,

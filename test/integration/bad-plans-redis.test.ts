@@ -7,9 +7,10 @@ import { Redis } from 'ioredis';
 import { redisOptions } from '../../common/redis.js';
 import { BAD_PLANS_DIR, badPlans } from '../helpers/bad-plans.js';
 import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { writePlan } from '../helpers/plans.js';
 import { runCli } from '../helpers/repo.js';
 
-/** One of each kind: YAML, schema, cross-field, and a problem found only when reading the CA file. */
+/** One of each kind: YAML, schema, cross-field, a problem found only when reading the CA file, and each plan limit. */
 const REFUSED = [
   'yaml-syntax',
   'unknown-probe',
@@ -17,6 +18,9 @@ const REFUSED = [
   'duplicate-target',
   'duplicate-experiment-target',
   'missing-ca-file',
+  'nesting-too-deep',
+  'too-many-jobs',
+  'header-value-crlf',
 ];
 
 describe('bad plans and Redis', needsRedis, () => {
@@ -62,4 +66,45 @@ describe('bad plans and Redis', needsRedis, () => {
       assert.deepEqual(await keys(), []);
     });
   }
+
+  test('run --redis with a million-job plan: exit 2 at once, the product named, nothing enqueued (it died of a heap OOM)', async () => {
+    const regions = Array.from({ length: 50 }, (_, i) => `r${i}`).join(', ');
+    const targets = Array.from({ length: 100 }, (_, i) => `  - { name: t${i}, url: "http://127.0.0.1:9/" }`);
+    const experiments = Array.from(
+      { length: 50 },
+      (_, i) => `  - { probe: drain, modes: [full, unread, drain, json], requests: ${i + 1} }`,
+    );
+    const file = await writePlan(
+      ['name: million', `regions: [${regions}]`, 'targets:', ...targets, 'experiments:', ...experiments, ''].join('\n'),
+    );
+    const { code, stdout, stderr } = await runCli(['run', file, '--redis', TEST_REDIS_URL, '--prefix', prefix]);
+    assert.equal(code, 2);
+    assert.equal(stdout, '');
+    assert.match(stderr, /^\S+:105:3: experiments: 1,000,000 jobs per run, over the limit of 10,000 \(--max-jobs/);
+    assert.deepEqual(await keys(), []);
+  });
+
+  test('run --redis --regions that take a plan over the limit: exit 2, nothing enqueued', async () => {
+    const regions = Array.from({ length: 50 }, (_, i) => `r${i}`);
+    const { code, stderr } = await runCli([
+      'run',
+      'examples/lecture-keepalive.yaml',
+      '--lab-at',
+      '127.0.0.1:18170',
+      '--redis',
+      TEST_REDIS_URL,
+      '--prefix',
+      prefix,
+      '--max-jobs',
+      '100',
+      '--regions',
+      ...regions,
+    ]);
+    assert.equal(code, 2);
+    assert.match(
+      stderr,
+      /^examples\/lecture-keepalive\.yaml: 400 jobs per run, over the limit of 100 \(--max-jobs or PROBEFLEET_MAX_JOBS raise it\): 50 regions x 8 jobs per region;/,
+    );
+    assert.deepEqual(await keys(), []);
+  });
 });

@@ -276,7 +276,7 @@ experiments: [{ probe: reuse, requests: 12, modes: [reused] }]
     assert.ok(stall, JSON.stringify(reused.details!.samples.map((s) => s.phases.total)));
     assert.match(
       stall.evidence,
-      /at the delayed-ACK timer \(35-220 ms\) for bodies of 19 B, against \S+ ms for the first, on a fresh connection/,
+      /at the delayed-ACK timer \(35-220 ms\) for bodies of 19 B, against \S+ ms for the first request \(a fresh connection\)/,
     );
   });
 });

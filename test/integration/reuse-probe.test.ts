@@ -114,7 +114,7 @@ describe('reuse probe', () => {
       findings.map((f) => f.code),
       ['NAGLE_DELAYED_ACK_STALL'],
     );
-    assert.match(findings[0].evidence, /for the first, on a fresh connection: the body waits/);
+    assert.match(findings[0].evidence, /for the first request \(a fresh connection\): the body waits/);
     assert.equal(findings[0].data.newMedianMs, undefined, 'no new mode ran');
     const normal = (await runReuse('keepalive', 'reused', 12, '/')).result;
     assert.deepEqual(analyzeRun([normal]).findings, []);

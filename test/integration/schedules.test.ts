@@ -123,4 +123,44 @@ experiments: [{ probe: reuse, requests: 5, modes: [reused, new] }]
     assert.match(text, new RegExp(`^${M.runDuration.name}_count ([2-9]|\\d\\d+)$`, 'm'));
     assert.equal((await fetch(`${coordinator.url}/nothing`)).status, 404);
   });
+
+  test("a fired schedule over the coordinator's limit on jobs fails at once, for good, and enqueues no job", async () => {
+    // The plan passed `schedule add` under a higher limit than this coordinator's.
+    const strictFleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix: `${prefix}-strict`, log });
+    const strict = await startCoordinator({
+      fleet: strictFleet,
+      log,
+      listen: { host: '127.0.0.1', port: 0 },
+      maxJobs: 1,
+    });
+    try {
+      const plan = await writePlan(`
+name: over-limit
+regions: [b]
+targets: [{ name: http, url: "${lab.url('keepalive')}" }]
+experiments: [{ probe: reuse, requests: 1, modes: [reused, new] }]
+`);
+      const strictArgs = ['--redis', TEST_REDIS_URL, '--prefix', `${prefix}-strict`];
+      const added = await runCli(['schedule', 'add', plan, '--every', '1', ...strictArgs]);
+      assert.equal(added.code, 0, added.stderr);
+      let failed = await strictFleet.runs.getFailed();
+      for (let i = 0; i < 100 && failed.length === 0; i++) {
+        await sleep(100);
+        failed = await strictFleet.runs.getFailed();
+      }
+      assert.equal((await runCli(['schedule', 'remove', 'over-limit', ...strictArgs])).code, 0);
+      assert.ok(failed.length > 0, 'the firing failed');
+      assert.match(
+        failed[0].failedReason,
+        /: 2 jobs per run, over the limit of 1 \(--max-jobs or PROBEFLEET_MAX_JOBS raise it\)/,
+      );
+      assert.equal(failed[0].attemptsMade, 1, 'not retried');
+      assert.equal(await strictFleet.regionQueue('b').count(), 0);
+      assert.deepEqual(await strictFleet.store.list(10), []);
+    } finally {
+      await strict.close();
+      await strictFleet.close();
+      if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, `${prefix}-strict`);
+    }
+  });
 });

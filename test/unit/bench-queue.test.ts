@@ -81,7 +81,9 @@ describe('queue benchmark', () => {
       [END_TO_END_SHAPE, 10_000],
     ] as const) {
       const jobs = splitPlan(
-        await parsePlan(queuePlanYaml('bench-test', shape, 'http://127.0.0.1:1/'), 'bench-test.yaml'),
+        await parsePlan(queuePlanYaml('bench-test', shape, 'http://127.0.0.1:1/'), 'bench-test.yaml', {
+          maxJobs: expected,
+        }),
         'bench-test-run',
       );
       assert.equal(jobsOf(shape), expected);

@@ -3,9 +3,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { JOB_LIMITS } from '../../contracts/limits.js';
-import { headerValueProblem } from '../../contracts/secrets.js';
+import { planSchema } from '../../contracts/plan.js';
+import { RUN_SCHEMA, runReportSchema } from '../../contracts/result.js';
+import { RUN_JOB_SCHEMA, runJobDataSchema } from '../../contracts/run-job.js';
+import { headerValueProblem, redactUrl } from '../../contracts/secrets.js';
+import { buildRunReport, redactPlan } from '../../coordinator/run-report.js';
 import { InvalidJobError, parseJobPayload } from '../../worker/execute-job.js';
-import { SecretNotSetError, withSecrets } from '../../worker/secrets.js';
+import { SecretInvalidError, SecretNotSetError, withSecrets } from '../../worker/secrets.js';
 import { jobsOf, writePlan } from '../helpers/plans.js';
 import { runCli } from '../helpers/repo.js';
 
@@ -103,5 +107,125 @@ experiments:
         err instanceof SecretNotSetError &&
         err.message === 'header authorization refers to ${env:PF_T}, which is not set on this worker',
     );
+  });
+
+  test('a variable whose value cannot be sent in a header (CR LF, control, beyond Latin-1): SECRET_INVALID, value not quoted', () => {
+    const target = { name: 'api', url: 'http://x/', headers: { 'x-tenant': 'acme-${env:PF_T}' } };
+    for (const [value, says] of [
+      [
+        'a\r\nX-Injected: yes',
+        'holds a carriage return (U+000D) at character 2, which would end the header and start another',
+      ],
+      ['a\nb', 'holds a line feed (U+000A) at character 2'],
+      ['\x00', 'holds a NUL (U+0000) at character 1'],
+      ['\x1b[31m', 'holds a control character (U+001B) at character 1'],
+      ['\u010aX-Injected: yes', 'holds U+010A at character 1, beyond Latin-1'],
+    ] as const) {
+      assert.throws(
+        () => withSecrets(target, { PF_T: value }),
+        (err: Error) =>
+          err instanceof SecretInvalidError &&
+          err.code === 'SECRET_INVALID' &&
+          err.message.startsWith(`header x-tenant: the value of \${env:PF_T} ${says}`) &&
+          err.message.endsWith('; nothing was sent') &&
+          !err.message.includes(value),
+      );
+    }
+    // Latin-1 letters and tabs are sendable as they are.
+    assert.equal(withSecrets(target, { PF_T: 'caf\u00e9\tx' }).headers!['x-tenant'], 'acme-caf\u00e9\tx');
+  });
+
+  test('references in a URL: user:password becomes Basic authentication, query values are percent-encoded', () => {
+    const target = planSchema.shape.targets.element.parse({
+      name: 'api',
+      url: 'https://${env:PF_USER}:${env:PF_PASS}@api.example:8443/v1?token=${env:PF_TOKEN}&page=2',
+      headers: { accept: '*/*' },
+    });
+    const sent = withSecrets(target, {
+      PF_USER: 'robot',
+      PF_PASS: 'p@ss:w/rd',
+      PF_TOKEN: 'a&b=c#d\r\nX-Injected: yes',
+    });
+    assert.equal(sent.url, 'https://api.example:8443/v1?token=a%26b%3Dc%23d%0D%0AX-Injected%3A%20yes&page=2');
+    assert.deepEqual(sent.headers, {
+      accept: '*/*',
+      authorization: `Basic ${Buffer.from('robot:p@ss:w/rd').toString('base64')}`,
+    });
+    assert.throws(() => withSecrets(target, { PF_USER: 'robot', PF_PASS: 'x' }), SecretNotSetError);
+    assert.throws(
+      () => withSecrets(target, { PF_USER: 'a:b', PF_PASS: 'x', PF_TOKEN: 't' }),
+      (err: Error) => err instanceof SecretInvalidError && /user name holds a ":"/.test(err.message),
+    );
+    // A target without references or credentials is left as it is.
+    const plain = { name: 'api', url: 'http://127.0.0.1:9' };
+    assert.equal(withSecrets(plain, {}), plain);
+  });
+
+  test('URLs are shown and stored redacted: user:password, referenced and credential query values', () => {
+    assert.equal(
+      redactUrl('https://${env:U}:${env:P}@api.example/v1?token=${env:T}&page=2&sig=x#top'),
+      'https://[redacted]@api.example/v1?token=[redacted]&page=2&sig=[redacted]#top',
+    );
+    assert.equal(redactUrl('http://127.0.0.1:18170/large?bytes=200000'), 'http://127.0.0.1:18170/large?bytes=200000');
+    assert.equal(redactUrl('lab:keepalive/nagle?token=${env:T}&n=1'), 'lab:keepalive/nagle?token=[redacted]&n=1');
+  });
+
+  test('a run report and the runs queue hold the plan redacted, and read it back (Authorization used to fail it)', () => {
+    const plan = planSchema.parse({
+      name: 'secrets',
+      regions: ['eu-west'],
+      targets: [
+        {
+          name: 'api',
+          url: 'https://robot:${env:PF_PASS}@api.example/v1?api_key=${env:PF_KEY}&page=2',
+          headers: { 'x-api-key': '${env:PF_KEY}', accept: '*/*' },
+        },
+        { name: 'web', url: 'https://web.example/', headers: { Authorization: 'Bearer ${env:PF_TOKEN}' } },
+      ],
+      experiments: [{ probe: 'reuse' }],
+    });
+    const shown = redactPlan(plan);
+    assert.equal(shown.targets[0].url, 'https://[redacted]@api.example/v1?api_key=[redacted]&page=2');
+    assert.deepEqual(shown.targets[1].headers, { Authorization: '[redacted]' });
+    const now = new Date();
+    const report = buildRunReport({
+      runId: 'secrets-1',
+      mode: 'distributed',
+      plan,
+      startedAt: now,
+      finishedAt: now,
+      results: [],
+    });
+    assert.equal(report.schema, RUN_SCHEMA);
+    assert.deepEqual(runReportSchema.parse(JSON.parse(JSON.stringify(report))).plan, shown);
+    const runJob = {
+      schema: RUN_JOB_SCHEMA,
+      runId: 'secrets-1',
+      plan: shown,
+      submittedAt: now.toISOString(),
+      deadline: now.toISOString(),
+      jobs: [{ jobId: 'j1', region: 'eu-west', target: 'api', probe: 'reuse', variant: { mode: 'reused' } }],
+    };
+    assert.equal(runJobDataSchema.safeParse(runJob).success, true);
+    assert.ok(!JSON.stringify(report).includes('PF_'), 'not even the names of the variables');
+  });
+
+  test('plan expand --json shows the jobs with header values and URL credentials redacted', async () => {
+    const file = await writePlan(
+      header(
+        '    headers: { authorization: "Bearer ${env:API_TOKEN}", accept: "*/*" }\nexperiments: [{ probe: reuse }]\n',
+      ).replace('url: "https://api.example/"', 'url: "https://api.example/v1?token=${env:API_KEY}&page=2"'),
+    );
+    const { code, stdout, stderr } = await runCli(['plan', 'expand', '--json', file]);
+    assert.equal(code, 0, stderr);
+    const jobs = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.equal(jobs.length, 2);
+    for (const job of jobs) {
+      assert.equal(job.target.url, 'https://api.example/v1?token=[redacted]&page=2');
+      assert.deepEqual(job.target.headers, { authorization: '[redacted]', accept: '[redacted]' });
+    }
   });
 });

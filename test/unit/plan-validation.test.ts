@@ -27,6 +27,11 @@ const THROUGH_THE_CLI = [
   'duplicate-target',
   'duplicate-experiment-target',
   'missing-ca-file',
+  'port-zero',
+  'header-value-crlf',
+  'header-name-escape',
+  'nesting-too-deep',
+  'too-many-jobs',
 ].map((name) => `${BAD_PLANS_DIR}/${name}.yaml`);
 const CLI_AT_ONCE = 3;
 

@@ -48,16 +48,17 @@ describe('splitting a plan into jobs', () => {
     assert.equal(otherRun.filter((id) => first.includes(id)).length, 0);
   });
 
-  test('different parameters give different ids; the same experiment twice gives one job', async () => {
-    const twice = await jobsOf(`
+  test('different parameters give different ids; the same experiment twice is refused, not merged', async () => {
+    const plan = (third: string) => `
 name: twice
 targets: [{ name: api, url: "http://127.0.0.1:1/" }]
 experiments:
   - { probe: reuse, requests: 10, modes: [new] }
-  - { probe: reuse, requests: 10, modes: [new] }
   - { probe: reuse, requests: 11, modes: [new] }
-`);
-    assert.equal(twice.length, 2);
+  - { probe: reuse, requests: ${third}, modes: [new] }
+`;
+    assert.equal((await jobsOf(plan('12'))).length, 3);
+    await assert.rejects(jobsOf(plan('10')), /experiments\[2\]: repeats experiments\[0\] on target "api"/);
   });
 
   test('run ids are readable, sortable and valid in job ids', () => {

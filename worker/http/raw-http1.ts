@@ -2,6 +2,7 @@
 // http2 probe needs exact HTTP/1.1 header sizes, and an `Upgrade: h2c` request that no HTTP
 // client library sends (undici refuses the `upgrade` header; node:http hides the 101).
 import type { Duplex } from 'node:stream';
+import { headerValueCharsProblem } from '../../contracts/secrets.js';
 import { WireError } from './wire.js';
 
 /** Response heads longer than this are not a head we want to read. */
@@ -21,8 +22,17 @@ export interface Http1ResponseHead {
   rest: Buffer;
 }
 
-/** `GET /path HTTP/1.1` with Host first, then `headers` in order; ends with the blank line. */
+/**
+ * `GET /path HTTP/1.1` with Host first, then `headers` in order; ends with the blank line.
+ * Written as bytes, one per character, with no HTTP library checking them: a value that is not
+ * sendable as it is (a CR or LF would add a header) is refused here too, not only by the plan
+ * and the worker's secrets, because this is where it would go out.
+ */
 export function http1RequestHead(method: string, path: string, host: string, headers: Record<string, string>): Buffer {
+  for (const [name, value] of Object.entries(headers)) {
+    const problem = headerValueCharsProblem(value);
+    if (problem) throw new Error(`header ${name} ${problem}`);
+  }
   const lines = [
     `${method} ${path} HTTP/1.1`,
     `Host: ${host}`,
