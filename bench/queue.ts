@@ -15,7 +15,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bullmqConnection, redisOptions } from '../common/redis.js';
 import { freeLoopbackPort, startRedisServer } from '../common/redis-server.js';
-import { DEFAULT_QUEUE_PREFIX, regionQueueName } from '../contracts/queues.js';
+import { DEFAULT_QUEUE_PREFIX, regionQueueName, RUNS_QUEUE } from '../contracts/queues.js';
 import { parsePlan } from '../coordinator/plan-loader.js';
 import { runIdFor, splitPlan } from '../coordinator/split.js';
 import type { ProbeResult } from '../contracts/result.js';
@@ -153,7 +153,8 @@ export interface EndToEndRun {
   jobs: number;
   /** Jobs that failed, or whose probe result was not ok. */
   errors: number;
-  /** From the first job's start to the last job's end, as BullMQ recorded them. */
+  /** From the first job's start to the last job's end, as the jobs' results record them (a job
+   * is removed from Redis as it completes; its result stays in the run's parent job). */
   seconds: number;
   jobsPerSecond: number;
   /** Both workers' CPU time over the run, and the larger peak RSS. */
@@ -171,7 +172,7 @@ function peakRssKb(pid: number): number {
 }
 
 /** END_TO_END_SHAPE's 10,000 jobs, a one-request `reuse` probe each against `url`, submitted as
- * the coordinator does while two workers of the region wait; timed from BullMQ's own records. */
+ * the coordinator does while two workers of the region wait; timed from the jobs' own records. */
 export async function endToEndRun(
   redis: BenchRedis,
   url: string,
@@ -180,6 +181,10 @@ export async function endToEndRun(
 ): Promise<EndToEndRun> {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-bench-queue-'));
   const queue = new Queue(regionQueueName(END_TO_END_REGION), {
+    connection: bullmqConnection({ url: redis.url }),
+    prefix: DEFAULT_QUEUE_PREFIX,
+  });
+  const runs = new Queue(RUNS_QUEUE, {
     connection: bullmqConnection({ url: redis.url }),
     prefix: DEFAULT_QUEUE_PREFIX,
   });
@@ -208,12 +213,15 @@ export async function endToEndRun(
     const redisCpuBefore = processCpuSeconds(redis.pid);
     const enqueueRun = await enqueue(redis, 'flow', queuePlanYaml('bench-e2e', END_TO_END_SHAPE, url));
     const expected = jobsOf(END_TO_END_SHAPE);
+    // The run's parent job (the only run: Redis is flushed after each) counts its children done.
+    const [parent] = await runs.getJobs(['waiting-children']);
+    if (!parent) throw new Error(`${tool}: the run's parent job is not in Redis`);
     for (let waited = 0; ; waited += 250) {
-      const counts = await queue.getJobCounts('completed', 'failed');
-      if (counts.completed + counts.failed >= expected) break;
+      const { unprocessed = 0 } = await parent.getDependenciesCount({ unprocessed: true });
+      if (unprocessed === 0) break;
       if (waited > END_TO_END_TIMEOUT_MS)
         throw new Error(
-          `${tool}: ${counts.completed + counts.failed} of ${expected} jobs done after ${END_TO_END_TIMEOUT_MS / 1000} s:\n${logTail()}`,
+          `${tool}: ${expected - unprocessed} of ${expected} jobs done after ${END_TO_END_TIMEOUT_MS / 1000} s:\n${logTail()}`,
         );
       if (workers.some((w) => w.child.exitCode !== null)) throw new Error(`a ${tool} worker exited:\n${logTail()}`);
       await sleep(250);
@@ -221,11 +229,17 @@ export async function endToEndRun(
     const workerCpuSeconds = workers.reduce((sum, w, i) => sum + processCpuSeconds(w.pid) - cpuBefore[i], 0);
     const redisCpuSeconds = processCpuSeconds(redis.pid) - redisCpuBefore;
     const workerPeakRssKb = Math.max(...workers.map((w) => peakRssKb(w.pid)));
-    const completed = await queue.getJobs(['completed'], 0, -1);
-    const failed = await queue.getFailedCount();
-    const notOk = tool === 'probefleet' ? completed.filter((job) => !(job.returnvalue as ProbeResult).ok).length : 0;
+    // Both kinds of worker return {startedAt, finishedAt}: a probe result, or the bare worker's stamps.
+    const completed = Object.values(await parent.getChildrenValues()) as (Pick<
+      ProbeResult,
+      'startedAt' | 'finishedAt'
+    > &
+      Partial<ProbeResult>)[];
+    const failed = Object.keys(await parent.getIgnoredChildrenFailures()).length;
+    const notOk = tool === 'probefleet' ? completed.filter((result) => !result.ok).length : 0;
     const seconds =
-      (Math.max(...completed.map((job) => job.finishedOn!)) - Math.min(...completed.map((job) => job.processedOn!))) /
+      (Math.max(...completed.map((r) => Date.parse(r.finishedAt))) -
+        Math.min(...completed.map((r) => Date.parse(r.startedAt)))) /
       1000;
     return {
       tool,
@@ -242,7 +256,7 @@ export async function endToEndRun(
   } finally {
     for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGTERM');
     await Promise.all(workers.map((w) => w.exited));
-    await queue.close();
+    await Promise.all([queue.close(), runs.close()]);
     await redis.flush();
     await rm(dir, { recursive: true, force: true });
   }

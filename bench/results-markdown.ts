@@ -394,8 +394,9 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
     `as a flow while ${END_TO_END_WORKERS} workers of that region wait. \`probefleet\`: ${END_TO_END_WORKERS} real \`probefleet worker\` processes`,
     '(concurrency 1, the default; info logs to a file). `bullmq`: the floor, 2 bare BullMQ workers with',
     'the same connection settings whose processor does nothing (`bench/bare-worker-process.ts`). Time is',
-    "from the first job's start to the last job's end as BullMQ recorded them (`processedOn`,",
-    '`finishedOn`), so process start-up and the submit are outside it. Errors: failed jobs, or probe',
+    "from the first job's start to the last job's end as the jobs' results record them (`startedAt`,",
+    "`finishedAt`; a job leaves Redis as it completes, its result stays in the run's parent job), so process",
+    'start-up and the submit are outside it. Errors: failed jobs, or probe',
     'results that are not ok. `loop`: one of these jobs run ' +
       `${count(PROBE_LOOP_JOBS)}` +
       ' times by `executeJob` in one process, no',

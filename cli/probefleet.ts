@@ -3,7 +3,8 @@ import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
-import { EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED } from './exit-codes.js';
+import { RedisUnreachableError } from '../common/redis.js';
+import { EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_REDIS_UNREACHABLE } from './exit-codes.js';
 
 /**
  * Each command's module, loaded only when it is asked for: `plan validate` need not load
@@ -78,6 +79,9 @@ try {
   if (err instanceof BadInputError) {
     process.stderr.write(`${shown(err.message)}\n`);
     process.exitCode = EXIT_BAD_INPUT;
+  } else if (err instanceof RedisUnreachableError) {
+    process.stderr.write(`probefleet: ${shown(err.message)}\n`);
+    process.exitCode = EXIT_REDIS_UNREACHABLE;
   } else {
     process.stderr.write(`probefleet: ${shown((err as Error).message)}\n`);
     process.exitCode = EXIT_FAILED;

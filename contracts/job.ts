@@ -8,6 +8,19 @@ import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams, type ProbeVarian
 
 export const JOB_SCHEMA = 'probefleet.job/v1';
 
+/**
+ * Why a worker fails a job for good before it can even read it: the code starts the job's
+ * failedReason (`JOB_DATA_NOT_JSON: ...`), never retried. A job it can read but refuses says why
+ * in words (an invalid payload, a bad signature).
+ */
+export const JOB_FAILURE_CODES = [
+  /** The data is longer than JOB_LIMITS.jobDataChars: refused before it is parsed. */
+  'JOB_DATA_TOO_LARGE',
+  /** The data is not JSON (written to Redis by something other than probefleet). */
+  'JOB_DATA_NOT_JSON',
+] as const;
+export type JobFailureCode = (typeof JOB_FAILURE_CODES)[number];
+
 /** BullMQ custom ids may not contain ":" and may not be integers. */
 export const jobIdSchema = z
   .string()

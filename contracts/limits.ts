@@ -11,6 +11,10 @@ export const JOB_LIMITS = {
   durationSeconds: 3_600,
   /** Bytes of one response a worker reads; past it the response is cut (RESPONSE_TOO_LARGE). */
   responseBytes: 64 * 1024 * 1024,
+  /** Characters of a job's data as it comes from Redis (JSON): a worker fails a longer job before
+   * parsing, checking or verifying it (JOB_DATA_TOO_LARGE). A real job is a few KB; a target's CA
+   * bundle is the largest part. */
+  jobDataChars: 1024 * 1024,
   /** The most a plan may set `maxDecodedBytes` to: bytes one response body may decode to (compression probe). */
   decodedBytes: 256 * 1024 * 1024,
 } as const;

@@ -58,7 +58,28 @@ export const COORDINATOR_METRICS = {
     labels: [],
     type: 'histogram',
   },
+  jobsStalled: {
+    name: 'probefleet_jobs_stalled_total',
+    help: "Times a worker was lost while running a job (killed, hung or cut off from Redis: the job's lock expired), counted when the job's run finishes",
+    labels: ['region'],
+    type: 'counter',
+  },
+  redisUp: {
+    name: 'probefleet_redis_up',
+    help: "1 when Redis answered the coordinator's last read of the queues (every few seconds), else 0",
+    labels: [],
+    type: 'gauge',
+  },
+  redisPersistence: {
+    name: 'probefleet_redis_persistence',
+    help: 'How Redis keeps its data across a restart, checked at the start: 1 for what was found (aof, rdb, none; unknown when CONFIG GET is refused)',
+    labels: ['persistence'],
+    type: 'gauge',
+  },
 } as const satisfies Record<string, TypedMetricSpec>;
+
+/** Values of probefleet_redis_persistence's label. */
+export const REDIS_PERSISTENCE = ['aof', 'rdb', 'none', 'unknown'] as const;
 
 /** States of a region queue reported by probefleet_queue_jobs. */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed'] as const;
@@ -85,6 +106,8 @@ export const SECONDS_BUCKETS = [
 export const PUSH_GROUPS = {
   probes: { job: 'probefleet', key: ['region', 'instance'] },
   run: { job: 'probefleet_run', key: ['plan', 'region'] },
+  /** `probefleet run`'s own push failures (it serves no /metrics), cumulative per instance. */
+  cli: { job: 'probefleet_cli', key: ['instance'] },
   compare: { job: 'probefleet_compare', key: ['plan', 'region'] },
 } as const;
 export type PushGroupKind = keyof typeof PUSH_GROUPS;
@@ -392,6 +415,7 @@ export const LABEL_VALUES: Record<string, readonly string[] | string> = {
   layer: ['wire', 'body', 'decoded'],
   group: Object.keys(PUSH_GROUPS),
   state: QUEUE_STATES,
+  persistence: REDIS_PERSISTENCE,
   variant:
     'the compared job\'s variant values joined by "/" ("reused/http", "1.3", "closed/reused"): closed sets per probe',
   quantity: QUANTITY_IDS,

@@ -63,6 +63,14 @@ export const reportKeys = {
   summaries: (prefix: string) => `${prefix}:~run-summaries`,
   /** Set of regions that runs were submitted to, so the coordinator can report queue depths. */
   regions: (prefix: string) => `${prefix}:~regions`,
+  /** Hash of job id → what became of it (ExpiredJobNote JSON), for the jobs of a run that a worker
+   * had taken but that were taken off their queue at the run's deadline (their own keys go with
+   * them). Read when the report is built, then removed; a TTL as a backstop. */
+  expiredJobs: (prefix: string, runId: string) => `${prefix}:~run-expired:${runId}`,
   /** The comparison (`probefleet.compare/v1`) of a run with the previous run of its plan, with a TTL. */
   comparison: (prefix: string, runId: string) => `${prefix}:~run-comparison:${runId}`,
 };
+
+/** A job whose worker is lost (killed or hung: its lock expired) is put back in its queue this
+ * many times; lost once more, it fails for good (BullMQ's `maxStalledCount`). */
+export const JOB_STALLS_RETRIED = 1;

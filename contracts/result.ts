@@ -42,6 +42,9 @@ function resultSchemaFor<K extends ProbeKind>(kind: K) {
     finishedAt: isoTime,
     /** Which worker ran the job. */
     worker: z.strictObject({ host: z.string(), pid: z.int(), region: nameSchema }),
+    /** Distributed runs: times a worker took this job and was lost (killed or hung: its lock
+     * expired) before this worker took it again and measured it whole. Absent: never. */
+    workersLost: z.int().positive().optional(),
     summary: summarySchema,
     details: PROBES[kind].details.nullable(),
     findings: z.array(findingSchema),
@@ -112,6 +115,8 @@ export type JobRef = z.infer<typeof jobRefSchema>;
 export const unfinishedJobSchema = jobRefSchema.extend({
   status: z.enum(['failed', 'not-run']),
   reason: z.string(),
+  /** Times a worker took this job and was lost (killed or hung) while running it. Absent: never. */
+  workersLost: z.int().positive().optional(),
 });
 export type UnfinishedJob = z.infer<typeof unfinishedJobSchema>;
 

@@ -37,6 +37,20 @@ export const scheduledRunDataSchema = z.strictObject({
 });
 export type ScheduledRunData = z.output<typeof scheduledRunDataSchema>;
 
+/** What became of a job a worker had taken, read just before the run's deadline took it off its
+ * queue (contracts/queues.ts, reportKeys.expiredJobs): the report says why it has no result. */
+export const expiredJobNoteSchema = z.strictObject({
+  /** The BullMQ worker name of the last worker that took it (`<host>-<pid>`). */
+  takenBy: z.string().max(200).optional(),
+  takenAt: isoTime.optional(),
+  /** Times a worker was lost while running it (killed or hung: its lock expired). */
+  workersLost: z.int().nonnegative(),
+  /** Attempts that ended in an error and were to be retried. */
+  failedAttempts: z.int().nonnegative(),
+  lastError: z.string().max(2000).optional(),
+});
+export type ExpiredJobNote = z.infer<typeof expiredJobNoteSchema>;
+
 /** A stored run in one line, for `runs list`. */
 export const runSummarySchema = z.strictObject({
   schema: z.literal(RUN_SCHEMA),

@@ -1,19 +1,31 @@
 // The coordinator's own metrics, on a registry of its own (never prom-client's global one):
-// queue depths and connected workers per region, read from Redis on each scrape, and the
-// outcomes and durations of the runs it finished. Names and labels: contracts/metric-names.ts.
+// queue depths and connected workers per region, whether Redis answers and persists, and the
+// outcomes, durations and lost workers of the runs it finished. Names and labels:
+// contracts/metric-names.ts. A scrape never waits for Redis: queue depths are read in the
+// background (refresh), within a bound, and /metrics serves the last reading.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { COORDINATOR_METRICS as M, JOB_OUTCOMES, QUEUE_STATES } from '../contracts/metric-names.js';
+import { COORDINATOR_METRICS as M, JOB_OUTCOMES, QUEUE_STATES, REDIS_PERSISTENCE } from '../contracts/metric-names.js';
 import type { RunReport } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
+import { settlesWithin } from '../common/settle.js';
 import type { Fleet } from './fleet.js';
 
 /** Runs take from seconds (a short plan) to hours (many jobs per region). */
 const RUN_DURATION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600];
 
+export type RedisPersistence = (typeof REDIS_PERSISTENCE)[number];
+
 export interface CoordinatorMetrics {
   registry: Registry;
   recordRun(report: RunReport): void;
+  /** Reads queue depths and worker counts from Redis, waiting at most `boundMs`; a reading still
+   * under way is not started twice. Without an answer the queue series go (rather than go stale)
+   * and probefleet_redis_up is 0. */
+  refresh(boundMs: number): Promise<void>;
+  setPersistence(persistence: RedisPersistence): void;
 }
+
+type QueueReading = Map<string, { counts: Record<string, number>; workers: number }>;
 
 export function createCoordinatorMetrics(
   fleet: Fleet,
@@ -23,51 +35,35 @@ export function createCoordinatorMetrics(
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
-  // One read of Redis per scrape, shared by the gauges (the registry collects them concurrently).
-  let reading: Promise<Map<string, { counts: Record<string, number>; workers: number }>> | undefined;
-  const readQueues = () =>
-    (reading ??= (async () => {
-      const byRegion = new Map<string, { counts: Record<string, number>; workers: number }>();
-      try {
-        for (const region of await regions()) {
-          const queue = fleet.regionQueue(region);
-          const [counts, workers] = await Promise.all([queue.getJobCounts(...QUEUE_STATES), queue.getWorkersCount()]);
-          byRegion.set(region, { counts, workers });
-        }
-      } catch (err) {
-        // A scrape while Redis is away shows no queue series rather than stale ones.
-        log.warn({ err: (err as Error).message }, 'cannot read queue depths');
-        byRegion.clear();
-      }
-      return byRegion;
-    })().finally(() => (reading = undefined)));
-
-  new Gauge({
+  const queueJobs = new Gauge({
     name: M.queueJobs.name,
     help: M.queueJobs.help,
     labelNames: M.queueJobs.labels,
     registers: [registry],
-    async collect() {
-      this.reset();
-      for (const [region, { counts }] of await readQueues()) {
-        for (const state of QUEUE_STATES) this.set({ region, state }, counts[state] ?? 0);
-      }
-    },
   });
-  new Gauge({
+  const queueWorkers = new Gauge({
     name: M.queueWorkers.name,
     help: M.queueWorkers.help,
     labelNames: M.queueWorkers.labels,
     registers: [registry],
-    async collect() {
-      this.reset();
-      for (const [region, { workers }] of await readQueues()) this.set({ region }, workers);
-    },
+  });
+  const redisUp = new Gauge({ name: M.redisUp.name, help: M.redisUp.help, registers: [registry] });
+  const persistence = new Gauge({
+    name: M.redisPersistence.name,
+    help: M.redisPersistence.help,
+    labelNames: M.redisPersistence.labels,
+    registers: [registry],
   });
   const jobs = new Counter({
     name: M.jobsFinished.name,
     help: M.jobsFinished.help,
     labelNames: M.jobsFinished.labels,
+    registers: [registry],
+  });
+  const stalled = new Counter({
+    name: M.jobsStalled.name,
+    help: M.jobsStalled.help,
+    labelNames: M.jobsStalled.labels,
     registers: [registry],
   });
   const runs = new Counter({
@@ -82,16 +78,61 @@ export function createCoordinatorMetrics(
     buckets: RUN_DURATION_BUCKETS,
     registers: [registry],
   });
+  redisUp.set(0);
+
+  const show = (reading: QueueReading | undefined) => {
+    queueJobs.reset();
+    queueWorkers.reset();
+    redisUp.set(reading ? 1 : 0);
+    for (const [region, { counts, workers }] of reading ?? []) {
+      for (const state of QUEUE_STATES) queueJobs.set({ region, state }, counts[state] ?? 0);
+      queueWorkers.set({ region }, workers);
+    }
+  };
+  let reading: Promise<QueueReading> | undefined;
+  let lastProblem = '';
 
   return {
     registry,
+    async refresh(boundMs) {
+      reading ??= (async () => {
+        const byRegion: QueueReading = new Map();
+        for (const region of await regions()) {
+          const queue = fleet.regionQueue(region);
+          const [counts, workers] = await Promise.all([queue.getJobCounts(...QUEUE_STATES), queue.getWorkersCount()]);
+          byRegion.set(region, { counts, workers });
+        }
+        return byRegion;
+      })().finally(() => (reading = undefined));
+      let answer: QueueReading | undefined;
+      let problem = `no answer within ${boundMs} ms`;
+      await settlesWithin(
+        reading.then(
+          (r) => (answer = r),
+          (err: Error) => (problem = err.message),
+        ),
+        boundMs,
+      );
+      show(answer);
+      if (!answer && problem !== lastProblem) log.warn({ err: problem }, 'cannot read queue depths from Redis');
+      lastProblem = answer ? '' : problem;
+    },
+    setPersistence(found) {
+      for (const p of REDIS_PERSISTENCE) persistence.set({ persistence: p }, p === found ? 1 : 0);
+    },
     recordRun(report) {
       for (const region of report.plan.regions) {
         for (const outcome of JOB_OUTCOMES) jobs.inc({ region, outcome }, 0);
+        stalled.inc({ region }, 0);
       }
-      for (const r of report.results) jobs.inc({ region: r.region, outcome: r.ok ? 'ok' : 'error' });
-      for (const u of report.unfinishedJobs)
+      for (const r of report.results) {
+        jobs.inc({ region: r.region, outcome: r.ok ? 'ok' : 'error' });
+        if (r.workersLost) stalled.inc({ region: r.region }, r.workersLost);
+      }
+      for (const u of report.unfinishedJobs) {
         jobs.inc({ region: u.region, outcome: u.status === 'failed' ? 'failed' : 'not_run' });
+        if (u.workersLost) stalled.inc({ region: u.region }, u.workersLost);
+      }
       runs.inc({ outcome: report.unfinishedJobs.length === 0 ? 'complete' : 'partial' });
       duration.observe((Date.parse(report.finishedAt) - Date.parse(report.startedAt)) / 1000);
     },

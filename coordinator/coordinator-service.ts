@@ -1,16 +1,25 @@
 // `probefleet coordinator`, long-running: turns fired schedules into runs, turns each finished
 // flow into a stored run report compared with the previous run of its plan, stops waiting for
-// regions at a run's deadline, and serves /metrics and /healthz.
+// regions at a run's deadline, and serves /metrics and /healthz. Whatever Redis does, /metrics
+// answers (from memory) and closing ends within a bound.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, type Job } from 'bullmq';
 import { JOB_NAMES, reportKeys, RUNS_QUEUE } from '../contracts/queues.js';
+import { bullmqKeep } from '../contracts/retention.js';
 import { scheduledRunDataSchema } from '../contracts/run-job.js';
 import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
-import { bullmqConnection } from '../common/redis.js';
+import {
+  bullmqWorkerConnection,
+  checkPersistence,
+  DEFAULT_REDIS_TIMEOUT_SECONDS,
+  pingWithin,
+  warnOnRedisErrors,
+} from '../common/redis.js';
 import { settlesWithin } from '../common/settle.js';
+import { FleetWorker, refuseUnreadable } from '../worker/fleet-worker.js';
 import { compareWithPrevious } from './compare/with-previous.js';
 import { createCoordinatorMetrics } from './coordinator-metrics.js';
 import { MetricsPusher, type PushgatewaySettings } from '../worker/metrics/pusher.js';
@@ -26,8 +35,10 @@ export interface CoordinatorOptions {
   log: Logger;
   /** Where /metrics and /healthz are served; port 0 picks a free one. */
   listen: { host: string; port: number };
-  /** How often runs past their deadline are looked for. @defaultValue 5000 */
+  /** How often runs past their deadline are looked for, and queue depths read for /metrics. @defaultValue 5000 */
   sweepIntervalMs?: number;
+  /** How long a read of Redis for /metrics or the persistence check may take. @defaultValue 10000 */
+  redisTimeoutMs?: number;
   /** Regions whose queue depths are reported even before a run was submitted to them. */
   regions?: string[];
   /** Where each finished run's last-run metrics are pushed (worker/metrics/run-metrics.ts). */
@@ -44,9 +55,14 @@ export interface RunningCoordinator {
 
 /** How long closing waits for a run being finished before giving up on it (it is redone). */
 const CLOSE_GRACE_MS = 10_000;
+/** How long closing waits for a sweep under way (it may be waiting for Redis). */
+const SWEEP_STOP_MS = 2_000;
+/** How long closing with nothing in flight waits for Redis to see the coordinator leave. */
+const LEAVE_MS = 2_000;
 
 export async function startCoordinator(options: CoordinatorOptions): Promise<RunningCoordinator> {
   const { fleet, log } = options;
+  const redisTimeoutMs = options.redisTimeoutMs ?? DEFAULT_REDIS_TIMEOUT_SECONDS * 1000;
   const knownRegions = async () =>
     [
       ...new Set([...(options.regions ?? []), ...(await fleet.client.smembers(reportKeys.regions(fleet.prefix)))]),
@@ -95,32 +111,55 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
     return summary;
   };
 
-  const worker = new Worker(
+  const worker = new FleetWorker(
     RUNS_QUEUE,
     async (job: Job) => {
+      refuseUnreadable(job, log);
       if (job.name === JOB_NAMES.scheduledRun) return fireSchedule(job);
       if (job.name === JOB_NAMES.run) return finish(job);
       throw new UnrecoverableError(`unexpected job "${job.name}" in queue ${RUNS_QUEUE}`);
     },
-    { connection: bullmqConnection(fleet.redis), prefix: fleet.prefix, concurrency: 4, name: 'probefleet-coordinator' },
+    {
+      connection: bullmqWorkerConnection(fleet.redis),
+      prefix: fleet.prefix,
+      concurrency: 4,
+      name: 'probefleet-coordinator',
+      // Runs remove themselves once reported (coordinator/flow.ts); this keeps fired schedules
+      // and failed runs as the fleet's retention says.
+      removeOnComplete: bullmqKeep(fleet.retention.jobs),
+      removeOnFail: bullmqKeep(fleet.retention.jobs),
+    },
   );
   worker.on('failed', (job, err) =>
     log.error({ jobId: job?.id, name: job?.name, reason: err.message }, 'runs job failed'),
   );
-  worker.on('error', (err) => log.warn({ err: err.message }, 'coordinator worker error (reconnecting)'));
+  warnOnRedisErrors(worker, log, 'coordinator');
 
-  const stopSweeping = new AbortController();
+  const stop = new AbortController();
+  const everyInterval = () =>
+    sleep(options.sweepIntervalMs ?? 5_000, undefined, { signal: stop.signal }).catch(() => {});
+  // Runs whose data cannot be read are skipped (and said once each), so one bad run never stops
+  // the others from expiring.
+  const badRuns = new Set<string>();
   const sweeping = (async () => {
     let lastProblem = '';
-    while (!stopSweeping.signal.aborted) {
+    while (!stop.signal.aborted) {
       try {
         for (const parent of await fleet.runs.getWaitingChildren(0, 999)) {
-          if (parent.name !== JOB_NAMES.run) continue;
-          const removed = await expireRunIfDue(parent, runDataOf(parent));
+          if (parent.name !== JOB_NAMES.run || badRuns.has(parent.id ?? '')) continue;
+          let data;
+          try {
+            data = runDataOf(parent);
+          } catch (err) {
+            badRuns.add(parent.id ?? '');
+            log.error({ runId: parent.id, err: (err as Error).message }, 'deadline sweep skips a run it cannot read');
+            continue;
+          }
+          const removed = await expireRunIfDue(fleet, parent, data);
           if (removed > 0)
             log.warn(
               { runId: parent.id, jobs: removed },
-              'deadline passed: jobs no worker took are reported as not run',
+              'deadline passed: jobs without a result are reported as not run',
             );
         }
         lastProblem = '';
@@ -129,7 +168,13 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
         if (problem !== lastProblem) log.warn({ err: problem }, 'deadline sweep failed; retrying');
         lastProblem = problem;
       }
-      await sleep(options.sweepIntervalMs ?? 5_000, undefined, { signal: stopSweeping.signal }).catch(() => {});
+      await everyInterval();
+    }
+  })();
+  const refreshing = (async () => {
+    while (!stop.signal.aborted) {
+      await metrics.refresh(redisTimeoutMs);
+      await everyInterval();
     }
   })();
 
@@ -158,27 +203,53 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
   const host = options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host;
   const url = `http://${host}:${port}`;
   await worker.waitUntilReady();
+  await warnUnlessPersistent(fleet, log, redisTimeoutMs).then((found) => metrics.setPersistence(found));
   log.info({ url, prefix: fleet.prefix }, 'coordinator ready');
 
   return {
     url,
     async close() {
-      stopSweeping.abort();
+      stop.abort();
       server.closeAllConnections();
-      await Promise.all([new Promise((resolve) => server.close(resolve)), sweeping]);
-      const closing = worker.close();
-      if (!(await settlesWithin(closing, CLOSE_GRACE_MS))) await worker.close(true);
+      await new Promise((resolve) => server.close(resolve));
+      if (!(await settlesWithin(Promise.all([sweeping, refreshing]), SWEEP_STOP_MS)))
+        log.warn('a deadline sweep was still waiting for Redis; left behind');
+      // A run being finished gets the grace period; otherwise only Redis saying goodbye is waited for.
+      await worker.closeWithin(worker.held > 0 ? CLOSE_GRACE_MS : LEAVE_MS, log);
+      await pusher?.close();
     },
   };
 }
 
-async function healthy(fleet: Fleet, worker: Worker): Promise<string | undefined> {
-  if (!worker.isRunning()) return 'the runs worker is not running';
-  let answer: string | undefined;
-  const ping = fleet.client.ping().then(
-    (pong) => (answer = pong),
-    () => undefined,
+/** Reads how Redis persists (within the bound) and says loudly what a restart would lose. */
+async function warnUnlessPersistent(
+  fleet: Fleet,
+  log: Logger,
+  boundMs: number,
+): Promise<'aof' | 'rdb' | 'none' | 'unknown'> {
+  let check: Awaited<ReturnType<typeof checkPersistence>> | undefined;
+  await settlesWithin(
+    checkPersistence(fleet.client).then((c) => (check = c)),
+    boundMs,
   );
-  await settlesWithin(ping, 1_000);
-  return answer === 'PONG' ? undefined : 'redis does not answer';
+  const found = check ?? { persistence: 'unknown' as const, detail: `no answer within ${boundMs} ms` };
+  const loses = 'a Redis restart loses every schedule, the runs in flight and the stored reports';
+  if (found.persistence === 'aof') log.info({ redis: found.detail }, 'Redis persists every write (append-only file)');
+  else if (found.persistence === 'rdb')
+    log.warn(
+      { redis: found.detail },
+      'Redis persists by snapshots only: a restart loses what was written since the last one (a schedule added, runs in flight); use appendonly yes (docs/distributed.md, "Operating it")',
+    );
+  else if (found.persistence === 'none')
+    log.warn(
+      { redis: found.detail },
+      `REDIS DOES NOT PERSIST: ${loses}; use appendonly yes (docs/distributed.md, "Operating it")`,
+    );
+  else log.warn({ redis: found.detail }, `cannot tell whether Redis persists; without it ${loses}`);
+  return found.persistence;
+}
+
+async function healthy(fleet: Fleet, worker: FleetWorker): Promise<string | undefined> {
+  if (!worker.isRunning()) return 'the runs worker is not running';
+  return (await pingWithin(fleet.client, 1_000)) ? undefined : 'redis does not answer';
 }

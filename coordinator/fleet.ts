@@ -4,16 +4,37 @@
 import { FlowProducer, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { prefixProblem, regionQueueName, RUNS_QUEUE } from '../contracts/queues.js';
+import { DEFAULT_RETENTION, type RetentionSettings } from '../contracts/retention.js';
 import type { Logger } from '../common/log.js';
-import { bullmqConnection, createRedisClient, type RedisSettings } from '../common/redis.js';
+import {
+  bullmqConnection,
+  createRedisClient,
+  DEFAULT_REDIS_TIMEOUT_SECONDS,
+  pingWithin,
+  redactRedisUrl,
+  RedisUnreachableError,
+  warnOnRedisErrors,
+  type RedisSettings,
+} from '../common/redis.js';
+import { settlesWithin } from '../common/settle.js';
 import { ReportStore } from './report-store.js';
+
+/**
+ * Events each queue keeps in its BullMQ event stream. Every completed job's event carries its
+ * return value (a whole probe result), and nothing of ours reads the stream: kept short, so it
+ * is not a second, unbounded copy of the results (BullMQ's default is 10,000 per queue).
+ */
+export const QUEUE_EVENTS_KEPT = 100;
+
+/** How long closing waits for the connections to say goodbye before cutting them. */
+const CLOSE_BOUND_MS = 2_000;
 
 export interface FleetOptions {
   redis: RedisSettings;
   /** Key prefix with a Redis Cluster hash tag, e.g. "{probefleet}". */
   prefix: string;
-  /** How long stored reports are kept. */
-  reportRetentionSeconds?: number;
+  /** What is kept and for how long: reports here; jobs where they finish. */
+  retention?: RetentionSettings;
   log: Logger;
   /** Signs the jobs and schedules this side adds (common/job-signature.ts); unsigned without it. */
   jobKey?: string;
@@ -22,6 +43,7 @@ export interface FleetOptions {
 export interface Fleet {
   redis: RedisSettings;
   prefix: string;
+  retention: RetentionSettings;
   runs: Queue;
   flows: FlowProducer;
   client: Redis;
@@ -29,6 +51,11 @@ export interface Fleet {
   jobKey?: string;
   /** A region's queue (opened on first use, closed with the fleet). */
   regionQueue(region: string): Queue;
+  /** Resolves once Redis answers; else RedisUnreachableError saying where and why, after `timeoutMs`. */
+  reachable(timeoutMs?: number): Promise<void>;
+  /** The error that says Redis could not be reached, with the last connection error seen. */
+  unreachable(what: string): RedisUnreachableError;
+  /** Closes every connection; bounded, whatever Redis does. */
   close(): Promise<void>;
 }
 
@@ -40,35 +67,60 @@ export function openFleet(options: FleetOptions): Fleet {
   const problem = prefixProblem(options.prefix);
   if (problem) throw new QueuePrefixError(problem);
   const connection = bullmqConnection(options.redis);
-  const { prefix } = options;
+  const { prefix, log } = options;
+  const queueOptions = { connection, prefix, streams: { events: { maxLen: QUEUE_EVENTS_KEPT } } };
   const client = createRedisClient(options.redis, 'probefleet-coordinator');
-  // ioredis reconnects by itself; without a listener an 'error' event would end the process.
-  const onError = (err: Error) => options.log.debug({ err: err.message }, 'redis connection error (reconnecting)');
-  client.on('error', onError);
+  const lastError = warnOnRedisErrors(client, log, 'fleet');
   const regionQueues = new Map<string, Queue>();
-  const runs = new Queue(RUNS_QUEUE, { connection, prefix });
+  const runs = new Queue(RUNS_QUEUE, queueOptions);
   const flows = new FlowProducer({ connection, prefix });
-  runs.on('error', onError);
-  flows.on('error', onError);
+  // BullMQ's own connections report the same outage as the client: a listener each, logged once.
+  runs.on('error', () => {});
+  flows.on('error', () => {});
+  const where = redactRedisUrl(options.redis.url);
+  const unreachable = (what: string) => {
+    const cause = lastError();
+    return new RedisUnreachableError(
+      `cannot reach Redis at ${where}: ${what}${cause ? ` (last error: ${cause})` : ''}`,
+    );
+  };
   return {
     redis: options.redis,
     prefix,
+    retention: options.retention ?? DEFAULT_RETENTION,
     runs,
     flows,
     client,
     ...(options.jobKey ? { jobKey: options.jobKey } : {}),
-    store: new ReportStore(client, prefix, options.reportRetentionSeconds),
+    store: new ReportStore(client, prefix, (options.retention ?? DEFAULT_RETENTION).reports),
     regionQueue(region) {
       let queue = regionQueues.get(region);
       if (!queue) {
-        queue = new Queue(regionQueueName(region), { connection, prefix });
-        queue.on('error', onError);
+        queue = new Queue(regionQueueName(region), queueOptions);
+        queue.on('error', () => {});
         regionQueues.set(region, queue);
       }
       return queue;
     },
+    async reachable(timeoutMs = options.redis.commandTimeoutMs ?? DEFAULT_REDIS_TIMEOUT_SECONDS * 1000) {
+      if (!(await pingWithin(client, timeoutMs)))
+        throw unreachable(`no answer within ${Math.round(timeoutMs / 100) / 10} s`);
+    },
+    unreachable,
     async close() {
-      await Promise.allSettled([runs.close(), flows.close(), ...[...regionQueues.values()].map((q) => q.close())]);
+      const queues: { close(): Promise<void>; disconnect(): Promise<void> }[] = [runs, flows, ...regionQueues.values()];
+      // QUIT would wait behind commands queued for a Redis that is away: only say goodbye to one that answers.
+      const closing = Promise.allSettled([
+        ...queues.map((q) => q.close()),
+        client.status === 'ready' ? client.quit() : client.disconnect(),
+      ]);
+      await settlesWithin(closing, CLOSE_BOUND_MS);
+      // A BullMQ connection whose QUIT failed (Redis away: it timed out, or never came) stops
+      // listening for errors but goes on reconnecting, which would keep the process alive; and
+      // commands may still be queued for it. Cutting every connection ends both (a no-op for one
+      // that closed). Bounded too: a promise that never settles, once nothing else is pending,
+      // would end the process with Node's exit code 13 instead of ours.
+      await settlesWithin(Promise.allSettled(queues.map((q) => q.disconnect())), CLOSE_BOUND_MS);
       client.disconnect();
     },
   };

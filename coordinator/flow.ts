@@ -1,19 +1,19 @@
 // A run as a BullMQ flow: one parent "run" job on the runs queue and one child per job of the
 // plan, each in its region's queue. Ids are deterministic (coordinator/split.ts), so submitting
-// the same run again adds nothing.
+// the same run again adds nothing; submitting another plan under an existing run id is refused.
 import type { FlowJob } from 'bullmq';
 import { JOB_NAMES, regionQueueName, reportKeys, RUNS_QUEUE } from '../contracts/queues.js';
 import type { JobPayload } from '../contracts/job.js';
-import type { JobRef } from '../contracts/result.js';
-import { RUN_JOB_SCHEMA, runJobDataSchema, type RunJobData } from '../contracts/run-job.js';
+import type { Plan } from '../contracts/plan.js';
+import type { JobRef, RunReport } from '../contracts/result.js';
+import { RUN_JOB_SCHEMA, type RunJobData } from '../contracts/run-job.js';
+import { BadInputError } from '../common/bad-input.js';
 import { signData } from '../common/job-signature.js';
 import type { Fleet } from './fleet.js';
 import type { LoadedPlan } from './plan-loader.js';
-import { redactPlan } from './run-report.js';
+import { runDataOf } from './run-finisher.js';
+import { planDifferences, redactPlan } from './run-report.js';
 import { splitPlan } from './split.js';
-
-/** Finished jobs are removed from Redis after this long (their results live on in the report). */
-export const JOB_RETENTION_SECONDS = 7 * 86_400;
 
 /** Transient failures (not a target's error, which is a result) are retried this often. */
 const JOB_ATTEMPTS = 3;
@@ -34,7 +34,13 @@ export function jobRefOf(job: JobPayload): JobRef {
   return { jobId: job.jobId, region: job.region, target: job.target.name, probe: job.probe, variant: job.variant };
 }
 
-const RETENTION = { removeOnComplete: { age: JOB_RETENTION_SECONDS }, removeOnFail: { age: JOB_RETENTION_SECONDS } };
+/**
+ * Each result is stored once: a probe job is removed as it completes, its return value living on
+ * in the parent's `processed` hash, and the parent as it completes, its results living on in the
+ * stored report. A job that fails is kept as the process that fails it decides
+ * (contracts/retention.ts), so these options say nothing about failures.
+ */
+const REMOVE_WHEN_DONE = { removeOnComplete: true } as const;
 
 /** The flow of a run: adding it again (a retried submit) adds nothing, every id being fixed.
  * With a key, each job's data is signed for the workers. */
@@ -43,7 +49,7 @@ export function flowOf(data: RunJobData, jobs: JobPayload[], jobKey?: string): F
     name: JOB_NAMES.run,
     queueName: RUNS_QUEUE,
     data,
-    opts: { jobId: data.runId, ...RETENTION },
+    opts: { jobId: data.runId, ...REMOVE_WHEN_DONE },
     children: jobs.map((job) => ({
       name: JOB_NAMES.probe,
       queueName: regionQueueName(job.region),
@@ -54,7 +60,7 @@ export function flowOf(data: RunJobData, jobs: JobPayload[], jobKey?: string): F
         backoff: RETRY_BACKOFF,
         // A child that fails for good is recorded on the parent, which goes on without it.
         ignoreDependencyOnFailure: true,
-        ...RETENTION,
+        ...REMOVE_WHEN_DONE,
       },
     })),
   };
@@ -63,9 +69,26 @@ export function flowOf(data: RunJobData, jobs: JobPayload[], jobKey?: string): F
 export interface SubmittedRun {
   runId: string;
   jobs: JobPayload[];
+  /** The run as submitted (for a run that is over, as its report tells it). */
   data: RunJobData;
   /** False when a run with this id was already there (nothing was added). */
   added: boolean;
+  /** The stored report, when a run with this id is over. */
+  report?: RunReport;
+}
+
+/** A run id already taken by a run of another plan: submitting would show that run as this one's. */
+export class RunIdTakenError extends BadInputError {
+  override name = 'RunIdTakenError';
+}
+
+function refuseOtherPlan(runId: string, theirs: Plan, ours: Plan, since: string): void {
+  const differences = planDifferences(theirs, ours);
+  if (differences.length === 0) return;
+  throw new RunIdTakenError(
+    `run "${runId}" already exists (${since}) with another plan ("${theirs.name}"; differs in ${differences.join(', ')}): ` +
+      'give another --run-id, or the same plan to see that run',
+  );
 }
 
 export async function submitRun(
@@ -74,11 +97,32 @@ export async function submitRun(
   runId: string,
   options: { deadlineSeconds?: number; now?: Date } = {},
 ): Promise<SubmittedRun> {
+  const jobs = splitPlan(loaded, runId);
   const existing = await fleet.runs.getJob(runId);
   if (existing) {
-    return { runId, jobs: splitPlan(loaded, runId), data: runJobDataSchema.parse(existing.data), added: false };
+    const data = runDataOf(existing);
+    refuseOtherPlan(runId, data.plan, loaded.plan, `submitted ${data.submittedAt}`);
+    return { runId, jobs, data, added: false };
   }
-  const jobs = splitPlan(loaded, runId);
+  const report = await fleet.store.get(runId);
+  if (report) {
+    refuseOtherPlan(runId, report.plan, loaded.plan, `finished ${report.finishedAt}`);
+    const data: RunJobData = {
+      schema: RUN_JOB_SCHEMA,
+      runId,
+      plan: report.plan,
+      submittedAt: report.startedAt,
+      deadline: report.finishedAt,
+      jobs: [...report.results, ...report.unfinishedJobs].map((j) => ({
+        jobId: j.jobId,
+        region: j.region,
+        target: j.target,
+        probe: j.probe,
+        variant: j.variant,
+      })),
+    };
+    return { runId, jobs, data, added: false, report };
+  }
   const now = options.now ?? new Date();
   const deadlineSeconds = options.deadlineSeconds ?? defaultDeadlineSeconds(jobs, loaded.plan.jobTimeoutSeconds);
   const data: RunJobData = {
@@ -90,6 +134,9 @@ export async function submitRun(
     jobs: jobs.map(jobRefOf),
   };
   await fleet.client.sadd(reportKeys.regions(fleet.prefix), ...loaded.plan.regions);
+  // A Queue writes its settings (QUEUE_EVENTS_KEPT) to Redis as it opens; getVersion() waits for
+  // that write, so the regions' queues have them before their jobs arrive.
+  await Promise.all(loaded.plan.regions.map((region) => fleet.regionQueue(region).getVersion()));
   await fleet.flows.add(flowOf(data, jobs, fleet.jobKey));
   return { runId, jobs, data, added: true };
 }

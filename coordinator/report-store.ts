@@ -1,14 +1,14 @@
-// Run reports stored in Redis with bounded retention: each report under its own key with a
-// TTL, an index sorted by start time and a hash of one-line summaries for `runs list`. All keys
-// carry the queues' hash tag (contracts/queues.ts), so the multi-key updates stay in one slot.
+// Run reports stored in Redis with bounded retention (age and count, contracts/retention.ts):
+// each report under its own key with a TTL, an index sorted by start time and a hash of one-line
+// summaries for `runs list`. All keys carry the queues' hash tag (contracts/queues.ts), so the
+// multi-key updates stay in one slot.
 import type { Redis } from 'ioredis';
 import { reportKeys } from '../contracts/queues.js';
 import { runReportSchema, type RunReport } from '../contracts/result.js';
+import { DEFAULT_RETENTION, type Keep } from '../contracts/retention.js';
 import { runSummarySchema, type RunSummary } from '../contracts/run-job.js';
 import { RUN_SCHEMA } from '../contracts/result.js';
 import { comparisonSchema, type RunComparison } from '../contracts/comparison.js';
-
-export const DEFAULT_REPORT_RETENTION_DAYS = 30;
 
 export function summarizeReport(report: RunReport): RunSummary {
   return {
@@ -32,32 +32,48 @@ export class ReportStore {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
-    /** How long a stored report is kept (only writes use it). */
-    private readonly retentionSeconds = DEFAULT_REPORT_RETENTION_DAYS * 86_400,
+    /** How long and how many stored reports are kept (only writes use it). */
+    private readonly keep: Keep = DEFAULT_RETENTION.reports,
   ) {}
 
   /** Stores the report unless one is already stored for its run; returns the stored one.
    * Two processes may finish the same run (the `run` command and the coordinator): the first wins. */
   async saveIfAbsent(report: RunReport): Promise<{ report: RunReport; stored: boolean }> {
     const key = reportKeys.report(this.prefix, report.runId);
-    const set = await this.redis.set(key, JSON.stringify(report), 'EX', this.retentionSeconds, 'NX');
+    const ttl = this.keep.maxAgeSeconds;
+    const set = await this.redis.set(key, JSON.stringify(report), 'EX', ttl, 'NX');
     if (set === null) {
       const existing = await this.get(report.runId);
       if (existing) return { report: existing, stored: false };
       // Expired between the two calls: store ours.
-      await this.redis.set(key, JSON.stringify(report), 'EX', this.retentionSeconds);
+      await this.redis.set(key, JSON.stringify(report), 'EX', ttl);
     }
-    const cutoff = Date.now() - this.retentionSeconds * 1000;
     const index = reportKeys.index(this.prefix);
-    const summaries = reportKeys.summaries(this.prefix);
-    const expired = await this.redis.zrangebyscore(index, '-inf', `(${cutoff}`);
-    const tx = this.redis
+    await this.redis
       .multi()
       .zadd(index, Date.parse(report.startedAt), report.runId)
-      .hset(summaries, report.runId, JSON.stringify(summarizeReport(report)));
-    if (expired.length > 0) tx.zrem(index, ...expired).hdel(summaries, ...expired);
-    await tx.exec();
+      .hset(reportKeys.summaries(this.prefix), report.runId, JSON.stringify(summarizeReport(report)))
+      .exec();
+    await this.prune();
     return { report, stored: true };
+  }
+
+  /** Removes reports past the age bound (their keys expired already; the index and summaries
+   * still name them) and the oldest beyond the count bound. */
+  private async prune(): Promise<void> {
+    const index = reportKeys.index(this.prefix);
+    const [expired, overCount] = await Promise.all([
+      this.redis.zrangebyscore(index, '-inf', `(${Date.now() - this.keep.maxAgeSeconds * 1000}`),
+      this.redis.zrevrange(index, this.keep.maxCount, -1),
+    ]);
+    const gone = [...new Set([...expired, ...overCount])];
+    if (gone.length === 0) return;
+    await this.redis
+      .multi()
+      .zrem(index, ...gone)
+      .hdel(reportKeys.summaries(this.prefix), ...gone)
+      .del(...gone.flatMap((id) => [reportKeys.report(this.prefix, id), reportKeys.comparison(this.prefix, id)]))
+      .exec();
   }
 
   async get(runId: string): Promise<RunReport | undefined> {
@@ -106,7 +122,7 @@ export class ReportStore {
   /** Stores a run's comparison beside its report (same retention) unless one is stored; returns the stored one. */
   async saveComparisonIfAbsent(comparison: RunComparison): Promise<RunComparison> {
     const key = reportKeys.comparison(this.prefix, comparison.after.runId);
-    const set = await this.redis.set(key, JSON.stringify(comparison), 'EX', this.retentionSeconds, 'NX');
+    const set = await this.redis.set(key, JSON.stringify(comparison), 'EX', this.keep.maxAgeSeconds, 'NX');
     return set === null ? ((await this.getComparison(comparison.after.runId)) ?? comparison) : comparison;
   }
 

@@ -1,17 +1,27 @@
 // Turns a run's flow into its report: the results its children returned, the children that
-// failed for good, and the jobs no worker took before the deadline. Whoever finishes a run
-// (the coordinator processing the parent job, or the `run` command that submitted it) calls
-// the same code, and the first stored report wins.
+// failed for good, and the jobs that had no result by the deadline (never taken, or taken by a
+// worker that was lost). Whoever finishes a run (the coordinator processing the parent job, or
+// the `run` command that submitted it) calls the same code, and the first stored report wins.
 import type { Job } from 'bullmq';
-import { parseJobKey, regionOfQueue } from '../contracts/queues.js';
-import { probeResultSchema, type ProbeResult, type RunReport, type UnfinishedJob } from '../contracts/result.js';
-import { runJobDataSchema, type RunJobData } from '../contracts/run-job.js';
+import { JOB_STALLS_RETRIED, jobKey, parseJobKey, regionOfQueue, reportKeys } from '../contracts/queues.js';
+import {
+  probeResultSchema,
+  type JobRef,
+  type ProbeResult,
+  type RunReport,
+  type UnfinishedJob,
+} from '../contracts/result.js';
+import { expiredJobNoteSchema, runJobDataSchema, type ExpiredJobNote, type RunJobData } from '../contracts/run-job.js';
 import type { Fleet } from './fleet.js';
 import { buildRunReport } from './run-report.js';
 
 export class RunDataError extends Error {
   override name = 'RunDataError';
 }
+
+/** BullMQ's failedReason for a job whose worker was lost more than JOB_STALLS_RETRIED times
+ * (moveStalledJobsToWait.lua); it has no code, so this is the one place that knows the text. */
+const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
 
 export function runDataOf(parent: Job): RunJobData {
   const parsed = runJobDataSchema.safeParse(parent.data);
@@ -20,13 +30,31 @@ export function runDataOf(parent: Job): RunJobData {
   return parsed.data;
 }
 
+/** Why a job of the run has no result, from what was known of it at the deadline. */
+function notRunReason(ref: JobRef, note: ExpiredJobNote | undefined, deadline: string): string {
+  const before = `before the run's deadline (${deadline})`;
+  if (!note) return `no worker of region "${ref.region}" took it ${before}`;
+  const worker = note.takenBy ? `its worker (${note.takenBy})` : 'its worker';
+  if (note.workersLost > 0) {
+    const times = note.workersLost > 1 ? ` ${note.workersLost} times` : '';
+    return `${worker} was lost while running it${times} (its lock expired: killed, hung or cut off from Redis), and no worker of region "${ref.region}" took it again ${before}`;
+  }
+  if (note.failedAttempts > 0)
+    return `it failed ${note.failedAttempts} time(s) (last: ${note.lastError ?? 'no reason given'}) and was waiting to be retried at the run's deadline (${deadline})`;
+  return `${worker} took it${note.takenAt ? ` at ${note.takenAt}` : ''} and it had not finished ${before}`;
+}
+
 /** Results and unfinished jobs of a run whose children are all done (or removed at the deadline). */
 export async function collectRun(
   fleet: Fleet,
   parent: Job,
   data: RunJobData,
 ): Promise<{ results: ProbeResult[]; unfinishedJobs: UnfinishedJob[] }> {
-  const [values, failures] = await Promise.all([parent.getChildrenValues(), parent.getIgnoredChildrenFailures()]);
+  const [values, failures, notes] = await Promise.all([
+    parent.getChildrenValues(),
+    parent.getIgnoredChildrenFailures(),
+    fleet.client.hgetall(reportKeys.expiredJobs(fleet.prefix, data.runId)),
+  ]);
   const resultById = new Map<string, ProbeResult | string>();
   for (const [key, value] of Object.entries(values)) {
     const id = parseJobKey(fleet.prefix, key)?.jobId;
@@ -45,21 +73,41 @@ export async function collectRun(
     const id = parseJobKey(fleet.prefix, key)?.jobId;
     if (id) failureById.set(id, reason);
   }
+  const noteOf = (id: string): ExpiredJobNote | undefined => {
+    let parsed;
+    try {
+      parsed = expiredJobNoteSchema.safeParse(JSON.parse(notes[id] ?? 'null'));
+    } catch {
+      return undefined; // not JSON: no note, as if none was taken
+    }
+    return parsed.success ? parsed.data : undefined;
+  };
 
   const results: ProbeResult[] = [];
   const unfinishedJobs: UnfinishedJob[] = [];
   for (const ref of data.jobs) {
     const result = resultById.get(ref.jobId);
+    const failure = failureById.get(ref.jobId);
     if (result && typeof result !== 'string') results.push(result);
     else if (typeof result === 'string') unfinishedJobs.push({ ...ref, status: 'failed', reason: result });
-    else if (failureById.has(ref.jobId))
-      unfinishedJobs.push({ ...ref, status: 'failed', reason: failureById.get(ref.jobId)! });
-    else
+    else if (failure === STALLED_TOO_OFTEN) {
+      const workersLost = JOB_STALLS_RETRIED + 1;
+      unfinishedJobs.push({
+        ...ref,
+        status: 'failed',
+        reason: `its worker was lost while running it ${workersLost} times (its lock expired: killed, hung or cut off from Redis); not tried again`,
+        workersLost,
+      });
+    } else if (failure !== undefined) unfinishedJobs.push({ ...ref, status: 'failed', reason: failure });
+    else {
+      const note = noteOf(ref.jobId);
       unfinishedJobs.push({
         ...ref,
         status: 'not-run',
-        reason: `no worker of region "${ref.region}" took it before the run's deadline (${data.deadline})`,
+        reason: notRunReason(ref, note, data.deadline),
+        ...(note?.workersLost ? { workersLost: note.workersLost } : {}),
       });
+    }
   }
   return { results, unfinishedJobs };
 }
@@ -83,32 +131,84 @@ export async function finishRun(
     results,
     unfinishedJobs,
   });
-  return fleet.store.saveIfAbsent(report);
+  const saved = await fleet.store.saveIfAbsent(report);
+  // The notes are in the report now (the first report stored wins, so they are done with).
+  if (saved.stored) await fleet.client.del(reportKeys.expiredJobs(fleet.prefix, data.runId));
+  return saved;
+}
+
+/** Keys of the run's children not done yet (the parent's pending dependencies, read in pages). */
+async function pendingChildren(parent: Job): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = 0;
+  do {
+    const page = await parent.getDependencies({ unprocessed: { cursor, count: 500 } });
+    keys.push(...(page.unprocessed ?? []));
+    cursor = page.nextUnprocessedCursor ?? 0;
+  } while (cursor !== 0);
+  return keys;
+}
+
+/** What became of the pending children that a worker has taken before and that no worker holds
+ * now: those the deadline removes (never-taken ones need no note). */
+async function notesOn(fleet: Fleet, keys: string[]): Promise<Map<string, ExpiredJobNote>> {
+  const read = fleet.client.pipeline();
+  const children = keys.flatMap((key) => {
+    const parsed = parseJobKey(fleet.prefix, key);
+    if (!parsed) return [];
+    read.hmget(key, 'processedOn', 'pb', 'stc', 'atm', 'failedReason');
+    read.exists(`${key}:lock`);
+    read.lpos(jobKey(fleet.prefix, parsed.queueName, 'active'), parsed.jobId);
+    return [parsed.jobId];
+  });
+  const replies = (await read.exec()) ?? [];
+  const notes = new Map<string, ExpiredJobNote>();
+  children.forEach((jobId, i) => {
+    const [fields, locked, activeAt] = replies.slice(3 * i, 3 * i + 3).map((reply) => reply?.[1]);
+    const [processedOn, takenBy, stalls, failed, lastError] = (fields ?? []) as (string | null)[];
+    if (!processedOn || locked === 1) return;
+    // In the active list without a lock: its worker is gone, and no stall check has put the job
+    // back in the queue yet (none runs without a live worker of the region).
+    const lostNow = activeAt !== null && activeAt !== undefined ? 1 : 0;
+    notes.set(jobId, {
+      ...(takenBy ? { takenBy } : {}),
+      takenAt: new Date(Number(processedOn)).toISOString(),
+      workersLost: Number(stalls ?? 0) + lostNow,
+      failedAttempts: Number(failed ?? 0),
+      ...(lastError ? { lastError } : {}),
+    });
+  });
+  return notes;
 }
 
 /** Past its deadline, a run stops waiting: children no worker holds are removed from their
- * queues (and so from the parent's dependencies). Jobs a worker is running still finish, within
- * their own time bound. Idempotent; returns how many children it removed. */
-export async function expireRunIfDue(parent: Job, data: RunJobData, now = Date.now()): Promise<number> {
+ * queues (and so from the parent's dependencies), after noting what became of those a worker had
+ * taken. Jobs a worker is running still finish, within their own time bound. Idempotent; returns
+ * how many children it removed. */
+export async function expireRunIfDue(fleet: Fleet, parent: Job, data: RunJobData, now = Date.now()): Promise<number> {
   if (now < Date.parse(data.deadline)) return 0;
-  const before = (await parent.getDependenciesCount({ unprocessed: true })).unprocessed ?? 0;
-  if (before === 0) return 0;
+  const pending = await pendingChildren(parent);
+  if (pending.length === 0) return 0;
+  const notes = await notesOn(fleet, pending);
+  if (notes.size > 0) {
+    const key = reportKeys.expiredJobs(fleet.prefix, data.runId);
+    await fleet.client
+      .multi()
+      .hset(key, Object.fromEntries([...notes].map(([id, note]) => [id, JSON.stringify(note)])))
+      .expire(key, fleet.retention.jobs.maxAgeSeconds)
+      .exec();
+  }
   await parent.removeUnprocessedChildren();
   const after = (await parent.getDependenciesCount({ unprocessed: true })).unprocessed ?? 0;
-  return before - after;
+  return pending.length - after;
 }
 
 /** Jobs of the run not done yet, per region (from the parent's pending dependencies: keys only). */
 export async function pendingByRegion(fleet: Fleet, parent: Job): Promise<Map<string, number>> {
   const pending = new Map<string, number>();
-  let cursor = 0;
-  do {
-    const page = await parent.getDependencies({ unprocessed: { cursor, count: 500 } });
-    for (const key of page.unprocessed ?? []) {
-      const region = regionOfQueue(parseJobKey(fleet.prefix, key)?.queueName ?? '');
-      if (region) pending.set(region, (pending.get(region) ?? 0) + 1);
-    }
-    cursor = page.nextUnprocessedCursor ?? 0;
-  } while (cursor !== 0);
+  for (const key of await pendingChildren(parent)) {
+    const region = regionOfQueue(parseJobKey(fleet.prefix, key)?.queueName ?? '');
+    if (region) pending.set(region, (pending.get(region) ?? 0) + 1);
+  }
   return pending;
 }

@@ -2,6 +2,7 @@
 import type { Plan } from '../contracts/plan.js';
 import { RUN_SCHEMA, type ProbeResult, type RunReport, type UnfinishedJob } from '../contracts/result.js';
 import { REDACTED, redactUrl } from '../contracts/secrets.js';
+import { canonicalJson } from '../common/job-signature.js';
 import { analyzeRun } from './analysis.js';
 
 /** A target as shown and stored outside the worker: header names without values (any may be a
@@ -17,6 +18,14 @@ export function redactTarget<T extends { url: string; headers?: Record<string, s
 /** The plan as a report, the runs queue and `runs show` hold it. */
 export function redactPlan(plan: Plan): Plan {
   return { ...plan, targets: plan.targets.map(redactTarget) };
+}
+
+/** The parts of the plan in which two plans differ, as redacted (header values and URL secrets are not compared). */
+export function planDifferences(a: Plan, b: Plan): string[] {
+  const [ra, rb] = [redactPlan(a), redactPlan(b)] as Record<string, unknown>[];
+  return [...new Set([...Object.keys(ra), ...Object.keys(rb)])]
+    .filter((key) => canonicalJson(ra[key]) !== canonicalJson(rb[key]))
+    .sort();
 }
 
 export function buildRunReport(run: {

@@ -6,7 +6,6 @@ import { SCHEDULED_RUN_SCHEMA, scheduledRunDataSchema, type ScheduledRunData } f
 import { formatIssuePath } from '../common/issue-path.js';
 import { openSignedData, signData } from '../common/job-signature.js';
 import type { Fleet } from './fleet.js';
-import { JOB_RETENTION_SECONDS } from './flow.js';
 import type { LoadedPlan } from './plan-loader.js';
 import { countJobs } from './split.js';
 
@@ -75,11 +74,8 @@ export async function addSchedule(
   await fleet.runs.upsertJobScheduler(
     name,
     'everyMs' in spec ? { every: spec.everyMs } : { pattern: spec.cron, tz: spec.tz },
-    {
-      name: JOB_NAMES.scheduledRun,
-      data: signData(data, fleet.jobKey),
-      opts: { removeOnComplete: { age: JOB_RETENTION_SECONDS }, removeOnFail: { age: JOB_RETENTION_SECONDS } },
-    },
+    // How long a fired schedule's record is kept is the coordinator's to say (contracts/retention.ts).
+    { name: JOB_NAMES.scheduledRun, data: signData(data, fleet.jobKey) },
   );
   const info = (await listSchedules(fleet)).find((s) => s.name === name);
   if (!info) throw new ScheduleError(`schedule "${name}" was added but cannot be read back`);

@@ -1,20 +1,29 @@
 // A region's BullMQ worker: takes jobs from that region's queue only and runs each with
-// executeJob, the same code the embedded runner calls. A malformed payload fails at once
-// (UnrecoverableError) and the worker goes on; the probe result is the job's return value.
+// executeJob, the same code the embedded runner calls. A job it cannot read (too large, not
+// JSON) or a malformed payload fails at once (UnrecoverableError) and the worker goes on; the
+// probe result is the job's return value. A job whose worker was lost comes back within the
+// stall timeout; closing is bounded whatever Redis does.
 import { hostname } from 'node:os';
-import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
-import { JOB_NAMES, regionQueueName } from '../contracts/queues.js';
+import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
+import { JOB_NAMES, JOB_STALLS_RETRIED, regionQueueName } from '../contracts/queues.js';
 import type { ProbeResult } from '../contracts/result.js';
+import { bullmqKeep, DEFAULT_RETENTION, type RetentionSettings } from '../contracts/retention.js';
 import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
-import { bullmqConnection, type RedisSettings } from '../common/redis.js';
+import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
 import { executeJob, InvalidJobError, parseJobPayload } from './execute-job.js';
+import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
 import { observeJobs, type JobObserver } from './metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
 
 /** How long jobs being handed back on shutdown get to stop before the worker is closed hard. */
 const HAND_BACK_MS = 5_000;
+/** How long a worker with nothing in flight waits for Redis to see it leave; then it just goes. */
+const LEAVE_MS = 2_000;
+
+/** A job whose worker died is back in its queue within this (docs/distributed.md). */
+export const DEFAULT_STALL_TIMEOUT_SECONDS = 30;
 
 export interface RegionWorkerOptions {
   redis: RedisSettings;
@@ -22,10 +31,16 @@ export interface RegionWorkerOptions {
   region: string;
   /** Jobs run at once. 1 keeps measurements from competing for the CPU. */
   concurrency: number;
-  /** How often the worker looks for jobs whose worker died, and how long a job's lock lasts
-   * without renewal: a job whose worker died is taken again within about two intervals.
-   * @defaultValue 30000 (BullMQ's default) */
-  stalledIntervalMs?: number;
+  /**
+   * A job whose worker died (or hung) is back in its queue within this, for a live worker of the
+   * region to take. Half of it is the job's lock (renewed while the job runs), half the interval
+   * of the stall check: a lock expires at most one lock after the worker's last renewal, and the
+   * first check after that finds it, at most one interval later.
+   * @defaultValue 30000
+   */
+  stallTimeoutMs?: number;
+  /** How long failed jobs are kept (jobs of ours say themselves that they go once complete). */
+  retention?: RetentionSettings;
   log: Logger;
   /** Told about every job: metrics (worker/metrics/job-metrics.ts). */
   observer?: JobObserver;
@@ -35,12 +50,16 @@ export interface RegionWorkerOptions {
   jobKey?: string;
 }
 
+export type CloseOutcome = 'drained' | 'handed-back' | 'abandoned';
+
 export interface RegionWorker {
   /** Resolves when the worker is connected and taking jobs. */
   ready: Promise<void>;
   /** Stops taking jobs and lets the ones in flight finish for up to `graceMs`; jobs still
-   * running then are stopped and put back in the queue for another worker. */
-  close(graceMs: number): Promise<'drained' | 'handed-back'>;
+   * running then are stopped and put back in the queue for another worker. If Redis does not
+   * answer, they cannot be put back ('abandoned'): their locks expire and the stall check of
+   * another worker returns them. Ends within `graceMs` + about 10 s whatever Redis does. */
+  close(graceMs: number): Promise<CloseOutcome>;
 }
 
 export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
@@ -54,6 +73,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     token: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<ProbeResult> => {
+    refuseUnreadable(job, log);
     if (job.name !== JOB_NAMES.probe) {
       throw new UnrecoverableError(
         `unexpected job "${job.name}" in queue ${queueName} (only "${JOB_NAMES.probe}" jobs belong here)`,
@@ -77,29 +97,38 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
       log.info({ jobId: job.id }, 'job handed back to the queue');
       throw new WaitingError();
     }
-    return result;
+    // Taken again after its worker was lost: the report says so.
+    return job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result;
   };
-
-  const stalledInterval = options.stalledIntervalMs ?? 30_000;
-  const worker = new Worker(queueName, options.observer ? observeJobs(processor, options.observer) : processor, {
-    connection: bullmqConnection(options.redis),
+  const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
+  const keepFailed = bullmqKeep((options.retention ?? DEFAULT_RETENTION).jobs);
+  const worker = new FleetWorker(queueName, options.observer ? observeJobs(processor, options.observer) : processor, {
+    connection: bullmqWorkerConnection(options.redis),
     prefix: options.prefix,
     concurrency: options.concurrency,
-    stalledInterval,
-    lockDuration: stalledInterval,
-    maxStalledCount: 1,
+    lockDuration: stallTimeoutMs / 2,
+    stalledInterval: stallTimeoutMs / 2,
+    maxStalledCount: JOB_STALLS_RETRIED,
+    removeOnFail: keepFailed,
+    removeOnComplete: keepFailed,
     name: `${hostname()}-${process.pid}`,
   });
   worker.on('completed', (job) => log.info({ jobId: job.id }, 'job completed'));
   worker.on('failed', (job, err) =>
     log.warn({ jobId: job?.id, attempt: job?.attemptsMade, reason: err.message }, 'job failed'),
   );
-  // Without a listener an 'error' (e.g. Redis going away) would end the process.
-  worker.on('error', (err) => log.warn({ err: err.message }, 'worker error (reconnecting)'));
+  // This worker's stall check found a job whose worker stopped renewing its lock.
+  worker.on('stalled', (jobId) =>
+    log.warn(
+      { jobId, stallTimeoutMs },
+      'job stalled: the worker running it was lost (killed, hung or cut off from Redis); it is back in the queue',
+    ),
+  );
+  warnOnRedisErrors(worker, log, 'worker');
 
   const ready = worker.waitUntilReady().then(() => {
     log.info(
-      { queue: queueName, prefix: options.prefix, concurrency: options.concurrency, stalledInterval },
+      { queue: queueName, prefix: options.prefix, concurrency: options.concurrency, stallTimeoutMs },
       'worker ready',
     );
   });
@@ -108,13 +137,22 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   return {
     ready,
     async close(graceMs) {
-      const closing = worker.close();
-      if (await settlesWithin(closing, graceMs)) return 'drained';
-      handingBack = true;
-      log.warn({ graceMs }, 'jobs still running after the grace period: handing them back');
-      worker.cancelAllJobs('worker shutting down');
-      if (!(await settlesWithin(closing, HAND_BACK_MS))) await worker.close(true);
-      return 'handed-back';
+      // With nothing in flight there is nothing to wait for but Redis saying goodbye.
+      if (await settlesWithin(worker.close(), worker.held > 0 ? graceMs : LEAVE_MS)) return 'drained';
+      if (worker.held > 0) {
+        handingBack = true;
+        log.warn({ graceMs, jobs: worker.held }, 'jobs still running after the grace period: handing them back');
+        worker.cancelAllJobs('worker shutting down');
+        if (await settlesWithin(worker.close(), HAND_BACK_MS)) return 'handed-back';
+      }
+      const unfinished = worker.held;
+      await worker.closeWithin(0, log);
+      if (unfinished > 0)
+        log.warn(
+          { jobs: unfinished },
+          'Redis does not answer: jobs in flight could not be handed back; another worker takes them after the stall timeout',
+        );
+      return unfinished > 0 ? 'abandoned' : 'drained';
     },
   };
 }

@@ -5,16 +5,16 @@ import { NAME_PATTERN } from '../../contracts/common.js';
 import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
-import { DEFAULT_REPORT_RETENTION_DAYS } from '../../coordinator/report-store.js';
 import { pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
-import { fleetOf, redisArgs } from './redis-args.js';
+import { fleetOf, redisArgs, redisTimeoutArg, redisTimeoutMsOf } from './redis-args.js';
+import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 export const DEFAULT_COORDINATOR_PORT = 9470;
 
 const options = (y: Argv) =>
-  maxJobsArgs(pushgatewayArgs(redisArgs(y)))
+  maxJobsArgs(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['jobs', 'reports'])))
     .option('host', {
       type: 'string',
       default: '127.0.0.1',
@@ -25,11 +25,6 @@ const options = (y: Argv) =>
       default: DEFAULT_COORDINATOR_PORT,
       describe: 'port of /metrics and /healthz (0: any free port)',
     })
-    .option('report-retention-days', {
-      type: 'number',
-      default: DEFAULT_REPORT_RETENTION_DAYS,
-      describe: 'how long stored run reports are kept',
-    })
     .option('region', {
       type: 'string',
       array: true,
@@ -39,7 +34,7 @@ const options = (y: Argv) =>
     .option('sweep-interval-ms', {
       type: 'number',
       default: 5000,
-      describe: 'how often runs past their deadline are looked for',
+      describe: 'how often runs past their deadline are looked for, and queue depths read for /metrics',
     });
 
 export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> = {
@@ -50,33 +45,50 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
     for (const region of args.region) {
       if (!NAME_PATTERN.test(region)) throw new BadArgumentError(`--region: "${region}" is not a region name`);
     }
-    if (!(args.reportRetentionDays > 0))
-      throw new BadArgumentError(`--report-retention-days must be positive (got ${args.reportRetentionDays})`);
     const pushgateway = pushgatewaySettingsOf(args);
+    const redisTimeoutMs = redisTimeoutMsOf(args);
     const maxJobs = maxJobsOf(args);
     const log = createLogger('coordinator');
-    const fleet = fleetOf(args, log, Math.round(args.reportRetentionDays * 86_400));
+    // Unbounded commands: the coordinator waits out a Redis restart (its reads for /metrics and
+    // its checks have their own bound, --redis-timeout).
+    const fleet = fleetOf(args, log, { retention: retentionOf(args) });
     log.info(
-      { redis: redactRedisUrl(fleet.redis.url), prefix: fleet.prefix, signsJobs: fleet.jobKey !== undefined },
+      {
+        redis: redactRedisUrl(fleet.redis.url),
+        prefix: fleet.prefix,
+        signsJobs: fleet.jobKey !== undefined,
+        retention: fleet.retention,
+      },
       'connecting',
     );
-    const coordinator = await startCoordinator({
-      fleet,
-      log,
-      listen: { host: args.host, port: args.port },
-      regions: args.region,
-      sweepIntervalMs: args.sweepIntervalMs,
-      pushgateway,
-      maxJobs,
+    const stopped = new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
     });
+    const coordinator = await Promise.race([
+      startCoordinator({
+        fleet,
+        log,
+        listen: { host: args.host, port: args.port },
+        regions: args.region,
+        sweepIntervalMs: args.sweepIntervalMs,
+        redisTimeoutMs,
+        pushgateway,
+        maxJobs,
+      }),
+      stopped.then(() => undefined),
+    ]);
+    if (!coordinator) {
+      // Stopped while still waiting for Redis to start: nothing taken, nothing to hand back.
+      log.warn('stopped before Redis answered');
+      await fleet.close();
+      process.exit(0);
+    }
     log.info(
       { metrics: `${coordinator.url}/metrics`, healthz: `${coordinator.url}/healthz` },
       'serving; Ctrl-C to stop',
     );
-    await new Promise<void>((resolve) => {
-      process.once('SIGTERM', resolve);
-      process.once('SIGINT', resolve);
-    });
+    await stopped;
     await coordinator.close();
     await fleet.close();
     log.info('coordinator stopped');

@@ -14,8 +14,13 @@ export const pushgatewayArgs = <T>(y: Argv<T>) =>
     .option('pushgateway-timeout-seconds', {
       type: 'number',
       default: 5,
+      describe: 'bound on each request to the Pushgateway',
+    })
+    .option('pushgateway-retry-seconds', {
+      type: 'number',
+      default: 30,
       describe:
-        'bound on each request to the Pushgateway; a push is tried 3 times, 0.5 s and 1 s apart, then logged and counted as failed',
+        'a push that fails is retried for this long (0.5 s apart, doubling to 8 s), then logged, counted (probefleet_push_failures_total) and pushed again once the gateway answers',
     });
 
 export const instanceArg = <T>(y: Argv<T>) =>
@@ -28,6 +33,7 @@ export const instanceArg = <T>(y: Argv<T>) =>
 export interface PushgatewayArgs {
   pushgateway?: string;
   pushgatewayTimeoutSeconds: number;
+  pushgatewayRetrySeconds: number;
 }
 
 /** The Pushgateway to push to, from --pushgateway or PROBEFLEET_PUSHGATEWAY; undefined for none. */
@@ -44,7 +50,9 @@ export function pushgatewaySettingsOf(args: PushgatewayArgs): PushgatewaySetting
     throw new BadArgumentError(
       `--pushgateway-timeout-seconds must be positive (got ${args.pushgatewayTimeoutSeconds})`,
     );
-  return { url, timeoutMs: args.pushgatewayTimeoutSeconds * 1000 };
+  if (!(args.pushgatewayRetrySeconds >= 0))
+    throw new BadArgumentError(`--pushgateway-retry-seconds must be 0 or more (got ${args.pushgatewayRetrySeconds})`);
+  return { url, timeoutMs: args.pushgatewayTimeoutSeconds * 1000, retryForMs: args.pushgatewayRetrySeconds * 1000 };
 }
 
 /** The instance label from --instance or PROBEFLEET_INSTANCE; undefined: the host name. */

@@ -1,11 +1,20 @@
-// The options every command that talks to a fleet's Redis shares: --redis, --redis-ca, --prefix.
+// The options every command that talks to a fleet's Redis shares: --redis, --redis-ca, --prefix,
+// --redis-timeout; and how a command that ends uses a fleet (withFleet): bounded in time whatever
+// Redis does, an unreachable Redis said as such (exit 4).
 import type { Argv } from 'yargs';
 import { DEFAULT_QUEUE_PREFIX, prefixProblem } from '../../contracts/queues.js';
+import type { RetentionSettings } from '../../contracts/retention.js';
 import type { Logger } from '../../common/log.js';
-import { DEFAULT_REDIS_URL, redisSettingsFrom, type RedisSettings } from '../../common/redis.js';
+import {
+  DEFAULT_REDIS_TIMEOUT_SECONDS,
+  DEFAULT_REDIS_URL,
+  RedisUnreachableError,
+  redisSettingsFrom,
+  type RedisSettings,
+} from '../../common/redis.js';
 import { jobKeyFromEnv, JobKeyError } from '../../common/job-signature.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
-import { BadArgumentError } from '../../common/bad-input.js';
+import { BadArgumentError, BadInputError } from '../../common/bad-input.js';
 
 export const redisArgs = (y: Argv) =>
   y
@@ -22,10 +31,18 @@ export const redisArgs = (y: Argv) =>
       describe: `key prefix of every queue, with a Redis Cluster hash tag (default: $PROBEFLEET_PREFIX, else "${DEFAULT_QUEUE_PREFIX}")`,
     });
 
+/** --redis-timeout, for the commands that bound their waits for Redis (a worker waits outages out). */
+export const redisTimeoutArg = <T>(y: Argv<T>) =>
+  y.option('redis-timeout', {
+    type: 'number',
+    describe: `seconds to wait for an answer from Redis, connecting included; past it the command says what it could not reach and exits 4 (default: $PROBEFLEET_REDIS_TIMEOUT_SECONDS, else ${DEFAULT_REDIS_TIMEOUT_SECONDS})`,
+  });
+
 export interface RedisArgs {
   redis?: string;
   redisCa?: string;
   prefix?: string;
+  redisTimeout?: number;
 }
 
 /** The Redis URL from --redis or REDIS_URL; undefined when neither is set (or set empty). */
@@ -33,11 +50,21 @@ export function redisUrlFrom(args: RedisArgs): string | undefined {
   return args.redis || process.env.REDIS_URL || undefined;
 }
 
-export function redisSettingsOf(args: RedisArgs): RedisSettings {
-  return redisSettingsFrom(
+/** --redis-timeout (or PROBEFLEET_REDIS_TIMEOUT_SECONDS) in milliseconds. */
+export function redisTimeoutMsOf(args: RedisArgs): number {
+  const fromEnv = process.env.PROBEFLEET_REDIS_TIMEOUT_SECONDS;
+  const seconds = args.redisTimeout ?? (fromEnv ? Number(fromEnv) : DEFAULT_REDIS_TIMEOUT_SECONDS);
+  if (!(seconds >= 0.1)) throw new BadArgumentError(`--redis-timeout must be at least 0.1 seconds (got ${seconds})`);
+  return Math.round(seconds * 1000);
+}
+
+/** `bounded`: for a command that ends, every Redis command fails after --redis-timeout. */
+export function redisSettingsOf(args: RedisArgs, options: { bounded?: boolean } = {}): RedisSettings {
+  const settings = redisSettingsFrom(
     redisUrlFrom(args) ?? DEFAULT_REDIS_URL,
     args.redisCa || process.env.REDIS_CA_FILE || undefined,
   );
+  return options.bounded ? { ...settings, commandTimeoutMs: redisTimeoutMsOf(args) } : settings;
 }
 
 export function prefixOf(args: RedisArgs): string {
@@ -47,14 +74,49 @@ export function prefixOf(args: RedisArgs): string {
   return prefix;
 }
 
-export function fleetOf(args: RedisArgs, log: Logger, reportRetentionSeconds?: number): Fleet {
+export function fleetOf(
+  args: RedisArgs,
+  log: Logger,
+  options: { bounded?: boolean; retention?: RetentionSettings } = {},
+): Fleet {
   return openFleet({
-    redis: redisSettingsOf(args),
+    redis: redisSettingsOf(args, options),
     prefix: prefixOf(args),
     log,
     jobKey: jobKeyOf(),
-    ...(reportRetentionSeconds ? { reportRetentionSeconds } : {}),
+    ...(options.retention ? { retention: options.retention } : {}),
   });
+}
+
+const RECHECK_MS = 1_000;
+
+/**
+ * A command that ends, on the fleet: Redis answers first (else RedisUnreachableError, exit 4),
+ * every command is bounded by --redis-timeout, and closing is bounded too. A failure while Redis
+ * does not answer is reported as Redis being unreachable, whatever the command was doing.
+ */
+export async function withFleet<T>(
+  args: RedisArgs,
+  log: Logger,
+  work: (fleet: Fleet) => Promise<T>,
+  options: { retention?: RetentionSettings } = {},
+): Promise<T> {
+  const fleet = fleetOf(args, log, { ...options, bounded: true });
+  try {
+    await fleet.reachable();
+    return await work(fleet);
+  } catch (err) {
+    if (err instanceof RedisUnreachableError || err instanceof BadInputError) throw err;
+    // Not every failure is Redis's: ask it once more (briefly: it answered a moment ago) before blaming it.
+    const stillThere = await fleet.reachable(RECHECK_MS).then(
+      () => true,
+      () => false,
+    );
+    if (!stillThere) throw fleet.unreachable(`lost while working (${(err as Error).message})`);
+    throw err;
+  } finally {
+    await fleet.close();
+  }
 }
 
 /** PROBEFLEET_JOB_KEY, checked: a key too short to trust is bad input. */

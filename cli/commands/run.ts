@@ -2,12 +2,13 @@
 // URL is given (--redis or REDIS_URL): then the run is submitted as a flow to the regions'
 // workers and waited for. Prints the report; --json writes the `probefleet.run/v1` document,
 // --html, --markdown and --csv the report in those formats.
+import { hostname } from 'node:os';
 import { Registry } from 'prom-client';
 import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
 import type { Lab } from '../../lab/index.js';
-import { jobsPerRegion, waitForRun } from '../../coordinator/distributed-run.js';
+import { jobsPerRegion, runEndOf, waitForRun } from '../../coordinator/distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../../coordinator/embedded-runner.js';
 import { submitRun } from '../../coordinator/flow.js';
 import { loadPlanFile, type LoadedPlan } from '../../coordinator/plan-loader.js';
@@ -22,7 +23,8 @@ import { redactRedisUrl } from '../../common/redis.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
-import { fleetOf, redisArgs, redisUrlFrom } from './redis-args.js';
+import { redisArgs, redisTimeoutArg, redisUrlFrom, withFleet } from './redis-args.js';
+import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
 import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
@@ -34,18 +36,25 @@ import { labArgs, labAtOf, startRunLab } from './lab-args.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 const options = (y: Argv) =>
-  labArgs(targetPolicyArgs(maxJobsArgs(reportFileArgs(instanceArg(pushgatewayArgs(redisArgs(y))))), true))
+  labArgs(
+    targetPolicyArgs(
+      maxJobsArgs(
+        reportFileArgs(instanceArg(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['reports'])))),
+      ),
+      true,
+    ),
+  )
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('run-id', {
       type: 'string',
       describe:
-        "with --redis: the run's id (default: <plan>-<UTC time>-<random>); submitting an existing id adds nothing",
+        "with --redis: the run's id (default: <plan>-<UTC time>-<random>); an existing id with the same plan adds nothing and shows that run, with another plan is refused (exit 2)",
     })
     .option('deadline', {
       type: 'number',
       describe:
-        'with --redis: seconds after which jobs no worker took are reported as not run (default: jobs per region x jobTimeoutSeconds + 60)',
+        'with --redis: seconds after which jobs no worker took are reported as not run (default: jobs per region x jobTimeoutSeconds + 60); the command waits at most until then + jobTimeoutSeconds + 60, Redis outages included',
     })
     .option('detach', {
       type: 'boolean',
@@ -131,7 +140,10 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
       });
       process.stdout.write(renderRunReport(report));
       await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
-      if (metrics && !stop.signal.aborted) await metrics.pushRun(report);
+      if (metrics?.pusher && !stop.signal.aborted) {
+        const pushed = await metrics.pushRun(report);
+        await metrics.pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
+      }
       await metrics?.close();
       if (stop.signal.aborted) process.exitCode = 130;
     } finally {
@@ -163,7 +175,8 @@ function withRegions(loaded: LoadedPlan, regions: string[]): LoadedPlan {
   return moved;
 }
 
-/** Submits the plan as a flow and waits for the regions' workers; the report is the stored one. */
+/** Submits the plan as a flow and waits for the regions' workers; the report is the stored one.
+ * Bounded whatever Redis does: --redis-timeout to connect, the run's end (runEndOf) to wait. */
 async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Promise<void> {
   const withOwnRegions = args.regions ? withRegions(given, args.regions) : given;
   if (args.runId !== undefined && !runIdSchema.safeParse(args.runId).success) {
@@ -174,7 +187,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
   if (args.deadline !== undefined && !(args.deadline >= 1))
     throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
   const pushgateway = pushgatewaySettingsOf(args);
-  const fleet = fleetOf(args, log);
+  const retention = retentionOf(args);
   const stop = new AbortController();
   const interrupt = () => stop.abort();
   process.once('SIGINT', interrupt);
@@ -182,41 +195,59 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
   try {
     if (args.lab) lab = await startRunLab(args.labPort, log);
     const loaded = labResolved(args, withOwnRegions, lab);
-    const runId = args.runId ?? newRunId(loaded.plan.name);
-    const submitted = await submitRun(
-      fleet,
-      loaded,
-      runId,
-      args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {},
-    );
-    const regions = [...jobsPerRegion(submitted.data)].map(([region, n]) => `${region} ${n}`).join(', ');
-    process.stderr.write(
-      `run ${runId} ${submitted.added ? 'submitted' : 'already submitted: nothing added'} to ${redactRedisUrl(fleet.redis.url)} (prefix ${fleet.prefix}); ` +
-        `jobs per region: ${regions}; deadline ${submitted.data.deadline}\n`,
-    );
-    if (args.detach) {
-      process.stdout.write(`${runId}\n`);
-      return;
-    }
-    const report: RunReport | undefined = await waitForRun(fleet, submitted.data, {
+    const report = await withFleet(
+      args,
       log,
-      progress: regionProgressFor(jobsPerRegion(submitted.data)),
-      signal: stop.signal,
-    });
-    if (!report) {
-      process.stderr.write(`stopped waiting; the run goes on in the fleet: probefleet runs show ${runId}\n`);
-      process.exitCode = 130;
-      return;
-    }
+      async (fleet): Promise<RunReport | undefined> => {
+        const runId = args.runId ?? newRunId(loaded.plan.name);
+        const submitted = await submitRun(
+          fleet,
+          loaded,
+          runId,
+          args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {},
+        );
+        const where = `${redactRedisUrl(fleet.redis.url)} (prefix ${fleet.prefix})`;
+        if (submitted.report) {
+          process.stderr.write(`run ${runId} is over (same plan: nothing added); its report as stored in ${where}\n`);
+          if (args.detach) process.stdout.write(`${runId}\n`);
+          return args.detach ? undefined : submitted.report;
+        }
+        const regions = [...jobsPerRegion(submitted.data)].map(([region, n]) => `${region} ${n}`).join(', ');
+        process.stderr.write(
+          `run ${runId} ${submitted.added ? 'submitted' : 'already submitted: nothing added'} to ${where}; ` +
+            `jobs per region: ${regions}; deadline ${submitted.data.deadline}; waiting until ${runEndOf(submitted.data).toISOString()} at most\n`,
+        );
+        if (args.detach) {
+          process.stdout.write(`${runId}\n`);
+          return undefined;
+        }
+        const waited = await waitForRun(fleet, submitted.data, {
+          log,
+          progress: regionProgressFor(jobsPerRegion(submitted.data)),
+          signal: stop.signal,
+        });
+        if (!waited) {
+          process.stderr.write(`stopped waiting; the run goes on in the fleet: probefleet runs show ${runId}\n`);
+          process.exitCode = 130;
+        }
+        return waited;
+      },
+      { retention },
+    );
+    if (!report) return;
     process.stdout.write(renderRunReport(report));
     await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
     // The workers pushed their jobs' metrics; the run's last-run groups come from whoever finishes it.
-    if (pushgateway) await pushRunMetrics(new MetricsPusher(pushgateway, log, new Registry()), report, log);
+    if (pushgateway) {
+      const pusher = new MetricsPusher(pushgateway, log, new Registry());
+      const pushed = await pushRunMetrics(pusher, report, log);
+      await pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
+      await pusher.close();
+    }
     // A run with jobs that have no result did not do what was asked: say so in the exit code.
     if (report.unfinishedJobs.length > 0) process.exitCode = 1;
   } finally {
     process.off('SIGINT', interrupt);
     await lab?.close();
-    await fleet.close();
   }
 }

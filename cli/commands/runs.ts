@@ -5,16 +5,16 @@ import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { renderTable } from '../../coordinator/report/table.js';
-import { fleetOf, redisArgs } from './redis-args.js';
+import { redisArgs, redisTimeoutArg, withFleet } from './redis-args.js';
 import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
 import { printableJsonText } from '../../common/printable.js';
 
 const listOptions = (y: Argv) =>
-  redisArgs(y)
+  redisTimeoutArg(redisArgs(y))
     .option('limit', { type: 'number', default: 20, describe: 'show the newest N runs' })
     .option('json', { type: 'boolean', describe: 'print the summaries as JSON' });
 const showOptions = (y: Argv) =>
-  reportFileArgs(redisArgs(y))
+  reportFileArgs(redisTimeoutArg(redisArgs(y)))
     .positional('id', { type: 'string', demandOption: true, describe: 'run id (see: probefleet runs list)' })
     .option('json', { type: 'boolean', describe: 'print the whole run (probefleet.run/v1) as JSON' });
 
@@ -25,45 +25,40 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
   describe: 'List stored runs, newest first',
   builder: listOptions,
   handler: async (args) => {
-    const fleet = fleetOf(args, log());
-    try {
-      const runs = await fleet.store.list(Math.max(1, Math.floor(args.limit)));
-      if (args.json) {
-        process.stdout.write(`${printableJsonText(runs, 2)}\n`);
-      } else if (runs.length === 0) {
-        process.stdout.write('no stored runs\n');
-      } else {
-        const seconds = (r: (typeof runs)[number]) =>
-          `${((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000).toFixed(1)} s`;
-        process.stdout.write(
-          `${renderTable(
-            [
-              'run',
-              'mode',
-              'started (UTC)',
-              'took',
-              'regions',
-              'jobs',
-              'ok',
-              'target errors',
-              'failed',
-              'not run',
-              'findings',
-            ],
-            runs.map((r) => [
-              r.runId,
-              r.mode,
-              r.startedAt,
-              seconds(r),
-              r.regions.join(', '),
-              ...[r.jobs, r.ok, r.errors, r.failed, r.notRun, r.findings].map(String),
-            ]),
-            'lllrlrrrrrr',
-          )}\n`,
-        );
-      }
-    } finally {
-      await fleet.close();
+    const runs = await withFleet(args, log(), (fleet) => fleet.store.list(Math.max(1, Math.floor(args.limit))));
+    if (args.json) {
+      process.stdout.write(`${printableJsonText(runs, 2)}\n`);
+    } else if (runs.length === 0) {
+      process.stdout.write('no stored runs\n');
+    } else {
+      const seconds = (r: (typeof runs)[number]) =>
+        `${((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000).toFixed(1)} s`;
+      process.stdout.write(
+        `${renderTable(
+          [
+            'run',
+            'mode',
+            'started (UTC)',
+            'took',
+            'regions',
+            'jobs',
+            'ok',
+            'target errors',
+            'failed',
+            'not run',
+            'findings',
+          ],
+          runs.map((r) => [
+            r.runId,
+            r.mode,
+            r.startedAt,
+            seconds(r),
+            r.regions.join(', '),
+            ...[r.jobs, r.ok, r.errors, r.failed, r.notRun, r.findings].map(String),
+          ]),
+          'lllrlrrrrrr',
+        )}\n`,
+      );
     }
   },
 };
@@ -73,22 +68,17 @@ const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
   describe: "Print a stored run's report (--json: the whole run; --html, --markdown, --csv: write those instead)",
   builder: showOptions,
   handler: async (args) => {
-    const fleet = fleetOf(args, log());
-    try {
-      const report = await fleet.store.get(args.id);
-      if (!report) {
-        process.stderr.write(
-          `probefleet: no stored run "${args.id}" (see: probefleet runs list; reports expire after the coordinator's retention)\n`,
-        );
-        process.exitCode = 1;
-        return;
-      }
-      const files = { html: args.html, markdown: args.markdown, csv: args.csv };
-      if (wantsReportFiles(files)) await writeReportFiles(report, files);
-      else process.stdout.write(args.json ? `${printableJsonText(report, 2)}\n` : renderRunReport(report));
-    } finally {
-      await fleet.close();
+    const report = await withFleet(args, log(), (fleet) => fleet.store.get(args.id));
+    if (!report) {
+      process.stderr.write(
+        `probefleet: no stored run "${args.id}" (see: probefleet runs list; reports expire after the fleet's report retention)\n`,
+      );
+      process.exitCode = 1;
+      return;
     }
+    const files = { html: args.html, markdown: args.markdown, csv: args.csv };
+    if (wantsReportFiles(files)) await writeReportFiles(report, files);
+    else process.stdout.write(args.json ? `${printableJsonText(report, 2)}\n` : renderRunReport(report));
   },
 };
 

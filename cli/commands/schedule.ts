@@ -13,14 +13,14 @@ import {
   scheduleSpecFor,
   type ScheduleInfo,
 } from '../../coordinator/schedules.js';
-import { fleetOf, redisArgs, type RedisArgs } from './redis-args.js';
+import { redisArgs, redisTimeoutArg, withFleet as withBoundedFleet, type RedisArgs } from './redis-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { labAtArg, labAtOf } from './lab-args.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 
 const addOptions = (y: Argv) =>
-  maxJobsArgs(labAtArg(redisArgs(y)))
+  maxJobsArgs(labAtArg(redisTimeoutArg(redisArgs(y))))
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
     .option('cron', {
       type: 'string',
@@ -36,17 +36,16 @@ const addOptions = (y: Argv) =>
       describe: 'seconds after firing when jobs no worker took are reported as not run (default: from the plan)',
     });
 const listOptions = (y: Argv) =>
-  redisArgs(y).option('json', { type: 'boolean', describe: 'print the schedules as JSON' });
+  redisTimeoutArg(redisArgs(y)).option('json', { type: 'boolean', describe: 'print the schedules as JSON' });
 const removeOptions = (y: Argv) =>
-  redisArgs(y).positional('name', { type: 'string', demandOption: true, describe: "schedule name (the plan's name)" });
+  redisTimeoutArg(redisArgs(y)).positional('name', {
+    type: 'string',
+    demandOption: true,
+    describe: "schedule name (the plan's name)",
+  });
 
-async function withFleet<T>(args: RedisArgs, work: (fleet: Fleet) => Promise<T>): Promise<T> {
-  const fleet = fleetOf(args, createLogger('schedule', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
-  try {
-    return await work(fleet);
-  } finally {
-    await fleet.close();
-  }
+function withFleet<T>(args: RedisArgs, work: (fleet: Fleet) => Promise<T>): Promise<T> {
+  return withBoundedFleet(args, createLogger('schedule', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'), work);
 }
 
 function when(info: ScheduleInfo): string {

@@ -4,16 +4,21 @@ import type { ArgsOf } from './args.js';
 import { NAME_PATTERN } from '../../contracts/common.js';
 import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
-import { startRegionWorker } from '../../worker/queue-worker.js';
+import { DEFAULT_STALL_TIMEOUT_SECONDS, startRegionWorker } from '../../worker/queue-worker.js';
 import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
 import { serveMetrics } from '../../worker/metrics/metrics-server.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 import { jobKeyOf, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
+import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 
+/** After the grace period: handing jobs back (5 s), closing without Redis (4 s), the last pushes. */
+const SHUTDOWN_AFTER_GRACE_MS = 10_000;
+const LAST_PUSHES_MS = 1_000;
+
 const options = (y: Argv) =>
-  targetPolicyArgs(instanceArg(pushgatewayArgs(redisArgs(y))), false)
+  targetPolicyArgs(instanceArg(pushgatewayArgs(retentionArgs(redisArgs(y), ['jobs']))), false)
     .option('region', {
       type: 'string',
       demandOption: true,
@@ -24,15 +29,15 @@ const options = (y: Argv) =>
       default: 1,
       describe: 'jobs at once (1 keeps measurements from competing for the CPU)',
     })
-    .option('stalled-interval-ms', {
+    .option('stall-timeout-seconds', {
       type: 'number',
-      describe:
-        'how often to look for jobs whose worker died, and how long a job lock lasts; such jobs are taken again within about two intervals (default: $PROBEFLEET_STALLED_INTERVAL_MS, else 30000)',
+      describe: `a job whose worker died or hung is back in the queue within this (its lock lasts half, the stall check runs every half); give every worker of a fleet the same (default: $PROBEFLEET_STALL_TIMEOUT_SECONDS, else ${DEFAULT_STALL_TIMEOUT_SECONDS})`,
     })
     .option('shutdown-grace-seconds', {
       type: 'number',
       default: 30,
-      describe: 'on SIGTERM, how long jobs in flight may finish before they are stopped and handed back to the queue',
+      describe:
+        'on SIGTERM, how long jobs in flight may finish before they are stopped and handed back to the queue; the worker exits within this + 10 s, whatever Redis does',
     })
     .option('metrics-port', {
       type: 'number',
@@ -54,11 +59,14 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       throw new BadArgumentError(`--region: "${args.region}" is not a region name (a-z, 0-9, "-", "_")`);
     if (!Number.isInteger(args.concurrency) || args.concurrency < 1)
       throw new BadArgumentError(`--concurrency must be a positive integer (got ${args.concurrency})`);
-    const stalledIntervalMs =
-      args.stalledIntervalMs ??
-      (process.env.PROBEFLEET_STALLED_INTERVAL_MS ? Number(process.env.PROBEFLEET_STALLED_INTERVAL_MS) : undefined);
-    if (stalledIntervalMs !== undefined && !(stalledIntervalMs >= 100))
-      throw new BadArgumentError(`--stalled-interval-ms must be at least 100 (got ${stalledIntervalMs})`);
+    const stallTimeoutSeconds =
+      args.stallTimeoutSeconds ??
+      (process.env.PROBEFLEET_STALL_TIMEOUT_SECONDS ? Number(process.env.PROBEFLEET_STALL_TIMEOUT_SECONDS) : undefined);
+    if (stallTimeoutSeconds !== undefined && !(stallTimeoutSeconds >= 0.2))
+      throw new BadArgumentError(`--stall-timeout-seconds must be at least 0.2 (got ${stallTimeoutSeconds})`);
+    if (!(args.shutdownGraceSeconds >= 0))
+      throw new BadArgumentError(`--shutdown-grace-seconds must be 0 or more (got ${args.shutdownGraceSeconds})`);
+    const retention = retentionOf(args);
     const metricsPort =
       args.metricsPort ??
       (process.env.PROBEFLEET_METRICS_PORT ? Number(process.env.PROBEFLEET_METRICS_PORT) : undefined);
@@ -89,7 +97,8 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       prefix: prefixOf(args),
       region: args.region,
       concurrency: args.concurrency,
-      ...(stalledIntervalMs !== undefined ? { stalledIntervalMs } : {}),
+      ...(stallTimeoutSeconds !== undefined ? { stallTimeoutMs: Math.round(stallTimeoutSeconds * 1000) } : {}),
+      retention,
       log,
       observer: metrics,
       targetPolicy,
@@ -104,7 +113,8 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       'stopping: no new jobs; finishing the ones in flight',
     );
     const outcome = await worker.close(args.shutdownGraceSeconds * 1000);
-    await metrics.close();
+    // The pushes of the last jobs: bounded like the rest of the shutdown (a gateway down costs them).
+    await metrics.close(outcome === 'drained' ? SHUTDOWN_AFTER_GRACE_MS : LAST_PUSHES_MS);
     await metricsServer?.close();
     log.info({ outcome }, 'worker stopped');
   },

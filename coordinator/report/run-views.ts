@@ -165,12 +165,23 @@ export function h3Block(report: RunReport): ReportBlock | undefined {
 
 const variantText = (variant: Record<string, unknown>) => Object.values(variant).join(' ');
 
-/** Results with an error and jobs without a result. */
+/** Why a result came from a second take of its job, or undefined. */
+export function retriedReason(result: ProbeResult): string | undefined {
+  if (!result.workersLost) return undefined;
+  const times = result.workersLost > 1 ? ` ${result.workersLost} times` : '';
+  return `its worker was lost while running it${times} (its lock expired: killed, hung or cut off from Redis); taken again and measured whole by ${result.worker.host} (pid ${result.worker.pid})`;
+}
+
+/** Results with an error, results measured again after their worker was lost, and jobs without a result. */
 export function unfinishedTable(report: RunReport): Table {
   return {
     headers: ['region', 'target', 'probe', 'variant', 'status', 'why'],
     align: 'llllll',
     rows: [
+      ...report.results.flatMap((r) => {
+        const why = retriedReason(r);
+        return why ? [[r.region, r.target, r.probe, variantText(r.variant), 'retried', why]] : [];
+      }),
       ...report.results
         .filter((r) => r.error)
         .map((r) => [

@@ -12,6 +12,7 @@ import {
   costBlock,
   decisionTable,
   h3Block,
+  retriedReason,
 } from './run-views.js';
 import { REPORT_SECTIONS } from './sections/index.js';
 
@@ -39,8 +40,13 @@ export function renderRunReport(run: RunReport): string {
   const h3 = h3Block(report);
   if (h3) out.push('', renderBlocksAsText([h3]));
   const failed = report.results.filter((r) => r.error);
-  if (failed.length > 0 || report.unfinishedJobs.length > 0) {
+  const retried = report.results.filter((r) => r.workersLost);
+  if (failed.length > 0 || retried.length > 0 || report.unfinishedJobs.length > 0) {
     out.push('', 'Jobs that did not finish cleanly');
+    for (const r of retried)
+      out.push(
+        `  ${r.region} ${r.target} ${r.probe} ${Object.values(r.variant).join(' ')}: RETRIED ${retriedReason(r)}`,
+      );
     for (const r of failed)
       out.push(
         `  ${r.region} ${r.target} ${r.probe} ${Object.values(r.variant).join(' ')}: ${r.error?.code} ${r.error?.message}`,

@@ -26,7 +26,7 @@ export const SOURCES = {
   'push:compare': `pushed by the coordinator when it compares a run with the previous run of its plan, group {job="${PUSH_GROUPS.compare.job}", ${PUSH_GROUPS.compare.key.join(', ')}}, replaced by the next comparison`,
   'scrape:worker': '/metrics of probefleet worker --metrics-port, with prom-client process_* and nodejs_* metrics',
   'scrape:coordinator': '/metrics of probefleet coordinator, with prom-client process_* and nodejs_* metrics',
-  'scrape:worker,coordinator': '/metrics of the worker and of the coordinator',
+  'scrape:worker,coordinator': `/metrics of the worker and of the coordinator; also pushed by \`probefleet run\` (which serves no /metrics) in group {job="${PUSH_GROUPS.cli.job}", ${PUSH_GROUPS.cli.key.join(', ')}}, cumulative`,
 } as const;
 export type Source = keyof typeof SOURCES;
 

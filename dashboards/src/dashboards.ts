@@ -413,6 +413,20 @@ export const fleetDashboard: Dashboard = {
       queries: [{ expr: `sum by (outcome) (increase(probefleet_runs_total[${w}]))`, legend: '{{outcome}}' }],
     },
     {
+      title: 'Workers lost mid-job, and Redis',
+      description:
+        "Times a worker was lost while running a job (killed, hung or cut off from Redis: the job's lock expired), counted as runs finish; and whether Redis answers the coordinator (1) or not (0).",
+      kind: 'timeseries',
+      unit: 'none',
+      queries: [
+        {
+          expr: `sum by (region) (increase(probefleet_jobs_stalled_total${sel({}, { target: false })}[${w}]))`,
+          legend: '{{region}} workers lost',
+        },
+        { expr: 'min(probefleet_redis_up)', legend: 'Redis answers' },
+      ],
+    },
+    {
       title: 'Pushgateway push failures',
       description:
         'Pushes that failed after their retries, per process (worker and coordinator /metrics); the measurements went on without them.',

@@ -57,6 +57,12 @@ export interface OwnRedis {
   dir: string;
   /** Stops the server (SIGTERM: it writes its append-only file) and starts it again on the same port and data. */
   restart(downMs?: number): Promise<void>;
+  /** kill -9: the server ends at once, clients see their connections reset. */
+  kill(): Promise<void>;
+  /** Starts it again (after kill) on the same port and data. */
+  start(): Promise<void>;
+  /** Its INFO field (e.g. used_memory), read with a client of its own. */
+  info(field: string): Promise<string | undefined>;
   stop(): Promise<void>;
 }
 
@@ -68,9 +74,17 @@ export interface OwnRedisOptions {
   /** How clients reach it (default redis://127.0.0.1:PORT). */
   url?: (port: number) => string;
   caPem?: string;
+  /** aof (default): every write logged, fsync always; rdb: snapshots only; none. */
+  persistence?: 'aof' | 'rdb' | 'none';
 }
 
-/** A redis-server of the test's own, persisting every write (appendonly, fsync always). */
+const PERSISTENCE_ARGS = {
+  aof: ['--save', '', '--appendonly', 'yes', '--appendfsync', 'always'],
+  rdb: ['--save', '3600 1', '--appendonly', 'no'],
+  none: ['--save', '', '--appendonly', 'no'],
+};
+
+/** A redis-server of the test's own, persisting every write unless told otherwise. */
 export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnRedis> {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-redis-'));
   const port = await freePort();
@@ -82,12 +96,7 @@ export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnR
     String(port),
     '--dir',
     dir,
-    '--save',
-    '',
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'always',
+    ...PERSISTENCE_ARGS[options.persistence ?? 'aof'],
     ...(options.args?.(port, dir) ?? []),
   ];
   await options.prepare?.(dir);
@@ -105,6 +114,23 @@ export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnR
       await stop();
       await sleep(downMs);
       await start();
+    },
+    async kill() {
+      const child = server?.process;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+    start,
+    async info(field) {
+      const client = new Redis({ ...redisOptions({ url, ...(options.caPem ? { caPem: options.caPem } : {}) }) });
+      try {
+        const text = await client.info();
+        return text.match(new RegExp(`^${field}:(.*?)\\s*$`, 'm'))?.[1];
+      } finally {
+        client.disconnect();
+      }
     },
     async stop() {
       await stop();

@@ -5,7 +5,7 @@
 // catalogue's labels, and the handshake alert fires for the slow lab server and not for the fast one.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse, stringify } from 'yaml';
@@ -171,10 +171,12 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
     }
   });
 
-  test('the Pushgateway holds one group per worker process, one per plan and region, and one comparison per plan and region, however many runs', async () => {
+  test('the Pushgateway holds one group per worker process, one per plan and region, one comparison per plan and region, and the run command its own, however many runs', async () => {
     const groups = (await gateway.groups()).map((g) => g.labels).sort((a, b) => a.job.localeCompare(b.job));
     assert.deepEqual(groups, [
       { job: 'probefleet', region: REGION, instance: INSTANCE },
+      // `run --pushgateway` (the first run) pushes its own push failures, per instance (the host name).
+      { job: 'probefleet_cli', instance: hostname() },
       { job: 'probefleet_compare', plan: PLAN, region: REGION },
       { job: 'probefleet_run', plan: PLAN, region: REGION },
     ]);

@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { JOB_LIMITS } from '../../contracts/limits.js';
 import { createLogger } from '../../common/log.js';
@@ -17,6 +16,7 @@ import { executeJob } from '../../worker/execute-job.js';
 import { h2Get, h2SessionOver } from '../../worker/http/h2-session.js';
 import { generateLoad } from '../../worker/http/load-generator.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
+import { captureLog } from '../helpers/logs.js';
 import { jobsOf } from '../helpers/plans.js';
 import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 
@@ -37,17 +37,6 @@ function endless(res: http.ServerResponse | http2.Http2ServerResponse): void {
   };
   res.writeHead(200, { 'content-type': 'application/octet-stream' });
   more();
-}
-
-function captureLog(): { log: ReturnType<typeof createLogger>; text: () => string } {
-  let text = '';
-  const sink = new Writable({
-    write: (chunk, _encoding, done) => {
-      text += String(chunk);
-      done();
-    },
-  });
-  return { log: createLogger('test', 'debug', sink), text: () => text };
 }
 
 describe('secrets and the response byte cap', () => {

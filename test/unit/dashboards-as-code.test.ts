@@ -107,8 +107,8 @@ test('every dashboard query uses metrics and labels of the catalogue, and filter
     for (const p of d.panels) {
       for (const t of p.targets) {
         assert.deepEqual(problemsIn(t.expr), [], `${d.title} / ${p.title} (${t.refId}): ${t.expr}`);
-        // Fleet-wide counts (runs finished, push failures) have no region to filter by.
-        if (!/probefleet_(runs_total|push_failures_total)/.test(t.expr))
+        // Fleet-wide counts (runs finished, push failures) and Redis have no region to filter by.
+        if (!/probefleet_(runs_total|push_failures_total|redis_up)/.test(t.expr))
           assert.match(t.expr, /region=~"\$region"/, `${d.title} / ${p.title}`);
       }
     }

@@ -206,3 +206,22 @@ test("monitoring: the monitors select the workloads' pods and ports; the Pushgat
   const pushgateway = (prometheus.scrape_configs as Yaml[]).find((j) => j.job_name === 'pushgateway')!;
   assert.equal(pushgateway.honor_labels, true);
 });
+
+test('the in-cluster Redis (deploy/k8s/redis, for a fleet without a managed one) persists every write on a volume', () => {
+  const { manifests } = renderKustomization(path.join(K8S_DIR, 'redis'));
+  const redis = find(manifests, 'StatefulSet', 'probefleet-redis');
+  assert.ok(redis, 'a StatefulSet probefleet-redis');
+  const template = (redis.spec as Yaml).template as Yaml;
+  const [container] = containersOf(template.spec as Yaml);
+  assert.ok(container);
+  assert.deepEqual(optionValues(container.args as string[], '--appendonly'), ['yes']);
+  assert.deepEqual(optionValues(container.args as string[], '--dir'), ['/data']);
+  const claims = (redis.spec as Yaml).volumeClaimTemplates as Yaml[];
+  assert.ok(
+    claims.some((c) => (c.metadata as Yaml).name === 'data') &&
+      (container.volumeMounts as Yaml[]).some((m) => m.name === 'data' && m.mountPath === '/data'),
+    'its data directory is a persistent volume',
+  );
+  const service = find(manifests, 'Service', 'probefleet-redis');
+  assert.ok(service && matches((service.spec as Yaml).selector as Yaml, (template.metadata as Yaml).labels as Yaml));
+});

@@ -40,6 +40,7 @@ describe('Redis URLs', () => {
       port: 6379,
       db: 0,
       maxRetriesPerRequest: null,
+      disconnectTimeout: 200,
     });
     assert.deepEqual(redisOptions({ url: 'rediss://probe:p%40ss@redis.internal:6380/2', caPem: 'PEM' }), {
       host: 'redis.internal',
@@ -49,6 +50,7 @@ describe('Redis URLs', () => {
       password: 'p@ss',
       tls: { servername: 'redis.internal', ca: 'PEM' },
       maxRetriesPerRequest: null,
+      disconnectTimeout: 200,
     });
     assert.deepEqual(redisOptions({ url: 'redis://:secret@[::1]' }), {
       host: '::1',
@@ -56,7 +58,21 @@ describe('Redis URLs', () => {
       db: 0,
       password: 'secret',
       maxRetriesPerRequest: null,
+      disconnectTimeout: 200,
     });
+    // A command that ends bounds every command, and its connecting, by its timeout.
+    assert.deepEqual(
+      { ...redisOptions({ url: 'redis://127.0.0.1', commandTimeoutMs: 1500 }), host: undefined },
+      {
+        host: undefined,
+        port: 6379,
+        db: 0,
+        maxRetriesPerRequest: null,
+        disconnectTimeout: 200,
+        commandTimeout: 1500,
+        connectTimeout: 1500,
+      },
+    );
   });
 
   test('bad URLs are refused with the reason; passwords never reach messages', () => {

@@ -41,8 +41,9 @@ export interface JobMetrics extends JobObserver {
   /** The cumulative probe metrics (pushed, not served). */
   probes: ProbeMetrics;
   pusher: MetricsPusher | undefined;
-  /** Pushes the run's last-run groups (a no-op without a Pushgateway); never throws. */
-  pushRun(report: RunReport): Promise<void>;
+  /** Pushes the run's last-run groups (a no-op without a Pushgateway); never throws. False when
+   * one failed. */
+  pushRun(report: RunReport): Promise<boolean>;
   /** Waits (bounded) for the pushes still going. */
   close(boundMs?: number): Promise<void>;
 }
@@ -113,13 +114,13 @@ export function createJobMetrics(options: JobMetricsOptions): JobMetrics {
       jobs.inc({ region, outcome });
     },
     async pushRun(report) {
-      if (!pusher) return;
+      if (!pusher) return true;
       const pushing = pushRunMetrics(pusher, report, log);
       runPushes.add(pushing);
-      await pushing.finally(() => runPushes.delete(pushing));
+      return pushing.finally(() => runPushes.delete(pushing));
     },
     async close(boundMs = CLOSE_BOUND_MS) {
-      const pushing = Promise.all([group?.flush(), ...runPushes]);
+      const pushing = Promise.all([group?.flush(), ...runPushes]).then(() => pusher?.close());
       if (!(await settlesWithin(pushing, boundMs))) log.warn({ boundMs }, 'stopped waiting for metrics pushes');
     },
   };

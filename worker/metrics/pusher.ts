@@ -1,7 +1,9 @@
 // Pushes registries to a Prometheus Pushgateway. Every push is a PUT of a whole group (the
-// gateway then holds exactly what was pushed) in the text format, bounded in time and retried
-// with backoff. A push that fails after its retries is logged and counted
-// (probefleet_push_failures_total) and never fails the job or run that made the numbers.
+// gateway then holds exactly what was pushed) in the text format, each request bounded in time
+// and retried with backoff within a bound. A push that fails after its retries is logged and
+// counted (probefleet_push_failures_total), never fails the job or run that made the numbers,
+// and is kept: the group's last state is pushed again after the gateway's next answer (another
+// push succeeding, or a retry every minute), so an outage at the end of a run does not lose it.
 //
 // The `probes` group is cumulative: before its first push a process reads what the gateway holds
 // for its group and continues from there, so a restarted worker, or `run` in embedded mode once
@@ -10,22 +12,28 @@
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AggregatorRegistry, type Counter, type Registry } from 'prom-client';
+import { AggregatorRegistry, Registry, type Counter } from 'prom-client';
 import { PUSH_GROUPS, PUSH_METRICS, type PushGroupKind } from '../../contracts/metric-names.js';
 import type { Logger } from '../../common/log.js';
 import { metricOf } from './prom.js';
 
-/** @defaultValue timeout 5 s, 3 attempts 0.5 s and 1 s apart */
+/** @defaultValue each request 5 s; retried for 30 s, 0.5 s apart at first, doubling to 8 s; kept pushes retried every 60 s */
 export interface PushgatewaySettings {
   /** Base URL, e.g. http://pushgateway:9091; `user:password@` in it is sent as basic auth. */
   url: string;
   /** Bound on each request to the gateway. */
   timeoutMs?: number;
-  /** Attempts per push, the first included. */
+  /** How long a push is retried before it counts as failed (no new attempt starts after it). */
+  retryForMs?: number;
+  /** At most this many attempts per push, the first included (within retryForMs). */
   attempts?: number;
-  /** Wait before the second attempt; doubled for each further one. */
+  /** Wait before the second attempt; doubled for each further one, up to 8 s. */
   backoffMs?: number;
+  /** How often a push that failed is tried again in the background, until the gateway answers. */
+  repushEveryMs?: number;
 }
+
+const MAX_BACKOFF_MS = 8_000;
 
 export class PushgatewayUrlError extends Error {
   override name = 'PushgatewayUrlError';
@@ -89,9 +97,16 @@ export class MetricsPusher {
   private readonly base: URL;
   private readonly auth: string | undefined;
   private readonly timeoutMs: number;
+  private readonly retryForMs: number;
   private readonly attempts: number;
   private readonly backoffMs: number;
+  private readonly repushEveryMs: number;
   private readonly failures: Counter<string>;
+  /** Groups whose last push failed, by path: how to push their last state again. */
+  private readonly failed = new Map<string, { kind: PushGroupKind; key: GroupingKey; push: () => Promise<void> }>();
+  private repushTimer: NodeJS.Timeout | undefined;
+  private repushing: Promise<void> | undefined;
+  private closed = false;
 
   /** `registry`: where probefleet_push_failures_total is counted (the process's own /metrics). */
   constructor(
@@ -106,8 +121,10 @@ export class MetricsPusher {
     this.base.username = '';
     this.base.password = '';
     this.timeoutMs = settings.timeoutMs ?? 5_000;
-    this.attempts = Math.max(1, settings.attempts ?? 3);
+    this.retryForMs = settings.retryForMs ?? 30_000;
+    this.attempts = Math.max(1, settings.attempts ?? Number.POSITIVE_INFINITY);
     this.backoffMs = settings.backoffMs ?? 500;
+    this.repushEveryMs = settings.repushEveryMs ?? 60_000;
     this.failures = metricOf(PUSH_METRICS.failures, registry) as Counter<string>;
     for (const group of Object.keys(PUSH_GROUPS)) this.failures.inc({ group }, 0);
   }
@@ -117,13 +134,51 @@ export class MetricsPusher {
     return this.base.href.replace(/\/$/, '');
   }
 
-  /** Replaces the group with the registry's metrics. False (logged and counted) when it failed. */
+  /** Replaces the group with the registry's metrics. False (logged, counted and kept to push
+   * again) when it failed. */
   async replace(kind: PushGroupKind, key: GroupingKey, registry: Registry): Promise<boolean> {
     const body = await registry.metrics();
     return this.attempt(
       kind,
       key,
       async () => void (await this.request('PUT', groupPath(PUSH_GROUPS[kind].job, key), body, registry.contentType)),
+    );
+  }
+
+  /** Groups whose last push failed and that are still to be pushed again. */
+  get pendingGroups(): number {
+    return this.failed.size;
+  }
+
+  /** Stops retrying in the background (what still failed stays unpushed), and waits for a push
+   * again of what failed if one is under way. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.repushTimer);
+    this.repushTimer = undefined;
+    await this.repushing;
+  }
+
+  /**
+   * For a process that serves no /metrics (`probefleet run`): its own push failures, pushed as the
+   * cumulative group `cli` {instance}, continuing the gateway's counts, so that they are counted
+   * somewhere. `once`: one attempt, for when the gateway has just failed and waiting again would
+   * only delay the end of the command.
+   */
+  async pushFailureCounts(instance: string, options: { once?: boolean } = {}): Promise<boolean> {
+    const registry = new Registry();
+    const counts = metricOf(PUSH_METRICS.failures, registry) as Counter<string>;
+    for (const { labels, value } of (await this.failures.get()).values) counts.inc(labels, value);
+    const key = { instance };
+    return this.attempt(
+      'cli',
+      key,
+      async () => {
+        const seed = await this.readGroup(PUSH_GROUPS.cli.job, key, registry);
+        const merged = AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), seed]);
+        await this.request('PUT', groupPath(PUSH_GROUPS.cli.job, key), await merged.metrics(), registry.contentType);
+      },
+      options.once ? 1 : this.attempts,
     );
   }
 
@@ -153,24 +208,69 @@ export class MetricsPusher {
     return { schedule, flush: async () => void (await running) };
   }
 
-  private async attempt(kind: PushGroupKind, key: GroupingKey, push: () => Promise<void>): Promise<boolean> {
+  private async attempt(
+    kind: PushGroupKind,
+    key: GroupingKey,
+    push: () => Promise<void>,
+    attempts = this.attempts,
+  ): Promise<boolean> {
+    const path = groupPath(PUSH_GROUPS[kind].job, key);
+    const giveUpAt = Date.now() + this.retryForMs;
     let lastError: Error | undefined;
-    for (let attempt = 1; attempt <= this.attempts; attempt++) {
+    let attempt = 0;
+    for (;;) {
+      attempt++;
       try {
         await push();
         this.log.debug({ pushgateway: this.url, group: kind, key, attempt }, 'metrics pushed');
+        this.failed.delete(path); // this state is newer than the one that failed
+        this.repushFailed();
         return true;
       } catch (err) {
         lastError = err as Error;
-        if (attempt < this.attempts) await sleep(this.backoffMs * 2 ** (attempt - 1));
       }
+      const wait = Math.min(this.backoffMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+      if (attempt >= attempts || Date.now() + wait >= giveUpAt) break;
+      await sleep(wait);
     }
     this.failures.inc({ group: kind });
+    this.failed.set(path, { kind, key, push });
+    this.repushLater();
     this.log.warn(
-      { pushgateway: this.url, group: kind, key, attempts: this.attempts, err: lastError?.message },
-      'cannot push metrics to the Pushgateway; going on without',
+      { pushgateway: this.url, group: kind, key, attempts: attempt, err: lastError?.message },
+      'cannot push metrics to the Pushgateway: going on without; pushed again when the gateway answers',
     );
     return false;
+  }
+
+  /** Pushes the failed groups' last states again, each once (still failing: kept, not counted again). */
+  private repushFailed(): Promise<void> {
+    if (this.failed.size === 0) return Promise.resolve();
+    this.repushing ??= (async () => {
+      for (const [path, { kind, key, push }] of [...this.failed]) {
+        try {
+          await push();
+          if (this.failed.get(path)?.push === push) this.failed.delete(path);
+          this.log.info({ pushgateway: this.url, group: kind, key }, 'metrics that failed to push earlier are pushed');
+        } catch (err) {
+          this.log.debug({ group: kind, key, err: (err as Error).message }, 'metrics still cannot be pushed');
+        }
+      }
+    })().finally(() => {
+      this.repushing = undefined;
+      this.repushLater();
+    });
+    return this.repushing;
+  }
+
+  /** While something failed, tries again every repushEveryMs (the timer never holds a process open). */
+  private repushLater(): void {
+    if (this.failed.size === 0 || this.repushTimer || this.closed) return;
+    this.repushTimer = setTimeout(() => {
+      this.repushTimer = undefined;
+      void this.repushFailed();
+    }, this.repushEveryMs);
+    this.repushTimer.unref();
   }
 
   /** What the gateway holds for the group, as prom-client metric objects of the families `registry` has. */

@@ -1,0 +1,317 @@
+// Redis outages, with redis-servers of the test's own: nothing is stubbed, Redis is a closed
+// port or a server killed with SIGKILL. Every command that talks to Redis ends on its own within
+// its documented bound, says what it could not reach (password hidden) and exits 4; workers and
+// the coordinator stop on SIGTERM within theirs; the coordinator's /metrics answers while Redis
+// is down; and at start it says whether Redis persists (docs/distributed.md, "Operating it").
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import { createLogger } from '../../common/log.js';
+import { startCoordinator } from '../../coordinator/coordinator-service.js';
+import { RUN_END_SLACK_SECONDS } from '../../coordinator/distributed-run.js';
+import { openFleet } from '../../coordinator/fleet.js';
+import { startLab, type Lab } from '../../lab/index.js';
+import { captureLog } from '../helpers/logs.js';
+import { writePlan } from '../helpers/plans.js';
+import { spawnCli, startWorkerProcess, type CliProcess } from '../helpers/processes.js';
+import { freePort, needsRedis, requireRedis, startOwnRedis, testPrefix, type OwnRedis } from '../helpers/redis.js';
+import { runCli } from '../helpers/repo.js';
+
+const log = createLogger('test', 'silent');
+const REDIS_TIMEOUT_SECONDS = 1;
+/**
+ * What a process needs besides its documented bound: Node's start and module loading (1-3 s for
+ * `run` on this 2-vCPU machine shared with the rest of the suite), and for a long-running one its
+ * last log lines. A command that needs more than bound + slack did not end on its own.
+ */
+const PROCESS_SLACK_MS = 6_000;
+
+/** A plan with one slow job (reused requests to the Nagle endpoint, ~40 ms each) in region a. */
+function slowPlan(lab: Lab, name: string, extra = ''): string {
+  return `
+name: ${name}
+regions: [a]
+jobTimeoutSeconds: 1
+targets: [{ name: slow, url: "${lab.url('keepalive', '/nagle')}" }]
+experiments: [{ probe: reuse, requests: 200, modes: [reused] }]
+${extra}`;
+}
+
+/** The coordinator's /metrics, within 2 s, or the reason it did not answer. */
+async function scrape(url: string): Promise<string> {
+  const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2_000) });
+  return res.text();
+}
+
+function metricValue(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+/** Seconds from `start` to when the process exits, with its exit code; fails (with what the
+ * process logged) if it is still running after `limitSeconds`. */
+async function exitAfter(
+  process: CliProcess,
+  start: number,
+  limitSeconds: number,
+): Promise<{ code: number | null; seconds: number }> {
+  const code = await Promise.race([
+    process.exited,
+    sleep(limitSeconds * 1000 - (Date.now() - start), 'running' as const),
+  ]);
+  if (code === 'running') assert.fail(`still running after ${limitSeconds} s:\n${process.stderr()}`);
+  return { code, seconds: (Date.now() - start) / 1000 };
+}
+
+describe('Redis unreachable or gone', needsRedis, () => {
+  let lab: Lab;
+  const processes: CliProcess[] = [];
+
+  before(async () => {
+    requireRedis(); // redis-server comes with the same package
+    lab = await startLab({ log });
+  });
+  after(async () => {
+    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    await lab?.close();
+  });
+
+  test('a closed port: run, runs and schedule each end within twice --redis-timeout, exit 4 and name the URL without its password', async () => {
+    const url = `redis://probe:s3cret@127.0.0.1:${await freePort()}`;
+    const plan = await writePlan(slowPlan(lab, 'closed-port'));
+    const redis = ['--redis', url, '--redis-timeout', String(REDIS_TIMEOUT_SECONDS)];
+    const commands = [
+      ['run', plan, ...redis, '--deadline', '20'],
+      ['runs', 'list', ...redis],
+      ['runs', 'show', 'some-run', ...redis],
+      ['schedule', 'add', plan, '--every', '60', ...redis],
+      ['schedule', 'list', ...redis],
+      ['schedule', 'remove', 'closed-port', ...redis],
+    ];
+    // One after another, so that each command's time is its own, not six Node starts sharing 2 vCPUs.
+    const outcomes = [];
+    for (const args of commands) {
+      const started = Date.now();
+      outcomes.push({ args, ...(await runCli(args)), seconds: (Date.now() - started) / 1000 });
+    }
+    for (const { args, code, stderr, seconds } of outcomes) {
+      const what = args.slice(0, 2).join(' ');
+      assert.equal(code, 4, `${what}: exit 4\n${stderr}`);
+      assert.match(
+        stderr,
+        new RegExp(
+          `probefleet: cannot reach Redis at redis://probe:\\*\\*\\*@127\\.0\\.0\\.1:\\d+: no answer within ${REDIS_TIMEOUT_SECONDS} s \\(last error: connect ECONNREFUSED`,
+        ),
+        what,
+      );
+      assert.doesNotMatch(stderr, /s3cret/, `${what}: the password stays out`);
+      // Redis errors are logged at warn (level 40), not hidden at debug.
+      assert.match(stderr, /"level":40,.*"msg":"fleet: redis error"/, what);
+      assert.ok(
+        seconds * 1000 <= 2 * REDIS_TIMEOUT_SECONDS * 1000 + PROCESS_SLACK_MS,
+        `${what} ended after ${seconds} s`,
+      );
+    }
+  });
+
+  describe('Redis killed (kill -9) in the middle of a run', () => {
+    let redis: OwnRedis;
+    const prefix = testPrefix();
+    let busy: CliProcess;
+    let idle: CliProcess;
+    let coordinator: CliProcess;
+    let coordinatorUrl: string;
+    let run: CliProcess;
+    let submittedAt: number;
+
+    before(async () => {
+      redis = await startOwnRedis();
+      const fleetArgs = ['--redis', redis.url, '--prefix', prefix];
+      [busy, idle] = await Promise.all([
+        startWorkerProcess('a', redis.url, prefix, ['--shutdown-grace-seconds', '1', '--stall-timeout-seconds', '4']),
+        startWorkerProcess('b', redis.url, prefix, ['--shutdown-grace-seconds', '1']),
+      ]);
+      coordinator = spawnCli([
+        'coordinator',
+        ...fleetArgs,
+        '--port',
+        '0',
+        '--sweep-interval-ms',
+        '500',
+        '--redis-timeout',
+        '1',
+      ]);
+      processes.push(busy, idle, coordinator);
+      await coordinator.waitFor(/"msg":"coordinator ready"/);
+      coordinatorUrl = /"url":"(http:\/\/[^"]+)"/.exec(coordinator.stderr())![1]!;
+      const plan = await writePlan(slowPlan(lab, 'redis-killed'));
+      submittedAt = Date.now();
+      run = spawnCli([
+        'run',
+        plan,
+        ...fleetArgs,
+        '--run-id',
+        'redis-killed-run',
+        '--deadline',
+        '1',
+        '--redis-timeout',
+        String(REDIS_TIMEOUT_SECONDS),
+      ]);
+      processes.push(run);
+      const probe = openFleet({ redis: { url: redis.url }, prefix, log });
+      try {
+        for (let i = 0; i < 200 && (await probe.regionQueue('a').getActiveCount()) === 0; i++) await sleep(50);
+        assert.equal(await probe.regionQueue('a').getActiveCount(), 1, 'the job is running');
+      } finally {
+        await probe.close();
+      }
+      await redis.kill();
+    });
+    after(async () => redis?.stop());
+
+    test("the coordinator's /metrics answers from memory while Redis is down, with probefleet_redis_up 0", async () => {
+      let text = '';
+      for (let i = 0; i < 40; i++) {
+        text = await scrape(coordinatorUrl);
+        if (metricValue(text, 'probefleet_redis_up') === 0) break;
+        await sleep(250);
+      }
+      assert.equal(metricValue(text, 'probefleet_redis_up'), 0);
+      assert.doesNotMatch(text, /^probefleet_queue_jobs\{/m, 'no stale queue depths');
+      const health = await fetch(`${coordinatorUrl}/healthz`, { signal: AbortSignal.timeout(3_000) });
+      assert.equal(health.status, 503);
+    });
+
+    test('SIGTERM while Redis is down: an idle worker, a worker with a job in flight and the coordinator exit within their bounds', async () => {
+      const stoppedAt = Date.now();
+      for (const p of [busy, idle, coordinator]) p.child.kill('SIGTERM');
+      const limit = 1 + 10 + PROCESS_SLACK_MS / 1000;
+      const [b, i, c] = await Promise.all([busy, idle, coordinator].map((p) => exitAfter(p, stoppedAt, limit)));
+      // Worker: --shutdown-grace-seconds (1) + 10 s; the coordinator: 10 s without a run being finished.
+      assert.equal(b.code, 0, busy.stderr());
+      assert.ok(b.seconds <= 1 + 10 + PROCESS_SLACK_MS / 1000, `the busy worker took ${b.seconds} s`);
+      assert.match(busy.stderr(), /jobs in flight could not be handed back/);
+      assert.match(busy.stderr(), /"outcome":"abandoned"/);
+      assert.equal(i.code, 0, idle.stderr());
+      assert.ok(i.seconds <= 1 + 10 + PROCESS_SLACK_MS / 1000, `the idle worker took ${i.seconds} s`);
+      assert.match(idle.stderr(), /"outcome":"drained"/);
+      assert.equal(c.code, 0, coordinator.stderr());
+      assert.ok(c.seconds <= 10 + PROCESS_SLACK_MS / 1000, `the coordinator took ${c.seconds} s`);
+      assert.match(coordinator.stderr(), /"msg":"coordinator stopped"/);
+    });
+
+    test("run --redis waits Redis out until the run's end, then exits 4 saying what it could not reach", async () => {
+      const end = 1 + 1 + RUN_END_SLACK_SECONDS; // --deadline, jobTimeoutSeconds, the slack
+      const { code, seconds } = await exitAfter(run, submittedAt, end + 2 * REDIS_TIMEOUT_SECONDS + 30);
+      assert.equal(code, 4, run.stderr());
+      assert.ok(seconds >= end, `it waited for the run's end (${end} s): ${seconds} s`);
+      assert.ok(seconds <= end + 2 * REDIS_TIMEOUT_SECONDS + PROCESS_SLACK_MS / 1000, `it ended after ${seconds} s`);
+      assert.match(
+        run.stderr(),
+        /probefleet: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: no answer since \S+, and the run's wait ended at \S+; the run goes on in the fleet \(probefleet runs show redis-killed-run\)/,
+      );
+      assert.match(run.stderr(), /"level":40,.*cannot read the run from Redis; retrying/);
+    });
+
+    test('Redis back (its append-only file kept the run): a coordinator reports the abandoned job as lost, naming its worker', async () => {
+      await redis.start();
+      const next = spawnCli(['coordinator', '--redis', redis.url, '--prefix', prefix, '--port', '0']);
+      processes.push(next);
+      await next.waitFor(/"msg":"coordinator ready"/);
+      let shown = { code: 1, stdout: '', stderr: '' };
+      for (let i = 0; i < 60 && shown.code !== 0; i++) {
+        await sleep(500);
+        shown = await runCli(['runs', 'show', 'redis-killed-run', '--json', '--redis', redis.url, '--prefix', prefix]);
+      }
+      assert.equal(shown.code, 0, shown.stderr);
+      const report = JSON.parse(shown.stdout) as { unfinishedJobs: { reason: string; workersLost?: number }[] };
+      assert.equal(report.unfinishedJobs.length, 1);
+      assert.equal(report.unfinishedJobs[0]!.workersLost, 1);
+      assert.match(
+        report.unfinishedJobs[0]!.reason,
+        new RegExp(`^its worker \\(\\S+-${busy.pid}\\) was lost while running it \\(its lock expired`),
+      );
+      await next.stop();
+    });
+  });
+});
+
+describe('the coordinator checks at start whether Redis persists', needsRedis, () => {
+  const servers: OwnRedis[] = [];
+  after(async () => Promise.all(servers.map((s) => s.stop())));
+
+  /** Starts a coordinator on the server and returns what it logged and its persistence gauge. */
+  async function persistenceSeen(redis: OwnRedis, url = redis.url): Promise<{ logs: string; metrics: string }> {
+    const logs = captureLog('info', 'coordinator');
+    const fleet = openFleet({ redis: { url }, prefix: testPrefix(), log });
+    const coordinator = await startCoordinator({ fleet, log: logs.log, listen: { host: '127.0.0.1', port: 0 } });
+    try {
+      return { logs: logs.text(), metrics: await scrape(coordinator.url) };
+    } finally {
+      await coordinator.close();
+      await fleet.close();
+    }
+  }
+
+  const gauge = (metrics: string) =>
+    metrics
+      .split('\n')
+      .filter((l) => l.startsWith('probefleet_redis_persistence{') && l.endsWith(' 1'))
+      .map((l) => /persistence="(\w+)"/.exec(l)![1]);
+
+  test('no persistence: a loud warning of what a restart loses; snapshots only: a warning; AOF: said at info', async () => {
+    for (const [persistence, level, message] of [
+      [
+        'none',
+        40,
+        /REDIS DOES NOT PERSIST: a Redis restart loses every schedule, the runs in flight and the stored reports/,
+      ],
+      ['rdb', 40, /Redis persists by snapshots only/],
+      ['aof', 30, /Redis persists every write \(append-only file\)/],
+    ] as const) {
+      const redis = await startOwnRedis({ persistence });
+      servers.push(redis);
+      const { logs, metrics } = await persistenceSeen(redis);
+      assert.match(logs, new RegExp(`"level":${level},.*${message.source}`), persistence);
+      assert.deepEqual(gauge(metrics), [persistence]);
+    }
+  });
+
+  test('an ACL user without CONFIG (the ACL of docs/deploy.md): INFO tells AOF; without AOF it cannot tell, and says so', async () => {
+    for (const persistence of ['aof', 'none'] as const) {
+      const redis = await startOwnRedis({
+        persistence,
+        args: () => [
+          '--user',
+          'default',
+          'off',
+          '--user',
+          'probefleet',
+          'on',
+          '>pw',
+          '~*',
+          '&*',
+          '+@all',
+          '-@dangerous',
+          '+info',
+          '+client|list',
+          '+client|setname',
+          '+client|getname',
+        ],
+        url: (port) => `redis://probefleet:pw@127.0.0.1:${port}`,
+      });
+      servers.push(redis);
+      const { logs, metrics } = await persistenceSeen(redis);
+      if (persistence === 'aof') {
+        assert.match(logs, /"level":30,.*INFO aof_enabled:1 \(CONFIG GET: NOPERM/);
+        assert.deepEqual(gauge(metrics), ['aof']);
+      } else {
+        assert.match(
+          logs,
+          /"level":40,.*CONFIG GET refused \(NOPERM.*INFO says AOF is off.*cannot tell whether Redis persists/,
+        );
+        assert.deepEqual(gauge(metrics), ['unknown']);
+      }
+    }
+  });
+});
