@@ -6,32 +6,18 @@ import { formatProblem, loadPlanFile, PlanError } from '../../coordinator/plan-l
 import { BAD_PLANS_DIR, badPlans } from '../helpers/bad-plans.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
 
-// Every malformed plan in the corpus through the loader, and one of each kind through the real
-// CLI (a CLI start costs about two seconds here): exit 2, nothing on stdout, and exactly the
-// lines its header expects, each naming file, line, column and field.
+// Every malformed plan in the corpus through the loader, and one per stage of loading through the
+// real CLI (a CLI start costs one to two seconds here, so the rest stay in-process): exit 2,
+// nothing on stdout, and exactly the lines its header expects, each naming file, line, column and field.
 const THROUGH_THE_CLI = [
-  'yaml-syntax',
-  'yaml-alias-bomb',
-  'yaml-list-as-key',
+  'yaml-syntax', // the YAML parser
+  'nesting-too-deep', // the shape limits, before parsing into values
   'duplicate-key',
-  'empty-file',
-  'unknown-key',
-  'unknown-target-key',
-  'wrong-type',
-  'url-relative',
-  'unknown-probe',
-  'absurd-count',
-  'negative-count',
-  'bad-cron',
-  'cron-six-fields',
-  'duplicate-target',
-  'duplicate-experiment-target',
-  'missing-ca-file',
-  'port-zero',
-  'header-value-crlf',
-  'header-name-escape',
-  'nesting-too-deep',
-  'too-many-jobs',
+  'wrong-type', // the schema
+  'duplicate-experiment-target', // cross-references
+  'missing-ca-file', // files the plan names
+  'header-value-crlf', // values printed with their control characters escaped
+  'too-many-jobs', // the job count, before any job is made
 ].map((name) => `${BAD_PLANS_DIR}/${name}.yaml`);
 const CLI_AT_ONCE = 3;
 
@@ -95,13 +81,12 @@ describe('plan validation', () => {
     assert.match(stderr, /^no\/such\/plan\.yaml:1:1: cannot read plan: ENOENT/);
   });
 
-  test('every example plan is valid', async () => {
+  test('every example plan is valid; plan validate says so for one', async () => {
     const examples = (await readdir(path.join(REPO_ROOT, 'examples'))).filter((f) => f.endsWith('.yaml'));
     assert.ok(examples.length > 0);
-    for (const example of examples) {
-      const { code, stdout, stderr } = await runCli(['plan', 'validate', `examples/${example}`]);
-      assert.equal(code, 0, `${example}: ${stderr}`);
-      assert.match(stdout, /is valid/);
-    }
+    for (const example of examples) await loadPlanFile(`examples/${example}`);
+    const { code, stdout, stderr } = await runCli(['plan', 'validate', 'examples/lecture-keepalive.yaml']);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /is valid/);
   });
 });
