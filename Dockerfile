@@ -17,6 +17,7 @@ COPY tsconfig.json ./
 COPY cli cli
 COPY contracts contracts
 COPY common common
+COPY metrics metrics
 COPY coordinator coordinator
 COPY worker worker
 COPY lab lab

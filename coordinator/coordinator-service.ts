@@ -21,9 +21,9 @@ import {
 import { settlesWithin } from '../common/settle.js';
 import { FleetWorker, refuseUnreadable } from '../worker/fleet-worker.js';
 import { compareWithPrevious } from './compare/with-previous.js';
-import { createCoordinatorMetrics } from './coordinator-metrics.js';
-import { MetricsPusher, type PushgatewaySettings } from '../worker/metrics/pusher.js';
-import { pushRunMetrics } from '../worker/metrics/run-metrics.js';
+import { createCoordinatorMetrics } from '../metrics/coordinator-metrics.js';
+import { MetricsPusher, type PushgatewaySettings } from '../metrics/pusher.js';
+import { pushRunMetrics } from '../metrics/run-metrics.js';
 import type { Fleet } from './fleet.js';
 import { submitRun } from './flow.js';
 import { summarizeReport } from './report-store.js';
@@ -41,7 +41,7 @@ export interface CoordinatorOptions {
   redisTimeoutMs?: number;
   /** Regions whose queue depths are reported even before a run was submitted to them. */
   regions?: string[];
-  /** Where each finished run's last-run metrics are pushed (worker/metrics/run-metrics.ts). */
+  /** Where each finished run's last-run metrics are pushed (metrics/run-metrics.ts). */
   pushgateway?: PushgatewaySettings;
   /** The most jobs a fired schedule's run may make; a plan over it fails the firing. @defaultValue PLAN_LIMITS.jobsPerRun */
   maxJobs?: number;

@@ -14,7 +14,7 @@ import { settlesWithin } from '../common/settle.js';
 import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
 import { executeJob, InvalidJobError, parseJobPayload } from './execute-job.js';
 import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
-import { observeJobs, type JobObserver } from './metrics/job-metrics.js';
+import { observeJobs, type JobObserver } from '../metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
 
 /** How long jobs being handed back on shutdown get to stop before the worker is closed hard. */
@@ -42,7 +42,7 @@ export interface RegionWorkerOptions {
   /** How long failed jobs are kept (jobs of ours say themselves that they go once complete). */
   retention?: RetentionSettings;
   log: Logger;
-  /** Told about every job: metrics (worker/metrics/job-metrics.ts). */
+  /** Told about every job: metrics (metrics/job-metrics.ts). */
   observer?: JobObserver;
   /** Where this worker's probes may connect. */
   targetPolicy: TargetPolicy;
