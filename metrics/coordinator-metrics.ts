@@ -33,14 +33,8 @@ export interface RegionQueues {
 
 type QueueReading = Map<string, { counts: Record<string, number>; workers: number }>;
 
-export function createCoordinatorMetrics(
-  fleet: RegionQueues,
-  regions: () => Promise<string[]>,
-  log: Logger,
-): CoordinatorMetrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-
+/** The coordinator's series (contracts/metric-names.ts COORDINATOR_METRICS), on `registry`. */
+function coordinatorSeries(registry: Registry) {
   const queueJobs = new Gauge({
     name: M.queueJobs.name,
     help: M.queueJobs.help,
@@ -84,6 +78,18 @@ export function createCoordinatorMetrics(
     buckets: RUN_DURATION_BUCKETS,
     registers: [registry],
   });
+  return { queueJobs, queueWorkers, redisUp, persistence, jobs, stalled, runs, duration };
+}
+
+export function createCoordinatorMetrics(
+  fleet: RegionQueues,
+  regions: () => Promise<string[]>,
+  log: Logger,
+): CoordinatorMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const { queueJobs, queueWorkers, redisUp, persistence, jobs, stalled, runs, duration } = coordinatorSeries(registry);
   redisUp.set(0);
 
   const show = (reading: QueueReading | undefined) => {
