@@ -182,7 +182,7 @@ const ok = (row: EncodingRow) =>
 const compressed = (row: EncodingRow) =>
   ok(row) && row.contentEncoding !== null && row.contentEncoding.toLowerCase() !== 'identity';
 
-export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runCompressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params } = job;
   const unavailable = params.encodings.flatMap((encoding) => {
     const reason = encoding === 'identity' ? undefined : codingUnavailable(encoding);

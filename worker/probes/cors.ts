@@ -75,7 +75,7 @@ function verdictOf(
   };
 }
 
-export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runCorsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params } = job;
   const origins: { origin: string; role: CorsOriginResult['role'] }[] = [
     ...params.allowedOrigins.map((origin) => ({ origin, role: 'allowed' as const })),
