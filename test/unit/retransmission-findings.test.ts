@@ -6,7 +6,13 @@ import { describe, test } from 'node:test';
 import type { RequestSample } from '../../contracts/common.js';
 import type { HandshakeSample } from '../../contracts/probes/tls.js';
 import { probeResultSchema, type ProbeResult } from '../../contracts/result.js';
-import { retransmissionFindings, timeoutWaits } from '../../coordinator/analysis-retransmissions.js';
+import { applyRules } from '../../contracts/findings.js';
+import { timeoutWaits } from '../../coordinator/analysis-retransmissions.js';
+import { JOB_RULES } from '../../coordinator/analysis.js';
+
+/** The job rules of the run analysis (CONNECT_RETRANSMITTED, HANDSHAKE_RETRANSMITTED), job by job. */
+const retransmissionFindings = (results: ProbeResult[]) =>
+  results.flatMap((r) => applyRules(JOB_RULES, r, { region: r.region, target: r.target, probe: r.probe }));
 
 const repeat = (value: number, times: number) => Array.from({ length: times }, () => value);
 /** 20 ms give or take 0.5: an ordinary connect over a 20 ms round trip. */
