@@ -54,7 +54,7 @@ const UPGRADE_SETTINGS = Buffer.from([0x00, 0x02, 0x00, 0x00, 0x00, 0x00]).toStr
 type Step = (typeof HTTP2_STEPS)[number];
 type Details = ProbeDetails<'http2'>;
 
-export const http2Probe: Probe<'http2'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runHttp2Probe: Probe<'http2'> = async (job, { signal, targetPolicy, altSvc }) => {
   // Concurrent requests each listen on the signal: give them one of their own, relayed from the job's.
   const local = new AbortController();
   setMaxListeners(job.params.concurrent + 10, local.signal);
