@@ -5,6 +5,7 @@ import { NAME_PATTERN } from '../../contracts/common.js';
 import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { DEFAULT_STALL_TIMEOUT_SECONDS, startRegionWorker } from '../../worker/queue-worker.js';
+import { warmUpRequestPath } from '../../worker/warm-up.js';
 import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
 import { serveMetrics } from '../../worker/metrics/metrics-server.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
@@ -90,6 +91,8 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       log.warn(
         'PROBEFLEET_JOB_KEY not set: jobs are not verified; anyone who can write to this Redis can aim this worker',
       );
+    // Before the first job, so that it measures the target rather than the JIT (no request leaves this process).
+    await warmUpRequestPath(args.region, log);
     const redis = redisSettingsOf(args);
     log.info({ redis: redactRedisUrl(redis.url) }, 'connecting');
     const worker = startRegionWorker({
