@@ -52,9 +52,9 @@ async function throwawayServer(): Promise<net.Server> {
  * Runs the warm-up jobs (region `region`, so executeJob accepts them, under the embedded run's
  * target policy: loopback allowed, whatever the caller's policy, as no request leaves the
  * process). A failure is logged and ignored: a worker that could not warm up still measures,
- * only its first jobs less well.
+ * only its first jobs less well. Returns how many warm-up jobs ran (0 when it failed).
  */
-export async function warmUpRequestPath(region: string, log: Logger): Promise<void> {
+export async function warmUpRequestPath(region: string, log: Logger): Promise<number> {
   const started = performance.now();
   let server: net.Server | undefined;
   try {
@@ -85,9 +85,11 @@ export async function warmUpRequestPath(region: string, log: Logger): Promise<vo
       await sleep(0);
     }
     log.debug({ jobs, ms: Math.round(performance.now() - started) }, 'request path warmed up');
+    return jobs;
   } catch (err) {
     // Info, not warn: in a region's namespace loopback may be down, and nothing is wrong with the run.
     log.info({ err }, 'warming up the request path failed; the first jobs may measure slower');
+    return 0;
   } finally {
     server?.close();
   }
