@@ -1,8 +1,9 @@
 // `compression`: is compression worth it for this response and link?
 // Asks for each Accept-Encoding in turn (interleaved, over one connection), decodes what came
 // back with node:zlib here (undici neither asks for nor decodes encodings by itself, so the
-// decode is timed on its own), builds the lecture's level table on the decoded body, and models
-// identity against each encoding at the plan's link speeds.
+// decode is timed on its own), builds the level table of the HTTP performance lecture
+// (docs/probes.md#sources) on the decoded body, and models identity against each encoding at the
+// plan's link speeds.
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
 import {
