@@ -64,6 +64,7 @@ function queueOnly(flow: number, addBulk: number, workers: number): BenchResults
       autocannon: '',
       curl: '',
       wrk: '',
+      nginx: '',
       redis: '',
       bullmq: '',
       commit: '',
