@@ -152,8 +152,9 @@ describe('faults in distributed runs', needsRedis, () => {
       await second.waitFor(new RegExp(`"level":40.*"jobId":"${slowJob.replaceAll('.', '\\.')}".*"msg":"job stalled`));
       // The coordinator counts it when it finishes the run.
       await waitForMetric(coordinator.url, 'probefleet_jobs_stalled_total{region="a"}', 1);
-      await second.stop();
     } finally {
+      // Stopped whatever failed above: a worker left running takes the next tests' jobs.
+      await Promise.all(pair.map((worker) => worker.stop()));
       await coordinator.close();
     }
   });
@@ -208,12 +209,15 @@ describe('faults in distributed runs', needsRedis, () => {
 
     const next = await startWorkerProcess('a', TEST_REDIS_URL, prefix);
     processes.push(next);
-    const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
-    assert.ok(report);
-    assert.deepEqual(report.unfinishedJobs, []);
-    assert.equal(report.results.find((r) => r.jobId === slowJob)?.worker.pid, next.pid);
-    assert.equal(report.results.find((r) => r.jobId === slowJob)?.summary.requests, 80);
-    await next.stop();
+    try {
+      const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
+      assert.ok(report);
+      assert.deepEqual(report.unfinishedJobs, []);
+      assert.equal(report.results.find((r) => r.jobId === slowJob)?.worker.pid, next.pid);
+      assert.equal(report.results.find((r) => r.jobId === slowJob)?.summary.requests, 80);
+    } finally {
+      await next.stop();
+    }
   });
 });
 
