@@ -106,23 +106,29 @@ export async function addRunJobs(fleet: Fleet, runId: string, jobs: JobPayload[]
   const byRegion = new Map<string, JobPayload[]>();
   for (const job of jobs) {
     if (done.has(jobKey(fleet.prefix, regionQueueName(job.region), job.jobId))) continue;
-    let regionJobs = byRegion.get(job.region);
-    if (!regionJobs) byRegion.set(job.region, (regionJobs = []));
-    regionJobs.push(job);
+    const regionJobs = byRegion.get(job.region);
+    if (regionJobs) regionJobs.push(job);
+    else byRegion.set(job.region, [job]);
   }
   const inFlight = new Set<Promise<unknown>>();
-  for (const [region, regionJobs] of byRegion) {
-    const queue = fleet.regionQueue(region);
-    for (let start = 0; start < regionJobs.length; start += SUBMIT_BATCH_JOBS) {
-      const batch = regionJobs
-        .slice(start, start + SUBMIT_BATCH_JOBS)
-        .map((job) => runJobOf(job, fleet.prefix, fleet.jobKey));
-      const adding = queue.addBulk(batch).finally(() => inFlight.delete(adding));
-      inFlight.add(adding);
-      if (inFlight.size >= SUBMIT_BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+  try {
+    for (const [region, regionJobs] of byRegion) {
+      const queue = fleet.regionQueue(region);
+      for (let start = 0; start < regionJobs.length; start += SUBMIT_BATCH_JOBS) {
+        const batch = regionJobs
+          .slice(start, start + SUBMIT_BATCH_JOBS)
+          .map((job) => runJobOf(job, fleet.prefix, fleet.jobKey));
+        const adding = queue.addBulk(batch).finally(() => inFlight.delete(adding));
+        inFlight.add(adding);
+        if (inFlight.size >= SUBMIT_BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+      }
     }
+    await Promise.all(inFlight);
+  } catch (err) {
+    // The gate stays: the run waits for a submit that completes it (or for its deadline).
+    await Promise.allSettled(inFlight);
+    throw err;
   }
-  await Promise.all(inFlight);
   // Every job is in: without its gate, the parent goes on once they are done (at once if they are).
   await fleet.submissionsQueue().remove(runId);
 }
