@@ -162,7 +162,7 @@ export interface EndToEndRun {
   workerCpuSeconds: number;
   workerPeakRssKb: number;
   redisCpuSeconds: number;
-  /** Submitting the 10,000 jobs' flow (coordinator/flow.ts submitRun), before the workers took them. */
+  /** Submitting the 10,000 jobs (coordinator/flow.ts submitRun), while the workers took them. */
   enqueue: EnqueueRun;
   loadAverage: number;
 }
