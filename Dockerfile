@@ -17,6 +17,7 @@ COPY tsconfig.json ./
 COPY cli cli
 COPY contracts contracts
 COPY common common
+COPY metrics metrics
 COPY coordinator coordinator
 COPY worker worker
 COPY lab lab
@@ -40,6 +41,7 @@ COPY --from=build /app/dist/cli dist/cli
 COPY --from=build /app/dist/coordinator dist/coordinator
 COPY --from=build /app/dist/worker dist/worker
 COPY --from=build /app/dist/common dist/common
+COPY --from=build /app/dist/metrics dist/metrics
 COPY --from=build /app/dist/contracts dist/contracts
 COPY --from=build /app/dist/lab dist/lab
 COPY --from=build /app/dist/regions dist/regions

@@ -222,12 +222,22 @@ export const findingSchema = z.strictObject({
 });
 export type Finding = z.infer<typeof findingSchema>;
 
+/** Where a finding was seen: the job's region, target and probe. */
+export interface FindingPlace {
+  region: string;
+  target: string;
+  probe: string;
+}
+
+/** A named rule: the finding of one code that its input shows, or none. */
+export type FindingRule<I> = (input: I, where: FindingPlace) => Finding | undefined;
+
+/** The findings of the rules that fire on `input`, in the list's order. */
+export function applyRules<I>(rules: readonly FindingRule<I>[], input: I, where: FindingPlace): Finding[] {
+  return rules.flatMap((rule) => rule(input, where) ?? []);
+}
+
 /** Builds a finding with the catalogue's severity. */
-export function finding(
-  code: FindingCode,
-  where: { region: string; target: string; probe: string },
-  evidence: string,
-  data: Finding['data'] = {},
-): Finding {
+export function finding(code: FindingCode, where: FindingPlace, evidence: string, data: Finding['data'] = {}): Finding {
   return { code, severity: FINDINGS[code].severity, ...where, evidence, data };
 }

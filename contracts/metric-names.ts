@@ -326,7 +326,7 @@ export const WORKER_JOB_OUTCOMES = ['completed', 'failed', 'handed_back'] as con
 /**
  * Which metrics each probe's results produce, and with which labels (a subset of the metric's
  * labels: only probes with modes have `mode`). Besides these, every probe's results produce
- * COMMON_PROBE_METRICS. Adding a probe is one entry here and one in worker/metrics/probe-mappings.ts;
+ * COMMON_PROBE_METRICS. Adding a probe is one entry here and one in metrics/probe-mappings.ts;
  * the mapped type makes a missing entry a compile error.
  */
 export interface ProbeMetricLabels {

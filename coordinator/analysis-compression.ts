@@ -1,6 +1,6 @@
-// The lecture's "JSON/HTML/CSS/JS over 1 KB: gzip level 6" row, from this run's link model:
-// where compression was served and won on the slowest link, say so with the numbers, and say
-// what the fastest link thinks of it.
+// The HTTP performance lecture's "JSON/HTML/CSS/JS over 1 KB: gzip level 6" row
+// (docs/probes.md#sources), from this run's link model: where compression was served and won on
+// the slowest link, say so with the numbers, and say what the fastest link thinks of it.
 import type { Decision, ProbeResult, ResultOf } from '../contracts/result.js';
 import { formatCount, formatMs } from './report/format.js';
 

@@ -6,7 +6,7 @@
 // a step, not a spread: slower than the job's median by nearly the timeout, and by far more than
 // the samples' ordinary spread. Judged per job (its samples share one path and one handshake
 // shape), one finding per job and kind: how many waited, and what the waits cost.
-import { finding, type Finding, type FindingCode } from '../contracts/findings.js';
+import { finding, type Finding, type FindingCode, type FindingRule } from '../contracts/findings.js';
 import type { ProbeResult } from '../contracts/result.js';
 import { percentile, sortedCopy } from '../common/stats.js';
 import { formatMs } from './report/format.js';
@@ -95,45 +95,44 @@ export function timeoutWaits(
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
-function stepFinding(result: ProbeResult, kind: StepKind, groups: SampleGroups[keyof SampleGroups]): Finding[] {
+function stepFinding(
+  result: ProbeResult,
+  kind: StepKind,
+  groups: SampleGroups[keyof SampleGroups],
+): Finding | undefined {
   const stepped = groups.flatMap(({ label, values }) => {
     const steps = timeoutWaits(values, kind.timeoutMs);
     return steps && steps.waitsMs.length > 0 ? [{ label, ...steps }] : [];
   });
-  if (stepped.length === 0) return [];
+  if (stepped.length === 0) return undefined;
   const all = groups.flatMap((g) => g.values);
   const waits = stepped.flatMap((s) => s.waitsMs).sort((a, b) => b - a);
   const sorted = sortedCopy(all);
   const totalMs = waits.reduce((a, b) => a + b, 0);
   const listed = waits.slice(0, LISTED_WAITS).map((w) => `+${seconds(w)}`);
   const medians = stepped.map((s) => `${s.label}median ${formatMs(s.medianMs)}`).join(', ');
-  return [
-    finding(
-      kind.code,
-      { region: result.region, target: result.target, probe: result.probe },
-      `${waits.length} of ${all.length} ${kind.noun} waited for ${kind.waitedFor}: ` +
-        `${listed.join(', ')}${waits.length > LISTED_WAITS ? ', ...' : ''} over the ${medians} ` +
-        `(${seconds(totalMs)} in all); p95 ${formatMs(percentile(sorted, 95))}, p99 ${formatMs(percentile(sorted, 99))}`,
-      {
-        samples: all.length,
-        retransmitted: waits.length,
-        waitedMs: totalMs,
-        longestWaitMs: waits[0],
-        p50Ms: percentile(sorted, 50),
-        p95Ms: percentile(sorted, 95),
-        p99Ms: percentile(sorted, 99),
-      },
-    ),
-  ];
+  return finding(
+    kind.code,
+    { region: result.region, target: result.target, probe: result.probe },
+    `${waits.length} of ${all.length} ${kind.noun} waited for ${kind.waitedFor}: ` +
+      `${listed.join(', ')}${waits.length > LISTED_WAITS ? ', ...' : ''} over the ${medians} ` +
+      `(${seconds(totalMs)} in all); p95 ${formatMs(percentile(sorted, 95))}, p99 ${formatMs(percentile(sorted, 99))}`,
+    {
+      samples: all.length,
+      retransmitted: waits.length,
+      waitedMs: totalMs,
+      longestWaitMs: waits[0],
+      p50Ms: percentile(sorted, 50),
+      p95Ms: percentile(sorted, 95),
+      p99Ms: percentile(sorted, 99),
+    },
+  );
 }
 
-/** CONNECT_RETRANSMITTED and HANDSHAKE_RETRANSMITTED, per job that shows them. */
-export function retransmissionFindings(results: ProbeResult[]): Finding[] {
-  return results.flatMap((result) => {
-    const groups = sampleGroups(result);
-    return [
-      ...stepFinding(result, STEP_KINDS.connect, groups.connect),
-      ...stepFinding(result, STEP_KINDS.handshake, groups.handshake),
-    ];
-  });
-}
+/** CONNECT_RETRANSMITTED: some of the job's connects waited for a retransmitted SYN. */
+export const connectRetransmitted: FindingRule<ProbeResult> = (result) =>
+  stepFinding(result, STEP_KINDS.connect, sampleGroups(result).connect);
+
+/** HANDSHAKE_RETRANSMITTED: some of the job's TLS handshakes waited for a retransmission timeout. */
+export const handshakeRetransmitted: FindingRule<ProbeResult> = (result) =>
+  stepFinding(result, STEP_KINDS.handshake, sampleGroups(result).handshake);

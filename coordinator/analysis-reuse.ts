@@ -109,6 +109,11 @@ export function nagleStall(reused: ReuseResult, fresh: ReuseResult | undefined):
   );
 }
 
+/** NAGLE_DELAYED_ACK_STALL, one per region and target whose reused requests stall (nagleStall). */
+export function nagleStalls(results: ProbeResult[]): Finding[] {
+  return reuseGroups(results).flatMap(({ reused, new: fresh }) => (reused && nagleStall(reused, fresh)) || []);
+}
+
 /** Why a comparison has no cost to show, or undefined when it has one. */
 export function noCostReason(c: Omit<Comparison, 'noCostReason'>, findings: Finding[]): string | undefined {
   if (findingOf(findings, 'SERVER_CLOSES_EVERY_CONNECTION', c))

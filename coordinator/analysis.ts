@@ -1,19 +1,13 @@
 // Turns a run's job results into what people act on: the new-connection cost per region and
 // target (with an interval), findings that need more than one job to see, and the decision table.
-// Each rule is a small function in the analysis file of its probe.
-import { FINDINGS, type Finding, type FindingCode } from '../contracts/findings.js';
+// Each finding rule is a small function in the analysis file of its probe, run from the lists below.
+import { applyRules, FINDINGS, type Finding, type FindingCode, type FindingRule } from '../contracts/findings.js';
 import type { LoadTotal } from '../contracts/probes/load.js';
 import type { Comparison, Decision, ProbeResult } from '../contracts/result.js';
 import { compressionDecision } from './analysis-compression.js';
 import { h3Advertised } from './analysis-alt-svc.js';
-import { retransmissionFindings } from './analysis-retransmissions.js';
-import {
-  coldProcessDecisions,
-  keepAliveDecision,
-  nagleStall,
-  newConnectionComparisons,
-  reuseGroups,
-} from './analysis-reuse.js';
+import { connectRetransmitted, handshakeRetransmitted } from './analysis-retransmissions.js';
+import { coldProcessDecisions, keepAliveDecision, nagleStalls, newConnectionComparisons } from './analysis-reuse.js';
 import { loadTotals } from './load-totals.js';
 
 export interface RunAnalysis {
@@ -36,14 +30,16 @@ function withoutRepeats(findings: Finding[]): Finding[] {
   });
 }
 
+/** Rules that need several jobs (a target's reused and new jobs, every probe's Alt-Svc): one finding code each. */
+export const RUN_RULES: readonly ((results: ProbeResult[]) => Finding[])[] = [nagleStalls, h3Advertised];
+/** Rules that judge one job's result on its own, run job by job. */
+export const JOB_RULES: readonly FindingRule<ProbeResult>[] = [connectRetransmitted, handshakeRetransmitted];
+
 export function analyzeRun(results: ProbeResult[]): RunAnalysis {
   const findings: Finding[] = withoutRepeats(results.flatMap((r) => r.findings));
-  for (const { reused, new: fresh } of reuseGroups(results)) {
-    const stall = reused && nagleStall(reused, fresh);
-    if (stall) findings.push(stall);
-  }
-  findings.push(...h3Advertised(results));
-  findings.push(...retransmissionFindings(results));
+  for (const rule of RUN_RULES) findings.push(...rule(results));
+  for (const r of results)
+    findings.push(...applyRules(JOB_RULES, r, { region: r.region, target: r.target, probe: r.probe }));
   const comparisons = newConnectionComparisons(results, findings);
   return { comparisons, findings, decisions: decide(results, comparisons, findings), loadTotals: loadTotals(results) };
 }

@@ -21,9 +21,9 @@ import {
 import { settlesWithin } from '../common/settle.js';
 import { FleetWorker, refuseUnreadable } from '../worker/fleet-worker.js';
 import { compareWithPrevious } from './compare/with-previous.js';
-import { createCoordinatorMetrics } from './coordinator-metrics.js';
-import { MetricsPusher, type PushgatewaySettings } from '../worker/metrics/pusher.js';
-import { pushRunMetrics } from '../worker/metrics/run-metrics.js';
+import { createCoordinatorMetrics, type CoordinatorMetrics } from '../metrics/coordinator-metrics.js';
+import { MetricsPusher, type PushgatewaySettings } from '../metrics/pusher.js';
+import { pushRunMetrics } from '../metrics/run-metrics.js';
 import type { Fleet } from './fleet.js';
 import { submitRun } from './flow.js';
 import { summarizeReport } from './report-store.js';
@@ -41,7 +41,7 @@ export interface CoordinatorOptions {
   redisTimeoutMs?: number;
   /** Regions whose queue depths are reported even before a run was submitted to them. */
   regions?: string[];
-  /** Where each finished run's last-run metrics are pushed (worker/metrics/run-metrics.ts). */
+  /** Where each finished run's last-run metrics are pushed (metrics/run-metrics.ts). */
   pushgateway?: PushgatewaySettings;
   /** The most jobs a fired schedule's run may make; a plan over it fails the firing. @defaultValue PLAN_LIMITS.jobsPerRun */
   maxJobs?: number;
@@ -70,107 +70,16 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
   const metrics = createCoordinatorMetrics(fleet, knownRegions, log);
   const pusher = options.pushgateway ? new MetricsPusher(options.pushgateway, log, metrics.registry) : undefined;
 
-  const fireSchedule = async (job: Job) => {
-    let opened: unknown;
-    try {
-      // The plan in a schedule becomes signed jobs: it must itself be signed with the key.
-      opened = openSignedData(job.data, fleet.jobKey);
-    } catch (err) {
-      if (err instanceof JobSignatureError)
-        throw new UnrecoverableError(`schedule ${job.repeatJobKey ?? job.id}: ${err.message}`);
-      throw err;
-    }
-    const parsed = scheduledRunDataSchema.safeParse(opened);
-    if (!parsed.success)
-      throw new UnrecoverableError(
-        `schedule ${job.repeatJobKey ?? job.id} holds no valid plan: ${parsed.error.issues[0]?.message}`,
-      );
-    const { plan, tls, deadlineSeconds } = parsed.data;
-    // The run id comes from the time the schedule fired, so redoing this job adds nothing twice.
-    const firedAt = new Date(job.timestamp + (job.opts.delay ?? 0));
-    const loaded = { plan, file: `schedule ${plan.name}`, tls, maxJobs: options.maxJobs };
-    const run = await submitRun(fleet, loaded, runIdFor(plan.name, firedAt), { deadlineSeconds }).catch((err) => {
-      // Over this coordinator's limit on jobs: firing again would fail again.
-      throw err instanceof TooManyJobsError ? new UnrecoverableError(err.message) : err;
-    });
-    log.info(
-      { schedule: job.repeatJobKey, runId: run.runId, jobs: run.jobs.length, added: run.added },
-      'schedule fired: run submitted',
-    );
-    return { runId: run.runId, jobs: run.jobs.length };
-  };
-
-  const finish = async (job: Job) => {
-    const { report, stored } = await finishRun(fleet, job);
-    metrics.recordRun(report);
-    // Idempotent: the `run` command that waited for this run pushes the same stored report.
-    if (pusher) await pushRunMetrics(pusher, report, log);
-    await compareWithPrevious(fleet.store, report, { log, ...(pusher ? { pusher } : {}) });
-    const summary = summarizeReport(report);
-    log.info({ ...summary, storedHere: stored }, 'run finished');
-    return summary;
-  };
-
-  const worker = new FleetWorker(
-    RUNS_QUEUE,
-    async (job: Job) => {
-      refuseUnreadable(job, log);
-      if (job.name === JOB_NAMES.scheduledRun) return fireSchedule(job);
-      if (job.name === JOB_NAMES.run) return finish(job);
-      throw new UnrecoverableError(`unexpected job "${job.name}" in queue ${RUNS_QUEUE}`);
-    },
-    {
-      connection: bullmqWorkerConnection(fleet.redis),
-      prefix: fleet.prefix,
-      concurrency: 4,
-      name: 'probefleet-coordinator',
-      // Runs remove themselves once reported (coordinator/flow.ts); this keeps fired schedules
-      // and failed runs as the fleet's retention says.
-      removeOnComplete: bullmqKeep(fleet.retention.jobs),
-      removeOnFail: bullmqKeep(fleet.retention.jobs),
-    },
-  );
-  worker.on('failed', (job, err) =>
-    log.error({ jobId: job?.id, name: job?.name, reason: err.message }, 'runs job failed'),
-  );
-  warnOnRedisErrors(worker, log, 'coordinator');
+  const worker = runsWorker(fleet, log, async (job: Job) => {
+    if (job.name === JOB_NAMES.scheduledRun) return fireSchedule(fleet, job, options.maxJobs, log);
+    if (job.name === JOB_NAMES.run) return finish(fleet, job, metrics, pusher, log);
+    throw new UnrecoverableError(`unexpected job "${job.name}" in queue ${RUNS_QUEUE}`);
+  });
 
   const stop = new AbortController();
   const everyInterval = () =>
     sleep(options.sweepIntervalMs ?? 5_000, undefined, { signal: stop.signal }).catch(() => {});
-  // Runs whose data cannot be read are skipped (and said once each), so one bad run never stops
-  // the others from expiring.
-  const badRuns = new Set<string>();
-  const sweeping = (async () => {
-    let lastProblem = '';
-    while (!stop.signal.aborted) {
-      try {
-        for (const parent of await fleet.runs.getWaitingChildren(0, 999)) {
-          if (parent.name !== JOB_NAMES.run || badRuns.has(parent.id ?? '')) continue;
-          let data;
-          try {
-            data = runDataOf(parent);
-          } catch (err) {
-            badRuns.add(parent.id ?? '');
-            log.error({ runId: parent.id, err: (err as Error).message }, 'deadline sweep skips a run it cannot read');
-            continue;
-          }
-          const removed = await expireRunIfDue(fleet, parent, data);
-          if (removed > 0)
-            log.warn(
-              { runId: parent.id, jobs: removed },
-              'deadline passed: jobs without a result are reported as not run',
-            );
-        }
-        lastProblem = '';
-      } catch (err) {
-        const problem = (err as Error).message;
-        if (problem !== lastProblem) log.warn({ err: problem }, 'deadline sweep failed; retrying');
-        lastProblem = problem;
-      }
-      await everyInterval();
-    }
-  })();
+  const sweeping = sweepDeadlines(fleet, log, stop.signal, everyInterval);
   const refreshing = (async () => {
     while (!stop.signal.aborted) {
       await metrics.refresh(redisTimeoutMs);
@@ -178,27 +87,7 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
     }
   })();
 
-  const server = http.createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET') {
-      res.writeHead(405, { allow: 'GET' }).end();
-    } else if (path === '/metrics') {
-      metrics.registry
-        .metrics()
-        .then((text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text))
-        .catch((err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`));
-    } else if (path === '/healthz') {
-      healthy(fleet, worker).then((problem) =>
-        res.writeHead(problem ? 503 : 200, { 'content-type': 'text/plain' }).end(problem ? `${problem}\n` : 'ok\n'),
-      );
-    } else {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
-    }
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.listen.port, options.listen.host, resolve);
-  });
+  const server = await serveEndpoints(options.listen, metrics, () => healthy(fleet, worker));
   const { port } = server.address() as AddressInfo;
   const host = options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host;
   const url = `http://${host}:${port}`;
@@ -219,6 +108,150 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
       await pusher?.close();
     },
   };
+}
+
+/** The worker of the `runs` queue: fired schedules and finished flows. */
+function runsWorker(fleet: Fleet, log: Logger, handle: (job: Job) => Promise<unknown>): FleetWorker {
+  const worker = new FleetWorker(
+    RUNS_QUEUE,
+    async (job: Job) => {
+      refuseUnreadable(job, log);
+      return handle(job);
+    },
+    {
+      connection: bullmqWorkerConnection(fleet.redis),
+      prefix: fleet.prefix,
+      concurrency: 4,
+      name: 'probefleet-coordinator',
+      // Runs remove themselves once reported (coordinator/flow.ts); this keeps fired schedules
+      // and failed runs as the fleet's retention says.
+      removeOnComplete: bullmqKeep(fleet.retention.jobs),
+      removeOnFail: bullmqKeep(fleet.retention.jobs),
+    },
+  );
+  worker.on('failed', (job, err) =>
+    log.error({ jobId: job?.id, name: job?.name, reason: err.message }, 'runs job failed'),
+  );
+  warnOnRedisErrors(worker, log, 'coordinator');
+  return worker;
+}
+
+/** A schedule fired: its signed plan becomes a run. */
+async function fireSchedule(fleet: Fleet, job: Job, maxJobs: number | undefined, log: Logger) {
+  let opened: unknown;
+  try {
+    // The plan in a schedule becomes signed jobs: it must itself be signed with the key.
+    opened = openSignedData(job.data, fleet.jobKey);
+  } catch (err) {
+    if (err instanceof JobSignatureError)
+      throw new UnrecoverableError(`schedule ${job.repeatJobKey ?? job.id}: ${err.message}`);
+    throw err;
+  }
+  const parsed = scheduledRunDataSchema.safeParse(opened);
+  if (!parsed.success)
+    throw new UnrecoverableError(
+      `schedule ${job.repeatJobKey ?? job.id} holds no valid plan: ${parsed.error.issues[0]?.message}`,
+    );
+  const { plan, tls, deadlineSeconds } = parsed.data;
+  // The run id comes from the time the schedule fired, so redoing this job adds nothing twice.
+  const firedAt = new Date(job.timestamp + (job.opts.delay ?? 0));
+  const loaded = { plan, file: `schedule ${plan.name}`, tls, maxJobs };
+  const run = await submitRun(fleet, loaded, runIdFor(plan.name, firedAt), { deadlineSeconds }).catch((err) => {
+    // Over this coordinator's limit on jobs: firing again would fail again.
+    throw err instanceof TooManyJobsError ? new UnrecoverableError(err.message) : err;
+  });
+  log.info(
+    { schedule: job.repeatJobKey, runId: run.runId, jobs: run.jobs.length, added: run.added },
+    'schedule fired: run submitted',
+  );
+  return { runId: run.runId, jobs: run.jobs.length };
+}
+
+/** A run's children are done: its report, counted and pushed, and compared with the previous run. */
+async function finish(
+  fleet: Fleet,
+  job: Job,
+  metrics: CoordinatorMetrics,
+  pusher: MetricsPusher | undefined,
+  log: Logger,
+) {
+  const { report, stored } = await finishRun(fleet, job);
+  metrics.recordRun(report);
+  // Idempotent: the `run` command that waited for this run pushes the same stored report.
+  if (pusher) await pushRunMetrics(pusher, report, log);
+  await compareWithPrevious(fleet.store, report, { log, ...(pusher ? { pusher } : {}) });
+  const summary = summarizeReport(report);
+  log.info({ ...summary, storedHere: stored }, 'run finished');
+  return summary;
+}
+
+/** Expires runs past their deadline, every interval until `signal`. Runs whose data cannot be read
+ * are skipped (and said once each), so one bad run never stops the others from expiring. */
+async function sweepDeadlines(
+  fleet: Fleet,
+  log: Logger,
+  signal: AbortSignal,
+  everyInterval: () => Promise<void>,
+): Promise<void> {
+  const badRuns = new Set<string>();
+  let lastProblem = '';
+  while (!signal.aborted) {
+    try {
+      for (const parent of await fleet.runs.getWaitingChildren(0, 999)) {
+        if (parent.name !== JOB_NAMES.run || badRuns.has(parent.id ?? '')) continue;
+        let data;
+        try {
+          data = runDataOf(parent);
+        } catch (err) {
+          badRuns.add(parent.id ?? '');
+          log.error({ runId: parent.id, err: (err as Error).message }, 'deadline sweep skips a run it cannot read');
+          continue;
+        }
+        const removed = await expireRunIfDue(fleet, parent, data);
+        if (removed > 0)
+          log.warn(
+            { runId: parent.id, jobs: removed },
+            'deadline passed: jobs without a result are reported as not run',
+          );
+      }
+      lastProblem = '';
+    } catch (err) {
+      const problem = (err as Error).message;
+      if (problem !== lastProblem) log.warn({ err: problem }, 'deadline sweep failed; retrying');
+      lastProblem = problem;
+    }
+    await everyInterval();
+  }
+}
+
+/** /metrics (from memory) and /healthz, listening once this resolves. */
+async function serveEndpoints(
+  listen: CoordinatorOptions['listen'],
+  metrics: CoordinatorMetrics,
+  health: () => Promise<string | undefined>,
+): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET') {
+      res.writeHead(405, { allow: 'GET' }).end();
+    } else if (path === '/metrics') {
+      metrics.registry
+        .metrics()
+        .then((text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text))
+        .catch((err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`));
+    } else if (path === '/healthz') {
+      health().then((problem) =>
+        res.writeHead(problem ? 503 : 200, { 'content-type': 'text/plain' }).end(problem ? `${problem}\n` : 'ok\n'),
+      );
+    } else {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, resolve);
+  });
+  return server;
 }
 
 /** Reads how Redis persists (within the bound) and says loudly what a restart would lose. */

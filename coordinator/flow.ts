@@ -17,7 +17,7 @@ import { RUN_JOB_SCHEMA, type RunJobData } from '../contracts/run-job.js';
 import { BadInputError } from '../common/bad-input.js';
 import { signData } from '../common/job-signature.js';
 import type { Fleet } from './fleet.js';
-import type { LoadedPlan } from './plan-loader.js';
+import type { LoadedPlan } from './loaded-plan.js';
 import { runDataOf } from './run-finisher.js';
 import { planDifferences, redactPlan } from './run-report.js';
 import { splitPlan } from './split.js';

@@ -6,7 +6,7 @@
 // way from every region). Workers never need to know where a lab is.
 import { BadArgumentError } from '../common/bad-input.js';
 import { isLabUrl, resolveLabUrl, type LabAddress } from '../contracts/lab-roles.js';
-import type { LoadedPlan } from './plan-loader.js';
+import type { LoadedPlan } from './loaded-plan.js';
 
 /** Names of the plan's targets that name a lab server. */
 export function labTargetsOf(loaded: LoadedPlan): string[] {

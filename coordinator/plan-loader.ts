@@ -19,7 +19,6 @@ import {
   type Node,
 } from 'yaml';
 import type { z } from 'zod';
-import type { JobTls } from '../contracts/job.js';
 import { PLAN_LIMITS } from '../contracts/limits.js';
 import { planSchema, type Plan } from '../contracts/plan.js';
 import { PROBE_KINDS } from '../contracts/probes/index.js';
@@ -27,6 +26,7 @@ import { formatIssuePath } from '../common/issue-path.js';
 import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
 import { FileRefusedError, readBoundedFile } from '../common/read-bounded-file.js';
+import type { LoadedPlan } from './loaded-plan.js';
 import { countJobs, tooManyJobsMessage } from './split.js';
 
 export interface PlanProblem {
@@ -52,15 +52,6 @@ export function formatProblem(p: PlanProblem): string {
 
 export interface PlanOptions {
   /** The most jobs one run of the plan may make. @defaultValue PLAN_LIMITS.jobsPerRun */
-  maxJobs?: number;
-}
-
-export interface LoadedPlan {
-  plan: Plan;
-  file: string;
-  /** Per target name, TLS settings with any CA file read into PEM (jobs carry PEM, not paths). */
-  tls: Record<string, JobTls | undefined>;
-  /** The limit on jobs per run the plan was checked against; `splitPlan` holds to it too. */
   maxJobs?: number;
 }
 

@@ -6,7 +6,7 @@ import { SCHEDULED_RUN_SCHEMA, scheduledRunDataSchema, type ScheduledRunData } f
 import { formatIssuePath } from '../common/issue-path.js';
 import { openSignedData, signData } from '../common/job-signature.js';
 import type { Fleet } from './fleet.js';
-import type { LoadedPlan } from './plan-loader.js';
+import type { LoadedPlan } from './loaded-plan.js';
 import { countJobs } from './split.js';
 
 export class ScheduleError extends Error {

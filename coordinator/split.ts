@@ -7,7 +7,7 @@ import type { Plan } from '../contracts/plan.js';
 import { PROBES } from '../contracts/probes/index.js';
 import { BadInputError } from '../common/bad-input.js';
 import { labTargetsOf } from './lab-targets.js';
-import type { LoadedPlan } from './plan-loader.js';
+import type { LoadedPlan } from './loaded-plan.js';
 
 /** A run would make more jobs than its limit allows. */
 export class TooManyJobsError extends BadInputError {

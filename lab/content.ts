@@ -1,6 +1,7 @@
 // Bodies the lab serves, generated in code from a fixed seed so every run and every machine
-// serves the same bytes: the lecture's 179,500-byte products.json, its 19-byte tiny JSON,
-// 100,000 random bytes standing in for a JPEG, and large bodies of any size.
+// serves the same bytes: the 179,500-byte products.json of the HTTP performance lecture
+// (docs/probes.md#sources), its 19-byte tiny JSON, 100,000 random bytes standing in for a JPEG,
+// and large bodies of any size.
 import { prng } from '../common/stats.js';
 
 /** The size of the lecture's products.json. */

@@ -1,4 +1,5 @@
-// The lecture's api.php, and the CORS mistakes it warns about.
+// The api.php of the HTTP performance lecture (docs/probes.md#sources), and the CORS mistakes it
+// warns about.
 //   /api/products          the api.php equivalent: allowlist (https://app.example), Vary: Origin,
 //                          Accept-Encoding, a preflight with methods, headers and Max-Age 600,
 //                          gzip level 6 when asked, and a log line for every request it ran

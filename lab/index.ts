@@ -72,7 +72,8 @@ export function labAddressAt(host: string, basePort: number): LabAddress {
   };
 }
 
-/** The first port of `probefleet lab` and `run --lab`, as in the lecture's examples. */
+/** The first port of `probefleet lab` and `run --lab`, as in the HTTP performance lecture's examples
+ * (docs/probes.md#sources). */
 export const DEFAULT_LAB_PORT = 18170;
 
 export interface LabOptions {

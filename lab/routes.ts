@@ -26,7 +26,7 @@ const routes: Record<string, Route> = {
 
   // Compression: lab/compression-routes.ts.
   ...Object.fromEntries(ASSET_PATHS.map((path) => [path, serveAsset])),
-  // CORS, like the lecture's api.php: lab/cors-routes.ts.
+  // CORS, like the HTTP performance lecture's api.php (docs/probes.md#sources): lab/cors-routes.ts.
   '/api/products': apiProducts,
   '/api/requests': apiRequests,
   '/cors/misconfigured': corsMisconfigured,

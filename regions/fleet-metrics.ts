@@ -84,65 +84,7 @@ export async function startFleetMetrics(options: FleetMetricsOptions): Promise<F
     pushgateway,
     prometheus,
     pushgatewayUrl: pushgateway.url,
-    async regionalComparison(plan, jobsPerRegion) {
-      const regions = [...jobsPerRegion.keys()];
-      const planSelector = `job="${PUSH_GROUPS.run.job}", plan="${plan}"`;
-      const jobsPushed = `sum by (region) (${PROBE_JOB_METRICS.jobs.name}{job="${PUSH_GROUPS.probes.job}"})`;
-      let complete = true;
-      try {
-        await prometheus.waitFor(
-          `count(${RUN_METRICS.lastRun.name}{${planSelector}})`,
-          (n) => n === regions.length,
-          SCRAPED_TIMEOUT_MS,
-        );
-        await prometheus.waitFor(
-          `sum(${jobsPushed})`,
-          (n) => n === [...jobsPerRegion.values()].reduce((a, b) => a + b, 0),
-          SCRAPED_TIMEOUT_MS,
-        );
-      } catch {
-        complete = false;
-      }
-      const queries = {
-        cost: `${RUN_METRICS.newConnectionCost.name}{${planSelector}}`,
-        tail: `${RUN_METRICS.newConnectionCostTail.name}{${planSelector}, quantile="0.99"}`,
-        handshake: `${RUN_METRICS.tlsHandshake.name}{${planSelector}, handshake="full", quantile="0.5"}`,
-        jobs: jobsPushed,
-      };
-      const [cost, tail, handshake, jobs] = await Promise.all([
-        prometheus.query(queries.cost),
-        prometheus.query(queries.tail),
-        prometheus.query(queries.handshake),
-        prometheus.query(queries.jobs),
-      ]);
-      const rows = new Map<string, Map<string, string>>();
-      const put = (what: string, target: string, samples: PromSample[], format: (value: number) => string) => {
-        const row = rows.get(`${what}\t${target}`) ?? new Map<string, string>();
-        for (const s of samples) row.set(s.metric.region, format(Number(s.value[1])));
-        rows.set(`${what}\t${target}`, row);
-      };
-      const seconds = (value: number) => formatMs(value * 1000);
-      const key = (s: PromSample, label: string) => `${s.metric.target}\t${s.metric[label]}`;
-      for (const group of groupBy(cost, (s) => key(s, 'scheme')))
-        put(`new-connection cost (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
-      for (const group of groupBy(tail, (s) => key(s, 'scheme')))
-        put(`new-connection cost p99 (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
-      for (const group of groupBy(handshake, (s) => key(s, 'tls_version')))
-        put(`full TLS ${group[0].metric.tls_version} handshake, median`, group[0].metric.target, group, seconds);
-      put('jobs pushed by its worker', '-', jobs, String);
-      const table = renderTable(
-        ['from Prometheus', 'target', ...regions],
-        [...rows].map(([name, byRegion]) => [
-          ...name.split('\t'),
-          ...regions.map((region) => byRegion.get(region) ?? '-'),
-        ]),
-        `ll${'r'.repeat(regions.length)}`,
-      );
-      return (
-        `Metrics: the run's numbers as Prometheus holds them (scraped from the Pushgateway every second)${complete ? '' : `; not everything had arrived within ${SCRAPED_TIMEOUT_MS / 1000} s`}\n${table}\n` +
-        `queries: ${[queries.cost, queries.tail, queries.handshake, queries.jobs].join('\n         ')}\n`
-      );
-    },
+    regionalComparison: (plan, jobsPerRegion) => regionalComparison(prometheus, plan, jobsPerRegion),
     async close() {
       await Promise.all([prometheus.stop(), pushgateway.stop()]);
     },
@@ -153,4 +95,66 @@ function groupBy<T>(items: T[], keyOf: (item: T) => string): T[][] {
   const groups = new Map<string, T[]>();
   for (const item of items) groups.set(keyOf(item), [...(groups.get(keyOf(item)) ?? []), item]);
   return [...groups.values()].sort((a, b) => keyOf(a[0]).localeCompare(keyOf(b[0])));
+}
+
+/** FleetMetrics.regionalComparison: waits for the pushes to be scraped, then a table per region. */
+async function regionalComparison(
+  prometheus: Prometheus,
+  plan: string,
+  jobsPerRegion: Map<string, number>,
+): Promise<string> {
+  const regions = [...jobsPerRegion.keys()];
+  const planSelector = `job="${PUSH_GROUPS.run.job}", plan="${plan}"`;
+  const jobsPushed = `sum by (region) (${PROBE_JOB_METRICS.jobs.name}{job="${PUSH_GROUPS.probes.job}"})`;
+  let complete = true;
+  try {
+    await prometheus.waitFor(
+      `count(${RUN_METRICS.lastRun.name}{${planSelector}})`,
+      (n) => n === regions.length,
+      SCRAPED_TIMEOUT_MS,
+    );
+    await prometheus.waitFor(
+      `sum(${jobsPushed})`,
+      (n) => n === [...jobsPerRegion.values()].reduce((a, b) => a + b, 0),
+      SCRAPED_TIMEOUT_MS,
+    );
+  } catch {
+    complete = false;
+  }
+  const queries = {
+    cost: `${RUN_METRICS.newConnectionCost.name}{${planSelector}}`,
+    tail: `${RUN_METRICS.newConnectionCostTail.name}{${planSelector}, quantile="0.99"}`,
+    handshake: `${RUN_METRICS.tlsHandshake.name}{${planSelector}, handshake="full", quantile="0.5"}`,
+    jobs: jobsPushed,
+  };
+  const [cost, tail, handshake, jobs] = await Promise.all([
+    prometheus.query(queries.cost),
+    prometheus.query(queries.tail),
+    prometheus.query(queries.handshake),
+    prometheus.query(queries.jobs),
+  ]);
+  const rows = new Map<string, Map<string, string>>();
+  const put = (what: string, target: string, samples: PromSample[], format: (value: number) => string) => {
+    const row = rows.get(`${what}\t${target}`) ?? new Map<string, string>();
+    for (const s of samples) row.set(s.metric.region, format(Number(s.value[1])));
+    rows.set(`${what}\t${target}`, row);
+  };
+  const seconds = (value: number) => formatMs(value * 1000);
+  const key = (s: PromSample, label: string) => `${s.metric.target}\t${s.metric[label]}`;
+  for (const group of groupBy(cost, (s) => key(s, 'scheme')))
+    put(`new-connection cost (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
+  for (const group of groupBy(tail, (s) => key(s, 'scheme')))
+    put(`new-connection cost p99 (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
+  for (const group of groupBy(handshake, (s) => key(s, 'tls_version')))
+    put(`full TLS ${group[0].metric.tls_version} handshake, median`, group[0].metric.target, group, seconds);
+  put('jobs pushed by its worker', '-', jobs, String);
+  const table = renderTable(
+    ['from Prometheus', 'target', ...regions],
+    [...rows].map(([name, byRegion]) => [...name.split('\t'), ...regions.map((region) => byRegion.get(region) ?? '-')]),
+    `ll${'r'.repeat(regions.length)}`,
+  );
+  return (
+    `Metrics: the run's numbers as Prometheus holds them (scraped from the Pushgateway every second)${complete ? '' : `; not everything had arrived within ${SCRAPED_TIMEOUT_MS / 1000} s`}\n${table}\n` +
+    `queries: ${[queries.cost, queries.tail, queries.handshake, queries.jobs].join('\n         ')}\n`
+  );
 }

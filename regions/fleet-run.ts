@@ -7,7 +7,7 @@ import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../common/log.js';
 import { probeResultSchema, type ProbeResult, type RunReport } from '../contracts/result.js';
-import type { LoadedPlan } from '../coordinator/plan-loader.js';
+import type { LoadedPlan } from '../coordinator/loaded-plan.js';
 import { buildRunReport } from '../coordinator/run-report.js';
 import { splitPlan } from '../coordinator/split.js';
 import type { EmulatedRegion, Regions } from './harness.js';

@@ -293,35 +293,6 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
     },
   };
   let closed: Promise<void> | undefined;
-
-  let realtime = false;
-  const inNamespace = (namespace: string, command: string, args: string[], options: InNamespaceOptions) => [
-    'netns',
-    'exec',
-    namespace,
-    ...(options.realtime && realtime ? MEASURED_PRIORITY : []),
-    command,
-    ...args,
-  ];
-  const spawnIn: Regions['spawn'] = (namespace, command, args, { realtime: wanted, ...spawnOptions } = {}) =>
-    spawn('ip', inNamespace(namespace, command, args, { realtime: wanted }), spawnOptions);
-  const execIn: Regions['exec'] = (namespace, command, args, options = {}) =>
-    new Promise((resolve, reject) => {
-      execFile(
-        'ip',
-        inNamespace(namespace, command, args, options),
-        { timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 << 20 },
-        (err, stdout, stderr) =>
-          err
-            ? reject(
-                new Error(
-                  `${command} in ${namespace}: ${err.message.split('\n')[0]}${stderr ? `\n${stderr.trim()}` : ''}`,
-                ),
-              )
-            : resolve(stdout),
-      );
-    });
-
   const close = () =>
     (closed ??= (async () => {
       await Promise.all(helpers.map((helper) => stopHelper(helper, log)));
@@ -333,175 +304,12 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
   trackInstance(instance);
   try {
     await mkdir(instance.runDir, { recursive: true, mode: 0o700 });
-    if (options.realtime ?? true) {
-      realtime = await run(MEASURED_PRIORITY[0], [...MEASURED_PRIORITY.slice(1), 'true']).then(
-        () => true,
-        (err: Error) => {
-          log.warn(
-            { err: err.message },
-            'no real-time priority for measured processes here; other work on this machine will show in the timings',
-          );
-          return false;
-        },
-      );
-    }
-    await createNamespace(targetNamespace);
-    await run('ip', ['-n', targetNamespace, 'addr', 'add', `${TARGET_ADDRESS}/32`, 'dev', 'lo']);
-    for (const [index, region] of regions.entries()) {
-      await createNamespace(region.namespace);
-      await run('ip', [
-        '-n',
-        targetNamespace,
-        'link',
-        'add',
-        targetLink(index),
-        'type',
-        'veth',
-        'peer',
-        'name',
-        REGION_LINK,
-        'netns',
-        region.namespace,
-      ]);
-      await run('ip', ['-n', targetNamespace, 'addr', 'add', `${linkPrefix(index)}.1/24`, 'dev', targetLink(index)]);
-      await run('ip', ['-n', targetNamespace, 'link', 'set', 'dev', targetLink(index), 'up']);
-      await run('ip', ['-n', region.namespace, 'addr', 'add', `${region.address}/24`, 'dev', REGION_LINK]);
-      await run('ip', ['-n', region.namespace, 'link', 'set', 'dev', REGION_LINK, 'up']);
-      await run('ip', [
-        '-n',
-        region.namespace,
-        'route',
-        'add',
-        `${TARGET_ADDRESS}/32`,
-        'via',
-        `${linkPrefix(index)}.1`,
-        'dev',
-        REGION_LINK,
-      ]);
-    }
+    const realtime = (options.realtime ?? true) && (await realtimeAllowed(log));
+    const { spawnIn, execIn } = namespaceCommands(realtime);
+    await linkRegions(targetNamespace, regions);
 
-    const linked = regions.filter((r) => r.rttMs > 0 || hasLossOrJitter(r));
-    const mechanism = linked.length === 0 ? 'none' : await chooseDelay(options.delay ?? 'auto', linked);
-    for (const [index, region] of regions.entries()) {
-      const oneWayUs = Math.round(region.rttMs * 500);
-      if (mechanism === 'netem' && region.rttMs > 0) {
-        for (const [namespace, dev] of [
-          [region.namespace, REGION_LINK],
-          [targetNamespace, targetLink(index)],
-        ]) {
-          await run('tc', [
-            '-n',
-            namespace,
-            'qdisc',
-            'replace',
-            'dev',
-            dev,
-            'root',
-            'handle',
-            '1:',
-            'netem',
-            'delay',
-            `${oneWayUs}us`,
-            'limit',
-            '100000',
-          ]);
-          if (region.rateBytesPerSecond)
-            await run('tc', [
-              '-n',
-              namespace,
-              'qdisc',
-              'add',
-              'dev',
-              dev,
-              'parent',
-              '1:1',
-              'handle',
-              '10:',
-              ...tbfArgs(region.rateBytesPerSecond),
-            ]);
-        }
-        continue;
-      }
-      if (region.rateBytesPerSecond) {
-        await run('tc', [
-          '-n',
-          region.namespace,
-          'qdisc',
-          'add',
-          'dev',
-          REGION_LINK,
-          'root',
-          ...tbfArgs(region.rateBytesPerSecond),
-        ]);
-        await run('tc', [
-          '-n',
-          targetNamespace,
-          'qdisc',
-          'add',
-          'dev',
-          targetLink(index),
-          'root',
-          ...tbfArgs(region.rateBytesPerSecond),
-        ]);
-      }
-      if (mechanism === 'nfqueue' && linked.includes(region)) {
-        // The helper first: with --queue-bypass, packets queued before anyone listens pass undelayed.
-        helpers.push(
-          await startHelper(
-            spawnIn,
-            region.namespace,
-            `nfq-delay in ${region.name}`,
-            await nfqDelayBinary(),
-            nfqDelayArgs(region),
-            log,
-          ),
-        );
-        // Outgoing packets to the helper's first queue, incoming ones to its second.
-        for (const [chain, direction, queue] of [
-          ['OUTPUT', '-o', NFQUEUE_OUT],
-          ['INPUT', '-i', NFQUEUE_OUT + 1],
-        ] as const) {
-          await run('ip', [
-            'netns',
-            'exec',
-            region.namespace,
-            'iptables-legacy',
-            '-w',
-            '10',
-            '-A',
-            chain,
-            direction,
-            REGION_LINK,
-            '-j',
-            'NFQUEUE',
-            '--queue-num',
-            String(queue),
-            '--queue-bypass',
-          ]);
-        }
-      }
-    }
-
-    if (forwardPorts.length > 0) {
-      const sockets = forwardPorts.map((port) => ({ port, path: relaySocketPath(instance.runDir, port) }));
-      const rootSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ path }, { port }]);
-      const regionSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ port }, { path }]);
-      helpers.push(
-        await startHelper(spawnIn, null, 'port relay on this machine', process.execPath, relayArgs(rootSide), log),
-      );
-      for (const region of regions) {
-        helpers.push(
-          await startHelper(
-            spawnIn,
-            region.namespace,
-            `port relay in ${region.name}`,
-            process.execPath,
-            relayArgs(regionSide),
-            log,
-          ),
-        );
-      }
-    }
+    const mechanism = await shapeLinks(targetNamespace, regions, options.delay ?? 'auto', spawnIn, helpers, log);
+    if (forwardPorts.length > 0) await startPortRelays(spawnIn, instance.runDir, forwardPorts, regions, helpers, log);
 
     log.info(
       {
@@ -538,25 +346,253 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
     await close();
     throw err;
   }
+}
 
-  /** netem where the kernel has it and asked for or left to us, unless a link loses or jitters
-   * (only the helper does those, so it adds every region's delay then); else the helper. */
-  async function chooseDelay(wanted: 'auto' | DelayMechanism, linked: EmulatedRegion[]): Promise<DelayMechanism> {
-    const probe = linked[0];
-    if (wanted !== 'nfqueue' && !linked.some(hasLossOrJitter)) {
-      try {
-        await run('tc', ['-n', probe.namespace, 'qdisc', 'add', 'dev', REGION_LINK, 'root', 'netem', 'delay', '1ms']);
-        await run('tc', ['-n', probe.namespace, 'qdisc', 'del', 'dev', REGION_LINK, 'root']);
-        return 'netem';
-      } catch (err) {
-        if (!(err instanceof CommandError)) throw err;
-        if (wanted === 'netem')
-          throw new RegionsUnavailableError(`netem was asked for, but this kernel cannot add it: ${err.stderr.trim()}`);
-        log.debug({ tc: err.stderr.trim() }, 'no netem here; delaying with the NFQUEUE helper');
-      }
+/** Whether this machine lets measured processes run at MEASURED_PRIORITY (needs CAP_SYS_NICE). */
+function realtimeAllowed(log: Logger): Promise<boolean> {
+  return run(MEASURED_PRIORITY[0], [...MEASURED_PRIORITY.slice(1), 'true']).then(
+    () => true,
+    (err: Error) => {
+      log.warn(
+        { err: err.message },
+        'no real-time priority for measured processes here; other work on this machine will show in the timings',
+      );
+      return false;
+    },
+  );
+}
+
+/** `Regions.spawn` and `Regions.exec`: `ip netns exec`, at a real-time priority when asked and allowed. */
+function namespaceCommands(realtime: boolean): { spawnIn: Regions['spawn']; execIn: Regions['exec'] } {
+  const inNamespace = (namespace: string, command: string, args: string[], options: InNamespaceOptions) => [
+    'netns',
+    'exec',
+    namespace,
+    ...(options.realtime && realtime ? MEASURED_PRIORITY : []),
+    command,
+    ...args,
+  ];
+  const spawnIn: Regions['spawn'] = (namespace, command, args, { realtime: wanted, ...spawnOptions } = {}) =>
+    spawn('ip', inNamespace(namespace, command, args, { realtime: wanted }), spawnOptions);
+  const execIn: Regions['exec'] = (namespace, command, args, options = {}) =>
+    new Promise((resolve, reject) => {
+      execFile(
+        'ip',
+        inNamespace(namespace, command, args, options),
+        { timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 << 20 },
+        (err, stdout, stderr) =>
+          err
+            ? reject(
+                new Error(
+                  `${command} in ${namespace}: ${err.message.split('\n')[0]}${stderr ? `\n${stderr.trim()}` : ''}`,
+                ),
+              )
+            : resolve(stdout),
+      );
+    });
+  return { spawnIn, execIn };
+}
+
+/** The target namespace with TARGET_ADDRESS, and each region's namespace joined to it by a veth link. */
+async function linkRegions(targetNamespace: string, regions: EmulatedRegion[]): Promise<void> {
+  await createNamespace(targetNamespace);
+  await run('ip', ['-n', targetNamespace, 'addr', 'add', `${TARGET_ADDRESS}/32`, 'dev', 'lo']);
+  for (const [index, region] of regions.entries()) {
+    await createNamespace(region.namespace);
+    await run('ip', [
+      '-n',
+      targetNamespace,
+      'link',
+      'add',
+      targetLink(index),
+      'type',
+      'veth',
+      'peer',
+      'name',
+      REGION_LINK,
+      'netns',
+      region.namespace,
+    ]);
+    await run('ip', ['-n', targetNamespace, 'addr', 'add', `${linkPrefix(index)}.1/24`, 'dev', targetLink(index)]);
+    await run('ip', ['-n', targetNamespace, 'link', 'set', 'dev', targetLink(index), 'up']);
+    await run('ip', ['-n', region.namespace, 'addr', 'add', `${region.address}/24`, 'dev', REGION_LINK]);
+    await run('ip', ['-n', region.namespace, 'link', 'set', 'dev', REGION_LINK, 'up']);
+    await run('ip', [
+      '-n',
+      region.namespace,
+      'route',
+      'add',
+      `${TARGET_ADDRESS}/32`,
+      'via',
+      `${linkPrefix(index)}.1`,
+      'dev',
+      REGION_LINK,
+    ]);
+  }
+}
+
+/** The two ends of a region's link as [namespace, device]: the region's, then the target's. */
+const linkEnds = (targetNamespace: string, index: number, region: EmulatedRegion): [string, string][] => [
+  [region.namespace, REGION_LINK],
+  [targetNamespace, targetLink(index)],
+];
+
+/** Half the region's RTT on one end of its link (netem), with the rate limit under it. */
+async function addNetem(namespace: string, dev: string, region: EmulatedRegion): Promise<void> {
+  const oneWayUs = Math.round(region.rttMs * 500);
+  await run('tc', [
+    '-n',
+    namespace,
+    'qdisc',
+    'replace',
+    'dev',
+    dev,
+    'root',
+    'handle',
+    '1:',
+    'netem',
+    'delay',
+    `${oneWayUs}us`,
+    'limit',
+    '100000',
+  ]);
+  if (region.rateBytesPerSecond)
+    await run('tc', [
+      '-n',
+      namespace,
+      'qdisc',
+      'add',
+      'dev',
+      dev,
+      'parent',
+      '1:1',
+      'handle',
+      '10:',
+      ...tbfArgs(region.rateBytesPerSecond),
+    ]);
+}
+
+/** Delay, rate limits, loss and jitter on every region's link; returns how delay was added. */
+async function shapeLinks(
+  targetNamespace: string,
+  regions: EmulatedRegion[],
+  wanted: 'auto' | DelayMechanism,
+  spawnIn: Regions['spawn'],
+  helpers: Helper[],
+  log: Logger,
+): Promise<DelayMechanism | 'none'> {
+  const linked = regions.filter((r) => r.rttMs > 0 || hasLossOrJitter(r));
+  const mechanism = linked.length === 0 ? 'none' : await chooseDelay(wanted, linked, log);
+  for (const [index, region] of regions.entries()) {
+    const ends = linkEnds(targetNamespace, index, region);
+    if (mechanism === 'netem' && region.rttMs > 0) {
+      for (const [namespace, dev] of ends) await addNetem(namespace, dev, region);
+      continue;
     }
-    checkNfqueueSupported();
-    return 'nfqueue';
+    if (region.rateBytesPerSecond) {
+      for (const [namespace, dev] of ends)
+        await run('tc', ['-n', namespace, 'qdisc', 'add', 'dev', dev, 'root', ...tbfArgs(region.rateBytesPerSecond)]);
+    }
+    if (mechanism === 'nfqueue' && linked.includes(region)) await startNfqueueDelay(spawnIn, region, helpers, log);
+  }
+  return mechanism;
+}
+
+/** netem where the kernel has it and asked for or left to us, unless a link loses or jitters
+ * (only the helper does those, so it adds every region's delay then); else the helper. */
+async function chooseDelay(
+  wanted: 'auto' | DelayMechanism,
+  linked: EmulatedRegion[],
+  log: Logger,
+): Promise<DelayMechanism> {
+  const probe = linked[0];
+  if (wanted !== 'nfqueue' && !linked.some(hasLossOrJitter)) {
+    try {
+      await run('tc', ['-n', probe.namespace, 'qdisc', 'add', 'dev', REGION_LINK, 'root', 'netem', 'delay', '1ms']);
+      await run('tc', ['-n', probe.namespace, 'qdisc', 'del', 'dev', REGION_LINK, 'root']);
+      return 'netem';
+    } catch (err) {
+      if (!(err instanceof CommandError)) throw err;
+      if (wanted === 'netem')
+        throw new RegionsUnavailableError(`netem was asked for, but this kernel cannot add it: ${err.stderr.trim()}`);
+      log.debug({ tc: err.stderr.trim() }, 'no netem here; delaying with the NFQUEUE helper');
+    }
+  }
+  checkNfqueueSupported();
+  return 'nfqueue';
+}
+
+/** The region's NFQUEUE delay helper (added to `helpers` as soon as it runs, so close() stops it),
+ * then the rules that hand it the link's packets. */
+async function startNfqueueDelay(
+  spawnIn: Regions['spawn'],
+  region: EmulatedRegion,
+  helpers: Helper[],
+  log: Logger,
+): Promise<void> {
+  // The helper first: with --queue-bypass, packets queued before anyone listens pass undelayed.
+  helpers.push(
+    await startHelper(
+      spawnIn,
+      region.namespace,
+      `nfq-delay in ${region.name}`,
+      await nfqDelayBinary(),
+      nfqDelayArgs(region),
+      log,
+    ),
+  );
+  // Outgoing packets to the helper's first queue, incoming ones to its second.
+  for (const [chain, direction, queue] of [
+    ['OUTPUT', '-o', NFQUEUE_OUT],
+    ['INPUT', '-i', NFQUEUE_OUT + 1],
+  ] as const) {
+    await run('ip', [
+      'netns',
+      'exec',
+      region.namespace,
+      'iptables-legacy',
+      '-w',
+      '10',
+      '-A',
+      chain,
+      direction,
+      REGION_LINK,
+      '-j',
+      'NFQUEUE',
+      '--queue-num',
+      String(queue),
+      '--queue-bypass',
+    ]);
+  }
+}
+
+/** Relays each forwarded port of this machine's loopback into every region through a Unix socket
+ * in the run directory: one relay here, one per region (each added to `helpers` as it starts). */
+async function startPortRelays(
+  spawnIn: Regions['spawn'],
+  runDir: string,
+  forwardPorts: number[],
+  regions: EmulatedRegion[],
+  helpers: Helper[],
+  log: Logger,
+): Promise<void> {
+  const sockets = forwardPorts.map((port) => ({ port, path: relaySocketPath(runDir, port) }));
+  const rootSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ path }, { port }]);
+  const regionSide = sockets.map(({ port, path }): [RelayEnd, RelayEnd] => [{ port }, { path }]);
+  helpers.push(
+    await startHelper(spawnIn, null, 'port relay on this machine', process.execPath, relayArgs(rootSide), log),
+  );
+  for (const region of regions) {
+    helpers.push(
+      await startHelper(
+        spawnIn,
+        region.namespace,
+        `port relay in ${region.name}`,
+        process.execPath,
+        relayArgs(regionSide),
+        log,
+      ),
+    );
   }
 }
 

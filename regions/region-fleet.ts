@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { Logger } from '../common/log.js';
 import { freeLoopbackPort, startRedisServer, type RedisServer } from '../common/redis-server.js';
-import { TARGET_ALLOWANCE, type Regions } from './harness.js';
+import { TARGET_ALLOWANCE, type EmulatedRegion, type Regions } from './harness.js';
 import { TIED_TO_THIS_PROCESS, tiedToThisProcess } from './system.js';
 
 const CLI = fileURLToPath(new URL('../../bin/probefleet.js', import.meta.url));
@@ -188,51 +188,15 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
   };
 
   const pushArgs = options.pushgatewayUrl ? ['--pushgateway', options.pushgatewayUrl] : [];
-  const coordinatorArgs = [
-    'coordinator',
-    '--redis',
-    redisUrl,
-    '--port',
-    '0',
-    ...names.flatMap((name) => ['--region', name]),
-    ...pushArgs,
-  ];
-  const startingCoordinator = startCli(
-    'coordinator',
-    null,
-    (spawnOptions) => spawn(...tiedToThisProcess(process.execPath, [CLI, ...coordinatorArgs]), spawnOptions),
-    'serving; Ctrl-C to stop',
-    log,
-  ).then((started) => (coordinator = started));
-  const startingWorkers = regions.regions.map((region) => {
-    const workerArgs = [
-      'worker',
-      '--region',
-      region.name,
-      '--redis',
-      redisUrl,
-      '--allow-targets',
-      TARGET_ALLOWANCE,
-      '--shutdown-grace-seconds',
-      String(WORKER_GRACE_SECONDS),
-      ...pushArgs,
-      ...(options.workerArgs ?? []),
-    ];
-    return startCli(
-      `worker ${region.name}`,
-      region.namespace,
-      (spawnOptions) =>
-        regions.spawn(region.namespace, ...tiedToThisProcess(process.execPath, [CLI, ...workerArgs]), {
-          ...spawnOptions,
-          realtime: true,
-        }),
-      'worker ready',
-      log,
-    ).then((started) => {
+  const startingCoordinator = startFleetCoordinator(names, redisUrl, pushArgs, log).then(
+    (started) => (coordinator = started),
+  );
+  const startingWorkers = regions.regions.map((region) =>
+    startFleetWorker(regions, region, redisUrl, [...pushArgs, ...(options.workerArgs ?? [])], log).then((started) => {
       workers.set(region.name, started);
       return started;
-    });
-  });
+    }),
+  );
   // All of them are waited for before a failure counts, so that close() stops whatever did start.
   await Promise.allSettled([startingCoordinator, ...startingWorkers]);
   let up: [Started, ...Started[]];
@@ -267,17 +231,73 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
         },
       );
       runs.add(child);
-      return new Promise((resolve) => {
-        child.once('error', (err) => {
-          log.error({ err: err.message }, 'could not start probefleet run');
-          resolve(1);
-        });
-        child.once('exit', (code, signal) => {
-          runs.delete(child);
-          resolve(code ?? 128 + (signal ? constants.signals[signal] : 0));
-        });
-      });
+      child.once('exit', () => runs.delete(child));
+      return exitCodeOf(child, log);
     },
     close,
   };
+}
+
+/** The fleet's coordinator, on this machine (it reaches Redis directly). */
+function startFleetCoordinator(names: string[], redisUrl: string, pushArgs: string[], log: Logger): Promise<Started> {
+  const args = [
+    'coordinator',
+    '--redis',
+    redisUrl,
+    '--port',
+    '0',
+    ...names.flatMap((name) => ['--region', name]),
+    ...pushArgs,
+  ];
+  return startCli(
+    'coordinator',
+    null,
+    (spawnOptions) => spawn(...tiedToThisProcess(process.execPath, [CLI, ...args]), spawnOptions),
+    'serving; Ctrl-C to stop',
+    log,
+  );
+}
+
+/** One region's worker, in the region's namespace, its probes at a real-time priority. */
+function startFleetWorker(
+  regions: Regions,
+  region: EmulatedRegion,
+  redisUrl: string,
+  extraArgs: string[],
+  log: Logger,
+): Promise<Started> {
+  const args = [
+    'worker',
+    '--region',
+    region.name,
+    '--redis',
+    redisUrl,
+    '--allow-targets',
+    TARGET_ALLOWANCE,
+    '--shutdown-grace-seconds',
+    String(WORKER_GRACE_SECONDS),
+    ...extraArgs,
+  ];
+  return startCli(
+    `worker ${region.name}`,
+    region.namespace,
+    (spawnOptions) =>
+      regions.spawn(region.namespace, ...tiedToThisProcess(process.execPath, [CLI, ...args]), {
+        ...spawnOptions,
+        realtime: true,
+      }),
+    'worker ready',
+    log,
+  );
+}
+
+/** The exit code of a `probefleet run` child (128 + the signal's number when killed; 1 when it could not start). */
+function exitCodeOf(child: ChildProcess, log: Logger): Promise<number> {
+  return new Promise((resolve) => {
+    child.once('error', (err) => {
+      log.error({ err: err.message }, 'could not start probefleet run');
+      resolve(1);
+    });
+    child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)));
+  });
 }

@@ -12,6 +12,7 @@ import type { RequestSample } from '../contracts/common.js';
 import { finding, type Finding } from '../contracts/findings.js';
 import type { AcceptEncoding, EncodingRow, ServerGzip } from '../contracts/probes/compression.js';
 import { medianDifference } from '../common/stats.js';
+import { fmtBytes, fmtMs } from './format.js';
 
 export const GZIP_LIBRARIES = {
   zlib: 'zlib 1.2 (nginx, Apache, Python)',
@@ -105,9 +106,6 @@ function fastestCompressMs(library: Library, body: Buffer, level: number): numbe
   }
   return Math.min(...times);
 }
-
-const fmtMs = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
-const fmtBytes = (n: number) => `${Math.round(n).toLocaleString('en-US')} B`;
 
 /**
  * GZIP_LEVEL_WASTE: the server's own level (every matching one) is above 6, it compresses on the

@@ -14,7 +14,7 @@ import { settlesWithin } from '../common/settle.js';
 import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
 import { executeJob, InvalidJobError, parseJobPayload } from './execute-job.js';
 import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
-import { observeJobs, type JobObserver } from './metrics/job-metrics.js';
+import { observeJobs, type JobObserver } from '../metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
 
 /** How long jobs being handed back on shutdown get to stop before the worker is closed hard. */
@@ -42,7 +42,7 @@ export interface RegionWorkerOptions {
   /** How long failed jobs are kept (jobs of ours say themselves that they go once complete). */
   retention?: RetentionSettings;
   log: Logger;
-  /** Told about every job: metrics (worker/metrics/job-metrics.ts). */
+  /** Told about every job: metrics (metrics/job-metrics.ts). */
   observer?: JobObserver;
   /** Where this worker's probes may connect. */
   targetPolicy: TargetPolicy;
@@ -62,17 +62,12 @@ export interface RegionWorker {
   close(graceMs: number): Promise<CloseOutcome>;
 }
 
-export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
+/** Runs a probe job: checks it (a malformed or unsigned job fails for good), executes it, and
+ * hands it back to the queue when the worker is shutting down and `handingBack()` says so. */
+function probeProcessor(options: RegionWorkerOptions, queueName: string, handingBack: () => boolean) {
   const { region, log } = options;
-  const queueName = regionQueueName(region);
-  let handingBack = false;
-
   // Three parameters: BullMQ passes the abort signal only to processors that declare it.
-  const processor = async (
-    job: Job,
-    token: string | undefined,
-    signal: AbortSignal | undefined,
-  ): Promise<ProbeResult> => {
+  return async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<ProbeResult> => {
     refuseUnreadable(job, log);
     if (job.name !== JOB_NAMES.probe) {
       throw new UnrecoverableError(
@@ -91,7 +86,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
       }
       throw err; // anything else is transient: retried with backoff (attempts set when added)
     }
-    if (handingBack && signal?.aborted) {
+    if (handingBack() && signal?.aborted) {
       // Shutting down: this measurement was cut short; another worker runs it whole.
       await job.moveToWait(token);
       log.info({ jobId: job.id }, 'job handed back to the queue');
@@ -100,6 +95,14 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     // Taken again after its worker was lost: the report says so.
     return job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result;
   };
+}
+
+export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
+  const { region, log } = options;
+  const queueName = regionQueueName(region);
+  let handingBack = false;
+
+  const processor = probeProcessor(options, queueName, () => handingBack);
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
   const keepFailed = bullmqKeep((options.retention ?? DEFAULT_RETENTION).jobs);
   const worker = new FleetWorker(queueName, options.observer ? observeJobs(processor, options.observer) : processor, {

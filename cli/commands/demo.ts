@@ -18,6 +18,7 @@ import { runDirFor } from '../../regions/cleanup.js';
 import { fleetMetricsMissing, startFleetMetrics, type FleetMetrics } from '../../regions/fleet-metrics.js';
 import { hasCommand } from '../../regions/system.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
+import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { splitPlan } from '../../coordinator/split.js';
@@ -121,6 +122,34 @@ async function untilEnter(): Promise<void> {
   lines.close();
 }
 
+/** Emulated regions, and the demo's own Redis and setpriv (to tie every process it starts to itself). */
+function checkDemoSupported(): void {
+  checkRegionsSupported();
+  const missing = [
+    ['redis-server', 'redis-server'],
+    ['setpriv', 'util-linux'],
+  ].filter(([command]) => !hasCommand(command));
+  if (missing.length > 0) {
+    throw new RegionsUnavailableError(
+      `the demo needs ${missing.map(([c]) => c).join(' and ')}: apt-get install ${missing.map(([, p]) => p).join(' ')}`,
+    );
+  }
+}
+
+/** The run's numbers per region, read back from Prometheus once every region's jobs are in. */
+function regionalComparison(
+  loaded: LoadedPlan,
+  built: Regions,
+  lab: TargetLab,
+  metrics: FleetMetrics,
+): Promise<string> {
+  const names = built.regions.map((r) => r.name);
+  const resolved = withLabTargets(loaded, lab.address, '');
+  const jobs = splitPlan({ ...resolved, plan: { ...resolved.plan, regions: names } }, 'demo');
+  const jobsPerRegion = new Map(names.map((name) => [name, jobs.filter((job) => job.region === name).length]));
+  return metrics.regionalComparison(loaded.plan.name, jobsPerRegion);
+}
+
 export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
   command: 'demo [plan]',
   describe:
@@ -132,17 +161,7 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
     const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf({}) });
     const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
-    checkRegionsSupported();
-    // Its own Redis, and setpriv to tie every process it starts to itself.
-    const missing = [
-      ['redis-server', 'redis-server'],
-      ['setpriv', 'util-linux'],
-    ].filter(([command]) => !hasCommand(command));
-    if (missing.length > 0) {
-      throw new RegionsUnavailableError(
-        `the demo needs ${missing.map(([c]) => c).join(' and ')}: apt-get install ${missing.map(([, p]) => p).join(' ')}`,
-      );
-    }
+    checkDemoSupported();
 
     const metricsMissing = args.metrics ? fleetMetricsMissing() : 'not asked for (--no-metrics)';
     if (metricsMissing)
@@ -194,13 +213,8 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
         ...(args.json ? ['--json', args.json] : []),
       ]);
       // After a failed run the wait for every region's numbers would only time out.
-      if (startedMetrics && process.exitCode === 0) {
-        const names = built.regions.map((r) => r.name);
-        const resolved = withLabTargets(loaded, startedLab.address, '');
-        const jobs = splitPlan({ ...resolved, plan: { ...resolved.plan, regions: names } }, 'demo');
-        const jobsPerRegion = new Map(names.map((name) => [name, jobs.filter((job) => job.region === name).length]));
-        process.stdout.write(`\n${await startedMetrics.regionalComparison(loaded.plan.name, jobsPerRegion)}`);
-      }
+      if (startedMetrics && process.exitCode === 0)
+        process.stdout.write(`\n${await regionalComparison(loaded, built, startedLab, startedMetrics)}`);
       if (args.keepUp) {
         process.stderr.write(
           `demo: everything stays up${startedMetrics ? ` (Prometheus ${startedMetrics.prometheus.url})` : ''}; press Enter (or Ctrl-C) to stop and remove it\n`,

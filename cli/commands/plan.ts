@@ -7,7 +7,7 @@ import { renderTable } from '../../coordinator/report/table.js';
 import { redactTarget } from '../../coordinator/run-report.js';
 import { countJobs, splitPlan } from '../../coordinator/split.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
-import type { LoadedPlan } from '../../coordinator/plan-loader.js';
+import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
 import { printableJsonText } from '../../common/printable.js';
 import { DEFAULT_LAB_PORT, labAddressAt } from '../../lab/index.js';
 import { labAtArg, labAtOf } from './lab-args.js';

@@ -2,7 +2,7 @@
 // `instance` of the pushed probe metrics.
 import { BadArgumentError } from '../../common/bad-input.js';
 import type { Argv } from 'yargs';
-import { parsePushgatewayUrl, PushgatewayUrlError, type PushgatewaySettings } from '../../worker/metrics/pusher.js';
+import { parsePushgatewayUrl, PushgatewayUrlError, type PushgatewaySettings } from '../../metrics/pusher.js';
 
 export const pushgatewayArgs = <T>(y: Argv<T>) =>
   y

@@ -3,10 +3,10 @@
 import type { RunComparison } from '../../contracts/comparison.js';
 import type { RunReport } from '../../contracts/result.js';
 import type { Logger } from '../../common/log.js';
-import type { MetricsPusher } from '../../worker/metrics/pusher.js';
+import type { MetricsPusher } from '../../metrics/pusher.js';
 import type { ReportStore } from '../report-store.js';
 import { compareRuns } from './compare-runs.js';
-import { pushComparisonMetrics } from './comparison-metrics.js';
+import { pushComparisonMetrics } from '../../metrics/comparison-metrics.js';
 
 /** The stored comparison of a run, else one made now from the previous stored run of its plan;
  * undefined for a plan's first run. Reads only. */

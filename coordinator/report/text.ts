@@ -1,8 +1,7 @@
 // The run report as terminal text: one section per probe, the new-connection cost per region
 // and target, jobs that failed, findings with evidence, and the decision table. With more than
 // one region the headline is the new-connection cost per target, one column per region.
-import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
-import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
+import type { RunReport } from '../../contracts/result.js';
 import { renderBlocksAsText, tableAsText } from './document.js';
 import { shown } from './format.js';
 import {
@@ -12,14 +11,9 @@ import {
   costBlock,
   decisionTable,
   h3Block,
+  probeSections,
   retriedReason,
 } from './run-views.js';
-import { REPORT_SECTIONS } from './sections/index.js';
-
-function section<K extends ProbeKind>(kind: K, results: ProbeResult[]): string | undefined {
-  const mine = results.filter((r): r is ResultOf<K> & ProbeResult => r.probe === kind);
-  return mine.length > 0 ? (REPORT_SECTIONS[kind] as (r: ResultOf<K>[]) => string)(mine) : undefined;
-}
 
 export function renderRunReport(run: RunReport): string {
   const report = shown(run);
@@ -30,8 +24,9 @@ export function renderRunReport(run: RunReport): string {
   if (comparedRegions(report).length > 1) {
     out.push('', costByRegionTitle('-'), tableAsText(costByRegionTable(report)));
   }
-  for (const kind of PROBE_KINDS) {
-    const text = section(kind, report.results);
+  // Each probe's view (views/<kind>.ts) without its heading: the tables carry their own titles.
+  for (const { section } of probeSections(report)) {
+    const text = renderBlocksAsText(section.blocks);
     if (text) out.push('', text);
   }
   if (report.comparisons.length > 0) {

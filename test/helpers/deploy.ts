@@ -94,7 +94,7 @@ export function optionValues(command: string[], name: string): string[] {
 // ---- Environment variables the code reads -------------------------------------------------------
 
 /** Code that runs in the image (the Dockerfile copies these); tests, benchmarks and dashboards/src do not. */
-const SHIPPED_CODE = ['bin', 'cli', 'common', 'contracts', 'coordinator', 'lab', 'regions', 'worker'];
+const SHIPPED_CODE = ['bin', 'cli', 'common', 'contracts', 'coordinator', 'lab', 'metrics', 'regions', 'worker'];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>

@@ -34,7 +34,8 @@ test('probefleet run --lab examples/lecture-keepalive.yaml prints the table and 
   assert.equal(row('http', 'cold').summary.connectionsOpened, 200);
   assert.equal(row('https', 'reused').summary.connectionsOpened, 1);
   assert.equal(row('https', 'new').summary.connectionsOpened, 200);
-  // The shape the lecture found: HTTPS pays for its handshakes, a process per request pays most.
+  // The shape the HTTP performance lecture found (docs/probes.md#sources): HTTPS pays for its handshakes,
+  // a process per request pays most.
   assert.ok(row('https', 'new').summary.durationMs > row('https', 'reused').summary.durationMs);
   assert.ok(row('http', 'cold').summary.durationMs > row('http', 'new').summary.durationMs);
 

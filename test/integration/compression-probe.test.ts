@@ -1,5 +1,6 @@
-// The compression probe against real loopback servers: the lab's routes, and a server of the
-// test's own that counts every byte it writes.
+// The compression probe against real loopback servers: the lab's routes (the lecture's api.php and
+// bodies: the HTTP performance lecture, docs/probes.md#sources), and a server of the test's own
+// that counts every byte it writes.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type net from 'node:net';

@@ -1,5 +1,6 @@
-// The cors probe against the lab: the lecture's api.php (correct), one endpoint per CORS
-// mistake, and the server's own request log as the witness that a refused origin's GET ran.
+// The cors probe against the lab: the HTTP performance lecture's api.php (docs/probes.md#sources;
+// correct), one endpoint per CORS mistake, and the server's own request log as the witness that a
+// refused origin's GET ran.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { request } from 'undici';

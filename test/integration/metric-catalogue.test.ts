@@ -16,9 +16,9 @@ import { buildRunReport } from '../../coordinator/run-report.js';
 import { buildCatalogue } from '../../dashboards/src/catalogue.js';
 import { SLOW_HANDSHAKE_DELAY_MS } from '../../lab/servers/slow-handshake.js';
 import { startLab, type Lab } from '../../lab/index.js';
-import { createJobMetrics } from '../../worker/metrics/job-metrics.js';
-import { createProbeMetrics } from '../../worker/metrics/probe-metrics.js';
-import { runMetricsOf } from '../../worker/metrics/run-metrics.js';
+import { createJobMetrics } from '../../metrics/job-metrics.js';
+import { createProbeMetrics } from '../../metrics/probe-metrics.js';
+import { runMetricsOf } from '../../metrics/run-metrics.js';
 import { everyProbePlan } from '../helpers/metrics-plan.js';
 
 const log = createLogger('test', 'silent');

@@ -15,7 +15,7 @@ import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import type { RunReport } from '../../contracts/result.js';
 import { startLab, type Lab } from '../../lab/index.js';
-import { groupPath, MetricsPusher } from '../../worker/metrics/pusher.js';
+import { groupPath, MetricsPusher } from '../../metrics/pusher.js';
 import { writePlan } from '../helpers/plans.js';
 import { needsPrometheus, requirePrometheus, startPushgateway, type Pushgateway } from '../helpers/prometheus.js';
 import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';

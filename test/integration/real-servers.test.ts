@@ -1,7 +1,8 @@
 // What real servers and clients do, measured by the probes and checked against them: the `cold`
 // mode's shell loop of Debian's curl against Debian's nginx (whose access log numbers each
 // request's connection), nginx advertising HTTP/3 in Alt-Svc, and Python's http.server with
-// keep-alive, which stalls every reused request on the delayed ACK (FIELD-NOTES.md).
+// keep-alive, which stalls every reused request on the delayed ACK (docs/development.md, "Traps in
+// our dependencies").
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

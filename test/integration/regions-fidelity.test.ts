@@ -47,7 +47,7 @@ const DELAYED: RegionSpec[] = [
   { name: 'near', rttMs: 20 },
   { name: 'far', rttMs: 60 },
 ];
-/** The lecture's slow link (curl --limit-rate 1M there; tbf here), in MB/s. */
+/** The HTTP performance lecture's slow link (docs/probes.md#sources; curl --limit-rate 1M there, tbf here), in MB/s. */
 const SLOW_LINK_MBPS = 1;
 const SLOW_LINK: RegionSpec = { name: 'slow-link', rttMs: 0, rateBytesPerSecond: SLOW_LINK_MBPS * 1e6 };
 const REGIONS: RegionSpec[] = [BASE, REFERENCE, ...DELAYED, SLOW_LINK];

@@ -1,4 +1,5 @@
-// The lab's generated bodies are the lecture's, byte for byte where the lecture gives bytes.
+// The lab's generated bodies are those of the HTTP performance lecture (docs/probes.md#sources), byte for
+// byte where the lecture gives bytes.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';

@@ -3,10 +3,16 @@
 // are in test/integration/regions-loss-fidelity.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { RequestSample } from '../../contracts/common.js';
 import type { HandshakeSample } from '../../contracts/probes/tls.js';
-import { probeResultSchema, type ProbeResult } from '../../contracts/result.js';
-import { retransmissionFindings, timeoutWaits } from '../../coordinator/analysis-retransmissions.js';
+import type { ProbeResult } from '../../contracts/result.js';
+import { applyRules } from '../../contracts/findings.js';
+import { timeoutWaits } from '../../coordinator/analysis-retransmissions.js';
+import { JOB_RULES } from '../../coordinator/analysis.js';
+import { probeResult, requestSample } from '../helpers/results.js';
+
+/** The job rules of the run analysis (CONNECT_RETRANSMITTED, HANDSHAKE_RETRANSMITTED), job by job. */
+const retransmissionFindings = (results: ProbeResult[]) =>
+  results.flatMap((r) => applyRules(JOB_RULES, r, { region: r.region, target: r.target, probe: r.probe }));
 
 const repeat = (value: number, times: number) => Array.from({ length: times }, () => value);
 /** 20 ms give or take 0.5: an ordinary connect over a 20 ms round trip. */
@@ -62,39 +68,12 @@ describe('the step rule: samples a retransmission timeout above the rest', () =>
   }
 });
 
-function result(fields: Record<string, unknown>): ProbeResult {
-  return probeResultSchema.parse({
-    schema: 'probefleet.result/v1',
-    jobId: 'run-1.lossy.http.reuse-new-0000000000',
-    runId: 'run-1',
-    region: 'lossy',
-    target: 'http',
-    ok: true,
-    error: null,
-    startedAt: '2026-12-01T00:00:00.000Z',
-    finishedAt: '2026-12-01T00:00:10.000Z',
-    worker: { host: 'test', pid: 1, region: 'lossy' },
-    summary: { requests: 0, errors: 0, connectionsOpened: 0, durationMs: 0, phases: {} },
-    findings: [],
-    ...fields,
-  });
-}
-
-const requestSample = (seq: number, phases: RequestSample['phases'], extra: Partial<RequestSample> = {}) => ({
-  seq,
-  status: 200,
-  newConnection: true,
-  bodyBytes: 2,
-  phases,
-  ...extra,
-});
-
 function reuse(mode: 'new' | 'reused', samples: ReturnType<typeof requestSample>[], scheme: 'http' | 'https' = 'http') {
-  return result({ probe: 'reuse', variant: { mode, scheme }, details: { samples } });
+  return probeResult({ probe: 'reuse', variant: { mode, scheme }, details: { samples } });
 }
 
 function handshakes(version: '1.2' | '1.3', samples: Partial<HandshakeSample>[]) {
-  return result({
+  return probeResult({
     probe: 'tls',
     target: 'https',
     variant: { version },

@@ -1,8 +1,9 @@
 // `compression`: is compression worth it for this response and link?
 // Asks for each Accept-Encoding in turn (interleaved, over one connection), decodes what came
 // back with node:zlib here (undici neither asks for nor decodes encodings by itself, so the
-// decode is timed on its own), builds the lecture's level table on the decoded body, and models
-// identity against each encoding at the plan's link speeds.
+// decode is timed on its own), builds the level table of the HTTP performance lecture
+// (docs/probes.md#sources) on the decoded body, and models identity against each encoding at the
+// plan's link speeds.
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
 import {
@@ -17,14 +18,16 @@ import {
 } from '../../common/content-coding.js';
 import { median } from '../../common/stats.js';
 import type { ProbeError } from '../../contracts/common.js';
-import { finding, type Finding } from '../../contracts/findings.js';
+import { applyRules } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import type { AcceptEncoding, EncodingRow, LevelRow } from '../../contracts/probes/compression.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
-import { gzipLevelWaste, identifyServerGzip } from '../gzip-levels.js';
+import { fmtBytes, fmtMs } from '../format.js';
+import { identifyServerGzip } from '../gzip-levels.js';
 import { collectBody } from '../http/body.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import { TimedHttpClient, type TimedExchange } from '../http/timed-client.js';
+import { COMPRESSION_RULES, compressed, decodedOk } from './compression-findings.js';
 import type { Probe } from './probe.js';
 
 type Details = ProbeDetails<'compression'>;
@@ -36,12 +39,6 @@ const MAX_TABLE_BYTES = 4 << 20;
 /** Each level of the table stops after this long once it has MIN_LEVEL_RUNS runs (or after one run three times as long). */
 const LEVEL_BUDGET_MS = 1000;
 const MIN_LEVEL_RUNS = 3;
-
-const TEXT_TYPE = /^(text\/|application\/([\w.+-]*\+)?(json|javascript|xml)|image\/svg\+xml)/i;
-const ALREADY_COMPRESSED_TYPE =
-  /^(image\/(?!svg)|video\/|audio\/|font\/woff2?|application\/(zip|gzip|x-gzip|zstd|x-7z-compressed|x-rar-compressed|x-bzip2|x-xz|pdf))/i;
-/** An encoded body at least this fraction of the decoded one saved next to nothing. */
-const NO_SAVING_RATIO = 0.97;
 
 interface Observation {
   status: number;
@@ -173,16 +170,7 @@ function encodingRow(acceptEncoding: AcceptEncoding, seen: Observation[]): Encod
   };
 }
 
-const ok = (row: EncodingRow) =>
-  row.status !== undefined &&
-  row.status >= 200 &&
-  row.status < 300 &&
-  !row.decodeError &&
-  row.decodedBytes !== undefined;
-const compressed = (row: EncodingRow) =>
-  ok(row) && row.contentEncoding !== null && row.contentEncoding.toLowerCase() !== 'identity';
-
-export const compressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runCompressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params } = job;
   const unavailable = params.encodings.flatMap((encoding) => {
     const reason = encoding === 'identity' ? undefined : codingUnavailable(encoding);
@@ -241,14 +229,11 @@ export const compressionProbe: Probe<'compression'> = async (job, { signal, targ
   return {
     summary: summarize(run.samples, client.connections.length, run.durationMs),
     details,
-    findings: [
-      ...compressionFindings(job, details),
-      ...(serverGzip
-        ? [gzipLevelWaste(whereOf(job), serverGzip, bodies.get('gzip')!, run.samples, encodings)].filter(
-            (f): f is Finding => f !== undefined,
-          )
-        : []),
-    ],
+    findings: applyRules(
+      COMPRESSION_RULES,
+      { details, tinyBytes: params.tinyBytes, gzipBody: bodies.get('gzip') },
+      { region: job.region, target: job.target.name, probe: job.probe },
+    ),
     error:
       decodeStop ??
       run.stoppedEarly ??
@@ -266,7 +251,7 @@ function pickLevelTableInput(
   rows: EncodingRow[],
   bodies: Map<AcceptEncoding, Buffer>,
 ): { body: Buffer; contentType: string | null } | undefined {
-  const usable = rows.filter((r) => ok(r) && (bodies.get(r.acceptEncoding)?.length ?? 0) > 0);
+  const usable = rows.filter((r) => decodedOk(r) && (bodies.get(r.acceptEncoding)?.length ?? 0) > 0);
   const row = usable.find((r) => r.contentEncoding === null) ?? usable[0];
   return row ? { body: bodies.get(row.acceptEncoding)!, contentType: row.contentType } : undefined;
 }
@@ -344,14 +329,10 @@ async function serverGzipOf(rows: EncodingRow[], bodies: Map<AcceptEncoding, Buf
   return identifyServerGzip(decoded, served.encodedBytes);
 }
 
-const fmtBytes = (n: number) => `${Math.round(n).toLocaleString('en-US')} B`;
-const fmtMs = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
-const percent = (part: number, whole: number) => `${((part / whole) * 100).toFixed(1)}%`;
-
 /** Identity against each distinct encoding served: server compression + transfer + decode. */
 function linkModel(rows: EncodingRow[], speeds: number[]): Details['linkModel'] {
   const distinct: EncodingRow[] = [];
-  for (const row of rows.filter(ok)) {
+  for (const row of rows.filter(decodedOk)) {
     if (!distinct.some((d) => (d.contentEncoding ?? 'identity') === (row.contentEncoding ?? 'identity')))
       distinct.push(row);
   }
@@ -389,93 +370,4 @@ function linkModel(rows: EncodingRow[], speeds: number[]): Details['linkModel'] 
     }
     return { linkMBps, rows: modelled, fastest: fastest.acceptEncoding, recommendation };
   });
-}
-
-const whereOf = (job: JobOf<'compression'>) => ({ region: job.region, target: job.target.name, probe: job.probe });
-
-function compressionFindings(job: JobOf<'compression'>, details: Details): Finding[] {
-  const where = whereOf(job);
-  const { tinyBytes } = job.params;
-  const findings: Finding[] = [];
-  const answered = details.encodings.filter(ok);
-  const packed = answered.filter(compressed);
-  const describe = (r: EncodingRow) =>
-    `${r.contentEncoding} ${fmtBytes(r.encodedBytes)} (${percent(r.encodedBytes, r.decodedBytes!)})`;
-
-  const codings = new Set(answered.map((r) => r.contentEncoding?.toLowerCase() ?? 'identity'));
-  const noVary = answered.filter((r) => !/(^|,)\s*(accept-encoding|\*)\s*(,|$)/i.test(r.vary ?? ''));
-  if (codings.size > 1 && noVary.length > 0) {
-    findings.push(
-      finding(
-        'COMPRESSION_WITHOUT_VARY',
-        where,
-        `the answer's encoding depends on Accept-Encoding (${answered.map((r) => `${r.acceptEncoding} → ${r.contentEncoding ?? 'identity'}`).join(', ')}), ` +
-          `but ${noVary.length} of ${answered.length} answers lack Vary: Accept-Encoding (${noVary.map((r) => `${r.acceptEncoding}: ${r.vary === null ? 'no Vary' : `Vary: ${r.vary}`}`).join(', ')})`,
-        { encodingsServed: [...codings].join(','), answersWithoutVary: noVary.length },
-      ),
-    );
-  }
-
-  const tiny = packed.filter((r) => r.decodedBytes! < tinyBytes);
-  if (tiny.length > 0) {
-    findings.push(
-      finding(
-        'COMPRESSES_TINY_RESPONSE',
-        where,
-        `${fmtBytes(tiny[0].decodedBytes!)} of ${tiny[0].contentType ?? 'body'} sent compressed: ${tiny.map(describe).join(', ')}`,
-        { decodedBytes: tiny[0].decodedBytes!, encodedBytes: Math.min(...tiny.map((r) => r.encodedBytes)) },
-      ),
-    );
-  }
-
-  const wasted = packed.filter(
-    (r) =>
-      r.decodedBytes! >= tinyBytes &&
-      (ALREADY_COMPRESSED_TYPE.test(r.contentType ?? '') || r.encodedBytes >= NO_SAVING_RATIO * r.decodedBytes!),
-  );
-  if (wasted.length > 0) {
-    findings.push(
-      finding(
-        'COMPRESSES_INCOMPRESSIBLE',
-        where,
-        `${fmtBytes(wasted[0].decodedBytes!)} of ${wasted[0].contentType ?? 'body'} sent compressed: ${wasted.map(describe).join(', ')}`,
-        {
-          decodedBytes: wasted[0].decodedBytes!,
-          encodedBytes: Math.min(...wasted.map((r) => r.encodedBytes)),
-          contentType: wasted[0].contentType ?? '',
-        },
-      ),
-    );
-  }
-
-  const table = details.levelTable;
-  const askedCompression = answered.filter((r) => r.acceptEncoding !== 'identity');
-  const gzipDefault =
-    table?.rows.find((r) => r.coding === 'gzip' && r.level === 6) ?? table?.rows.find((r) => r.coding === 'gzip');
-  if (
-    packed.length === 0 &&
-    askedCompression.length > 0 &&
-    table &&
-    gzipDefault &&
-    TEXT_TYPE.test(table.contentType ?? '') &&
-    table.inputBytes >= tinyBytes &&
-    gzipDefault.ratio < 0.9
-  ) {
-    findings.push(
-      finding(
-        'NO_COMPRESSION_FOR_TEXT',
-        where,
-        `${fmtBytes(table.inputBytes)} of ${table.contentType} sent uncompressed to Accept-Encoding ${askedCompression.map((r) => r.acceptEncoding).join(', ')}; ` +
-          `gzip level ${gzipDefault.level} makes it ${fmtBytes(gzipDefault.bytes)} (${percent(gzipDefault.bytes, table.inputBytes)}) in ${fmtMs(gzipDefault.compressMs)} here`,
-        {
-          decodedBytes: table.inputBytes,
-          gzipBytes: gzipDefault.bytes,
-          gzipLevel: gzipDefault.level,
-          gzipCompressMs: gzipDefault.compressMs,
-        },
-      ),
-    );
-  }
-
-  return findings;
 }

@@ -5,7 +5,7 @@
 // answers here; no browser runs. An optional server log shows which GETs the server ran.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { ProbeError, RequestSample } from '../../contracts/common.js';
-import { finding, type Finding } from '../../contracts/findings.js';
+import { applyRules } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { REQUEST_ID_HEADER, type CorsAnswer, type CorsOriginResult } from '../../contracts/probes/cors.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
@@ -13,6 +13,7 @@ import { collectBody } from '../http/body.js';
 import { MAX_CONSECUTIVE_FAILURES, summarize } from '../http/sequence.js';
 import { performance } from 'node:perf_hooks';
 import { TimedHttpClient, type BodyRead, type TimedExchange, type TimedRequestOptions } from '../http/timed-client.js';
+import { CORS_RULES, okStatus } from './cors-findings.js';
 import type { Probe } from './probe.js';
 
 type Details = ProbeDetails<'cors'>;
@@ -46,7 +47,6 @@ const list = (header: string | undefined) =>
     .split(',')
     .map((v) => v.trim())
     .filter(Boolean);
-const okStatus = (status: number | undefined) => status !== undefined && status >= 200 && status < 300;
 
 /** Does this answer let `origin` read it (the Fetch Standard's CORS check)? */
 function allowsOrigin(answer: CorsAnswer, origin: string, credentials: boolean): boolean {
@@ -75,7 +75,7 @@ function verdictOf(
   };
 }
 
-export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runCorsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params } = job;
   const origins: { origin: string; role: CorsOriginResult['role'] }[] = [
     ...params.allowedOrigins.map((origin) => ({ origin, role: 'allowed' as const })),
@@ -158,172 +158,7 @@ export const corsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, altS
   return {
     summary: summarize(samples, client.connections.length, durationMs),
     details,
-    findings: corsFindings(job, details),
+    findings: applyRules(CORS_RULES, details, { region: job.region, target: job.target.name, probe: job.probe }),
     error: stoppedEarly,
   };
 };
-
-const quote = (value: string | undefined) => (value === undefined ? 'none' : value);
-
-function corsFindings(job: JobOf<'cors'>, details: Details): Finding[] {
-  const where = { region: job.region, target: job.target.name, probe: job.probe };
-  const findings: Finding[] = [];
-  const answered = details.origins.filter((o) => !o.preflight.error && !o.get.error);
-
-  const wildcard = answered.flatMap((o) =>
-    (['preflight', 'get'] as const)
-      .filter((kind) => o[kind].allowOrigin === '*' && o[kind].allowCredentials?.toLowerCase() === 'true')
-      .map((kind) => `${kind === 'get' ? 'GET' : 'preflight'} from ${o.origin}`),
-  );
-  if (wildcard.length > 0) {
-    findings.push(
-      finding(
-        'CORS_WILDCARD_WITH_CREDENTIALS',
-        where,
-        `Access-Control-Allow-Origin: * with Access-Control-Allow-Credentials: true on ${wildcard.join(', ')}; browsers refuse such an answer for credentialed requests`,
-        {
-          answers: wildcard.length,
-        },
-      ),
-    );
-  }
-
-  const random = answered.find((o) => o.role === 'random');
-  const reflected = answered.filter(
-    (o) => o.role !== 'allowed' && (o.preflight.allowOrigin === o.origin || o.get.allowOrigin === o.origin),
-  );
-  if (random && reflected.includes(random)) {
-    const credentials = random.get.allowCredentials === 'true' || random.preflight.allowCredentials === 'true';
-    findings.push(
-      finding(
-        'CORS_REFLECTS_ANY_ORIGIN',
-        where,
-        `the made-up origin ${random.origin} was echoed back in Access-Control-Allow-Origin` +
-          (credentials
-            ? ' with Access-Control-Allow-Credentials: true, so any site can read logged-in responses'
-            : '') +
-          (reflected.length > 1
-            ? `; so were ${reflected
-                .filter((o) => o !== random)
-                .map((o) => o.origin)
-                .join(', ')}`
-            : ''),
-        { origin: random.origin, withCredentials: credentials },
-      ),
-    );
-  }
-
-  // The GET is what caches store; its Access-Control-Allow-Origin depends on Origin when it
-  // names an origin, or when origins get different answers.
-  const getOrigins = new Set(answered.map((o) => o.get.allowOrigin ?? ''));
-  const varies =
-    getOrigins.size > 1 || answered.some((o) => o.get.allowOrigin !== undefined && o.get.allowOrigin !== '*');
-  const noVary = answered.filter((o) => !/(^|,)\s*(origin|\*)\s*(,|$)/i.test(o.get.vary ?? ''));
-  if (varies && noVary.length > 0) {
-    findings.push(
-      finding(
-        'CORS_MISSING_VARY_ORIGIN',
-        where,
-        `GET answers depend on the Origin (${answered.map((o) => `${o.origin}: ${quote(o.get.allowOrigin)}`).join('; ')}) ` +
-          `but ${noVary.length} of ${answered.length} lack Vary: Origin (Vary: ${quote(noVary[0].get.vary)})`,
-        { answers: answered.length, withoutVary: noVary.length },
-      ),
-    );
-  }
-
-  const preflightAllowed = answered.filter((o) => o.verdict.preflightAllowsOrigin);
-  const noMethod = preflightAllowed.filter((o) => !o.verdict.methodAllowed);
-  if (noMethod.length > 0) {
-    findings.push(
-      finding(
-        'CORS_PREFLIGHT_MISSING_METHOD',
-        where,
-        `the preflight for ${details.method} from ${noMethod[0].origin} answered Access-Control-Allow-Methods: ${quote(noMethod[0].preflight.allowMethods)}`,
-        { method: details.method, allowMethods: noMethod[0].preflight.allowMethods ?? '' },
-      ),
-    );
-  }
-  const noHeader = preflightAllowed.filter((o) => o.verdict.headersMissing.length > 0);
-  if (noHeader.length > 0) {
-    findings.push(
-      finding(
-        'CORS_PREFLIGHT_MISSING_HEADER',
-        where,
-        `the preflight from ${noHeader[0].origin} asking for ${details.requestHeaders.join(', ')} answered Access-Control-Allow-Headers: ${quote(noHeader[0].preflight.allowHeaders)} ` +
-          `(missing: ${noHeader[0].verdict.headersMissing.join(', ')})`,
-        {
-          missing: noHeader[0].verdict.headersMissing.join(','),
-          allowHeaders: noHeader[0].preflight.allowHeaders ?? '',
-        },
-      ),
-    );
-  }
-
-  const refusedAllowed = answered.filter((o) => o.role === 'allowed' && !o.verdict.preflightAllowsOrigin);
-  // With credentials, an origin the server already echoes lacks only Allow-Credentials: true; the
-  // allowlist is not what to fix. (A wildcard is refused for another reason: it must echo the origin.)
-  const namesOrigin = (o: (typeof answered)[number]) =>
-    okStatus(o.preflight.status) && o.preflight.allowOrigin === o.origin && o.preflight.allowCredentials !== 'true';
-  const noCredentials = details.credentials ? refusedAllowed.filter(namesOrigin) : [];
-  if (noCredentials.length > 0) {
-    const o = noCredentials[0];
-    findings.push(
-      finding(
-        'CORS_CREDENTIALS_NOT_ALLOWED',
-        where,
-        `the preflight from ${o.origin} answered Access-Control-Allow-Origin: ${quote(o.preflight.allowOrigin)} with Access-Control-Allow-Credentials: ${quote(o.preflight.allowCredentials)}; the page sends credentials, so the browser refuses it`,
-        {
-          origin: o.origin,
-          allowOrigin: o.preflight.allowOrigin ?? '',
-          allowCredentials: o.preflight.allowCredentials ?? '',
-        },
-      ),
-    );
-  }
-  const notListed = refusedAllowed.filter((o) => !noCredentials.includes(o));
-  if (notListed.length > 0) {
-    const o = notListed[0];
-    findings.push(
-      finding(
-        'CORS_ALLOWED_ORIGIN_REFUSED',
-        where,
-        `the preflight from ${o.origin} answered ${o.preflight.status} with Access-Control-Allow-Origin: ${quote(o.preflight.allowOrigin)}` +
-          (details.credentials
-            ? ` and Access-Control-Allow-Credentials: ${quote(o.preflight.allowCredentials)} (the page sends credentials)`
-            : ''),
-        { origin: o.origin, status: o.preflight.status ?? 0 },
-      ),
-    );
-  }
-
-  const allowedGet = answered.find((o) => o.role === 'allowed' && o.verdict.getReadable);
-  const served = answered.filter(
-    (o) => o.role === 'refused' && okStatus(o.get.status) && o.get.bodyBytes > 0 && !o.verdict.getReadable,
-  );
-  if (served.length > 0) {
-    const o = served[0];
-    const log =
-      details.serverLog === null
-        ? ''
-        : o.get.ranOnServer
-          ? `; the server's log (${details.serverLog.path}) shows it ran`
-          : `; the server's log (${details.serverLog.path}) does not show it`;
-    findings.push(
-      finding(
-        'CORS_REFUSED_ORIGIN_STILL_SERVED',
-        where,
-        `GET from ${served.map((s) => s.origin).join(' and ')}: ${o.get.status} with ${o.get.bodyBytes.toLocaleString('en-US')} B` +
-          (allowedGet
-            ? ` (the allowed ${allowedGet.origin} got ${allowedGet.get.bodyBytes.toLocaleString('en-US')} B)`
-            : '') +
-          ` and no Access-Control-Allow-Origin for it${log}: only the browser hides the response`,
-        {
-          origins: served.length,
-          bodyBytes: o.get.bodyBytes,
-          ...(o.get.ranOnServer !== undefined ? { ranOnServer: o.get.ranOnServer } : {}),
-        },
-      ),
-    );
-  }
-  return findings;
-}

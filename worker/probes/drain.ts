@@ -60,7 +60,7 @@ function consumerFor(
   };
 }
 
-export const drainProbe: Probe<'drain'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runDrainProbe: Probe<'drain'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params, variant } = job;
   const consume = consumerFor(variant.mode, { maxBytes: params.drainMaxBytes, maxMs: params.drainMaxMs });
   const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });

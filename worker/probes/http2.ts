@@ -8,9 +8,10 @@
 // 5. N concurrent requests over HTTP/1.1 (at most `h1Connections` connections) and over one
 //    HTTP/2 connection: total time and connections opened.
 // Every connection and request is bounded by `timeoutMs`: a server that never answers HTTP/2
-// yields an answer ("no answer within ..."), never a hang. Node's traps this avoids are in
-// FIELD-NOTES.md: a no-ALPN server hangs an h2 client (checked before starting one), h2c
-// needs a hand-written Upgrade, and http2's own timeToFirstByte is garbage on Node 20 (unused).
+// yields an answer ("no answer within ..."), never a hang. Node's traps this avoids
+// (docs/development.md, "Traps in our dependencies"): a no-ALPN server hangs an h2 client
+// (checked before starting one), h2c needs a hand-written Upgrade, and http2's own
+// timeToFirstByte is garbage on Node 20 (unused).
 import { setMaxListeners } from 'node:events';
 import type http2 from 'node:http2';
 import type net from 'node:net';
@@ -53,7 +54,7 @@ const UPGRADE_SETTINGS = Buffer.from([0x00, 0x02, 0x00, 0x00, 0x00, 0x00]).toStr
 type Step = (typeof HTTP2_STEPS)[number];
 type Details = ProbeDetails<'http2'>;
 
-export const http2Probe: Probe<'http2'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runHttp2Probe: Probe<'http2'> = async (job, { signal, targetPolicy, altSvc }) => {
   // Concurrent requests each listen on the signal: give them one of their own, relayed from the job's.
   const local = new AbortController();
   setMaxListeners(job.params.concurrent + 10, local.signal);

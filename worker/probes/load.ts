@@ -10,7 +10,7 @@ import { encodeHistogram, percentilesOf } from '../../common/latency-histogram.j
 import { generateLoad, type LoadOutcome } from '../http/load-generator.js';
 import type { Probe } from './probe.js';
 
-export const loadProbe: Probe<'load'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runLoadProbe: Probe<'load'> = async (job, { signal, targetPolicy, altSvc }) => {
   const { params, variant } = job;
   const run = await generateLoad({
     url: job.target.url,

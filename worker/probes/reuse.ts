@@ -12,7 +12,7 @@ import { runSequence, summarize } from '../http/sequence.js';
 import { TimedHttpClient } from '../http/timed-client.js';
 import type { Probe, ProbeContext, ProbeOutcome } from './probe.js';
 
-export const reuseProbe: Probe<'reuse'> = async (job, ctx) => {
+export const runReuseProbe: Probe<'reuse'> = async (job, ctx) => {
   const { params, variant } = job;
   const { signal, targetPolicy } = ctx;
   if (variant.mode === 'cold') return coldMode(job, ctx);

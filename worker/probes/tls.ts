@@ -20,7 +20,7 @@ const DAY_MS = 86_400_000;
 /** A session ticket comes about one round trip after the handshake; TCP connect took one. This is the least we wait. */
 const SESSION_WAIT_FLOOR_MS = 200;
 
-export const tlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) => {
+export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) => {
   const { params, variant } = job;
   const url = new URL(job.target.url);
   const port = Number(url.port) || 443;

@@ -1,5 +1,6 @@
-// The lecture's gzip tables and its size chart: what each Accept-Encoding got, the level table
-// on the decoded body, the link model, and the raw-gzip trap.
+// The gzip tables and size chart of the HTTP performance lecture (docs/probes.md#sources): what
+// each Accept-Encoding got, the level table on the decoded body, the link model, and the raw-gzip
+// trap.
 import type { ResultOf } from '../../../contracts/result.js';
 import type { BarChart, ReportBlock, ReportSection } from '../document.js';
 import { formatCount, formatMs, formatPercent } from '../format.js';

@@ -1,5 +1,6 @@
-// The lecture's CORS section: per origin, what the preflight allowed and what the simple GET
-// still returned (and whether the server's log shows it ran).
+// The CORS section of the HTTP performance lecture (docs/probes.md#sources): per origin, what the
+// preflight allowed and what the simple GET still returned (and whether the server's log shows it
+// ran).
 import type { ResultOf } from '../../../contracts/result.js';
 import type { ReportSection } from '../document.js';
 import { formatCount } from '../format.js';

@@ -1,6 +1,7 @@
-// The lecture's HTTP/2 section, measured: header bytes per request over HTTP/1.1 and HTTP/2
-// (first request and repeats), what the server negotiated, and N concurrent requests over
-// one HTTP/2 connection against a browser-sized HTTP/1.1 pool.
+// The HTTP/2 section of the HTTP performance lecture (docs/probes.md#sources), measured: header
+// bytes per request over HTTP/1.1 and HTTP/2 (first request and repeats), what the server
+// negotiated, and N concurrent requests over one HTTP/2 connection against a browser-sized
+// HTTP/1.1 pool.
 import type { H2cAttempt, MultiplexRun } from '../../../contracts/probes/http2.js';
 import type { ResultOf } from '../../../contracts/result.js';
 import type { Bar, BarChart, ReportBlock, ReportSection } from '../document.js';

@@ -1,5 +1,5 @@
 // One view per probe kind (what its part of a report shows: charts, tables, notes), for the
-// HTML and Markdown reports; the text report's sections (sections/) render the same views.
+// terminal text, Markdown and HTML reports alike (the CSV is data and reads the results).
 // The mapped type makes a missing probe a compile error.
 import type { ProbeKind } from '../../../contracts/probes/index.js';
 import type { ResultOf } from '../../../contracts/result.js';

@@ -1,5 +1,5 @@
-// The lecture's table and bar chart: per target and mode, connections opened, the wall time of
-// all requests, and the per-request spread.
+// The keep-alive table and bar chart of the HTTP performance lecture (docs/probes.md#sources): per
+// target and mode, connections opened, the wall time of all requests, and the per-request spread.
 import type { ResultOf } from '../../../contracts/result.js';
 import type { BarChart, ReportSection } from '../document.js';
 import { formatMs } from '../format.js';

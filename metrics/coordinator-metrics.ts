@@ -3,12 +3,12 @@
 // outcomes, durations and lost workers of the runs it finished. Names and labels:
 // contracts/metric-names.ts. A scrape never waits for Redis: queue depths are read in the
 // background (refresh), within a bound, and /metrics serves the last reading.
+import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { COORDINATOR_METRICS as M, JOB_OUTCOMES, QUEUE_STATES, REDIS_PERSISTENCE } from '../contracts/metric-names.js';
 import type { RunReport } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
-import type { Fleet } from './fleet.js';
 
 /** Runs take from seconds (a short plan) to hours (many jobs per region). */
 const RUN_DURATION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600];
@@ -25,16 +25,16 @@ export interface CoordinatorMetrics {
   setPersistence(persistence: RedisPersistence): void;
 }
 
+/** What the metrics read of the fleet (coordinator/fleet.ts `Fleet`): named here so that metrics/
+ * does not import the coordinator above it. */
+export interface RegionQueues {
+  regionQueue(region: string): Pick<Queue, 'getJobCounts' | 'getWorkersCount'>;
+}
+
 type QueueReading = Map<string, { counts: Record<string, number>; workers: number }>;
 
-export function createCoordinatorMetrics(
-  fleet: Fleet,
-  regions: () => Promise<string[]>,
-  log: Logger,
-): CoordinatorMetrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-
+/** The coordinator's series (contracts/metric-names.ts COORDINATOR_METRICS), on `registry`. */
+function coordinatorSeries(registry: Registry) {
   const queueJobs = new Gauge({
     name: M.queueJobs.name,
     help: M.queueJobs.help,
@@ -78,6 +78,18 @@ export function createCoordinatorMetrics(
     buckets: RUN_DURATION_BUCKETS,
     registers: [registry],
   });
+  return { queueJobs, queueWorkers, redisUp, persistence, jobs, stalled, runs, duration };
+}
+
+export function createCoordinatorMetrics(
+  fleet: RegionQueues,
+  regions: () => Promise<string[]>,
+  log: Logger,
+): CoordinatorMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const { queueJobs, queueWorkers, redisUp, persistence, jobs, stalled, runs, duration } = coordinatorSeries(registry);
   redisUp.set(0);
 
   const show = (reading: QueueReading | undefined) => {

@@ -2,9 +2,9 @@
 // mode): every result adds to its counters and histograms, so targets probed one after another
 // all stay in it. It is pushed whole as the `probes` group (see pusher.ts).
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { PROBE_JOB_METRICS, type ProbeJobMetric } from '../../contracts/metric-names.js';
-import type { ProbeResult, ResultOf } from '../../contracts/result.js';
-import type { ProbeKind } from '../../contracts/probes/index.js';
+import { PROBE_JOB_METRICS, type ProbeJobMetric } from '../contracts/metric-names.js';
+import type { ProbeResult, ResultOf } from '../contracts/result.js';
+import type { ProbeKind } from '../contracts/probes/index.js';
 import { PROBE_METRIC_MAPPINGS, type JobRecorder, type Labels } from './probe-mappings.js';
 import { metricsOf } from './prom.js';
 

@@ -1,7 +1,7 @@
 // prom-client metrics made from the specs in contracts/metric-names.ts, so a name, its type,
 // help, labels and buckets are written down once.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { TypedMetricSpec } from '../../contracts/metric-names.js';
+import type { TypedMetricSpec } from '../contracts/metric-names.js';
 
 export type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
 

@@ -3,11 +3,11 @@
 // before had still gets its group replaced (with the timestamp alone), so a verdict from an older
 // comparison never lingers. The alert "regressed with confidence" reads these (dashboards/src/alerts.ts).
 import { Registry, type Gauge } from 'prom-client';
-import { VERDICTS, type ComparedQuantity, type RunComparison } from '../../contracts/comparison.js';
-import { COMPARISON_METRICS } from '../../contracts/metric-names.js';
-import type { Logger } from '../../common/log.js';
-import { metricsOf } from '../../worker/metrics/prom.js';
-import type { MetricsPusher } from '../../worker/metrics/pusher.js';
+import { VERDICTS, type ComparedQuantity, type RunComparison } from '../contracts/comparison.js';
+import { COMPARISON_METRICS } from '../contracts/metric-names.js';
+import type { Logger } from '../common/log.js';
+import { metricsOf } from './prom.js';
+import type { MetricsPusher } from './pusher.js';
 
 /** The `variant` label: the variant's values joined by "/" (closed sets per probe, so bounded). */
 export const variantLabel = (variant: ComparedQuantity['variant']) => Object.values(variant).join('/');

@@ -13,8 +13,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AggregatorRegistry, Registry, type Counter } from 'prom-client';
-import { PUSH_GROUPS, PUSH_METRICS, type PushGroupKind } from '../../contracts/metric-names.js';
-import type { Logger } from '../../common/log.js';
+import { PUSH_GROUPS, PUSH_METRICS, type PushGroupKind } from '../contracts/metric-names.js';
+import type { Logger } from '../common/log.js';
 import { metricOf } from './prom.js';
 
 /** @defaultValue each request 5 s; retried for 30 s, 0.5 s apart at first, doubling to 8 s; kept pushes retried every 60 s */

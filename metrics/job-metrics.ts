@@ -5,10 +5,10 @@
 import { hostname } from 'node:os';
 import { WaitingError, type Job } from 'bullmq';
 import { collectDefaultMetrics, Registry, type Counter, type Gauge } from 'prom-client';
-import { WORKER_JOB_OUTCOMES, WORKER_METRICS } from '../../contracts/metric-names.js';
-import type { ProbeResult, RunReport } from '../../contracts/result.js';
-import type { Logger } from '../../common/log.js';
-import { settlesWithin } from '../../common/settle.js';
+import { WORKER_JOB_OUTCOMES, WORKER_METRICS } from '../contracts/metric-names.js';
+import type { ProbeResult, RunReport } from '../contracts/result.js';
+import type { Logger } from '../common/log.js';
+import { settlesWithin } from '../common/settle.js';
 import { createProbeMetrics, type ProbeMetrics } from './probe-metrics.js';
 import { metricOf } from './prom.js';
 import { MetricsPusher, type CumulativeGroup, type PushgatewaySettings } from './pusher.js';

@@ -2,10 +2,10 @@
 // of every job (`job`) and the last-run gauges of a run (`run`). Names, labels and buckets are in
 // contracts/metric-names.ts (PROBE_METRICS says which metrics and labels each probe has); the
 // registries and pushing are elsewhere in this folder. Probes never touch prom-client.
-import { PHASES, type RequestSample } from '../../contracts/common.js';
-import type { CODE_CLASSES, ProbeJobMetric, RunMetric } from '../../contracts/metric-names.js';
-import type { ProbeKind } from '../../contracts/probes/index.js';
-import type { ResultOf, RunReport } from '../../contracts/result.js';
+import { PHASES, type RequestSample } from '../contracts/common.js';
+import type { CODE_CLASSES, ProbeJobMetric, RunMetric } from '../contracts/metric-names.js';
+import type { ProbeKind } from '../contracts/probes/index.js';
+import type { ResultOf, RunReport } from '../contracts/result.js';
 
 export type Labels = Record<string, string>;
 

@@ -3,13 +3,13 @@
 // plan drops out with the next run; a region without results keeps its previous group, so its
 // last-run time ages and the missing-run alert can see it.
 import { Registry, type Gauge } from 'prom-client';
-import { JOB_OUTCOMES, RUN_METRICS } from '../../contracts/metric-names.js';
-import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
-import type { ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
+import { JOB_OUTCOMES, RUN_METRICS } from '../contracts/metric-names.js';
+import { PROBE_KINDS, type ProbeKind } from '../contracts/probes/index.js';
+import type { ProbeResult, ResultOf, RunReport } from '../contracts/result.js';
 import { PROBE_METRIC_MAPPINGS, type RunRecorder } from './probe-mappings.js';
 import { metricsOf } from './prom.js';
 import type { MetricsPusher } from './pusher.js';
-import type { Logger } from '../../common/log.js';
+import type { Logger } from '../common/log.js';
 
 export interface RegionRunMetrics {
   plan: string;
