@@ -1,7 +1,8 @@
 // `npm run bench`: probefleet against the tools people would otherwise use, side by side in one
-// run, against a lab target on loopback that this run starts in its own process.
+// run, against two targets on loopback that this run starts: Debian's nginx (a 19-byte body; fast
+// enough not to hide a client's own cost) and the lab (a Node server, in its own process).
 //   sequential: 200 reused HTTP/1.1 requests, probefleet `reuse` vs one curl process (URL glob),
-//               with a bare undici loop as the floor under probefleet
+//               with a bare undici Client.dispatch loop as the floor under probefleet
 //   load:       probefleet `load` vs autocannon vs wrk, same connections and duration
 //   peak RSS:   of the probefleet (worker code) processes in both
 //   queue:      split + enqueue of 100,000 jobs, and 10,000 light jobs through two region
@@ -18,10 +19,11 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startNginx } from '../common/nginx-server.js';
 import { writeFileAtomic } from '../common/write-file-atomic.js';
 import { summarizeCpuProfile } from './cpu-profile.js';
 import { endToEndRun, enqueueRun, probeLoopRun, redisCeiling, startBenchRedis, type QueueRound } from './queue.js';
-import { renderResults, type BenchResults, type Machine } from './results-markdown.js';
+import { renderResults, type BenchResults, type BenchTarget, type Machine } from './results-markdown.js';
 import {
   AUTOCANNON_CLI,
   autocannonLoad,
@@ -54,6 +56,9 @@ function onPath(command: string): boolean {
 }
 
 const BENCHMARKS = ['sequential', 'load', 'queue'] as const;
+const NGINX_BINARY = '/usr/sbin/nginx';
+/** What nginx serves at `/`: 19 bytes. */
+const NGINX_BODY = 'probefleet bench.\n\n';
 type Benchmark = (typeof BENCHMARKS)[number];
 
 function benchmarksOf(only: string): Set<Benchmark> {
@@ -70,6 +75,7 @@ function benchmarksOf(only: string): Set<Benchmark> {
 function missingPrerequisites(selected: Set<Benchmark>): string[] {
   const missing: string[] = [];
   if (selected.has('sequential') && !onPath('curl')) missing.push('curl (apt-get install curl)');
+  if (!existsSync(NGINX_BINARY)) missing.push(`${NGINX_BINARY} (apt-get install nginx)`);
   if (selected.has('load') && !onPath('wrk')) missing.push('wrk (apt-get install wrk)');
   if (!existsSync('/usr/bin/time')) missing.push('/usr/bin/time (apt-get install time)');
   if (selected.has('load') && !existsSync(AUTOCANNON_CLI)) missing.push('autocannon (a devDependency: npm ci)');
@@ -123,6 +129,8 @@ function describeMachine(): Machine {
     autocannon: packageVersion('autocannon'),
     curl: onPath('curl') ? firstLine('curl', ['--version']) : 'not installed',
     wrk: onPath('wrk') ? firstLine('wrk', ['-v']) : 'not installed',
+    // nginx -v prints to stderr.
+    nginx: existsSync(NGINX_BINARY) ? firstLine('sh', ['-c', `${NGINX_BINARY} -v 2>&1`]) : 'not installed',
     redis: onPath('redis-server') ? firstLine('redis-server', ['--version']) : 'not installed',
     bullmq: packageVersion('bullmq'),
     commit,
@@ -201,49 +209,72 @@ async function main(): Promise<void> {
   }
   const machine = describeMachine();
   const lab = await startLabProcess();
-  const ctx: ToolContext = { serverPid: lab.pid };
   const url = `${lab.urls.keepalive}/`;
+  const ctx: ToolContext = { serverPid: lab.pid };
   const say = (text: string) => process.stderr.write(`bench: ${text}\n`);
   const results: BenchResults = {
     machine,
     settings: { only: [...selected], rounds, queueRounds, requests, connections, seconds },
     profiles: {},
   };
+  const httpBench = selected.has('sequential') || selected.has('load');
+  // Access log off: under load it would be nginx's own disk writes that we measure.
+  // Every benchmark uses it: the queue's one-request jobs go to nginx too, so that the target's
+  // own CPU is small beside the workers'.
+  const nginx = await startNginx([{ files: { 'index.html': NGINX_BODY }, directives: ['access_log off;'] }]);
+  const nginxUrl = `${nginx.urls[0]}/`;
+  const targets: BenchTarget[] = [
+    { name: 'nginx' as const, url: nginxUrl, pid: nginx.pid },
+    { name: 'lab', url, pid: lab.pid },
+  ];
   try {
-    say(`lab target at ${url} (pid ${lab.pid}); warming it up`);
-    if (selected.has('sequential')) await curlSequential(url, requests, ctx);
-    if (selected.has('load')) await wrkLoad(url, connections, 2, ctx);
+    for (const target of httpBench ? targets : []) {
+      const tctx: ToolContext = { serverPid: target.pid };
+      say(`${target.name} target at ${target.url} (pid ${target.pid}); warming it up`);
+      if (selected.has('sequential')) await curlSequential(target.url, requests, tctx);
+      if (selected.has('load')) await wrkLoad(target.url, connections, 2, tctx);
+    }
 
     if (selected.has('sequential')) {
-      results.sequential = [];
+      results.sequential = { nginx: [], lab: [] };
       const sequentialTools = { probefleet: probefleetSequential, undici: undiciSequential, curl: curlSequential };
       for (let round = 0; round < rounds; round++) {
-        const runs: SequentialRun[] = [];
-        for (const tool of orderFor(['probefleet', 'undici', 'curl'] as const, round)) {
-          runs.push(await sequentialTools[tool](url, requests, ctx));
-          say(`sequential round ${round + 1}/${rounds}: ${tool} median ${runs.at(-1)!.medianMs.toFixed(3)} ms`);
+        for (const target of orderFor(targets, round)) {
+          const runs: SequentialRun[] = [];
+          for (const tool of orderFor(['probefleet', 'undici', 'curl'] as const, round)) {
+            runs.push(await sequentialTools[tool](target.url, requests, { serverPid: target.pid }));
+            say(
+              `sequential round ${round + 1}/${rounds}, ${target.name}: ${tool} median ${runs.at(-1)!.medianMs.toFixed(3)} ms`,
+            );
+          }
+          results.sequential[target.name].push(runs);
         }
-        results.sequential.push(runs);
       }
-      say('measuring where the sequential time goes, layer by layer');
-      results.layers = await probefleetOverhead(url, 1000, ctx);
+      const floorTarget = targets[0];
+      say(`measuring where the sequential time goes, layer by layer (${floorTarget.name})`);
+      results.layers = {
+        target: floorTarget.name,
+        costs: await probefleetOverhead(floorTarget.url, 1000, { serverPid: floorTarget.pid }),
+      };
     }
 
     if (selected.has('load')) {
-      results.load = [];
+      results.load = { nginx: [], lab: [] };
       const loadTools = { probefleet: probefleetLoad, autocannon: autocannonLoad, wrk: wrkLoad };
       for (let round = 0; round < rounds; round++) {
-        const runs: LoadRun[] = [];
-        for (const tool of orderFor(['probefleet', 'autocannon', 'wrk'] as const, round)) {
-          runs.push(await loadTools[tool](url, connections, seconds, ctx));
-          say(
-            `load round ${round + 1}/${rounds}: ${tool} ${Math.round(runs.at(-1)!.requestsPerSecond)} req/s, p99 ${runs.at(-1)!.p99Ms} ms`,
-          );
+        for (const target of orderFor(targets, round)) {
+          const runs: LoadRun[] = [];
+          for (const tool of orderFor(['probefleet', 'autocannon', 'wrk'] as const, round)) {
+            runs.push(await loadTools[tool](target.url, connections, seconds, { serverPid: target.pid }));
+            say(
+              `load round ${round + 1}/${rounds}, ${target.name}: ${tool} ${Math.round(runs.at(-1)!.requestsPerSecond)} req/s, p99 ${runs.at(-1)!.p99Ms} ms`,
+            );
+          }
+          results.load[target.name].push(runs);
         }
-        results.load.push(runs);
       }
     }
-    if (selected.has('sequential') || selected.has('load')) results.baseline = await baselineRss(ctx);
+    if (httpBench) results.baseline = await baselineRss(ctx);
 
     if (selected.has('queue')) {
       const redis = await startBenchRedis();
@@ -257,7 +288,7 @@ async function main(): Promise<void> {
           );
           const queueRound: QueueRound = {
             ceiling,
-            probeLoop: await probeLoopRun(url, ctx),
+            probeLoop: await probeLoopRun(nginxUrl, { serverPid: nginx.pid }),
             enqueue: [],
             endToEnd: [],
           };
@@ -271,7 +302,7 @@ async function main(): Promise<void> {
             );
           }
           for (const tool of orderFor(['probefleet', 'bullmq-undici', 'bullmq'] as const, round)) {
-            queueRound.endToEnd.push(await endToEndRun(redis, url, tool));
+            queueRound.endToEnd.push(await endToEndRun(redis, nginxUrl, tool));
             say(
               `queue round ${round + 1}/${queueRounds}: end to end (${tool} workers) ${Math.round(queueRound.endToEnd.at(-1)!.jobsPerSecond)} jobs/s`,
             );
@@ -285,7 +316,7 @@ async function main(): Promise<void> {
         }
         if (missedQueue.endToEnd || values.profile) {
           say('profiling a probefleet worker');
-          results.profiles.worker = await profileInto((dir) => endToEndRun(redis, url, 'probefleet', dir));
+          results.profiles.worker = await profileInto((dir) => endToEndRun(redis, nginxUrl, 'probefleet', dir));
         }
       } finally {
         await redis.stop();
@@ -293,17 +324,20 @@ async function main(): Promise<void> {
     }
 
     const missed = renderResults(results).missed;
+    const [first] = targets;
+    const firstCtx: ToolContext = { serverPid: first.pid };
     if (missed.sequential || (selected.has('sequential') && values.profile)) {
-      say('profiling a probefleet sequential run');
-      results.profiles.sequential = await profileOf((c) => probefleetSequential(url, requests, c), ctx);
+      say(`profiling a probefleet sequential run (${first.name})`);
+      results.profiles.sequential = await profileOf((c) => probefleetSequential(first.url, requests, c), firstCtx);
     }
     if (missed.load || (selected.has('load') && values.profile)) {
-      say('profiling a probefleet load run');
-      results.profiles.load = await profileOf((c) => probefleetLoad(url, connections, seconds, c), ctx);
+      say(`profiling a probefleet load run (${first.name})`);
+      results.profiles.load = await profileOf((c) => probefleetLoad(first.url, connections, seconds, c), firstCtx);
     }
     await writeFileAtomic(values.out, renderResults(results).markdown);
     say(`wrote ${values.out}`);
   } finally {
+    await nginx.stop();
     await lab.stop();
   }
 }

@@ -5,6 +5,7 @@ import type { ProbeResult } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
 import { executeJob } from '../worker/execute-job.js';
 import type { TargetPolicy } from '../worker/target-policy.js';
+import { warmUpRequestPath } from '../worker/warm-up.js';
 import type { Progress } from './progress.js';
 
 export const EMBEDDED_REGION = 'local';
@@ -24,11 +25,15 @@ export async function runEmbedded(
   },
 ): Promise<ProbeResult[]> {
   const results: ProbeResult[] = [];
+  const region = options.region ?? EMBEDDED_REGION;
+  // Sequential requests time our own code too until the JIT has compiled it: warm it up first.
+  if (jobs.some((job) => job.probe === 'reuse' && job.variant.mode !== 'cold'))
+    await warmUpRequestPath(region, options.log);
   options.progress.start(jobs.length);
   for (const job of jobs) {
     if (options.signal?.aborted) break;
     const result = await executeJob(job, {
-      region: options.region ?? EMBEDDED_REGION,
+      region,
       log: options.log,
       signal: options.signal,
       targetPolicy: options.targetPolicy,

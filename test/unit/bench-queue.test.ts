@@ -70,6 +70,7 @@ function queueOnly(flow: number, addBulk: number, workers: [number, number]): Be
       autocannon: '',
       curl: '',
       wrk: '',
+      nginx: '',
       redis: '',
       bullmq: '',
       commit: '',

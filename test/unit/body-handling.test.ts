@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { decodeJsonValue } from '../../worker/http/body.js';
-import type { ResponseBody } from '../../worker/http/timed-client.js';
+import { decodeJsonValue, type ResponseBody } from '../../worker/http/body.js';
 
 const body = (...chunks: string[]) => Readable.from(chunks.map((c) => Buffer.from(c))) as unknown as ResponseBody;
 

@@ -2,7 +2,30 @@
 // unread, drain it within a cap, or decode one JSON value and stop. How each ends decides
 // whether the connection can carry the next request (see TimedRequestOptions.consumeBody).
 import { performance } from 'node:perf_hooks';
-import type { BodyRead, ResponseBody, ResponseHead } from './timed-client.js';
+import type { Dispatcher } from 'undici';
+
+export type ResponseBody = Dispatcher.ResponseData['body'];
+
+/** Status and headers of a response, as the body consumer and the caller see them. */
+export interface ResponseHead {
+  statusCode: number;
+  /** Lower-case names. */
+  headers: Dispatcher.ResponseData['headers'];
+}
+
+/** What a body consumer reports; `bytes` are the body bytes the client read. */
+export interface BodyRead {
+  bytes: number;
+}
+
+export type BodyConsumer<T extends BodyRead> = (body: ResponseBody, head: ResponseHead) => Promise<T>;
+
+/** The default consumer: reads the whole body, keeping nothing. */
+export async function readWholeBody(body: ResponseBody): Promise<BodyRead> {
+  let bytes = 0;
+  for await (const chunk of body) bytes += (chunk as Buffer).length;
+  return { bytes };
+}
 
 export class UnexpectedBodyError extends Error {
   override name = 'UnexpectedBodyError';

@@ -1,18 +1,27 @@
 // One undici Client (one connection at a time, so reuse is measured, not guessed) whose
-// requests come back as RequestSamples with per-phase times.
+// requests come back as RequestSamples with per-phase times. `request` is the per-request hot
+// path of the sequential probes: a bare undici dispatch with a handler that counts the body's
+// bytes, one time bound per client and the job's signal watched once per client, so the time a
+// sample reports is the server's and the wire's, not ours. `exchange` gives the response head
+// and body to a consumer (undici's `request` and its body stream) for the probes that read them.
 import { performance } from 'node:perf_hooks';
 import { Client, errors, type Dispatcher } from 'undici';
 import type { PhaseTimes, ProbeError, RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
 import { classifyError } from '../classify-error.js';
-import { closeBody } from './body.js';
+import {
+  closeBody,
+  readWholeBody,
+  type BodyConsumer,
+  type BodyRead,
+  type ResponseBody,
+  type ResponseHead,
+} from './body.js';
 import type { TargetPolicy } from '../target-policy.js';
 import type { AltSvcLog } from './alt-svc.js';
-import { TimedConnector, type ConnectionTimeline } from './connector.js';
-import { exchangeBound } from './wire.js';
-
-export type ResponseBody = Dispatcher.ResponseData['body'];
+import { TimedConnector, type ConnectionTimeline, type RequestSent } from './connector.js';
+import { exchangeBound, exchangeTimeout } from './wire.js';
 
 export interface TimedClientOptions {
   target: JobTarget;
@@ -24,20 +33,6 @@ export interface TimedClientOptions {
   /** Where every response's Alt-Svc header is noted (the job's). */
   altSvc?: AltSvcLog;
 }
-
-/** Status and headers of a response, as the body consumer and the caller see them. */
-export interface ResponseHead {
-  statusCode: number;
-  /** Lower-case names. */
-  headers: Dispatcher.ResponseData['headers'];
-}
-
-/** What a body consumer reports; `bytes` are the body bytes the client read. */
-export interface BodyRead {
-  bytes: number;
-}
-
-export type BodyConsumer<T extends BodyRead> = (body: ResponseBody, head: ResponseHead) => Promise<T>;
 
 export interface TimedRequestOptions<T extends BodyRead = BodyRead> {
   seq: number;
@@ -72,31 +67,37 @@ export interface TimedExchange<T extends BodyRead> {
   wireBytes?: number;
 }
 
-export async function readWholeBody(body: ResponseBody): Promise<BodyRead> {
-  let bytes = 0;
-  for await (const chunk of body) bytes += (chunk as Buffer).length;
-  return { bytes };
-}
-
 /**
  * Given to `Client.destroy`, which otherwise makes a new error per call whose stack Node formats
  * when it destroys the socket: a tenth of a one-request job's CPU. Made once, its stack is formatted once.
  */
 const CLIENT_CLOSED = new errors.ClientDestroyedError();
 
+type PlainRequestOptions = Omit<TimedRequestOptions, 'consumeBody'>;
+
 export class TimedHttpClient {
   private readonly connector: TimedConnector;
   private readonly client: Client;
   private readonly url: URL;
+  private readonly path: string;
   private readonly hostIsLiteral: boolean;
+  private readonly secure: boolean;
   /** The target's headers with lower-case names, so a request's own headers replace them rather than doubling them. */
   private readonly targetHeaders: Record<string, string>;
   private readonly timeoutMs: number;
   private readonly altSvc: AltSvcLog | undefined;
+  /** `request`s under way: what the time bound and the job's signal cut. */
+  private readonly inFlight = new Set<PendingSample>();
+  /** One timer for every `request`'s time bound, re-armed rather than made anew per request. */
+  private bound: NodeJS.Timeout | undefined;
+  /** The signal whose abort cuts the requests under way (the job's; one listener, not one per request). */
+  private watched: AbortSignal | undefined;
 
   constructor(options: TimedClientOptions) {
     this.altSvc = options.altSvc;
     this.url = new URL(options.target.url);
+    this.path = this.url.pathname + this.url.search;
+    this.secure = this.url.protocol === 'https:';
     this.targetHeaders = Object.fromEntries(
       Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
     );
@@ -122,9 +123,87 @@ export class TimedHttpClient {
     return this.connector.connections;
   }
 
-  async request(opts: TimedRequestOptions): Promise<RequestSample> {
-    return (await this.exchange(opts)).sample;
+  /** One request whose body is read to its end and counted, not kept: its sample alone. */
+  request(opts: PlainRequestOptions): Promise<RequestSample> {
+    return new Promise((resolve) => {
+      const pending = new PendingSample(this, opts.seq, this.connector.connections.length, resolve);
+      const signal = opts.signal;
+      if (signal) {
+        if (signal.aborted) return pending.onError(signal.reason);
+        this.watch(signal);
+      }
+      if (this.inFlight.size === 0) this.armBound();
+      this.inFlight.add(pending);
+      this.client.dispatch(
+        {
+          method: opts.method ?? 'GET',
+          path: opts.path ?? this.path,
+          headers: opts.headers ? { ...this.targetHeaders, ...opts.headers } : this.targetHeaders,
+          reset: opts.closeAfter ?? false,
+        },
+        pending,
+      );
+    });
   }
+
+  /** Called by a PendingSample when undici is done with its request. */
+  settle(pending: PendingSample, err: Error | undefined): void {
+    this.inFlight.delete(pending);
+    const end = performance.now();
+    if (err !== undefined) {
+      pending.resolve(
+        this.failedSample(pending.seq, pending.start, pending.opened, pending.status, pending.serverClosed, err),
+      );
+      return;
+    }
+    pending.resolve(
+      this.answeredSample(
+        pending.seq,
+        pending.start,
+        pending.opened,
+        this.requestSentSince(pending.start),
+        pending.headersAt,
+        end,
+        pending.status!,
+        pending.bodyBytes,
+        pending.serverClosed!,
+      ),
+    );
+  }
+
+  /** Called by a PendingSample on the response head. */
+  noteAltSvc(value: string): void {
+    this.altSvc?.note(value);
+  }
+
+  private armBound(): void {
+    if (this.bound) this.bound.refresh();
+    else this.bound = setTimeout(this.onBound, this.timeoutMs).unref();
+  }
+
+  /** Cuts the requests whose bound has passed; re-arms for the earliest of the others. */
+  private readonly onBound = (): void => {
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const pending of this.inFlight) {
+      const due = pending.start + this.timeoutMs;
+      // Timers and performance.now() may disagree by a fraction of a millisecond.
+      if (due - now < 1) pending.cancel(exchangeTimeout(this.timeoutMs, pending.status !== undefined));
+      else next = Math.min(next, due);
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.bound = setTimeout(this.onBound, next - now).unref();
+  };
+
+  private watch(signal: AbortSignal): void {
+    if (signal === this.watched) return;
+    this.watched?.removeEventListener('abort', this.onAbort);
+    this.watched = signal;
+    signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  private readonly onAbort = (): void => {
+    for (const pending of this.inFlight) pending.cancel(this.watched!.reason);
+  };
 
   async exchange<T extends BodyRead = BodyRead>(opts: TimedRequestOptions<T>): Promise<TimedExchange<T>> {
     const opened = this.connector.connections.length;
@@ -138,7 +217,7 @@ export class TimedHttpClient {
     try {
       const response = await this.client.request({
         method: opts.method ?? 'GET',
-        path: opts.path ?? this.url.pathname + this.url.search,
+        path: opts.path ?? this.path,
         headers: { ...this.targetHeaders, ...opts.headers },
         reset: opts.closeAfter ?? false,
         signal: bound.signal,
@@ -147,23 +226,23 @@ export class TimedHttpClient {
       head = { statusCode: response.statusCode, headers: response.headers };
       this.altSvc?.note(response.headers['alt-svc']);
       body = response.body;
-      serverClosed = response.headers.connection === 'close';
+      serverClosed = saysClose(response.headers.connection);
       const consume = (opts.consumeBody ?? readWholeBody) as BodyConsumer<T>;
       const read = await consume(body, head);
       const end = performance.now();
-      const sent = this.connector.lastRequestSent;
-      const newConnection = this.connector.connections.length > opened;
-      const used = sent && sent.at >= start ? sent : undefined;
+      const used = this.requestSentSince(start);
       return {
-        sample: {
-          seq: opts.seq,
-          status: head.statusCode,
-          newConnection,
-          phases: this.phases(start, used, newConnection, headersAt, end),
-          bodyBytes: read.bytes,
+        sample: this.answeredSample(
+          opts.seq,
+          start,
+          opened,
+          used,
+          headersAt,
+          end,
+          head.statusCode,
+          read.bytes,
           serverClosed,
-          ...(newConnection && used?.timeline.tls ? { tlsResumed: used.timeline.tls.resumed } : {}),
-        },
+        ),
         head,
         body: read,
         wireBytes: used
@@ -173,21 +252,59 @@ export class TimedHttpClient {
     } catch (err) {
       // A body its consumer gave up on would hold the connection; let it go.
       if (body && !body.destroyed) closeBody(body);
-      return {
-        sample: {
-          seq: opts.seq,
-          status: head?.statusCode,
-          newConnection: this.connector.connections.length > opened,
-          phases: { total: performance.now() - start },
-          bodyBytes: 0,
-          serverClosed,
-          error: this.withSizeCapNamed(classifyError(err)),
-        },
-        head,
-      };
+      return { sample: this.failedSample(opts.seq, start, opened, head?.statusCode, serverClosed, err), head };
     } finally {
       bound.release();
     }
+  }
+
+  /** The request this client wrote last, if it was written after `start` (else none was). */
+  private requestSentSince(start: number): RequestSent | undefined {
+    const sent = this.connector.lastRequestSent;
+    return sent && sent.at >= start ? sent : undefined;
+  }
+
+  private answeredSample(
+    seq: number,
+    start: number,
+    opened: number,
+    sent: RequestSent | undefined,
+    headersAt: number,
+    end: number,
+    status: number,
+    bodyBytes: number,
+    serverClosed: boolean,
+  ): RequestSample {
+    const newConnection = this.connector.connections.length > opened;
+    const sample: RequestSample = {
+      seq,
+      status,
+      newConnection,
+      phases: this.phases(start, sent, newConnection, headersAt, end),
+      bodyBytes,
+      serverClosed,
+    };
+    if (newConnection && sent?.timeline.tls) sample.tlsResumed = sent.timeline.tls.resumed;
+    return sample;
+  }
+
+  private failedSample(
+    seq: number,
+    start: number,
+    opened: number,
+    status: number | undefined,
+    serverClosed: boolean | undefined,
+    err: unknown,
+  ): RequestSample {
+    return {
+      seq,
+      status,
+      newConnection: this.connector.connections.length > opened,
+      phases: { total: performance.now() - start },
+      bodyBytes: 0,
+      serverClosed,
+      error: this.withSizeCapNamed(classifyError(err)),
+    };
   }
 
   /** undici's words for the size cap name no size: say which. */
@@ -203,23 +320,22 @@ export class TimedHttpClient {
   /** Durations from raw timestamps, computed once. */
   private phases(
     start: number,
-    sent: { timeline: ConnectionTimeline; at: number } | undefined,
+    sent: RequestSent | undefined,
     newConnection: boolean,
     headersAt: number,
     end: number,
   ): PhaseTimes {
     const phases: PhaseTimes = {};
-    const secure = this.url.protocol === 'https:';
     const c = sent?.timeline;
     if (newConnection && c?.connected !== undefined) {
       if (c.resolved !== undefined) phases.resolve = c.resolved - c.start;
       phases.connect = c.connected - (c.resolved ?? c.start);
-      if (secure && c.secured !== undefined) phases.tls = c.secured - c.connected;
+      if (this.secure && c.secured !== undefined) phases.tls = c.secured - c.connected;
     } else if (!newConnection) {
       // A reused connection skipped these; they cost nothing, which is the point.
       if (!this.hostIsLiteral) phases.resolve = 0;
       phases.connect = 0;
-      if (secure) phases.tls = 0;
+      if (this.secure) phases.tls = 0;
     }
     if (sent) phases.processing = headersAt - sent.at;
     phases.transfer = end - headersAt;
@@ -228,6 +344,79 @@ export class TimedHttpClient {
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.bound);
+    this.watched?.removeEventListener('abort', this.onAbort);
     await this.client.destroy(CLIENT_CLOSED);
+  }
+}
+
+/** A `Connection` header that asks to close (values are case-insensitive tokens). */
+function saysClose(value: string | string[] | undefined): boolean {
+  return typeof value === 'string' && value.toLowerCase() === 'close';
+}
+
+const CONNECTION = 'connection';
+const ALT_SVC = 'alt-svc';
+
+/**
+ * undici's handler for one `request`: records when the head came and counts the body's bytes,
+ * with no stream and no parsed header object. Only the two headers a sample needs are read
+ * from the raw list (Buffers, names in any case).
+ */
+class PendingSample implements Dispatcher.DispatchHandler {
+  readonly start = performance.now();
+  status: number | undefined = undefined;
+  headersAt = 0;
+  bodyBytes = 0;
+  serverClosed: boolean | undefined = undefined;
+  private abort: ((err: Error) => void) | undefined = undefined;
+  /** Why the request was cut before undici gave it an abort function. */
+  private reason: Error | undefined = undefined;
+
+  constructor(
+    private readonly owner: TimedHttpClient,
+    readonly seq: number,
+    /** Connections the client had opened before this request. */
+    readonly opened: number,
+    readonly resolve: (sample: RequestSample) => void,
+  ) {}
+
+  cancel(err: Error): void {
+    if (this.abort) this.abort(err);
+    else this.reason ??= err;
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    if (this.reason) abort(this.reason);
+    else this.abort = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    // 1xx: an interim head; the response's own follows.
+    if (statusCode < 200) return true;
+    this.headersAt = performance.now();
+    this.status = statusCode;
+    this.serverClosed = false;
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i];
+      if (name.length === CONNECTION.length && name.toString('latin1').toLowerCase() === CONNECTION)
+        this.serverClosed = rawHeaders[i + 1].toString('latin1').toLowerCase() === 'close';
+      else if (name.length === ALT_SVC.length && name.toString('latin1').toLowerCase() === ALT_SVC)
+        this.owner.noteAltSvc(rawHeaders[i + 1].toString('latin1'));
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.bodyBytes += chunk.length;
+    return true;
+  }
+
+  onComplete(): void {
+    this.owner.settle(this, undefined);
+  }
+
+  onError(err: Error): void {
+    this.owner.settle(this, err);
   }
 }

@@ -81,6 +81,13 @@ export function bounded<T>(
   });
 }
 
+/** An exchange's time bound passed: before the response head (EWIRE_TIMEOUT) or after (EWIRE_BODY_TIMEOUT). */
+export function exchangeTimeout(timeoutMs: number, answered: boolean): WireError {
+  return answered
+    ? new WireError(`the body did not end within ${timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT')
+    : new WireError(`no response within ${timeoutMs} ms`, 'EWIRE_TIMEOUT');
+}
+
 /**
  * An abort signal for one whole exchange: aborted by `signal` (the job's bound), or when
  * `timeoutMs` passes before it is released (EWIRE_TIMEOUT before the response head,
@@ -97,15 +104,7 @@ export function exchangeBound(
   const relay = () => overall.abort(signal?.reason);
   if (signal?.aborted) relay();
   else signal?.addEventListener('abort', relay, { once: true });
-  const timer = setTimeout(
-    () =>
-      overall.abort(
-        answered()
-          ? new WireError(`the body did not end within ${timeoutMs} ms`, 'EWIRE_BODY_TIMEOUT')
-          : new WireError(`no response within ${timeoutMs} ms`, 'EWIRE_TIMEOUT'),
-      ),
-    timeoutMs,
-  );
+  const timer = setTimeout(() => overall.abort(exchangeTimeout(timeoutMs, answered())), timeoutMs);
   return {
     signal: overall.signal,
     release() {

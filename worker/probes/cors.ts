@@ -9,10 +9,10 @@ import { applyRules } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { REQUEST_ID_HEADER, type CorsAnswer, type CorsOriginResult } from '../../contracts/probes/cors.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
-import { collectBody } from '../http/body.js';
+import { collectBody, type BodyRead } from '../http/body.js';
 import { MAX_CONSECUTIVE_FAILURES, summarize } from '../http/sequence.js';
 import { performance } from 'node:perf_hooks';
-import { TimedHttpClient, type BodyRead, type TimedExchange, type TimedRequestOptions } from '../http/timed-client.js';
+import { TimedHttpClient, type TimedExchange, type TimedRequestOptions } from '../http/timed-client.js';
 import { CORS_RULES, okStatus } from './cors-findings.js';
 import type { Probe } from './probe.js';
 

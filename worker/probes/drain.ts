@@ -8,11 +8,19 @@ import type { JobOf } from '../../contracts/job.js';
 import type { DrainMode, DrainSample } from '../../contracts/probes/drain.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import { classifyError } from '../classify-error.js';
-import { closeBody, contentLength, decodeJsonValue, drainBody } from '../http/body.js';
+import {
+  closeBody,
+  contentLength,
+  decodeJsonValue,
+  drainBody,
+  readWholeBody,
+  type BodyConsumer,
+  type BodyRead,
+} from '../http/body.js';
 import { TimedConnector } from '../http/connector.js';
 import type { TargetPolicy } from '../target-policy.js';
 import { runSequence, summarize } from '../http/sequence.js';
-import { readWholeBody, TimedHttpClient, type BodyConsumer, type BodyRead } from '../http/timed-client.js';
+import { TimedHttpClient } from '../http/timed-client.js';
 import type { Probe } from './probe.js';
 
 type Handling = DrainSample['body'];

@@ -31,7 +31,7 @@ import type { AltSvcLog } from '../http/alt-svc.js';
 import { H2WireTap, type HeaderBytes } from '../http/h2-wire-tap.js';
 import { h2Get, h2SessionOver } from '../http/h2-session.js';
 import { describeBytes, http1RequestHead, readHttp1ResponseHead } from '../http/raw-http1.js';
-import { readWholeBody } from '../http/timed-client.js';
+import { readWholeBody } from '../http/body.js';
 import { bounded, exchangeBound, WireError } from '../http/wire.js';
 import type { Probe, ProbeOutcome } from './probe.js';
 
