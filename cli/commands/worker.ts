@@ -3,7 +3,6 @@ import { setFlagsFromString } from 'node:v8';
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { NAME_PATTERN } from '../../contracts/common.js';
-import { pino } from 'pino';
 import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { DEFAULT_STALL_TIMEOUT_SECONDS, startRegionWorker } from '../../worker/queue-worker.js';
@@ -88,12 +87,7 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
     const pushgateway = pushgatewaySettingsOf(args);
     const targetPolicy = targetPolicyOf(args, false);
     const jobKey = jobKeyOf();
-    // Written by libuv as they come rather than with a blocking write() each: a worker logs a line
-    // per job, and the synchronous write was a tenth of its CPU per one-request job. Pino flushes
-    // what is pending when the process exits; only kill -9 can lose the last lines.
-    const log = createLogger('worker', undefined, pino.destination({ dest: 2, sync: false })).child({
-      region: args.region,
-    });
+    const log = createLogger(`worker`).child({ region: args.region });
     const metrics = createJobMetrics({ region: args.region, instance: instanceOf(args), pushgateway, log });
     if (metrics.pusher) log.info({ pushgateway: metrics.pusher.url }, 'pushing probe metrics after every job');
     const metricsServer =
