@@ -1,8 +1,19 @@
-import { rename, writeFile } from 'node:fs/promises';
+import { realpath, rename, stat, writeFile } from 'node:fs/promises';
 
-/** Writes through a temporary file and a rename, so a reader never sees half a file. */
+/**
+ * Writes through a temporary file and a rename, so a reader never sees half a file. A destination
+ * that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is written in place: a
+ * rename would replace the device with a file (as root, /dev/null itself). A symbolic link is
+ * followed, so the file it names is replaced, not the link.
+ */
 export async function writeFileAtomic(file: string, data: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
+  const target = await realpath(file).catch(() => file);
+  const existing = await stat(target).catch(() => undefined);
+  if (existing && !existing.isFile()) {
+    await writeFile(target, data);
+    return;
+  }
+  const tmp = `${target}.${process.pid}.tmp`;
   await writeFile(tmp, data);
-  await rename(tmp, file);
+  await rename(tmp, target);
 }

@@ -58,11 +58,14 @@ const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 function codesOf(err: unknown): string[] {
   const codes: string[] = [];
+  // Seen errors end the walk: a cause chain that leads back to itself must not loop.
+  const seen = new Set<unknown>();
   for (
     let e = err as { code?: unknown; name?: unknown; cause?: unknown } | undefined;
-    e && codes.length < 5;
+    e && codes.length < 5 && !seen.has(e);
     e = e.cause as typeof e
   ) {
+    seen.add(e);
     if (typeof e.code === 'string') codes.push(e.code);
     if (e.name === 'AbortError' || e.name === 'TimeoutError') codes.push('ABORT_ERR');
     // undici 7 looks llhttp's error number up in a table keyed by name, so its parser errors come without a code.

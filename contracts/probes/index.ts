@@ -1,5 +1,7 @@
-// The one list of probe kinds. Adding a probe: a contract file here, an implementation in
-// worker/probes/, and an entry in both lists; the compiler points at anything missed.
+// The one list of probe kinds. Adding a probe touches about a dozen files (a contract here, an
+// implementation, a report view, metrics, findings, an example plan, a dashboard panel, docs and
+// tests): docs/adding-a-probe.md walks them. The compiler points at each registry that lacks the
+// new kind; test/unit/probe-kinds.test.ts at the docs section, example, panel and lab test.
 import { compressionProbe } from './compression.js';
 import { corsProbe } from './cors.js';
 import { drainProbe } from './drain.js';

@@ -193,3 +193,10 @@ test('classifyError: the first mapped code along the cause chain wins, however d
     'CONNECTION_RESET',
   );
 });
+
+test('classifyError: a cause chain that leads back to itself ends', () => {
+  const first = new Error('first');
+  const second = new Error('second', { cause: first });
+  Object.assign(first, { cause: second });
+  assert.equal(classifyError(first).code, 'INTERNAL_ERROR');
+});

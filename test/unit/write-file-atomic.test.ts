@@ -1,0 +1,53 @@
+// Report files (--json, --csv, --markdown, --html) and bench results are written atomically; a
+// destination that is not a regular file stays what it is (`--csv /dev/null` as root had
+// replaced /dev/null with a regular file).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { lstat, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { writeFileAtomic } from '../../common/write-file-atomic.js';
+
+let dir: string;
+before(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'probefleet-write-'));
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('a new file holds the data, and no temporary file is left', async () => {
+  const file = path.join(dir, 'new.json');
+  await writeFileAtomic(file, '{"a":1}');
+  assert.equal(await readFile(file, 'utf8'), '{"a":1}');
+  assert.deepEqual(await readdir(dir), ['new.json']);
+  await rm(file);
+});
+
+test('a FIFO stays a FIFO, and its reader gets the data', { timeout: 10_000 }, async () => {
+  const fifo = path.join(dir, 'pipe');
+  execFileSync('mkfifo', [fifo]);
+  const chunks: Buffer[] = [];
+  const read = new Promise<string>((resolve, reject) => {
+    createReadStream(fifo)
+      .on('data', (chunk) => chunks.push(chunk as Buffer))
+      .on('end', () => resolve(Buffer.concat(chunks).toString()))
+      .on('error', reject);
+  });
+  await writeFileAtomic(fifo, 'through the pipe');
+  assert.equal(await read, 'through the pipe');
+  assert.ok((await lstat(fifo)).isFIFO(), 'still a FIFO');
+  await rm(fifo);
+});
+
+test('a symbolic link stays a link, and the file it names is replaced', async () => {
+  const real = path.join(dir, 'real.csv');
+  const link = path.join(dir, 'link.csv');
+  await writeFile(real, 'old');
+  await symlink(real, link);
+  await writeFileAtomic(link, 'new');
+  assert.ok((await lstat(link)).isSymbolicLink(), 'still a link');
+  assert.equal(await readFile(real, 'utf8'), 'new');
+});
