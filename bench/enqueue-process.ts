@@ -1,18 +1,18 @@
 // A benchmark child process: enqueues a plan's jobs into Redis the way the coordinator does and
 // prints how long it took as JSON on stdout. Its CPU time and peak RSS are the coordinator's.
 //   flow:    coordinator/flow.ts submitRun, what `probefleet run --redis` does: split the plan,
-//            then one BullMQ flow (a parent "run" job, one child per job)
-//   addBulk: the same children (flowOf: same data and options) without the parent, Queue.addBulk
-//            per region queue: what the issue's enqueue target names
+//            add the run's parent job, then its jobs as its children in batches (addBulk)
+//   addBulk: the same jobs (runJobOf: same data and options) without the parent, one
+//            Queue.addBulk per region queue: what BullMQ alone does with them
 // argv: redis URL, mode, plan YAML.
 import { performance } from 'node:perf_hooks';
 import { createLogger } from '../common/log.js';
 import { openFleet } from '../coordinator/fleet.js';
-import { flowOf, submitRun } from '../coordinator/flow.js';
+import { runJobOf, submitRun } from '../coordinator/flow.js';
 import { parsePlan } from '../coordinator/plan-loader.js';
 import { runIdFor, splitPlan } from '../coordinator/split.js';
-import { DEFAULT_QUEUE_PREFIX, regionOfQueue } from '../contracts/queues.js';
-import type { RunJobData } from '../contracts/run-job.js';
+import { DEFAULT_QUEUE_PREFIX } from '../contracts/queues.js';
+import type { JobPayload } from '../contracts/job.js';
 
 export type EnqueueMode = 'flow' | 'addBulk';
 
@@ -31,24 +31,29 @@ const runId = runIdFor(loaded.plan.name, new Date());
 const fleet = openFleet({ redis: { url }, prefix: DEFAULT_QUEUE_PREFIX, log: createLogger('bench-enqueue', 'warn') });
 try {
   let start = performance.now();
-  const jobs = splitPlan(loaded, runId);
+  const jobCount = splitPlan(loaded, runId).length; // dropped at once: the flow splits again
   const splitMs = performance.now() - start;
   start = performance.now();
   if (mode === 'flow') {
     await submitRun(fleet, loaded, runId);
   } else {
-    // Only the flow's children are used: the parent's data never reaches Redis here.
-    const children = flowOf({ runId } as RunJobData, jobs).children!;
-    const byRegion = new Map<string, typeof children>();
-    for (const child of children) {
-      const region = regionOfQueue(child.queueName)!;
-      if (!byRegion.has(region)) byRegion.set(region, []);
-      byRegion.get(region)!.push(child);
+    const byRegion = new Map<string, JobPayload[]>();
+    for (const job of splitPlan(loaded, runId)) {
+      if (!byRegion.has(job.region)) byRegion.set(job.region, []);
+      byRegion.get(job.region)!.push(job);
     }
-    for (const [region, bulk] of byRegion)
-      await fleet.regionQueue(region).addBulk(bulk.map(({ name, data, opts }) => ({ name, data, opts })));
+    for (const [region, regionJobs] of byRegion)
+      await fleet.regionQueue(region).addBulk(
+        regionJobs.map((job) => {
+          const {
+            opts: { parent: _, ...opts },
+            ...rest
+          } = runJobOf(job, DEFAULT_QUEUE_PREFIX);
+          return { ...rest, opts };
+        }),
+      );
   }
-  const timing: EnqueueTiming = { jobs: jobs.length, splitMs, enqueueMs: performance.now() - start };
+  const timing: EnqueueTiming = { jobs: jobCount, splitMs, enqueueMs: performance.now() - start };
   process.stdout.write(JSON.stringify(timing));
 } finally {
   await fleet.close();

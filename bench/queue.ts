@@ -148,8 +148,9 @@ export async function enqueueRun(redis: BenchRedis, mode: EnqueueMode, profileDi
 }
 
 export interface EndToEndRun {
-  /** probefleet: `probefleet worker` processes; bullmq: bare BullMQ workers doing nothing (the floor). */
-  tool: 'probefleet' | 'bullmq';
+  /** probefleet: `probefleet worker` processes; bullmq-undici: bare BullMQ workers making the same
+   * one undici request per job (the fair floor); bullmq: bare BullMQ workers doing nothing. */
+  tool: 'probefleet' | 'bullmq-undici' | 'bullmq';
   jobs: number;
   /** Jobs that failed, or whose probe result was not ok. */
   errors: number;
@@ -161,7 +162,7 @@ export interface EndToEndRun {
   workerCpuSeconds: number;
   workerPeakRssKb: number;
   redisCpuSeconds: number;
-  /** Submitting the 10,000 jobs' flow (coordinator/flow.ts submitRun), before the workers took them. */
+  /** Submitting the 10,000 jobs (coordinator/flow.ts submitRun), while the workers took them. */
   enqueue: EnqueueRun;
   loadAverage: number;
 }
@@ -195,7 +196,7 @@ export async function endToEndRun(
     const args =
       tool === 'probefleet'
         ? [CLI, 'worker', '--region', END_TO_END_REGION, '--redis', redis.url, '--allow-loopback']
-        : [BARE_WORKER_PROCESS, redis.url, END_TO_END_REGION];
+        : [BARE_WORKER_PROCESS, redis.url, END_TO_END_REGION, ...(tool === 'bullmq-undici' ? [url] : [])];
     const child = spawn(launcher, [...launcherArgs, process.execPath, ...profileArgs(profileDir), ...args], {
       stdio: ['ignore', 'ignore', fd],
     });

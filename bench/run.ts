@@ -75,8 +75,7 @@ function benchmarksOf(only: string): Set<Benchmark> {
 function missingPrerequisites(selected: Set<Benchmark>): string[] {
   const missing: string[] = [];
   if (selected.has('sequential') && !onPath('curl')) missing.push('curl (apt-get install curl)');
-  if ((selected.has('sequential') || selected.has('load')) && !existsSync(NGINX_BINARY))
-    missing.push(`${NGINX_BINARY} (apt-get install nginx)`);
+  if (!existsSync(NGINX_BINARY)) missing.push(`${NGINX_BINARY} (apt-get install nginx)`);
   if (selected.has('load') && !onPath('wrk')) missing.push('wrk (apt-get install wrk)');
   if (!existsSync('/usr/bin/time')) missing.push('/usr/bin/time (apt-get install time)');
   if (selected.has('load') && !existsSync(AUTOCANNON_CLI)) missing.push('autocannon (a devDependency: npm ci)');
@@ -220,11 +219,12 @@ async function main(): Promise<void> {
   };
   const httpBench = selected.has('sequential') || selected.has('load');
   // Access log off: under load it would be nginx's own disk writes that we measure.
-  const nginx = httpBench
-    ? await startNginx([{ files: { 'index.html': NGINX_BODY }, directives: ['access_log off;'] }])
-    : undefined;
+  // Every benchmark uses it: the queue's one-request jobs go to nginx too, so that the target's
+  // own CPU is small beside the workers'.
+  const nginx = await startNginx([{ files: { 'index.html': NGINX_BODY }, directives: ['access_log off;'] }]);
+  const nginxUrl = `${nginx.urls[0]}/`;
   const targets: BenchTarget[] = [
-    ...(nginx ? [{ name: 'nginx' as const, url: `${nginx.urls[0]}/`, pid: nginx.pid }] : []),
+    { name: 'nginx' as const, url: nginxUrl, pid: nginx.pid },
     { name: 'lab', url, pid: lab.pid },
   ];
   try {
@@ -288,7 +288,7 @@ async function main(): Promise<void> {
           );
           const queueRound: QueueRound = {
             ceiling,
-            probeLoop: await probeLoopRun(url, ctx),
+            probeLoop: await probeLoopRun(nginxUrl, { serverPid: nginx.pid }),
             enqueue: [],
             endToEnd: [],
           };
@@ -301,8 +301,8 @@ async function main(): Promise<void> {
               `queue round ${round + 1}/${queueRounds}: enqueue (${mode}) ${Math.round(queueRound.enqueue.at(-1)!.jobsPerSecond)} jobs/s`,
             );
           }
-          for (const tool of orderFor(['probefleet', 'bullmq'] as const, round)) {
-            queueRound.endToEnd.push(await endToEndRun(redis, url, tool));
+          for (const tool of orderFor(['probefleet', 'bullmq-undici', 'bullmq'] as const, round)) {
+            queueRound.endToEnd.push(await endToEndRun(redis, nginxUrl, tool));
             say(
               `queue round ${round + 1}/${queueRounds}: end to end (${tool} workers) ${Math.round(queueRound.endToEnd.at(-1)!.jobsPerSecond)} jobs/s`,
             );
@@ -316,7 +316,7 @@ async function main(): Promise<void> {
         }
         if (missedQueue.endToEnd || values.profile) {
           say('profiling a probefleet worker');
-          results.profiles.worker = await profileInto((dir) => endToEndRun(redis, url, 'probefleet', dir));
+          results.profiles.worker = await profileInto((dir) => endToEndRun(redis, nginxUrl, 'probefleet', dir));
         }
       } finally {
         await redis.stop();
@@ -337,7 +337,7 @@ async function main(): Promise<void> {
     await writeFileAtomic(values.out, renderResults(results).markdown);
     say(`wrote ${values.out}`);
   } finally {
-    await nginx?.stop();
+    await nginx.stop();
     await lab.stop();
   }
 }

@@ -35,7 +35,10 @@ export const PLAN_LIMITS = {
   stringChars: 8192,
   /** Lists and mappings inside each other; a plan needs 4 (the plan, its targets, a target, its headers). */
   nestingDepth: 32,
-  /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise. */
+  /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise.
+   * Submitting 100,000 now fits in a few hundred MB (bench/README.md); the default stays, because
+   * the rest of a run still holds every job at once: the parent's data lists them all, and the
+   * report (one JSON document, one Redis string) holds every result. */
   jobsPerRun: 10_000,
 } as const;
 

@@ -8,6 +8,11 @@ export const DEFAULT_QUEUE_PREFIX = '{probefleet}';
 /** The queue of parent "run" jobs and of fired schedules. */
 export const RUNS_QUEUE = 'runs';
 
+/** The queue of the runs' submission gates: one job per run being submitted, a child of the run's
+ * parent job that holds it waiting until every probe job is in (coordinator/flow.ts). Nothing
+ * takes jobs from it; the submitter removes each gate once its run's jobs are all added. */
+export const SUBMISSIONS_QUEUE = 'submissions';
+
 /** Job names, so one queue can hold more than one kind of job. */
 export const JOB_NAMES = {
   /** The parent of a run's flow: processed once all its children are done. */
@@ -16,6 +21,8 @@ export const JOB_NAMES = {
   probe: 'probe',
   /** What a job scheduler puts on the runs queue when it fires. */
   scheduledRun: 'scheduled-run',
+  /** A run's submission gate in SUBMISSIONS_QUEUE. */
+  submission: 'submission',
 } as const;
 
 const PREFIX_PATTERN = /^[^\s:{}]*\{[^\s:{}]+\}[^\s:{}]*$/;

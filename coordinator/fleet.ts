@@ -3,7 +3,7 @@
 // the coordinator service open and close them the same way.
 import { FlowProducer, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { prefixProblem, regionQueueName, RUNS_QUEUE } from '../contracts/queues.js';
+import { prefixProblem, regionQueueName, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
 import { DEFAULT_RETENTION, type RetentionSettings } from '../contracts/retention.js';
 import type { Logger } from '../common/log.js';
 import {
@@ -51,6 +51,8 @@ export interface Fleet {
   jobKey?: string;
   /** A region's queue (opened on first use, closed with the fleet). */
   regionQueue(region: string): Queue;
+  /** The queue of the runs' submission gates (opened on first use, closed with the fleet). */
+  submissionsQueue(): Queue;
   /** Resolves once Redis answers; else RedisUnreachableError saying where and why, after `timeoutMs`. */
   reachable(timeoutMs?: number): Promise<void>;
   /** The error that says Redis could not be reached, with the last connection error seen. */
@@ -71,7 +73,17 @@ export function openFleet(options: FleetOptions): Fleet {
   const queueOptions = { connection, prefix, streams: { events: { maxLen: QUEUE_EVENTS_KEPT } } };
   const client = createRedisClient(options.redis, 'probefleet-coordinator');
   const lastError = warnOnRedisErrors(client, log, 'fleet');
-  const regionQueues = new Map<string, Queue>();
+  /** Queues opened on first use, by name. */
+  const queues = new Map<string, Queue>();
+  const queueNamed = (name: string) => {
+    let queue = queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, queueOptions);
+      queue.on('error', () => {});
+      queues.set(name, queue);
+    }
+    return queue;
+  };
   const runs = new Queue(RUNS_QUEUE, queueOptions);
   const flows = new FlowProducer({ connection, prefix });
   // BullMQ's own connections report the same outage as the client: a listener each, logged once.
@@ -93,25 +105,18 @@ export function openFleet(options: FleetOptions): Fleet {
     client,
     ...(options.jobKey ? { jobKey: options.jobKey } : {}),
     store: new ReportStore(client, prefix, (options.retention ?? DEFAULT_RETENTION).reports),
-    regionQueue(region) {
-      let queue = regionQueues.get(region);
-      if (!queue) {
-        queue = new Queue(regionQueueName(region), queueOptions);
-        queue.on('error', () => {});
-        regionQueues.set(region, queue);
-      }
-      return queue;
-    },
+    regionQueue: (region) => queueNamed(regionQueueName(region)),
+    submissionsQueue: () => queueNamed(SUBMISSIONS_QUEUE),
     async reachable(timeoutMs = options.redis.commandTimeoutMs ?? DEFAULT_REDIS_TIMEOUT_SECONDS * 1000) {
       if (!(await pingWithin(client, timeoutMs)))
         throw unreachable(`no answer within ${Math.round(timeoutMs / 100) / 10} s`);
     },
     unreachable,
     async close() {
-      const queues: { close(): Promise<void>; disconnect(): Promise<void> }[] = [runs, flows, ...regionQueues.values()];
+      const open: { close(): Promise<void>; disconnect(): Promise<void> }[] = [runs, flows, ...queues.values()];
       // QUIT would wait behind commands queued for a Redis that is away: only say goodbye to one that answers.
       const closing = Promise.allSettled([
-        ...queues.map((q) => q.close()),
+        ...open.map((q) => q.close()),
         client.status === 'ready' ? client.quit() : client.disconnect(),
       ]);
       await settlesWithin(closing, CLOSE_BOUND_MS);
@@ -120,7 +125,7 @@ export function openFleet(options: FleetOptions): Fleet {
       // commands may still be queued for it. Cutting every connection ends both (a no-op for one
       // that closed). Bounded too: a promise that never settles, once nothing else is pending,
       // would end the process with Node's exit code 13 instead of ours.
-      await settlesWithin(Promise.allSettled(queues.map((q) => q.disconnect())), CLOSE_BOUND_MS);
+      await settlesWithin(Promise.allSettled(open.map((q) => q.disconnect())), CLOSE_BOUND_MS);
       client.disconnect();
     },
   };

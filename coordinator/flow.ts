@@ -1,8 +1,15 @@
-// A run as a BullMQ flow: one parent "run" job on the runs queue and one child per job of the
-// plan, each in its region's queue. Ids are deterministic (coordinator/split.ts), so submitting
-// the same run again adds nothing; submitting another plan under an existing run id is refused.
+// A run in Redis: one parent "run" job on the runs queue whose children are the plan's jobs, each
+// in its region's queue (BullMQ's parent/child dependencies: the parent is processed once every
+// child is done). The parent goes in first with one child of its own, the run's submission gate,
+// which holds it waiting; the jobs follow in batches (Queue.addBulk, a few batches in flight),
+// and removing the gate lets the parent go once its jobs are done. One flow of 100,000 children
+// is one transaction built whole in memory (1.65 GB, 6–7k jobs/s); batches keep memory bounded
+// by a batch and let Node build one while Redis runs another (docs/architecture.md). Ids are
+// deterministic (coordinator/split.ts), so submitting the same run again adds nothing, and a
+// submit cut off halfway (its gate still there) is completed by the next; submitting another
+// plan under an existing run id is refused.
 import type { FlowJob } from 'bullmq';
-import { JOB_NAMES, regionQueueName, reportKeys, RUNS_QUEUE } from '../contracts/queues.js';
+import { JOB_NAMES, jobKey, regionQueueName, reportKeys, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
 import type { JobPayload } from '../contracts/job.js';
 import type { Plan } from '../contracts/plan.js';
 import type { JobRef, RunReport } from '../contracts/result.js';
@@ -42,28 +49,88 @@ export function jobRefOf(job: JobPayload): JobRef {
  */
 const REMOVE_WHEN_DONE = { removeOnComplete: true } as const;
 
-/** The flow of a run: adding it again (a retried submit) adds nothing, every id being fixed.
- * With a key, each job's data is signed for the workers. */
-export function flowOf(data: RunJobData, jobs: JobPayload[], jobKey?: string): FlowJob {
+/** A run's jobs are added this many per Queue.addBulk (one pipeline): a batch's jobs and
+ * commands are what the submitter holds in memory at a time. */
+const SUBMIT_BATCH_JOBS = 200;
+/** Batches sent before waiting for the first: Node builds the next while Redis runs the last. */
+const SUBMIT_BATCHES_IN_FLIGHT = 4;
+
+/** The parent of a run and its submission gate: adding it again (a retried submit) adds nothing. */
+export function runParentOf(data: RunJobData): FlowJob {
   return {
     name: JOB_NAMES.run,
     queueName: RUNS_QUEUE,
     data,
     opts: { jobId: data.runId, ...REMOVE_WHEN_DONE },
-    children: jobs.map((job) => ({
-      name: JOB_NAMES.probe,
-      queueName: regionQueueName(job.region),
-      data: signData(job, jobKey),
-      opts: {
-        jobId: job.jobId,
-        attempts: JOB_ATTEMPTS,
-        backoff: RETRY_BACKOFF,
-        // A child that fails for good is recorded on the parent, which goes on without it.
-        ignoreDependencyOnFailure: true,
-        ...REMOVE_WHEN_DONE,
+    children: [
+      {
+        name: JOB_NAMES.submission,
+        queueName: SUBMISSIONS_QUEUE,
+        data: { runId: data.runId },
+        opts: { jobId: data.runId },
       },
-    })),
+    ],
   };
+}
+
+/** One job of a run as Queue.addBulk takes it: a child of the run's parent job, its id fixed.
+ * With a key, its data is signed for the workers. */
+export function runJobOf(job: JobPayload, prefix: string, jobKey?: string) {
+  return {
+    name: JOB_NAMES.probe,
+    data: signData(job, jobKey),
+    opts: {
+      jobId: job.jobId,
+      parent: { id: job.runId, queue: `${prefix}:${RUNS_QUEUE}` },
+      attempts: JOB_ATTEMPTS,
+      backoff: RETRY_BACKOFF,
+      // A child that fails for good is recorded on the parent, which goes on without it.
+      ignoreDependencyOnFailure: true,
+      ...REMOVE_WHEN_DONE,
+    },
+  };
+}
+
+/**
+ * Adds a run's jobs under its parent, in batches per region queue, then removes the run's gate.
+ * Jobs already done (their result on the parent) are left out: a job removed once complete
+ * would otherwise be added, and run, again. Jobs still waiting are not added twice (fixed ids).
+ */
+export async function addRunJobs(fleet: Fleet, runId: string, jobs: JobPayload[]): Promise<void> {
+  const parentKey = jobKey(fleet.prefix, RUNS_QUEUE, runId);
+  const [processed, failed] = await Promise.all([
+    fleet.client.hkeys(`${parentKey}:processed`),
+    fleet.client.hkeys(`${parentKey}:failed`),
+  ]);
+  const done = new Set([...processed, ...failed]);
+  const byRegion = new Map<string, JobPayload[]>();
+  for (const job of jobs) {
+    if (done.has(jobKey(fleet.prefix, regionQueueName(job.region), job.jobId))) continue;
+    const regionJobs = byRegion.get(job.region);
+    if (regionJobs) regionJobs.push(job);
+    else byRegion.set(job.region, [job]);
+  }
+  const inFlight = new Set<Promise<unknown>>();
+  try {
+    for (const [region, regionJobs] of byRegion) {
+      const queue = fleet.regionQueue(region);
+      for (let start = 0; start < regionJobs.length; start += SUBMIT_BATCH_JOBS) {
+        const batch = regionJobs
+          .slice(start, start + SUBMIT_BATCH_JOBS)
+          .map((job) => runJobOf(job, fleet.prefix, fleet.jobKey));
+        const adding = queue.addBulk(batch).finally(() => inFlight.delete(adding));
+        inFlight.add(adding);
+        if (inFlight.size >= SUBMIT_BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+      }
+    }
+    await Promise.all(inFlight);
+  } catch (err) {
+    // The gate stays: the run waits for a submit that completes it (or for its deadline).
+    await Promise.allSettled(inFlight);
+    throw err;
+  }
+  // Every job is in: without its gate, the parent goes on once they are done (at once if they are).
+  await fleet.submissionsQueue().remove(runId);
 }
 
 export interface SubmittedRun {
@@ -102,6 +169,8 @@ export async function submitRun(
   if (existing) {
     const data = runDataOf(existing);
     refuseOtherPlan(runId, data.plan, loaded.plan, `submitted ${data.submittedAt}`);
+    // Its gate still there: the submit that added it stopped before all jobs were in.
+    if (await fleet.submissionsQueue().getJob(runId)) await addRunJobs(fleet, runId, jobs);
     return { runId, jobs, data, added: false };
   }
   const report = await fleet.store.get(runId);
@@ -137,6 +206,7 @@ export async function submitRun(
   // A Queue writes its settings (QUEUE_EVENTS_KEPT) to Redis as it opens; getVersion() waits for
   // that write, so the regions' queues have them before their jobs arrive.
   await Promise.all(loaded.plan.regions.map((region) => fleet.regionQueue(region).getVersion()));
-  await fleet.flows.add(flowOf(data, jobs, fleet.jobKey));
+  await fleet.flows.add(runParentOf(data));
+  await addRunJobs(fleet, runId, jobs);
   return { runId, jobs, data, added: true };
 }

@@ -34,6 +34,8 @@ export interface ExecuteOptions {
 }
 
 const EMBEDDED_POLICY = new TargetPolicy(EMBEDDED_POLICY_SETTINGS);
+/** Read once: every result names its worker's host. */
+const HOST = hostname();
 
 /** How long a probe may take to return what it has once its time bound (or the worker's
  * shutdown) stopped it: a probe stops at once, but a step of synchronous CPU work (brotli 11 on
@@ -111,7 +113,7 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
     error: outcome.error,
     startedAt,
     finishedAt: new Date().toISOString(),
-    worker: { host: hostname(), pid: process.pid, region: options.region },
+    worker: { host: HOST, pid: process.pid, region: options.region },
     summary: outcome.summary,
     details: outcome.details,
     findings: outcome.findings,

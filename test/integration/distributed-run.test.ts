@@ -12,7 +12,8 @@ import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
-import { flowOf, submitRun } from '../../coordinator/flow.js';
+import { addRunJobs, jobRefOf, runJobOf, runParentOf, submitRun } from '../../coordinator/flow.js';
+import { splitPlan } from '../../coordinator/split.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { renderHtmlReport } from '../../coordinator/report/html.js';
 import { startLab, type Lab } from '../../lab/index.js';
@@ -346,14 +347,32 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
     const second = await runCli(['run', plan, ...redisArgs, '--run-id', 'same-run-1', '--detach']);
     assert.equal(second.code, 0, second.stderr);
     assert.match(second.stderr, /already submitted: nothing added/);
-    // A submit that crashed after adding and is retried adds the whole flow again: still nothing new.
+    // A submit that crashed after adding and is retried adds all the jobs again: still nothing new.
     const existing = await submitRun(
       fleet,
       await parsePlan(planYaml(lab, 'same-twice', ['idle']), 'inline.yaml'),
       'same-run-1',
     );
-    await fleet.flows.add(flowOf(existing.data, existing.jobs));
+    await addRunJobs(fleet, existing.runId, existing.jobs);
     assert.deepEqual(await counted(), before);
+
+    // A submit cut off after the run's parent and some of its jobs: its gate holds the parent,
+    // and submitting again adds the rest (once each) and lets the parent go.
+    const cutLoaded = await parsePlan(planYaml(lab, 'cut-off', ['idle']), 'inline.yaml');
+    const cutJobs = splitPlan(cutLoaded, 'cut-run-1');
+    const cutData = (await submitRun(fleet, cutLoaded, 'cut-run-0')).data; // a run's data to copy
+    await fleet.flows.add(runParentOf({ ...cutData, runId: 'cut-run-1', jobs: cutJobs.map(jobRefOf) }));
+    await queue.addBulk(cutJobs.slice(0, 1).map((job) => runJobOf(job, prefix)));
+    assert.equal(await queue.getJobCountByTypes('waiting'), 4 + 4 + 1);
+    const resumed = await submitRun(fleet, cutLoaded, 'cut-run-1');
+    assert.equal(resumed.added, false);
+    assert.equal(await queue.getJobCountByTypes('waiting'), 4 + 4 + 4, 'the rest added, none twice');
+    assert.equal(await fleet.submissionsQueue().getJob('cut-run-1'), undefined, 'its gate removed');
+    const cutParent = await fleet.runs.getJob('cut-run-1');
+    assert.equal(await cutParent!.getState(), 'waiting-children');
+    assert.equal((await cutParent!.getDependenciesCount({ unprocessed: true })).unprocessed, 4);
+    await fleet.runs.remove('cut-run-0', { removeChildren: true });
+    await fleet.runs.remove('cut-run-1', { removeChildren: true });
 
     const other = await writePlan(planYaml(lab, 'same-twice-other', ['idle']));
     const refused = await runCli(['run', other, ...redisArgs, '--run-id', 'same-run-1', '--detach']);
