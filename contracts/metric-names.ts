@@ -57,6 +57,8 @@ export const COORDINATOR_METRICS = {
     help: 'Time from a run being submitted to its report',
     labels: [],
     type: 'histogram',
+    // Runs take from seconds (a short plan) to hours (many jobs per region).
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600],
   },
   jobsStalled: {
     name: 'probefleet_jobs_stalled_total',

@@ -2,7 +2,7 @@
 // `compare` group {plan, region}, which replaces the previous comparison's. A region only the run
 // before had still gets its group replaced (with the timestamp alone), so a verdict from an older
 // comparison never lingers. The alert "regressed with confidence" reads these (dashboards/src/alerts.ts).
-import { Registry, type Gauge } from 'prom-client';
+import { Registry } from 'prom-client';
 import { VERDICTS, type ComparedQuantity, type RunComparison } from '../contracts/comparison.js';
 import { COMPARISON_METRICS } from '../contracts/metric-names.js';
 import type { Logger } from '../common/log.js';
@@ -16,7 +16,7 @@ export function comparisonMetricsOf(comparison: RunComparison): { plan: string; 
   const regions = [...new Set([...comparison.before.regions, ...comparison.after.regions])].sort();
   return regions.map((region) => {
     const registry = new Registry();
-    const metrics = metricsOf(COMPARISON_METRICS, registry) as Record<keyof typeof COMPARISON_METRICS, Gauge<string>>;
+    const metrics = metricsOf(COMPARISON_METRICS, registry);
     metrics.timestamp.set(Date.parse(comparison.after.finishedAt) / 1000);
     for (const q of comparison.quantities) {
       if (q.region !== region) continue;

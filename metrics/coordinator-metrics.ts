@@ -4,14 +4,12 @@
 // contracts/metric-names.ts. A scrape never waits for Redis: queue depths are read in the
 // background (refresh), within a bound, and /metrics serves the last reading.
 import type { Queue } from 'bullmq';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { COORDINATOR_METRICS as M, JOB_OUTCOMES, QUEUE_STATES, REDIS_PERSISTENCE } from '../contracts/metric-names.js';
 import type { RunReport } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
-
-/** Runs take from seconds (a short plan) to hours (many jobs per region). */
-const RUN_DURATION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600];
+import { metricsOf } from './prom.js';
 
 export type RedisPersistence = (typeof REDIS_PERSISTENCE)[number];
 
@@ -33,54 +31,6 @@ export interface RegionQueues {
 
 type QueueReading = Map<string, { counts: Record<string, number>; workers: number }>;
 
-/** The coordinator's series (contracts/metric-names.ts COORDINATOR_METRICS), on `registry`. */
-function coordinatorSeries(registry: Registry) {
-  const queueJobs = new Gauge({
-    name: M.queueJobs.name,
-    help: M.queueJobs.help,
-    labelNames: M.queueJobs.labels,
-    registers: [registry],
-  });
-  const queueWorkers = new Gauge({
-    name: M.queueWorkers.name,
-    help: M.queueWorkers.help,
-    labelNames: M.queueWorkers.labels,
-    registers: [registry],
-  });
-  const redisUp = new Gauge({ name: M.redisUp.name, help: M.redisUp.help, registers: [registry] });
-  const persistence = new Gauge({
-    name: M.redisPersistence.name,
-    help: M.redisPersistence.help,
-    labelNames: M.redisPersistence.labels,
-    registers: [registry],
-  });
-  const jobs = new Counter({
-    name: M.jobsFinished.name,
-    help: M.jobsFinished.help,
-    labelNames: M.jobsFinished.labels,
-    registers: [registry],
-  });
-  const stalled = new Counter({
-    name: M.jobsStalled.name,
-    help: M.jobsStalled.help,
-    labelNames: M.jobsStalled.labels,
-    registers: [registry],
-  });
-  const runs = new Counter({
-    name: M.runsFinished.name,
-    help: M.runsFinished.help,
-    labelNames: M.runsFinished.labels,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: M.runDuration.name,
-    help: M.runDuration.help,
-    buckets: RUN_DURATION_BUCKETS,
-    registers: [registry],
-  });
-  return { queueJobs, queueWorkers, redisUp, persistence, jobs, stalled, runs, duration };
-}
-
 export function createCoordinatorMetrics(
   fleet: RegionQueues,
   regions: () => Promise<string[]>,
@@ -89,7 +39,16 @@ export function createCoordinatorMetrics(
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
-  const { queueJobs, queueWorkers, redisUp, persistence, jobs, stalled, runs, duration } = coordinatorSeries(registry);
+  const {
+    queueJobs,
+    queueWorkers,
+    redisUp,
+    redisPersistence: persistence,
+    jobsFinished: jobs,
+    jobsStalled: stalled,
+    runsFinished: runs,
+    runDuration: duration,
+  } = metricsOf(M, registry);
   redisUp.set(0);
 
   const show = (reading: QueueReading | undefined) => {

@@ -4,7 +4,7 @@
 // kept apart so that no series reaches Prometheus twice (once scraped, once pushed).
 import { hostname } from 'node:os';
 import { WaitingError, type Job } from 'bullmq';
-import { collectDefaultMetrics, Registry, type Counter, type Gauge } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { WORKER_JOB_OUTCOMES, WORKER_METRICS } from '../contracts/metric-names.js';
 import type { ProbeResult, RunReport } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
@@ -74,8 +74,8 @@ export function createJobMetrics(options: JobMetricsOptions): JobMetrics {
   const { region, log } = options;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const jobs = metricOf(WORKER_METRICS.jobs, registry) as Counter<string>;
-  const inFlight = metricOf(WORKER_METRICS.inFlight, registry) as Gauge<string>;
+  const jobs = metricOf(WORKER_METRICS.jobs, registry);
+  const inFlight = metricOf(WORKER_METRICS.inFlight, registry);
   for (const outcome of WORKER_JOB_OUTCOMES) jobs.inc({ region, outcome }, 0);
   inFlight.set({ region }, 0);
 

@@ -125,7 +125,7 @@ export class MetricsPusher {
     this.attempts = Math.max(1, settings.attempts ?? Number.POSITIVE_INFINITY);
     this.backoffMs = settings.backoffMs ?? 500;
     this.repushEveryMs = settings.repushEveryMs ?? 60_000;
-    this.failures = metricOf(PUSH_METRICS.failures, registry) as Counter<string>;
+    this.failures = metricOf(PUSH_METRICS.failures, registry);
     for (const group of Object.keys(PUSH_GROUPS)) this.failures.inc({ group }, 0);
   }
 
@@ -167,7 +167,7 @@ export class MetricsPusher {
    */
   async pushFailureCounts(instance: string, options: { once?: boolean } = {}): Promise<boolean> {
     const registry = new Registry();
-    const counts = metricOf(PUSH_METRICS.failures, registry) as Counter<string>;
+    const counts = metricOf(PUSH_METRICS.failures, registry);
     for (const { labels, value } of (await this.failures.get()).values) counts.inc(labels, value);
     const key = { instance };
     return this.attempt(

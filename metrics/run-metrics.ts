@@ -2,7 +2,7 @@
 // the `run` group {plan, region}, which replaces the previous run's. A target dropped from the
 // plan drops out with the next run; a region without results keeps its previous group, so its
 // last-run time ages and the missing-run alert can see it.
-import { Registry, type Gauge } from 'prom-client';
+import { Registry } from 'prom-client';
 import { JOB_OUTCOMES, RUN_METRICS } from '../contracts/metric-names.js';
 import { PROBE_KINDS, type ProbeKind } from '../contracts/probes/index.js';
 import type { ProbeResult, ResultOf, RunReport } from '../contracts/result.js';
@@ -41,7 +41,7 @@ export async function pushRunMetrics(pusher: MetricsPusher, report: RunReport, l
 function regionRegistry(report: RunReport, region: string): Registry {
   const registry = new Registry();
   const metrics = metricsOf(RUN_METRICS, registry);
-  const record: RunRecorder = (metric, labels, value) => (metrics[metric] as Gauge<string>).set(labels, value);
+  const record: RunRecorder = (metric, labels, value) => metrics[metric].set(labels, value);
   const results = report.results.filter((r) => r.region === region);
   const unfinished = report.unfinishedJobs.filter((u) => u.region === region);
 
