@@ -3,7 +3,7 @@
 // gets it right (text of 10 KB in gzip when asked, Vary: Accept-Encoding) and changes one thing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyRules, type Finding, type FindingCode, type FindingRule } from '../../contracts/findings.js';
+import { applyRules } from '../../contracts/findings.js';
 import type { EncodingRow, LevelRow } from '../../contracts/probes/compression.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import {
@@ -15,6 +15,7 @@ import {
   serverGzipLevelWaste,
   type CompressionFindingInput,
 } from '../../worker/probes/compression-findings.js';
+import { type RuleCase, testRuleCases } from '../helpers/finding-rules.js';
 
 type Details = ProbeDetails<'compression'>;
 const where = { region: 'local', target: 'json', probe: 'compression' };
@@ -75,13 +76,7 @@ function input(
   };
 }
 
-interface Case {
-  name: string;
-  rule: FindingRule<CompressionFindingInput>;
-  input: CompressionFindingInput;
-  /** The finding the rule makes, or undefined for none. */
-  expected?: { code: FindingCode; evidence: RegExp; data: Finding['data'] };
-}
+type Case = RuleCase<CompressionFindingInput>;
 
 const cases: Case[] = [
   {
@@ -260,17 +255,7 @@ const cases: Case[] = [
   },
 ];
 
-for (const { name, rule, input: given, expected } of cases) {
-  test(`${rule.name}: ${name}`, () => {
-    const found = rule(given, where);
-    if (!expected) return assert.equal(found, undefined);
-    assert.ok(found, 'a finding');
-    assert.equal(found.code, expected.code);
-    assert.deepEqual([found.region, found.target, found.probe], [where.region, where.target, where.probe]);
-    assert.match(found.evidence, expected.evidence);
-    assert.deepEqual(found.data, expected.data);
-  });
-}
+testRuleCases(cases, where);
 
 test('a server that gets it right: no rule fires', () => {
   assert.deepEqual(applyRules(COMPRESSION_RULES, input(), where), []);

@@ -3,7 +3,7 @@
 // origin, Vary: Origin, refused origins get nothing) and changes what the case is about.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyRules, type Finding, type FindingCode, type FindingRule } from '../../contracts/findings.js';
+import { applyRules } from '../../contracts/findings.js';
 import type { CorsAnswer, CorsOriginResult } from '../../contracts/probes/cors.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import {
@@ -17,6 +17,7 @@ import {
   refusedOriginStillServed,
   wildcardWithCredentials,
 } from '../../worker/probes/cors-findings.js';
+import { type RuleCase, testRuleCases } from '../helpers/finding-rules.js';
 
 type Details = ProbeDetails<'cors'>;
 const where = { region: 'local', target: 'api', probe: 'cors' };
@@ -62,13 +63,7 @@ function details(
   };
 }
 
-interface Case {
-  name: string;
-  rule: FindingRule<Details>;
-  input: Details;
-  /** The finding the rule makes, or undefined for none. */
-  expected?: { code: FindingCode; evidence: RegExp; data: Finding['data'] };
-}
+type Case = RuleCase<Details>;
 
 const cases: Case[] = [
   {
@@ -290,17 +285,7 @@ const cases: Case[] = [
   },
 ];
 
-for (const { name, rule, input, expected } of cases) {
-  test(`${rule.name}: ${name}`, () => {
-    const found = rule(input, where);
-    if (!expected) return assert.equal(found, undefined);
-    assert.ok(found, 'a finding');
-    assert.equal(found.code, expected.code);
-    assert.deepEqual([found.region, found.target, found.probe], [where.region, where.target, where.probe]);
-    assert.match(found.evidence, expected.evidence);
-    assert.deepEqual(found.data, expected.data);
-  });
-}
+testRuleCases(cases, where);
 
 test('a well-behaved server: no rule fires', () => {
   assert.deepEqual(applyRules(CORS_RULES, details(), where), []);
