@@ -36,11 +36,14 @@ const quiet = { update() {}, done() {} };
 const STALL_TIMEOUT_SECONDS = 4;
 const FAST_STALL = ['--stall-timeout-seconds', String(STALL_TIMEOUT_SECONDS)];
 /**
- * Slack on the stall bound when timing a pick-up: the stall check and the lock renewal are timers
- * in worker processes that share 2 vCPUs with the probes and the rest of the suite, and this test
- * polls every 50 ms. A pick-up later than bound + slack is a broken bound, not noise.
+ * Slack on the stall bound when timing a pick-up. The bound itself is exact: the lock (half the
+ * stall timeout) expires at most half the timeout after its last renewal, and the stall check
+ * (every half) that marked the job after that renewal moves it at its next run. Alone on the
+ * machine the pick-up comes 3.7-3.9 s after the kill; in CI, where these timers run in worker
+ * processes that share 2 vCPUs with the rest of the suite, one run took 5.8 s. A pick-up at twice
+ * the bound (what the broken 61 s of a 30 s setting was) still fails.
  */
-const PICK_UP_SLACK_MS = 1_500;
+const PICK_UP_SLACK_MS = 3_000;
 
 /** Two jobs in region a: a slow one (reused requests to the Nagle endpoint wait ~40 ms each) first, then a quick one. */
 function slowPlan(lab: Lab, name: string, slowRequests: number): string {
