@@ -44,18 +44,26 @@ function recordRequests(
   record: JobRecorder,
   mode?: string,
 ): void {
-  const base: Labels = { target: result.target, probe: result.probe, ...(mode ? { mode } : {}) };
-  record.add('connectionsOpened', base, result.summary.connectionsOpened);
+  const { target, probe } = result;
+  // Object.assign, not object spread: on Node 20 a spread of these labels cost ~2.5 µs, most of
+  // a one-request job's metrics (bench/README.md, "Per job").
+  const labels = (extra?: Labels): Labels =>
+    Object.assign(mode === undefined ? { target, probe } : { target, probe, mode }, extra);
+  record.add('connectionsOpened', labels(), result.summary.connectionsOpened);
+  // prom-client validates and hashes the labels of every call: requests are counted per class first.
+  const requests = new Map<string, number>();
   for (const sample of samples) {
-    record.add('requests', { ...base, code_class: codeClass(sample) });
+    const code = codeClass(sample);
+    requests.set(code, (requests.get(code) ?? 0) + 1);
     // A failed request's phases stop wherever it failed; like the summary, only answered ones count.
     if (sample.error) continue;
     const connection = sample.newConnection ? 'new' : 'reused';
     for (const phase of PHASES) {
       const ms = sample.phases[phase];
-      if (ms !== undefined) record.observe('requestPhase', { ...base, connection, phase }, seconds(ms));
+      if (ms !== undefined) record.observe('requestPhase', labels({ connection, phase }), seconds(ms));
     }
   }
+  for (const [code_class, count] of requests) record.add('requests', labels({ code_class }), count);
 }
 
 const nothingPerRun = () => {};

@@ -42,7 +42,8 @@ export function createProbeMetrics(): ProbeMetrics {
     record(result) {
       const labels: Labels = { target: result.target, probe: result.probe };
       const finishedAt = Date.parse(result.finishedAt) / 1000;
-      recorder.add('jobs', { ...labels, outcome: result.ok ? 'ok' : (result.error?.code ?? 'error') });
+      const outcome = result.ok ? 'ok' : (result.error?.code ?? 'error');
+      recorder.add('jobs', { target: result.target, probe: result.probe, outcome });
       recorder.set('lastRun', labels, finishedAt);
       if (result.ok) recorder.set('lastSuccess', labels, finishedAt);
       recordProbe(result, recorder);

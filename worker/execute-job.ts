@@ -75,7 +75,13 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
     () => bound.abort(new DOMException(`the job's time bound (${job.timeLimitMs} ms) was reached`, 'TimeoutError')),
     job.timeLimitMs,
   );
-  const signal = options.signal ? AbortSignal.any([bound.signal, options.signal]) : bound.signal;
+  // The worker's shutdown stops the job as its bound does: a listener, not AbortSignal.any (a
+  // signal of its own per job, a measurable share of a one-request job's CPU).
+  const shutdown = options.signal;
+  const onShutdown = () => bound.abort(shutdown?.reason);
+  if (shutdown?.aborted) onShutdown();
+  else shutdown?.addEventListener('abort', onShutdown, { once: true });
+  const signal = bound.signal;
   const startedAt = new Date().toISOString();
   log.debug({ variant: job.variant }, 'probe starting');
   const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
@@ -100,6 +106,7 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
     );
   } finally {
     clearTimeout(timer);
+    shutdown?.removeEventListener('abort', onShutdown);
   }
   const result = {
     schema: RESULT_SCHEMA,

@@ -12,7 +12,7 @@ import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
-import { executeJob, InvalidJobError, parseJobPayload } from './execute-job.js';
+import { executeJob, InvalidJobError } from './execute-job.js';
 import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
 import { observeJobs, type JobObserver } from '../metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
@@ -76,9 +76,14 @@ function probeProcessor(options: RegionWorkerOptions, queueName: string, handing
     }
     let result: ProbeResult;
     try {
-      const payload = parseJobPayload(openSignedData(job.data, options.jobKey));
-      // executeJob settles by the job's time bound (plus a grace for a probe that overruns it).
-      result = await executeJob(payload, { region, log, signal, targetPolicy: options.targetPolicy });
+      // executeJob validates the payload (InvalidJobError) and settles by the job's time bound
+      // (plus a grace for a probe that overruns it).
+      result = await executeJob(openSignedData(job.data, options.jobKey), {
+        region,
+        log,
+        signal,
+        targetPolicy: options.targetPolicy,
+      });
     } catch (err) {
       if (err instanceof InvalidJobError || err instanceof JobSignatureError) {
         log.warn({ jobId: job.id, reason: err.message }, 'job failed for good');

@@ -7,6 +7,7 @@ import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import { createLogger } from '../../common/log.js';
+import { ConnectError, TimedConnector } from '../../worker/http/connector.js';
 import { TimedHttpClient } from '../../worker/http/timed-client.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
 import { warmUpRequestPath } from '../../worker/warm-up.js';
@@ -95,6 +96,54 @@ describe('TimedHttpClient.request under its bounds', () => {
       await client.close();
     }
   });
+});
+
+test('a TLS handshake nobody answers ends at the connect bound, as a timeout of the tls phase', async () => {
+  const server = await hostileServer();
+  const connector = new TimedConnector({
+    alpn: ['http/1.1'],
+    resumeTlsSessions: false,
+    timeoutMs: 300,
+    policy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS),
+  });
+  try {
+    const start = performance.now();
+    await assert.rejects(connector.open('127.0.0.1', Number(new URL(server.url).port), true), (err) => {
+      assert.ok(err instanceof ConnectError);
+      assert.equal(err.phase, 'tls');
+      assert.equal(err.code, 'ETIMEDOUT');
+      return true;
+    });
+    const took = performance.now() - start;
+    assert.ok(took >= 290 && took < 2_000, `cut after ${took} ms`);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a response that ends its connection leaves error stacks as they were', async (t) => {
+  const server = net.createServer((socket) =>
+    socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok')),
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  const client = new TimedHttpClient({
+    target: { name: 'closing', url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/` },
+    timeoutMs: 2_000,
+    policy: new TargetPolicy(EMBEDDED_POLICY_SETTINGS),
+  });
+  const limit = Error.stackTraceLimit;
+  try {
+    // The server closes the first; the client asks to close the second.
+    for (const closeAfter of [false, true]) {
+      const sample = await client.request({ seq: 0, closeAfter });
+      assert.equal(sample.status, 200, JSON.stringify(sample));
+      assert.equal(Error.stackTraceLimit, limit);
+      assert.match(new Error('after').stack ?? '', /\n\s+at /);
+    }
+  } finally {
+    await client.close();
+  }
 });
 
 test('the warm-up runs its jobs against a server of its own and reports how many', async () => {
