@@ -39,7 +39,20 @@ const fd = openSync(logFile, 'w');
 const [launcher, ...launcherArgs] = TIED_TO_THIS_PROCESS;
 const worker = spawn(
   launcher,
-  [...launcherArgs, process.execPath, CLI, 'worker', '--region', REGION, '--redis', redis.url, '--allow-loopback'],
+  // At debug, the worker logs every job's 'probe finished': what the sampler counts.
+  [
+    ...launcherArgs,
+    process.execPath,
+    CLI,
+    'worker',
+    '--region',
+    REGION,
+    '--redis',
+    redis.url,
+    '--allow-loopback',
+    '--log-level',
+    'debug',
+  ],
   { stdio: ['ignore', fd, fd] },
 );
 closeSync(fd);

@@ -121,8 +121,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     removeOnComplete: keepFailed,
     name: `${hostname()}-${process.pid}`,
   });
-  // executeJob's 'probe finished' line (info) already says how each job went: one line per job,
-  // each a synchronous write, is what logging costs a worker's throughput.
+  // executeJob's 'probe finished' line (debug; info for a failed probe) already says how each job went.
   worker.on('completed', (job) => log.debug({ jobId: job.id }, 'job completed'));
   worker.on('failed', (job, err) =>
     log.warn({ jobId: job?.id, attempt: job?.attemptsMade, reason: err.message }, 'job failed'),
