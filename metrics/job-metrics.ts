@@ -79,7 +79,10 @@ export function createJobMetrics(options: JobMetricsOptions): JobMetrics {
   for (const outcome of WORKER_JOB_OUTCOMES) jobs.inc({ region, outcome }, 0);
   inFlight.set({ region }, 0);
 
-  const probes = createProbeMetrics();
+  // A bug in a mapping costs that result's metrics, never the job.
+  const probes = createProbeMetrics((err, result) =>
+    log.error({ err, jobId: result.jobId }, 'cannot record the result as metrics'),
+  );
   const pusher = options.pushgateway ? new MetricsPusher(options.pushgateway, log, registry) : undefined;
   const group: CumulativeGroup | undefined = pusher?.cumulative(
     'probes',
@@ -88,13 +91,7 @@ export function createJobMetrics(options: JobMetricsOptions): JobMetrics {
   );
   const runPushes = new Set<Promise<unknown>>();
   const recordResult = (result: ProbeResult) => {
-    try {
-      probes.record(result);
-    } catch (err) {
-      // A bug in a mapping costs that job's metrics, never the job.
-      log.error({ err, jobId: result.jobId }, 'cannot record the result as metrics');
-      return;
-    }
+    probes.record(result);
     group?.schedule();
   };
 

@@ -10,8 +10,19 @@ export type MetricOf<T extends MetricType> = T extends 'counter'
     ? Gauge<string>
     : Histogram<string>;
 
-export function metricOf<S extends TypedMetricSpec>(spec: S, registry: Registry): MetricOf<S['type']> {
-  const common = { name: spec.name, help: spec.help, labelNames: [...spec.labels], registers: [registry] };
+/** `collect`: called by prom-client before it reads the metric (to bring it up to date). */
+export function metricOf<S extends TypedMetricSpec>(
+  spec: S,
+  registry: Registry,
+  collect?: () => void,
+): MetricOf<S['type']> {
+  const common = {
+    name: spec.name,
+    help: spec.help,
+    labelNames: [...spec.labels],
+    registers: [registry],
+    ...(collect ? { collect } : {}),
+  };
   switch (spec.type) {
     case 'counter':
       return new Counter(common) as MetricOf<S['type']>;
@@ -27,8 +38,9 @@ export function metricOf<S extends TypedMetricSpec>(spec: S, registry: Registry)
 export function metricsOf<T extends Record<string, TypedMetricSpec>>(
   specs: T,
   registry: Registry,
+  collect?: () => void,
 ): { [K in keyof T]: MetricOf<T[K]['type']> } {
-  return Object.fromEntries(Object.entries(specs).map(([key, spec]) => [key, metricOf(spec, registry)])) as {
+  return Object.fromEntries(Object.entries(specs).map(([key, spec]) => [key, metricOf(spec, registry, collect)])) as {
     [K in keyof T]: MetricOf<T[K]['type']>;
   };
 }
