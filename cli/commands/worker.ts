@@ -1,5 +1,6 @@
 // `probefleet worker --region R`: takes jobs from region R's queue until SIGTERM or Ctrl-C.
-import { setFlagsFromString } from 'node:v8';
+// First: V8's heap settings must hold while the rest of the worker's code loads.
+import '../../worker/heap-settings.js';
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { NAME_PATTERN } from '../../contracts/common.js';
@@ -14,9 +15,6 @@ import { jobKeyOf, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js'
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
-
-/** How much V8's old space may grow past what a full collection kept (see the handler). */
-const HEAP_GROWING_PERCENT = 20;
 
 /** After the grace period: handing jobs back (5 s), closing without Redis (4 s), the last pushes. */
 const SHUTDOWN_AFTER_GRACE_MS = 10_000;
@@ -60,12 +58,6 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
   describe: "Run a region worker: take that region's jobs from Redis and measure",
   builder: options,
   handler: async (args) => {
-    // V8 lets the old space grow to 4x what the last full collection kept on a machine with memory
-    // to spare: a worker's ~30 MB of live heap then took 100 MB more before each collection, and its
-    // RSS climbed past 220 MB over 10,000 jobs with nothing leaking. 20% more keeps it near 150 MB
-    // for ~20 µs of collection per job (bench/README.md, bench/worker-memory.ts). Read at every
-    // collection, so it holds when set here.
-    setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
     if (!NAME_PATTERN.test(args.region))
       throw new BadArgumentError(`--region: "${args.region}" is not a region name (a-z, 0-9, "-", "_")`);
     if (!Number.isInteger(args.concurrency) || args.concurrency < 1)

@@ -1,20 +1,25 @@
 // Every probe kind's implementation; the mapped type makes a missing one a compile error.
 import type { ProbeKind } from '../../contracts/probes/index.js';
-import { runCompressionProbe } from './compression.js';
-import { runCorsProbe } from './cors.js';
-import { runDrainProbe } from './drain.js';
-import { runHttp2Probe } from './http2.js';
-import { runLoadProbe } from './load.js';
 import type { Probe } from './probe.js';
 import { runReuseProbe } from './reuse.js';
-import { runTlsProbe } from './tls.js';
+
+/**
+ * A probe whose module is loaded on its first job, before the probe starts timing: a worker
+ * holds only the code (and libraries: pako, hdr-histogram-js) of the kinds it runs, ~10 MB less
+ * at start-up (bench/README.md, worker memory).
+ */
+function loadedOnFirstJob<K extends ProbeKind>(load: () => Promise<Probe<K>>): Probe<K> {
+  let loading: Promise<Probe<K>> | undefined;
+  return async (job, ctx) => (await (loading ??= load()))(job, ctx);
+}
 
 export const PROBE_IMPLEMENTATIONS: { [K in ProbeKind]: Probe<K> } = {
+  // Loaded at start: the warm-up runs it (worker/warm-up.ts).
   reuse: runReuseProbe,
-  compression: runCompressionProbe,
-  cors: runCorsProbe,
-  drain: runDrainProbe,
-  tls: runTlsProbe,
-  http2: runHttp2Probe,
-  load: runLoadProbe,
+  compression: loadedOnFirstJob(async () => (await import('./compression.js')).runCompressionProbe),
+  cors: loadedOnFirstJob(async () => (await import('./cors.js')).runCorsProbe),
+  drain: loadedOnFirstJob(async () => (await import('./drain.js')).runDrainProbe),
+  tls: loadedOnFirstJob(async () => (await import('./tls.js')).runTlsProbe),
+  http2: loadedOnFirstJob(async () => (await import('./http2.js')).runHttp2Probe),
+  load: loadedOnFirstJob(async () => (await import('./load.js')).runLoadProbe),
 };
