@@ -10,7 +10,10 @@ import { runReuseProbe } from './reuse.js';
  */
 function loadedOnFirstJob<K extends ProbeKind>(load: () => Promise<Probe<K>>): Probe<K> {
   let loading: Promise<Probe<K>> | undefined;
-  return async (job, ctx) => (await (loading ??= load()))(job, ctx);
+  return async (job, ctx) => {
+    loading ??= load();
+    return (await loading)(job, ctx);
+  };
 }
 
 export const PROBE_IMPLEMENTATIONS: { [K in ProbeKind]: Probe<K> } = {
