@@ -93,8 +93,9 @@ export const JOB_OUTCOMES = ['ok', 'error', 'failed', 'not_run'] as const;
 // Probe measurements, pushed to a Pushgateway. Two kinds of group, so that nothing is
 // lost when targets take turns and nothing piles up per run (docs/architecture.md, "Metrics"):
 // - `probes`: each process that runs jobs (a worker, or `run` in embedded mode) keeps one
-//   cumulative registry of counters and histograms and pushes it whole (PUT) after every job,
-//   continuing the counts the group already holds. Rates and distributions over weeks.
+//   cumulative registry of counters and histograms and pushes it whole (PUT) as jobs finish (at
+//   most every few seconds), continuing the counts the group already holds. Rates and
+//   distributions over weeks.
 // - `run`: whoever finishes a run pushes one group per plan and region with gauges of that
 //   run ("one number per region and target"), replacing the previous run's. Alerts and the
 //   last-run panels read these, so they hold between nightly runs.

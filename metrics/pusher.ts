@@ -17,7 +17,7 @@ import { PUSH_GROUPS, PUSH_METRICS, type PushGroupKind } from '../contracts/metr
 import type { Logger } from '../common/log.js';
 import { metricOf } from './prom.js';
 
-/** @defaultValue each request 5 s; retried for 30 s, 0.5 s apart at first, doubling to 8 s; kept pushes retried every 60 s */
+/** @defaultValue each request 5 s; retried for 30 s, 0.5 s apart at first, doubling to 8 s; kept pushes retried every 60 s; a cumulative group at most every 5 s */
 export interface PushgatewaySettings {
   /** Base URL, e.g. http://pushgateway:9091; `user:password@` in it is sent as basic auth. */
   url: string;
@@ -31,6 +31,8 @@ export interface PushgatewaySettings {
   backoffMs?: number;
   /** How often a push that failed is tried again in the background, until the gateway answers. */
   repushEveryMs?: number;
+  /** A cumulative group (the probes' results) is pushed at most this often, and at once on `flush`. */
+  pushIntervalMs?: number;
 }
 
 const MAX_BACKOFF_MS = 8_000;
@@ -85,11 +87,13 @@ interface GatewayFamily {
   }[];
 }
 
-/** A repeated push of one growing registry; pushes asked for while one is running are merged into one. */
+/** A repeated push of one growing registry; pushes asked for while one is running, or within the
+ * push interval after it started, are merged into one. */
 export interface CumulativeGroup {
   /** Pushes soon, in the background. */
   schedule(): void;
-  /** Resolves when nothing is left to push (pushed, or failed and counted). */
+  /** Pushes what waits for the interval at once; resolves when nothing is left to push (pushed,
+   * or failed and counted). */
   flush(): Promise<void>;
 }
 
@@ -101,6 +105,7 @@ export class MetricsPusher {
   private readonly attempts: number;
   private readonly backoffMs: number;
   private readonly repushEveryMs: number;
+  private readonly pushIntervalMs: number;
   private readonly failures: Counter<string>;
   /** Groups whose last push failed, by path: how to push their last state again. */
   private readonly failed = new Map<string, { kind: PushGroupKind; key: GroupingKey; push: () => Promise<void> }>();
@@ -125,6 +130,7 @@ export class MetricsPusher {
     this.attempts = Math.max(1, settings.attempts ?? Number.POSITIVE_INFINITY);
     this.backoffMs = settings.backoffMs ?? 500;
     this.repushEveryMs = settings.repushEveryMs ?? 60_000;
+    this.pushIntervalMs = settings.pushIntervalMs ?? 5_000;
     this.failures = metricOf(PUSH_METRICS.failures, registry);
     for (const group of Object.keys(PUSH_GROUPS)) this.failures.inc({ group }, 0);
   }
@@ -187,6 +193,10 @@ export class MetricsPusher {
     let seed: unknown[] | undefined;
     let pending = false;
     let running: Promise<void> | undefined;
+    let lastPushAt = Number.NEGATIVE_INFINITY;
+    /** Ends the wait for the interval (a flush), if one is under way. */
+    let endWait: (() => void) | undefined;
+    let flushing = false;
     const pushOnce = () =>
       this.attempt(kind, key, async () => {
         seed ??= await this.readGroup(PUSH_GROUPS[kind].job, key, registry);
@@ -197,7 +207,21 @@ export class MetricsPusher {
       pending = true;
       running ??= (async () => {
         while (pending) {
+          // What jobs add within the interval goes in one push: a push (the whole registry, merged
+          // and sent) after each of hundreds of jobs a second was most of a worker's work.
+          const wait = lastPushAt + this.pushIntervalMs - performance.now();
+          if (wait > 0 && !flushing) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, wait);
+              endWait = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+            endWait = undefined;
+          }
           pending = false;
+          lastPushAt = performance.now();
           await pushOnce();
         }
       })().finally(() => {
@@ -205,7 +229,18 @@ export class MetricsPusher {
         if (pending) schedule();
       });
     };
-    return { schedule, flush: async () => void (await running) };
+    return {
+      schedule,
+      flush: async () => {
+        flushing = true;
+        endWait?.();
+        try {
+          await running;
+        } finally {
+          flushing = false;
+        }
+      },
+    };
   }
 
   private async attempt(

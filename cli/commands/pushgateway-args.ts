@@ -9,12 +9,18 @@ export const pushgatewayArgs = <T>(y: Argv<T>) =>
     .option('pushgateway', {
       type: 'string',
       describe:
-        'Prometheus Pushgateway URL, http[s]://[user:password@]host:port; metrics are pushed after every job and run (default: $PROBEFLEET_PUSHGATEWAY; none: no pushes)',
+        'Prometheus Pushgateway URL, http[s]://[user:password@]host:port; metrics are pushed after jobs (see --pushgateway-interval-seconds) and after every run (default: $PROBEFLEET_PUSHGATEWAY; none: no pushes)',
     })
     .option('pushgateway-timeout-seconds', {
       type: 'number',
       default: 5,
       describe: 'bound on each request to the Pushgateway',
+    })
+    .option('pushgateway-interval-seconds', {
+      type: 'number',
+      default: 5,
+      describe:
+        "the probes' cumulative metrics are pushed at most this often while jobs finish (each push sends every series), and at once when the process stops",
     })
     .option('pushgateway-retry-seconds', {
       type: 'number',
@@ -33,6 +39,7 @@ export const instanceArg = <T>(y: Argv<T>) =>
 export interface PushgatewayArgs {
   pushgateway?: string;
   pushgatewayTimeoutSeconds: number;
+  pushgatewayIntervalSeconds: number;
   pushgatewayRetrySeconds: number;
 }
 
@@ -52,7 +59,16 @@ export function pushgatewaySettingsOf(args: PushgatewayArgs): PushgatewaySetting
     );
   if (!(args.pushgatewayRetrySeconds >= 0))
     throw new BadArgumentError(`--pushgateway-retry-seconds must be 0 or more (got ${args.pushgatewayRetrySeconds})`);
-  return { url, timeoutMs: args.pushgatewayTimeoutSeconds * 1000, retryForMs: args.pushgatewayRetrySeconds * 1000 };
+  if (!(args.pushgatewayIntervalSeconds >= 0))
+    throw new BadArgumentError(
+      `--pushgateway-interval-seconds must be 0 or more (got ${args.pushgatewayIntervalSeconds})`,
+    );
+  return {
+    url,
+    timeoutMs: args.pushgatewayTimeoutSeconds * 1000,
+    retryForMs: args.pushgatewayRetrySeconds * 1000,
+    pushIntervalMs: args.pushgatewayIntervalSeconds * 1000,
+  };
 }
 
 /** The instance label from --instance or PROBEFLEET_INSTANCE; undefined: the host name. */

@@ -110,7 +110,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     }
     const runId = newRunId(plan.name);
     const pushgateway = pushgatewaySettingsOf(args);
-    // Pushed after every job and for the run, like a worker and a coordinator; never fails the run.
+    // Pushed as jobs finish and for the run, like a worker and a coordinator; never fails the run.
     const metrics = pushgateway
       ? createJobMetrics({ region: EMBEDDED_REGION, instance: instanceOf(args), pushgateway, log })
       : undefined;

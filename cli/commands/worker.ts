@@ -81,7 +81,11 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
     const jobKey = jobKeyOf();
     const log = createLogger(`worker`).child({ region: args.region });
     const metrics = createJobMetrics({ region: args.region, instance: instanceOf(args), pushgateway, log });
-    if (metrics.pusher) log.info({ pushgateway: metrics.pusher.url }, 'pushing probe metrics after every job');
+    if (metrics.pusher)
+      log.info(
+        { pushgateway: metrics.pusher.url, intervalSeconds: args.pushgatewayIntervalSeconds },
+        'pushing probe metrics while jobs finish',
+      );
     const metricsServer =
       metricsPort !== undefined
         ? await serveMetrics(metrics.registry, { host: args.metricsHost, port: metricsPort })

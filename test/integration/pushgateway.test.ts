@@ -111,6 +111,48 @@ describe('pushes to a gateway that fails, is slow, or wants a password', () => {
     await gateway.close();
   });
 
+  test('a cumulative group is pushed at most once per interval, and its last push holds everything', async (t) => {
+    const gateway = await gatewayStandIn([200]);
+    t.after(() => gateway.close());
+    const registry = new Registry();
+    const jobs = new Counter({ name: 'probefleet_probe_jobs_total', help: 'h', registers: [registry] });
+    const pusher = new MetricsPusher({ url: gateway.url, pushIntervalMs: 300 }, log, new Registry());
+    const group = pusher.cumulative('probes', { region: 'r', instance: 'i' }, registry);
+    const started = Date.now();
+    // A job every 25 ms for about a second, each asking for a push.
+    for (let i = 0; i < 40; i++) {
+      jobs.inc();
+      group.schedule();
+      await sleep(25);
+    }
+    await group.flush();
+    const took = Date.now() - started;
+    const puts = gateway.requests.filter((r) => r.method === 'PUT');
+    // One push at once, then one per interval at most (plus the one that the last jobs asked for).
+    assert.ok(puts.length >= 2 && puts.length <= Math.ceil(took / 300) + 1, `${puts.length} pushes in ${took} ms`);
+    assert.match(puts.at(-1)!.body, /^probefleet_probe_jobs_total 40$/m);
+  });
+
+  test('flush pushes what waits for the interval at once', async (t) => {
+    const gateway = await gatewayStandIn([200]);
+    t.after(() => gateway.close());
+    const registry = new Registry();
+    const jobs = new Counter({ name: 'probefleet_probe_jobs_total', help: 'h', registers: [registry] });
+    const pusher = new MetricsPusher({ url: gateway.url, pushIntervalMs: 60_000 }, log, new Registry());
+    const group = pusher.cumulative('probes', { region: 'r', instance: 'i' }, registry);
+    jobs.inc();
+    group.schedule(); // pushed at once: the first
+    await sleep(200);
+    jobs.inc();
+    group.schedule(); // waits for the interval (a minute)
+    const started = Date.now();
+    await group.flush();
+    assert.ok(Date.now() - started < 10_000, `flushed after ${Date.now() - started} ms`);
+    const puts = gateway.requests.filter((r) => r.method === 'PUT');
+    assert.equal(puts.length, 2);
+    assert.match(puts[1].body, /^probefleet_probe_jobs_total 2$/m);
+  });
+
   test('grouping values that are not plain names are base64url-encoded in the path', () => {
     assert.equal(
       groupPath('probefleet', { region: 'eu-west', instance: 'host-1.example' }),
