@@ -6,6 +6,7 @@
 //            Queue.addBulk per region queue: what BullMQ alone does with them
 // argv: redis URL, mode, plan YAML.
 import { performance } from 'node:perf_hooks';
+import { boundHeapGrowth } from '../common/heap-growth.js';
 import { createLogger } from '../common/log.js';
 import { openFleet } from '../coordinator/fleet.js';
 import { runJobOf, submitRun } from '../coordinator/flow.js';
@@ -24,6 +25,8 @@ export interface EnqueueTiming {
   enqueueMs: number;
 }
 
+// The heap setting of the processes that submit (`run --redis`, the coordinator).
+boundHeapGrowth();
 const [url, mode, planYaml] = process.argv.slice(2) as [string, EnqueueMode, string];
 // The benchmark's plans make up to 100,000 jobs: ten times the default limit, on purpose.
 const loaded = await parsePlan(planYaml, 'bench-enqueue.yaml', { maxJobs: 100_000 });

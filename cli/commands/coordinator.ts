@@ -10,6 +10,7 @@ import { fleetOf, redisArgs, redisTimeoutArg, redisTimeoutMsOf } from './redis-a
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { boundHeapGrowth } from '../../common/heap-growth.js';
 
 export const DEFAULT_COORDINATOR_PORT = 9470;
 
@@ -42,6 +43,8 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
   describe: 'Run the coordinator: fire schedules, store run reports, serve /metrics and /healthz',
   builder: options,
   handler: async (args) => {
+    // Runs for months and submits the schedules' runs (up to --max-jobs jobs each).
+    boundHeapGrowth();
     for (const region of args.region) {
       if (!NAME_PATTERN.test(region)) throw new BadArgumentError(`--region: "${region}" is not a region name`);
     }

@@ -35,6 +35,7 @@ import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from 
 import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 import { labArgs, labAtOf, startRunLab } from './lab-args.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { boundHeapGrowth } from '../../common/heap-growth.js';
 
 const options = (y: Argv) =>
   labArgs(
@@ -90,6 +91,8 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
         if (given)
           throw new BadArgumentError(`${option} applies to embedded runs; with --redis each worker has its own`);
       }
+      // This process only submits and waits: a big run's garbage must not take its RSS to 400 MB.
+      boundHeapGrowth();
       return runDistributed(args, loaded, log);
     }
     const targetPolicy = targetPolicyOf(args, true);
