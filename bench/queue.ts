@@ -179,6 +179,8 @@ export async function endToEndRun(
   url: string,
   tool: EndToEndRun['tool'],
   profileDir?: string,
+  /** Appended to each `probefleet worker` command (a Pushgateway, say). */
+  workerArgs: string[] = [],
 ): Promise<EndToEndRun> {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-bench-queue-'));
   const queue = new Queue(regionQueueName(END_TO_END_REGION), {
@@ -195,7 +197,7 @@ export async function endToEndRun(
     const fd = openSync(logFile, 'w');
     const args =
       tool === 'probefleet'
-        ? [CLI, 'worker', '--region', END_TO_END_REGION, '--redis', redis.url, '--allow-loopback']
+        ? [CLI, 'worker', '--region', END_TO_END_REGION, '--redis', redis.url, '--allow-loopback', ...workerArgs]
         : [BARE_WORKER_PROCESS, redis.url, END_TO_END_REGION, ...(tool === 'bullmq-undici' ? [url] : [])];
     const child = spawn(launcher, [...launcherArgs, process.execPath, ...profileArgs(profileDir), ...args], {
       stdio: ['ignore', 'ignore', fd],
