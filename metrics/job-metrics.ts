@@ -1,7 +1,8 @@
 // Metrics of a process that runs jobs: its results go into the cumulative `probes` registry,
-// pushed as jobs finish (pusher.ts: at most once per interval) when a Pushgateway is configured; its own counters (jobs taken, jobs in
-// flight, push failures) and prom-client's process metrics are served on /metrics. The two are
-// kept apart so that no series reaches Prometheus twice (once scraped, once pushed).
+// pushed as jobs finish (at most once per interval, pusher.ts) when a Pushgateway is configured;
+// its own counters (jobs taken, jobs in flight, push failures) and prom-client's process metrics
+// are served on /metrics. The two are kept apart so that no series reaches Prometheus twice
+// (once scraped, once pushed).
 import { hostname } from 'node:os';
 import { WaitingError, type Job } from 'bullmq';
 import { collectDefaultMetrics, Registry } from 'prom-client';

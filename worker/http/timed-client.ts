@@ -368,8 +368,9 @@ const ALT_SVC = 'alt-svc';
  * When a response ends its connection, undici destroys the socket with a new
  * `InformationalError('reset')` right after the handler's `onComplete` returns, from inside
  * llhttp's wasm frames, where capturing a stack is slow: ~70 µs of a one-request job's ~600 µs of
- * CPU (bench/README.md, "Per job"). undici drops that error unseen, so errors made in the rest of
- * this tick take no stack; the limit is back before any other callback runs.
+ * CPU (bench/README.md, "Per job"). undici drops that error unseen, so errors made until the
+ * limit is restored (the rest of undici's handling of this read, and `process.nextTick` callbacks
+ * queued before ours) take no stack; it is back before any promise, I/O or timer callback runs.
  */
 function withoutErrorStacksThisTick(): void {
   const limit = Error.stackTraceLimit;
