@@ -67,6 +67,15 @@ async function failuresCounted(registry: Registry): Promise<number> {
   return metric?.values.reduce((n, v) => n + v.value, 0) ?? 0;
 }
 
+/** A cumulative group of one counter, pushed to a stand-in gateway at most every `intervalMs`. */
+async function jobsGroupPushedEvery(intervalMs: number) {
+  const gateway = await gatewayStandIn([200]);
+  const registry = new Registry();
+  const jobs = new Counter({ name: 'probefleet_probe_jobs_total', help: 'h', registers: [registry] });
+  const pusher = new MetricsPusher({ url: gateway.url, pushIntervalMs: intervalMs }, log, new Registry());
+  return { gateway, jobs, group: pusher.cumulative('probes', { region: 'r', instance: 'i' }, registry) };
+}
+
 describe('pushes to a gateway that fails, is slow, or wants a password', () => {
   test('a push retries with backoff, sends the text format with basic auth from the URL, and names its group in the path', async () => {
     const gateway = await gatewayStandIn([503, 500, 200]);
@@ -112,12 +121,8 @@ describe('pushes to a gateway that fails, is slow, or wants a password', () => {
   });
 
   test('a cumulative group is pushed at most once per interval, and its last push holds everything', async (t) => {
-    const gateway = await gatewayStandIn([200]);
+    const { gateway, jobs, group } = await jobsGroupPushedEvery(300);
     t.after(() => gateway.close());
-    const registry = new Registry();
-    const jobs = new Counter({ name: 'probefleet_probe_jobs_total', help: 'h', registers: [registry] });
-    const pusher = new MetricsPusher({ url: gateway.url, pushIntervalMs: 300 }, log, new Registry());
-    const group = pusher.cumulative('probes', { region: 'r', instance: 'i' }, registry);
     const started = Date.now();
     // A job every 25 ms for about a second, each asking for a push.
     for (let i = 0; i < 40; i++) {
@@ -134,12 +139,8 @@ describe('pushes to a gateway that fails, is slow, or wants a password', () => {
   });
 
   test('flush pushes what waits for the interval at once', async (t) => {
-    const gateway = await gatewayStandIn([200]);
+    const { gateway, jobs, group } = await jobsGroupPushedEvery(60_000);
     t.after(() => gateway.close());
-    const registry = new Registry();
-    const jobs = new Counter({ name: 'probefleet_probe_jobs_total', help: 'h', registers: [registry] });
-    const pusher = new MetricsPusher({ url: gateway.url, pushIntervalMs: 60_000 }, log, new Registry());
-    const group = pusher.cumulative('probes', { region: 'r', instance: 'i' }, registry);
     jobs.inc();
     group.schedule(); // pushed at once: the first
     await sleep(200);
