@@ -121,9 +121,7 @@ export class TimedConnector {
   async open(hostname: string, port: number, secure: boolean): Promise<net.Socket> {
     const timeline: ConnectionTimeline = { id: this.connections.length + 1, start: performance.now() };
     this.connections.push(timeline);
-    // A time, not an AbortSignal.timeout: a signal per connection was a measurable share of a
-    // one-request job's CPU (bench/README.md, "Per job").
-    const deadline = timeline.start + this.options.timeoutMs;
+    const deadline = AbortSignal.timeout(this.options.timeoutMs);
     const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
 
     const address = await resolveChecked(this.options.policy, host);
@@ -170,8 +168,8 @@ export class TimedConnector {
     return tlsSocket;
   }
 
-  /** Waits for `connect` (TCP) or `secureConnect` (TLS), bounded by the deadline (a `performance.now()` time). */
-  private step<S extends net.Socket>(socket: S, phase: 'connect' | 'tls', deadline: number): Promise<S> {
+  /** Waits for `connect` (TCP) or `secureConnect` (TLS), bounded by the deadline. */
+  private step<S extends net.Socket>(socket: S, phase: 'connect' | 'tls', deadline: AbortSignal): Promise<S> {
     const event = phase === 'tls' ? 'secureConnect' : 'connect';
     return new Promise((resolve, reject) => {
       const fail = (err: Error & { code?: string }) => {
@@ -192,17 +190,15 @@ export class TimedConnector {
         cleanup();
         resolve(socket);
       };
-      let timer: NodeJS.Timeout | undefined;
       const cleanup = () => {
-        clearTimeout(timer);
         socket.off(event, onReady);
         socket.off('error', fail);
+        deadline.removeEventListener('abort', onTimeout);
       };
-      const remainingMs = deadline - performance.now();
-      if (remainingMs <= 0) return onTimeout();
-      timer = setTimeout(onTimeout, remainingMs);
+      if (deadline.aborted) return onTimeout();
       socket.once(event, onReady);
       socket.once('error', fail);
+      deadline.addEventListener('abort', onTimeout, { once: true });
     });
   }
 }
