@@ -438,8 +438,9 @@ class PendingSample implements Dispatcher.DispatchHandler {
   }
 
   onComplete(): void {
-    if (this.serverClosed || this.closeAfter) withoutErrorStacksThisTick();
     this.owner.settle(this, undefined);
+    // After the sample's end was stamped (in settle), before undici makes its error.
+    if (this.serverClosed || this.closeAfter) withoutErrorStacksThisTick();
   }
 
   onError(err: Error): void {
