@@ -1,27 +1,30 @@
 // A benchmark child process: enqueues a plan's jobs into Redis the way the coordinator does and
 // prints how long it took as JSON on stdout. Its CPU time and peak RSS are the coordinator's.
-//   flow:    coordinator/flow.ts submitRun, what `probefleet run --redis` does: split the plan,
-//            add the run's parent job, then its jobs as its children in batches (addBulk)
-//   addBulk: the same jobs (runJobOf: same data and options) without the parent, one
-//            Queue.addBulk per region queue: what BullMQ alone does with them
+//   batched: coordinator/flow.ts submitRun, what `probefleet run --redis` does: split the plan,
+//            add the run's parent job, then its jobs as its children in batches of probe jobs,
+//            as many per BullMQ job as jobsPerBatchFor gives
+//   per-job: the same with one probe job per BullMQ job (`jobsPerBatch: 1`), as the coordinator
+//            submitted before batches
 // argv: redis URL, mode, plan YAML.
 import { performance } from 'node:perf_hooks';
 import { boundHeapGrowth } from '../common/heap-growth.js';
 import { createLogger } from '../common/log.js';
 import { openFleet } from '../coordinator/fleet.js';
-import { runJobOf, submitRun } from '../coordinator/flow.js';
+import { submitRun } from '../coordinator/flow.js';
 import { parsePlan } from '../coordinator/plan-loader.js';
 import { runIdFor, splitPlan } from '../coordinator/split.js';
 import { DEFAULT_QUEUE_PREFIX } from '../contracts/queues.js';
-import type { JobPayload } from '../contracts/job.js';
 
-export type EnqueueMode = 'flow' | 'addBulk';
+export const ENQUEUE_MODES = ['batched', 'per-job'] as const;
+export type EnqueueMode = (typeof ENQUEUE_MODES)[number];
 
 export interface EnqueueTiming {
   jobs: number;
-  /** splitPlan alone (the flow's submit splits again, inside its own time). */
+  /** Probe jobs per BullMQ job, as the run was submitted. */
+  jobsPerBatch: number;
+  /** splitPlan alone (the submit splits again, inside its own time). */
   splitMs: number;
-  /** flow: submitRun (split + flow); addBulk: the addBulk calls alone. */
+  /** submitRun: split, the parent, the batches. */
   enqueueMs: number;
 }
 
@@ -34,29 +37,16 @@ const runId = runIdFor(loaded.plan.name, new Date());
 const fleet = openFleet({ redis: { url }, prefix: DEFAULT_QUEUE_PREFIX, log: createLogger('bench-enqueue', 'warn') });
 try {
   let start = performance.now();
-  const jobCount = splitPlan(loaded, runId).length; // dropped at once: the flow splits again
+  const jobCount = splitPlan(loaded, runId).length; // dropped at once: the submit splits again
   const splitMs = performance.now() - start;
   start = performance.now();
-  if (mode === 'flow') {
-    await submitRun(fleet, loaded, runId);
-  } else {
-    const byRegion = new Map<string, JobPayload[]>();
-    for (const job of splitPlan(loaded, runId)) {
-      if (!byRegion.has(job.region)) byRegion.set(job.region, []);
-      byRegion.get(job.region)!.push(job);
-    }
-    for (const [region, regionJobs] of byRegion)
-      await fleet.regionQueue(region).addBulk(
-        regionJobs.map((job) => {
-          const {
-            opts: { parent: _, ...opts },
-            ...rest
-          } = runJobOf(job, DEFAULT_QUEUE_PREFIX);
-          return { ...rest, opts };
-        }),
-      );
-  }
-  const timing: EnqueueTiming = { jobs: jobCount, splitMs, enqueueMs: performance.now() - start };
+  const { data } = await submitRun(fleet, loaded, runId, mode === 'per-job' ? { jobsPerBatch: 1 } : {});
+  const timing: EnqueueTiming = {
+    jobs: jobCount,
+    jobsPerBatch: data.jobsPerBatch,
+    splitMs,
+    enqueueMs: performance.now() - start,
+  };
   process.stdout.write(JSON.stringify(timing));
 } finally {
   await fleet.close();

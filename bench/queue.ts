@@ -19,6 +19,7 @@ import { DEFAULT_QUEUE_PREFIX, regionQueueName, RUNS_QUEUE } from '../contracts/
 import { parsePlan } from '../coordinator/plan-loader.js';
 import { runIdFor, splitPlan } from '../coordinator/split.js';
 import type { ProbeResult } from '../contracts/result.js';
+import type { ProbeBatch } from '../contracts/job.js';
 import { TIED_TO_THIS_PROCESS } from '../regions/system.js';
 import type { EnqueueMode, EnqueueTiming } from './enqueue-process.js';
 import { measure, processCpuSeconds, type Measured } from './measure.js';
@@ -117,7 +118,7 @@ async function enqueue(
   return { tool: mode, ...timing, jobsPerSecond: timing.jobs / (timing.enqueueMs / 1000), measured };
 }
 
-/** Jobs waiting in the plan's region queues, to check that every job arrived. */
+/** Probe jobs waiting in the plan's region queues (in their batches), to check that every job arrived. */
 async function waitingJobs(url: string, regions: number): Promise<number> {
   let total = 0;
   for (let i = 0; i < regions; i++) {
@@ -125,7 +126,7 @@ async function waitingJobs(url: string, regions: number): Promise<number> {
       connection: bullmqConnection({ url }),
       prefix: DEFAULT_QUEUE_PREFIX,
     });
-    total += await queue.getWaitingCount();
+    for (const batch of await queue.getWaiting()) total += (batch.data as ProbeBatch).jobs.length;
     await queue.close();
   }
   return total;
@@ -214,7 +215,8 @@ export async function endToEndRun(
     }
     const cpuBefore = workers.map((w) => processCpuSeconds(w.pid));
     const redisCpuBefore = processCpuSeconds(redis.pid);
-    const enqueueRun = await enqueue(redis, 'flow', queuePlanYaml('bench-e2e', END_TO_END_SHAPE, url));
+    // One probe job per BullMQ job, as the floor's workers take them: the per-job cost compared.
+    const enqueueRun = await enqueue(redis, 'per-job', queuePlanYaml('bench-e2e', END_TO_END_SHAPE, url));
     const expected = jobsOf(END_TO_END_SHAPE);
     // The run's parent job (the only run: Redis is flushed after each) counts its children done.
     const [parent] = await runs.getJobs(['waiting-children']);
@@ -233,7 +235,7 @@ export async function endToEndRun(
     const redisCpuSeconds = processCpuSeconds(redis.pid) - redisCpuBefore;
     const workerPeakRssKb = Math.max(...workers.map((w) => peakRssKb(w.pid)));
     // Both kinds of worker return {startedAt, finishedAt}: a probe result, or the bare worker's stamps.
-    const completed = Object.values(await parent.getChildrenValues()) as (Pick<
+    const completed = Object.values(await parent.getChildrenValues()).flat() as (Pick<
       ProbeResult,
       'startedAt' | 'finishedAt'
     > &

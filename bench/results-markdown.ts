@@ -408,8 +408,8 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
   const enqueueOf = (round: QueueRound, tool: EnqueueRun['tool']) => find(round.enqueue, tool);
   const endToEndOf = (round: QueueRound, tool: EndToEndRun['tool']) => find(round.endToEnd, tool);
   const medianOf = (pick: (round: QueueRound) => number) => median(rounds.map(pick));
-  const flow = medianOf((x) => enqueueOf(x, 'flow').jobsPerSecond);
-  const addBulk = medianOf((x) => enqueueOf(x, 'addBulk').jobsPerSecond);
+  const flow = medianOf((x) => enqueueOf(x, 'batched').jobsPerSecond);
+  const perJob = medianOf((x) => enqueueOf(x, 'per-job').jobsPerSecond);
   const workers = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond);
   const bare = medianOf((x) => endToEndOf(x, 'bullmq').jobsPerSecond);
   const fair = medianOf((x) => endToEndOf(x, 'bullmq-undici').jobsPerSecond);
@@ -423,26 +423,27 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
   const loop = medianOf((x) => x.probeLoop.jobsPerSecond);
   const overLoop = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / x.probeLoop.jobsPerSecond);
   const overBare = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / endToEndOf(x, 'bullmq').jobsPerSecond);
-  const flowOverPipelined = medianOf((x) => enqueueOf(x, 'flow').jobsPerSecond / x.ceiling.lpushPipelined);
-  const addBulkOverPipelined = medianOf((x) => enqueueOf(x, 'addBulk').jobsPerSecond / x.ceiling.lpushPipelined);
+  const flowOverPipelined = medianOf((x) => enqueueOf(x, 'batched').jobsPerSecond / x.ceiling.lpushPipelined);
+  const perJobOverPipelined = medianOf((x) => enqueueOf(x, 'per-job').jobsPerSecond / x.ceiling.lpushPipelined);
+  const jobsPerBatch = enqueueOf(rounds[0], 'batched').jobsPerBatch;
   const workersOverTwoClients = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / x.ceiling.lpushTwoClients);
   const bareOverTwoClients = medianOf((x) => endToEndOf(x, 'bullmq').jobsPerSecond / x.ceiling.lpushTwoClients);
   const workerRssKb = Math.max(...rounds.map((x) => endToEndOf(x, 'probefleet').workerPeakRssKb));
   const enqueueJobs = count(jobsOf(ENQUEUE_SHAPE));
   const e2eJobs = count(jobsOf(END_TO_END_SHAPE));
-  const flowRssMb = median(rounds.map((x) => enqueueOf(x, 'flow').measured.maxRssKb)) / 1024;
-  // Redis runs BullMQ's add script for every job on one core: however little the submitting
+  const flowRssMb = median(rounds.map((x) => enqueueOf(x, 'batched').measured.maxRssKb)) / 1024;
+  // Redis runs BullMQ's add script for every BullMQ job on one core: however little the submitting
   // process spends, a submit cannot pass one second of that core over Redis's CPU per job.
-  const redisUsPerJob = medianOf(
-    (x) => (enqueueOf(x, 'flow').measured.serverCpuSeconds * 1e6) / enqueueOf(x, 'flow').jobs,
-  );
+  const redisUsPerJob = (mode: EnqueueRun['tool']) =>
+    medianOf((x) => (enqueueOf(x, mode).measured.serverCpuSeconds * 1e6) / enqueueOf(x, mode).jobs);
   missed.enqueue = flow < ENQUEUE_TARGET || flowRssMb >= ENQUEUE_RSS_TARGET_MB;
   missed.endToEnd = overFair < FAIR_FLOOR_TARGET || extraCpuUs > EXTRA_CPU_TARGET_US;
   targets.push(
-    `| submit a run of ${enqueueJobs} jobs as the coordinator does (\`submitRun\`: split, the parent, the jobs in batches) | ${perSecond(flow)} | ≥ ${count(ENQUEUE_TARGET)}/s: ${verdict(flow, ENQUEUE_TARGET, false)} |`,
-    `| (for context) the most Redis itself could take of that submit: one core over Redis's CPU per job in it (${Math.round(redisUsPerJob)} µs, BullMQ's add script) | ${perSecond(1e6 / redisUsPerJob)} | |`,
+    `| submit a run of ${enqueueJobs} jobs as the coordinator does (\`submitRun\`: split, the parent, the jobs in batches of ${jobsPerBatch} per BullMQ job) | ${perSecond(flow)} | ≥ ${count(ENQUEUE_TARGET)}/s: ${verdict(flow, ENQUEUE_TARGET, false)} |`,
+    `| (for context) the most Redis itself could take of that submit: one core over Redis's CPU per probe job in it (${fixed(redisUsPerJob('batched'))} µs) | ${perSecond(1e6 / redisUsPerJob('batched'))} | |`,
     `| the submitting process's peak RSS meanwhile | ${Math.round(flowRssMb)} MB | < ${ENQUEUE_RSS_TARGET_MB} MB: ${flowRssMb < ENQUEUE_RSS_TARGET_MB ? 'met' : verdict(flowRssMb, ENQUEUE_RSS_TARGET_MB, true)} |`,
-    `| (for context) the same jobs, split and added with \`Queue.addBulk\` without a parent, one call per region | ${perSecond(addBulk)} | |`,
+    `| (for context) the same submit with one BullMQ job per probe job (\`jobsPerBatch: 1\`, as before batches) | ${perSecond(perJob)} | |`,
+    `| (for context) the most Redis itself could take of that: one core over its CPU per job (${Math.round(redisUsPerJob('per-job'))} µs, BullMQ's add script) | ${perSecond(1e6 / redisUsPerJob('per-job'))} | |`,
     `| ${e2eJobs} one-request jobs through ${END_TO_END_WORKERS} \`probefleet worker\` processes, over the fair floor: ${END_TO_END_WORKERS} bare BullMQ workers making the same undici request per job | ${fixed(overFair)}x (${perSecond(workers)} vs ${perSecond(fair)}) | ≥ ${FAIR_FLOOR_TARGET}x: ${verdict(overFair, FAIR_FLOOR_TARGET, false)} |`,
     `| worker CPU per job beyond the fair floor's (probefleet's own work per job) | ${Math.round(extraCpuUs)} µs | ≤ ${EXTRA_CPU_TARGET_US} µs: ${verdict(extraCpuUs, EXTRA_CPU_TARGET_US, true)} |`,
     `| (for context) the same jobs through ${END_TO_END_WORKERS} bare BullMQ workers doing nothing | ${perSecond(bare)} | |`,
@@ -457,13 +458,13 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
     'a production Redis that writes an append-only file would be slower), flushed after every run.',
     '',
     `**Enqueue** (\`bench/enqueue-process.ts\`, one process per run): a plan of ${regions} regions × ${t} targets ×`,
-    `${experiments} \`reuse\` experiments = ${enqueueJobs} jobs. \`flow\` is what \`probefleet run --redis\` does:`,
+    `${experiments} \`reuse\` experiments = ${enqueueJobs} jobs. \`batched\` is what \`probefleet run --redis\` does:`,
     '`submitRun` (coordinator/flow.ts) splits the plan, adds the parent `run` job (whose data lists every',
-    "job) with the run's submission gate, then the jobs as the parent's children with `Queue.addBulk`,",
-    '200 per call, 4 calls in flight, and removes the gate (docs/architecture.md). `addBulk` adds the same',
-    'jobs (same data and options, from `runJobOf`) without a parent, one `Queue.addBulk` per region queue:',
-    'BullMQ alone. "split" is `splitPlan` alone; both times include a split of their own. Every run',
-    'checks that all jobs are waiting in Redis.',
+    "job) with the run's submission gate, then the jobs as the parent's children in batches of probe jobs",
+    `(${jobsPerBatch} per BullMQ job, from \`jobsPerBatchFor\`), 200 BullMQ jobs per \`Queue.addBulk\`, 4 calls in flight, and removes`,
+    'the gate (docs/architecture.md). `per-job` is the same submit with one probe job per BullMQ job',
+    '(`jobsPerBatch: 1`), as the coordinator submitted before batches. "split" is `splitPlan` alone; both',
+    'times include a split of their own. Every run checks that all probe jobs are waiting in Redis.',
     '',
     `**End to end**: ${e2eJobs} jobs in one region (${END_TO_END_SHAPE.targets} targets × ${END_TO_END_SHAPE.experiments} experiments × modes`,
     `${END_TO_END_SHAPE.modes.join(', ')}), each a \`reuse\` probe of one request against nginx (19 bytes), submitted`,
@@ -494,12 +495,12 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
         `| ${i + 1} | ${count(x.ceiling.lpushPipelined)} | ${count(x.ceiling.lpushTwoClients)} | ${fixed(x.enqueue[0].measured.loadAverage)} |`,
     ),
     '',
-    `| round | enqueue | jobs | split | enqueue time | jobs/s | / LPUSH pipelined | process CPU | Redis CPU | process peak RSS | load avg |`,
-    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| round | enqueue | jobs | per BullMQ job | split | enqueue time | jobs/s | / LPUSH pipelined | process CPU | Redis CPU | process peak RSS | load avg |`,
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rounds.flatMap((x, i) =>
       x.enqueue.map(
         (run) =>
-          `| ${i + 1} | ${run.tool} | ${count(run.jobs)} | ${fixed(run.splitMs / 1000)} s | ${fixed(run.enqueueMs / 1000)} s | ${count(run.jobsPerSecond)} | ` +
+          `| ${i + 1} | ${run.tool} | ${count(run.jobs)} | ${run.jobsPerBatch} | ${fixed(run.splitMs / 1000)} s | ${fixed(run.enqueueMs / 1000)} s | ${count(run.jobsPerSecond)} | ` +
           `${fixed(run.jobsPerSecond / x.ceiling.lpushPipelined, 3)} | ${fixed(run.measured.cpuSeconds)} s | ${fixed(run.measured.serverCpuSeconds)} s | ${mb(run.measured.maxRssKb)} | ${fixed(run.measured.loadAverage)} |`,
       ),
     ),
@@ -519,8 +520,8 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
         ),
     ),
     '',
-    `Medians over rounds: enqueue ${perSecond(flow)} as the coordinator submits, ${perSecond(addBulk)} with addBulk alone ` +
-      `(**${fixed(flowOverPipelined, 3)}x** and **${fixed(addBulkOverPipelined, 3)}x** pipelined LPUSH); end to end ${perSecond(workers)} with ` +
+    `Medians over rounds: enqueue ${perSecond(flow)} as the coordinator submits, ${perSecond(perJob)} with one BullMQ job per probe job ` +
+      `(**${fixed(flowOverPipelined, 3)}x** and **${fixed(perJobOverPipelined, 3)}x** pipelined LPUSH); end to end ${perSecond(workers)} with ` +
       `${END_TO_END_WORKERS} \`probefleet worker\` processes, ${perSecond(fair)} with bare BullMQ workers making the same request ` +
       `(probefleet / fair floor: **${fixed(overFair)}x**, ${Math.round(extraCpuUs)} µs of CPU per job beyond it), ${perSecond(bare)} with bare BullMQ workers doing nothing (probefleet / bare: **${fixed(overBare)}x**; ` +
       `probefleet / one-process loop: **${fixed(overLoop)}x**; ` +

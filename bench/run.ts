@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { startNginx } from '../common/nginx-server.js';
 import { writeFileAtomic } from '../common/write-file-atomic.js';
 import { summarizeCpuProfile } from './cpu-profile.js';
+import { ENQUEUE_MODES } from './enqueue-process.js';
 import { endToEndRun, enqueueRun, probeLoopRun, redisCeiling, startBenchRedis, type QueueRound } from './queue.js';
 import { renderResults, type BenchResults, type BenchTarget, type Machine } from './results-markdown.js';
 import {
@@ -295,7 +296,7 @@ async function main(): Promise<void> {
           say(
             `queue round ${round + 1}/${queueRounds}: the job in a loop in one process ${Math.round(queueRound.probeLoop.jobsPerSecond)} jobs/s`,
           );
-          for (const mode of orderFor(['flow', 'addBulk'] as const, round)) {
+          for (const mode of orderFor(ENQUEUE_MODES, round)) {
             queueRound.enqueue.push(await enqueueRun(redis, mode));
             say(
               `queue round ${round + 1}/${queueRounds}: enqueue (${mode}) ${Math.round(queueRound.enqueue.at(-1)!.jobsPerSecond)} jobs/s`,
@@ -311,8 +312,8 @@ async function main(): Promise<void> {
         }
         const missedQueue = renderResults(results).missed;
         if (missedQueue.enqueue || values.profile) {
-          say('profiling a probefleet flow submit');
-          results.profiles.enqueue = await profileInto((dir) => enqueueRun(redis, 'flow', dir));
+          say('profiling a probefleet submit');
+          results.profiles.enqueue = await profileInto((dir) => enqueueRun(redis, 'batched', dir));
         }
         if (missedQueue.endToEnd || values.profile) {
           say('profiling a probefleet worker');

@@ -7,6 +7,7 @@ import { credentialsTwiceProblem, httpUrlSchema, targetSchema } from './plan.js'
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams, type ProbeVariant } from './probes/index.js';
 
 export const JOB_SCHEMA = 'probefleet.job/v1';
+export const PROBE_BATCH_SCHEMA = 'probefleet.probe-batch/v1';
 
 /**
  * Why a worker fails a job for good before it can even read it: the code starts the job's
@@ -84,3 +85,46 @@ interface JobBase {
 }
 export type JobOf<K extends ProbeKind> = JobBase & { probe: K; params: ProbeParams<K>; variant: ProbeVariant<K> };
 export type JobPayload = { [K in ProbeKind]: JobOf<K> }[ProbeKind];
+
+/**
+ * What one BullMQ job in a region's queue carries: consecutive probe jobs of one run and region,
+ * run one after another by one worker (coordinator/flow.ts says how many; docs/architecture.md
+ * why). Each payload is checked as the worker reaches it (worker/execute-job.ts).
+ */
+export const probeBatchSchema = z.strictObject({
+  schema: z.literal(PROBE_BATCH_SCHEMA),
+  jobs: z.array(z.unknown()).min(1).max(JOB_LIMITS.jobsPerBatch),
+});
+export interface ProbeBatch {
+  schema: typeof PROBE_BATCH_SCHEMA;
+  jobs: JobPayload[];
+}
+
+/** A batch of a run's jobs as the run knows it: its BullMQ job id (its first job's) and its jobs. */
+export interface BatchOf<T> {
+  id: string;
+  region: string;
+  jobs: T[];
+}
+
+/**
+ * A run's jobs cut into batches: consecutive jobs of one region, at most `jobsPerBatch` each, a
+ * batch named by its first job's id (so a batch of one is named as its job). The submitter cuts
+ * the jobs it adds and the finisher the run's job list (the same jobs in the same order) with the
+ * same number, so both name the same batches.
+ */
+export function batchesOf<T extends { jobId: string; region: string }>(
+  jobs: readonly T[],
+  jobsPerBatch: number,
+): BatchOf<T>[] {
+  const batches: BatchOf<T>[] = [];
+  let current: BatchOf<T> | undefined;
+  for (const job of jobs) {
+    if (!current || current.region !== job.region || current.jobs.length >= jobsPerBatch) {
+      current = { id: job.jobId, region: job.region, jobs: [] };
+      batches.push(current);
+    }
+    current.jobs.push(job);
+  }
+  return batches;
+}

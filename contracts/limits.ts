@@ -15,6 +15,8 @@ export const JOB_LIMITS = {
    * parsing, checking or verifying it (JOB_DATA_TOO_LARGE). A real job is a few KB; a target's CA
    * bundle is the largest part. */
   jobDataChars: 1024 * 1024,
+  /** Probe jobs one BullMQ job (a batch, contracts/job.ts) may carry: they run one after another. */
+  jobsPerBatch: 50,
   /** The most a plan may set `maxDecodedBytes` to: bytes one response body may decode to (compression probe). */
   decodedBytes: 256 * 1024 * 1024,
 } as const;

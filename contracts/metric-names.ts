@@ -30,7 +30,7 @@ export interface TypedMetricSpec extends MetricSpec {
 export const COORDINATOR_METRICS = {
   queueJobs: {
     name: 'probefleet_queue_jobs',
-    help: 'Jobs in a region queue, by state (waiting, active, delayed, prioritized, failed)',
+    help: 'BullMQ jobs (batches of probe jobs) in a region queue, by state (waiting, active, delayed, prioritized, failed)',
     labels: ['region', 'state'],
     type: 'gauge',
   },
@@ -62,7 +62,7 @@ export const COORDINATOR_METRICS = {
   },
   jobsStalled: {
     name: 'probefleet_jobs_stalled_total',
-    help: "Times a worker was lost while running a job (killed, hung or cut off from Redis: the job's lock expired), counted when the job's run finishes",
+    help: "Times a probe job's worker was lost while running it (killed, hung or cut off from Redis: its batch's lock expired), counted when the job's run finishes",
     labels: ['region'],
     type: 'counter',
   },
@@ -301,13 +301,13 @@ export const COMPARISON_METRICS = {
 export const WORKER_METRICS = {
   jobs: {
     name: 'probefleet_worker_jobs_total',
-    help: 'Jobs this worker took, by outcome: completed, failed (retried or failed for good), handed_back (shutdown)',
+    help: 'Probe jobs this worker ran, by outcome: completed, failed (its batch retried or failed for good), handed_back (shutdown)',
     labels: ['region', 'outcome'],
     type: 'counter',
   },
   inFlight: {
     name: 'probefleet_worker_jobs_in_flight',
-    help: 'Jobs this worker is running now',
+    help: 'Probe jobs this worker is running now',
     labels: ['region'],
     type: 'gauge',
   },

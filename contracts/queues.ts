@@ -17,7 +17,7 @@ export const SUBMISSIONS_QUEUE = 'submissions';
 export const JOB_NAMES = {
   /** The parent of a run's flow: processed once all its children are done. */
   run: 'run',
-  /** A probe job in a region's queue. */
+  /** A batch of probe jobs in a region's queue (contracts/job.ts, ProbeBatch). */
   probe: 'probe',
   /** What a job scheduler puts on the runs queue when it fires. */
   scheduledRun: 'scheduled-run',

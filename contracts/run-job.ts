@@ -3,6 +3,7 @@
 // The coordinator checks each of them again when it reads them back (Redis is a trust boundary).
 import { z } from 'zod';
 import { jobTlsSchema, runIdSchema } from './job.js';
+import { JOB_LIMITS } from './limits.js';
 import { nameSchema } from './common.js';
 import { planSchema } from './plan.js';
 import { jobRefSchema, RUN_SCHEMA } from './result.js';
@@ -21,8 +22,10 @@ export const runJobDataSchema = z.strictObject({
   submittedAt: isoTime,
   /** After this instant, jobs no worker has taken are reported as not run. */
   deadline: isoTime,
-  /** Every child job, so jobs that never ran can still be named in the report. */
+  /** Every probe job, so jobs that never ran can still be named in the report. */
   jobs: z.array(jobRefSchema).min(1),
+  /** Probe jobs per BullMQ job: `batchesOf(jobs, jobsPerBatch)` are the parent's children. */
+  jobsPerBatch: z.int().min(1).max(JOB_LIMITS.jobsPerBatch),
 });
 export type RunJobData = z.output<typeof runJobDataSchema>;
 

@@ -80,7 +80,7 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
           progress.update(totals); // nothing is pending any more
           return (await finishRun(fleet, parent)).report;
         }
-        pendingNow = await pendingByRegion(fleet, parent);
+        pendingNow = await pendingByRegion(fleet, parent, data);
         progress.update(new Map([...totals].map(([region, total]) => [region, total - (pendingNow.get(region) ?? 0)])));
         const removed = await expireRunIfDue(fleet, parent, data);
         if (removed > 0)

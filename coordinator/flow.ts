@@ -1,16 +1,17 @@
-// A run in Redis: one parent "run" job on the runs queue whose children are the plan's jobs, each
-// in its region's queue (BullMQ's parent/child dependencies: the parent is processed once every
-// child is done). The parent goes in first with one child of its own, the run's submission gate,
-// which holds it waiting; the jobs follow in batches (Queue.addBulk, a few batches in flight),
-// and removing the gate lets the parent go once its jobs are done. One flow of 100,000 children
-// is one transaction built whole in memory (1.65 GB, 6–7k jobs/s); batches keep memory bounded
-// by a batch and let Node build one while Redis runs another (docs/architecture.md). Ids are
-// deterministic (coordinator/split.ts), so submitting the same run again adds nothing, and a
-// submit cut off halfway (its gate still there) is completed by the next; submitting another
-// plan under an existing run id is refused.
+// A run in Redis: one parent "run" job on the runs queue whose children are the plan's jobs in
+// batches, each batch one BullMQ job in its region's queue (BullMQ's parent/child dependencies: the
+// parent is processed once every child is done). The parent goes in first with one child of its
+// own, the run's submission gate, which holds it waiting; the batches follow (Queue.addBulk, a few
+// calls in flight), and removing the gate lets the parent go once its jobs are done. One flow of
+// 100,000 children is one transaction built whole in memory (1.65 GB, 6–7k jobs/s); a BullMQ job
+// per probe job costs Redis one add script each (~17k jobs/s); batches of probe jobs cost it one
+// per batch (docs/architecture.md). Ids are deterministic (coordinator/split.ts, batchesOf), so
+// submitting the same run again adds nothing, and a submit cut off halfway (its gate still there)
+// is completed by the next; submitting another plan under an existing run id is refused.
 import type { FlowJob } from 'bullmq';
 import { JOB_NAMES, jobKey, regionQueueName, reportKeys, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
-import type { JobPayload } from '../contracts/job.js';
+import { batchesOf, PROBE_BATCH_SCHEMA, type BatchOf, type JobPayload, type ProbeBatch } from '../contracts/job.js';
+import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Plan } from '../contracts/plan.js';
 import type { JobRef, RunReport } from '../contracts/result.js';
 import { RUN_JOB_SCHEMA, type RunJobData } from '../contracts/run-job.js';
@@ -42,18 +43,42 @@ export function jobRefOf(job: JobPayload): JobRef {
 }
 
 /**
- * Each result is stored once: a probe job is removed as it completes, its return value living on
- * in the parent's `processed` hash, and the parent as it completes, its results living on in the
+ * Each result is stored once: a batch is removed as it completes, its return value (its jobs'
+ * results) living on in the parent's `processed` hash, and the parent as it completes, its results living on in the
  * stored report. A job that fails is kept as the process that fails it decides
  * (contracts/retention.ts), so these options say nothing about failures.
  */
 const REMOVE_WHEN_DONE = { removeOnComplete: true } as const;
 
-/** A run's jobs are added this many per Queue.addBulk (one pipeline): a batch's jobs and
- * commands are what the submitter holds in memory at a time. */
-const SUBMIT_BATCH_JOBS = 200;
-/** Batches sent before waiting for the first: Node builds the next while Redis runs the last. */
-const SUBMIT_BATCHES_IN_FLIGHT = 4;
+/** Batches added per Queue.addBulk (one pipeline): what the submitter holds in memory at a time. */
+const BATCHES_PER_ADD = 200;
+/** Calls sent before waiting for the first: Node builds the next while Redis runs the last. */
+const ADDS_IN_FLIGHT = 4;
+
+/** A region's jobs are cut into at least this many batches when it has that many jobs, so that its
+ * workers share them and a run's last batch ends soon after the others: a run of up to 127 jobs
+ * per region is one BullMQ job per probe job. */
+const MIN_BATCHES_PER_REGION = 64;
+/** A batch's data stays under this: a quarter of what a worker reads (JOB_LIMITS.jobDataChars). */
+const BATCH_DATA_CHARS = JOB_LIMITS.jobDataChars / 4;
+
+/**
+ * Probe jobs per BullMQ job for a run: as many as JOB_LIMITS.jobsPerBatch, as few as 1, so that the
+ * busiest region has MIN_BATCHES_PER_REGION batches and a batch's data stays under BATCH_DATA_CHARS.
+ * A batch runs on one worker, one job after another; a batch whose worker is lost runs again whole.
+ */
+export function jobsPerBatchFor(jobs: readonly JobPayload[]): number {
+  const perRegion = new Map<string, number>();
+  for (const job of jobs) perRegion.set(job.region, (perRegion.get(job.region) ?? 0) + 1);
+  const byCount = Math.min(
+    JOB_LIMITS.jobsPerBatch,
+    Math.floor(Math.max(...perRegion.values()) / MIN_BATCHES_PER_REGION),
+  );
+  if (byCount <= 1) return 1;
+  let longest = 0;
+  for (const job of jobs) longest = Math.max(longest, JSON.stringify(job).length);
+  return Math.max(1, Math.min(byCount, Math.floor(BATCH_DATA_CHARS / longest)));
+}
 
 /** The parent of a run and its submission gate: adding it again (a retried submit) adds nothing. */
 export function runParentOf(data: RunJobData): FlowJob {
@@ -73,15 +98,16 @@ export function runParentOf(data: RunJobData): FlowJob {
   };
 }
 
-/** One job of a run as Queue.addBulk takes it: a child of the run's parent job, its id fixed.
- * With a key, its data is signed for the workers. */
-export function runJobOf(job: JobPayload, prefix: string, jobKey?: string) {
+/** A batch of a run's jobs as Queue.addBulk takes it: a child of the run's parent job, its id
+ * fixed. With a key, its data is signed for the workers. */
+export function batchJobOf(batch: BatchOf<JobPayload>, runId: string, prefix: string, jobKey?: string) {
+  const data: ProbeBatch = { schema: PROBE_BATCH_SCHEMA, jobs: batch.jobs };
   return {
     name: JOB_NAMES.probe,
-    data: signData(job, jobKey),
+    data: signData(data, jobKey),
     opts: {
-      jobId: job.jobId,
-      parent: { id: job.runId, queue: `${prefix}:${RUNS_QUEUE}` },
+      jobId: batch.id,
+      parent: { id: runId, queue: `${prefix}:${RUNS_QUEUE}` },
       attempts: JOB_ATTEMPTS,
       backoff: RETRY_BACKOFF,
       // A child that fails for good is recorded on the parent, which goes on without it.
@@ -92,35 +118,35 @@ export function runJobOf(job: JobPayload, prefix: string, jobKey?: string) {
 }
 
 /**
- * Adds a run's jobs under its parent, in batches per region queue, then removes the run's gate.
- * Jobs already done (their result on the parent) are left out: a job removed once complete
- * would otherwise be added, and run, again. Jobs still waiting are not added twice (fixed ids).
+ * Adds a run's jobs under its parent in batches of `jobsPerBatch`, then removes the run's gate.
+ * Batches already done (their result on the parent) are left out: a batch removed once complete
+ * would otherwise be added, and run, again. Batches still waiting are not added twice (fixed ids).
  */
-export async function addRunJobs(fleet: Fleet, runId: string, jobs: JobPayload[]): Promise<void> {
+export async function addRunJobs(fleet: Fleet, runId: string, jobs: JobPayload[], jobsPerBatch: number): Promise<void> {
   const parentKey = jobKey(fleet.prefix, RUNS_QUEUE, runId);
   const [processed, failed] = await Promise.all([
     fleet.client.hkeys(`${parentKey}:processed`),
     fleet.client.hkeys(`${parentKey}:failed`),
   ]);
   const done = new Set([...processed, ...failed]);
-  const byRegion = new Map<string, JobPayload[]>();
-  for (const job of jobs) {
-    if (done.has(jobKey(fleet.prefix, regionQueueName(job.region), job.jobId))) continue;
-    const regionJobs = byRegion.get(job.region);
-    if (regionJobs) regionJobs.push(job);
-    else byRegion.set(job.region, [job]);
+  const byRegion = new Map<string, BatchOf<JobPayload>[]>();
+  for (const batch of batchesOf(jobs, jobsPerBatch)) {
+    if (done.has(jobKey(fleet.prefix, regionQueueName(batch.region), batch.id))) continue;
+    const regionBatches = byRegion.get(batch.region);
+    if (regionBatches) regionBatches.push(batch);
+    else byRegion.set(batch.region, [batch]);
   }
   const inFlight = new Set<Promise<unknown>>();
   try {
-    for (const [region, regionJobs] of byRegion) {
+    for (const [region, regionBatches] of byRegion) {
       const queue = fleet.regionQueue(region);
-      for (let start = 0; start < regionJobs.length; start += SUBMIT_BATCH_JOBS) {
-        const batch = regionJobs
-          .slice(start, start + SUBMIT_BATCH_JOBS)
-          .map((job) => runJobOf(job, fleet.prefix, fleet.jobKey));
-        const adding = queue.addBulk(batch).finally(() => inFlight.delete(adding));
+      for (let start = 0; start < regionBatches.length; start += BATCHES_PER_ADD) {
+        const adds = regionBatches
+          .slice(start, start + BATCHES_PER_ADD)
+          .map((batch) => batchJobOf(batch, runId, fleet.prefix, fleet.jobKey));
+        const adding = queue.addBulk(adds).finally(() => inFlight.delete(adding));
         inFlight.add(adding);
-        if (inFlight.size >= SUBMIT_BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+        if (inFlight.size >= ADDS_IN_FLIGHT) await Promise.race(inFlight);
       }
     }
     await Promise.all(inFlight);
@@ -162,7 +188,12 @@ export async function submitRun(
   fleet: Fleet,
   loaded: LoadedPlan,
   runId: string,
-  options: { deadlineSeconds?: number; now?: Date } = {},
+  options: {
+    deadlineSeconds?: number;
+    now?: Date;
+    /** @defaultValue jobsPerBatchFor(the run's jobs) */
+    jobsPerBatch?: number;
+  } = {},
 ): Promise<SubmittedRun> {
   const jobs = splitPlan(loaded, runId);
   const existing = await fleet.runs.getJob(runId);
@@ -170,7 +201,7 @@ export async function submitRun(
     const data = runDataOf(existing);
     refuseOtherPlan(runId, data.plan, loaded.plan, `submitted ${data.submittedAt}`);
     // Its gate still there: the submit that added it stopped before all jobs were in.
-    if (await fleet.submissionsQueue().getJob(runId)) await addRunJobs(fleet, runId, jobs);
+    if (await fleet.submissionsQueue().getJob(runId)) await addRunJobs(fleet, runId, jobs, data.jobsPerBatch);
     return { runId, jobs, data, added: false };
   }
   const report = await fleet.store.get(runId);
@@ -189,6 +220,7 @@ export async function submitRun(
         probe: j.probe,
         variant: j.variant,
       })),
+      jobsPerBatch: 1, // a run that is over: its batches are done with
     };
     return { runId, jobs, data, added: false, report };
   }
@@ -201,12 +233,13 @@ export async function submitRun(
     submittedAt: now.toISOString(),
     deadline: new Date(now.getTime() + deadlineSeconds * 1000).toISOString(),
     jobs: jobs.map(jobRefOf),
+    jobsPerBatch: options.jobsPerBatch ?? jobsPerBatchFor(jobs),
   };
   await fleet.client.sadd(reportKeys.regions(fleet.prefix), ...loaded.plan.regions);
   // A Queue writes its settings (QUEUE_EVENTS_KEPT) to Redis as it opens; getVersion() waits for
   // that write, so the regions' queues have them before their jobs arrive.
   await Promise.all(loaded.plan.regions.map((region) => fleet.regionQueue(region).getVersion()));
   await fleet.flows.add(runParentOf(data));
-  await addRunJobs(fleet, runId, jobs);
+  await addRunJobs(fleet, runId, jobs, data.jobsPerBatch);
   return { runId, jobs, data, added: true };
 }

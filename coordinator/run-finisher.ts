@@ -1,9 +1,10 @@
-// Turns a run's flow into its report: the results its children returned, the children that
-// failed for good, and the jobs that had no result by the deadline (never taken, or taken by a
-// worker that was lost). Whoever finishes a run (the coordinator processing the parent job, or
+// Turns a run's flow into its report: the results its children (batches of probe jobs, named as
+// batchesOf names them) returned, the batches that failed for good, and the jobs that had no
+// result by the deadline (never taken, or taken by a worker that was lost). Whoever finishes a run (the coordinator processing the parent job, or
 // the `run` command that submitted it) calls the same code, and the first stored report wins.
 import type { Job } from 'bullmq';
-import { JOB_STALLS_RETRIED, jobKey, parseJobKey, regionOfQueue, reportKeys } from '../contracts/queues.js';
+import { batchesOf, type BatchOf } from '../contracts/job.js';
+import { JOB_STALLS_RETRIED, jobKey, parseJobKey, reportKeys } from '../contracts/queues.js';
 import {
   probeResultSchema,
   type JobRef,
@@ -44,6 +45,32 @@ function notRunReason(ref: JobRef, note: ExpiredJobNote | undefined, deadline: s
   return `${worker} took it${note.takenAt ? ` at ${note.takenAt}` : ''} and it had not finished ${before}`;
 }
 
+/** The run's batches by id, as its submit cut them. */
+function batchesById(data: RunJobData): Map<string, BatchOf<JobRef>> {
+  return new Map(batchesOf(data.jobs, data.jobsPerBatch).map((batch) => [batch.id, batch]));
+}
+
+/** Each job's result, and why a batch's return value holds none for some of its jobs. */
+function resultsOf(values: Record<string, unknown>, prefix: string) {
+  const resultById = new Map<string, ProbeResult>();
+  const problemByBatch = new Map<string, string>();
+  for (const [key, value] of Object.entries(values)) {
+    const batchId = parseJobKey(prefix, key)?.jobId;
+    if (!batchId) continue;
+    if (!Array.isArray(value)) {
+      problemByBatch.set(batchId, 'the worker returned no list of results for its batch');
+      continue;
+    }
+    for (const item of value) {
+      const parsed = probeResultSchema.safeParse(item);
+      // A result that breaks the contract is as good as none: say so rather than drop it.
+      if (parsed.success) resultById.set(parsed.data.jobId, parsed.data as ProbeResult);
+      else problemByBatch.set(batchId, `the worker returned an invalid result: ${parsed.error.issues[0]?.message}`);
+    }
+  }
+  return { resultById, problemByBatch };
+}
+
 /** Results and unfinished jobs of a run whose children are all done (or removed at the deadline). */
 export async function collectRun(
   fleet: Fleet,
@@ -55,23 +82,11 @@ export async function collectRun(
     parent.getIgnoredChildrenFailures(),
     fleet.client.hgetall(reportKeys.expiredJobs(fleet.prefix, data.runId)),
   ]);
-  const resultById = new Map<string, ProbeResult | string>();
-  for (const [key, value] of Object.entries(values)) {
-    const id = parseJobKey(fleet.prefix, key)?.jobId;
-    if (!id) continue;
-    const parsed = probeResultSchema.safeParse(value);
-    // A result that breaks the contract is as good as none: say so rather than drop it.
-    resultById.set(
-      id,
-      parsed.success
-        ? (parsed.data as ProbeResult)
-        : `the worker returned an invalid result: ${parsed.error.issues[0]?.message}`,
-    );
-  }
-  const failureById = new Map<string, string>();
+  const { resultById, problemByBatch } = resultsOf(values, fleet.prefix);
+  const failureByBatch = new Map<string, string>();
   for (const [key, reason] of Object.entries(failures)) {
     const id = parseJobKey(fleet.prefix, key)?.jobId;
-    if (id) failureById.set(id, reason);
+    if (id) failureByBatch.set(id, reason);
   }
   const noteOf = (id: string): ExpiredJobNote | undefined => {
     let parsed;
@@ -85,28 +100,32 @@ export async function collectRun(
 
   const results: ProbeResult[] = [];
   const unfinishedJobs: UnfinishedJob[] = [];
-  for (const ref of data.jobs) {
-    const result = resultById.get(ref.jobId);
-    const failure = failureById.get(ref.jobId);
-    if (result && typeof result !== 'string') results.push(result);
-    else if (typeof result === 'string') unfinishedJobs.push({ ...ref, status: 'failed', reason: result });
-    else if (failure === STALLED_TOO_OFTEN) {
-      const workersLost = JOB_STALLS_RETRIED + 1;
-      unfinishedJobs.push({
-        ...ref,
-        status: 'failed',
-        reason: `its worker was lost while running it ${workersLost} times (its lock expired: killed, hung or cut off from Redis); not tried again`,
-        workersLost,
-      });
-    } else if (failure !== undefined) unfinishedJobs.push({ ...ref, status: 'failed', reason: failure });
-    else {
-      const note = noteOf(ref.jobId);
-      unfinishedJobs.push({
-        ...ref,
-        status: 'not-run',
-        reason: notRunReason(ref, note, data.deadline),
-        ...(note?.workersLost ? { workersLost: note.workersLost } : {}),
-      });
+  for (const batch of batchesById(data).values()) {
+    for (const ref of batch.jobs) {
+      // A batch's problem (an invalid return value, its failure) is each of its jobs' without a result.
+      const result = resultById.get(ref.jobId);
+      const problem = problemByBatch.get(batch.id);
+      const failure = failureByBatch.get(batch.id);
+      if (result) results.push(result);
+      else if (problem) unfinishedJobs.push({ ...ref, status: 'failed', reason: problem });
+      else if (failure === STALLED_TOO_OFTEN) {
+        const workersLost = JOB_STALLS_RETRIED + 1;
+        unfinishedJobs.push({
+          ...ref,
+          status: 'failed',
+          reason: `its worker was lost while running it ${workersLost} times (its lock expired: killed, hung or cut off from Redis); not tried again`,
+          workersLost,
+        });
+      } else if (failure !== undefined) unfinishedJobs.push({ ...ref, status: 'failed', reason: failure });
+      else {
+        const note = noteOf(ref.jobId);
+        unfinishedJobs.push({
+          ...ref,
+          status: 'not-run',
+          reason: notRunReason(ref, note, data.deadline),
+          ...(note?.workersLost ? { workersLost: note.workersLost } : {}),
+        });
+      }
     }
   }
   return { results, unfinishedJobs };
@@ -150,7 +169,7 @@ async function pendingChildren(parent: Job): Promise<string[]> {
 }
 
 /** What became of the pending children that a worker has taken before and that no worker holds
- * now: those the deadline removes (never-taken ones need no note). */
+ * now: those the deadline removes (never-taken ones need no note). By batch id. */
 async function notesOn(fleet: Fleet, keys: string[]): Promise<Map<string, ExpiredJobNote>> {
   const read = fleet.client.pipeline();
   const children = keys.flatMap((key) => {
@@ -182,33 +201,39 @@ async function notesOn(fleet: Fleet, keys: string[]): Promise<Map<string, Expire
 }
 
 /** Past its deadline, a run stops waiting: children no worker holds are removed from their
- * queues (and so from the parent's dependencies), after noting what became of those a worker had
- * taken. Jobs a worker is running still finish, within their own time bound. Idempotent; returns
- * how many children it removed. */
+ * queues (and so from the parent's dependencies), after noting, for each of their jobs, what became
+ * of those a worker had taken. Batches a worker is running still finish, each job within its own
+ * time bound. Idempotent; returns how many jobs it removed. */
 export async function expireRunIfDue(fleet: Fleet, parent: Job, data: RunJobData, now = Date.now()): Promise<number> {
   if (now < Date.parse(data.deadline)) return 0;
   const pending = await pendingChildren(parent);
   if (pending.length === 0) return 0;
+  const batches = batchesById(data);
+  const jobsIn = (keys: string[]) =>
+    keys.reduce((sum, key) => sum + (batches.get(parseJobKey(fleet.prefix, key)?.jobId ?? '')?.jobs.length ?? 0), 0);
   const notes = await notesOn(fleet, pending);
   if (notes.size > 0) {
     const key = reportKeys.expiredJobs(fleet.prefix, data.runId);
+    const byJob = [...notes].flatMap(([batchId, note]) =>
+      (batches.get(batchId)?.jobs ?? []).map((ref) => [ref.jobId, JSON.stringify(note)]),
+    );
     await fleet.client
       .multi()
-      .hset(key, Object.fromEntries([...notes].map(([id, note]) => [id, JSON.stringify(note)])))
+      .hset(key, Object.fromEntries(byJob))
       .expire(key, fleet.retention.jobs.maxAgeSeconds)
       .exec();
   }
   await parent.removeUnprocessedChildren();
-  const after = (await parent.getDependenciesCount({ unprocessed: true })).unprocessed ?? 0;
-  return pending.length - after;
+  return jobsIn(pending) - jobsIn(await pendingChildren(parent));
 }
 
 /** Jobs of the run not done yet, per region (from the parent's pending dependencies: keys only). */
-export async function pendingByRegion(fleet: Fleet, parent: Job): Promise<Map<string, number>> {
+export async function pendingByRegion(fleet: Fleet, parent: Job, data: RunJobData): Promise<Map<string, number>> {
+  const batches = batchesById(data);
   const pending = new Map<string, number>();
   for (const key of await pendingChildren(parent)) {
-    const region = regionOfQueue(parseJobKey(fleet.prefix, key)?.queueName ?? '');
-    if (region) pending.set(region, (pending.get(region) ?? 0) + 1);
+    const batch = batches.get(parseJobKey(fleet.prefix, key)?.jobId ?? '');
+    if (batch) pending.set(batch.region, (pending.get(batch.region) ?? 0) + batch.jobs.length);
   }
   return pending;
 }

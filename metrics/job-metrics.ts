@@ -4,7 +4,6 @@
 // are served on /metrics. The two are kept apart so that no series reaches Prometheus twice
 // (once scraped, once pushed).
 import { hostname } from 'node:os';
-import { WaitingError, type Job } from 'bullmq';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { WORKER_JOB_OUTCOMES, WORKER_METRICS } from '../contracts/metric-names.js';
 import type { ProbeResult, RunReport } from '../contracts/result.js';
@@ -17,12 +16,13 @@ import { pushRunMetrics } from './run-metrics.js';
 
 export type WorkerJobOutcome = (typeof WORKER_JOB_OUTCOMES)[number];
 
-/** What the region worker tells its metrics about each job (worker/queue-worker.ts). */
+/** What the region worker tells its metrics about each probe job (worker/queue-worker.ts). A batch
+ * that fails before its first job starts counts as one job. */
 export interface JobObserver {
   started(): void;
   /** A job returned a result (it is recorded and pushed). */
   completed(result: ProbeResult): void;
-  /** A job threw: retried, failed for good, or handed back on shutdown. */
+  /** A job threw (its batch is retried, failed for good, or handed back on shutdown). */
   ended(outcome: Exclude<WorkerJobOutcome, 'completed'>): void;
 }
 
@@ -47,25 +47,6 @@ export interface JobMetrics extends JobObserver {
   pushRun(report: RunReport): Promise<boolean>;
   /** Waits (bounded) for the pushes still going. */
   close(boundMs?: number): Promise<void>;
-}
-
-type Processor = (job: Job, token: string | undefined, signal: AbortSignal | undefined) => Promise<ProbeResult>;
-
-/** The processor, telling the observer about each job. Three parameters, like the processor:
- * BullMQ passes the abort signal only to processors that declare it. */
-export function observeJobs(processor: Processor, observer: JobObserver): Processor {
-  return async (job, token, signal) => {
-    observer.started();
-    let result: ProbeResult;
-    try {
-      result = await processor(job, token, signal);
-    } catch (err) {
-      observer.ended(err instanceof WaitingError ? 'handed_back' : 'failed');
-      throw err;
-    }
-    observer.completed(result);
-    return result;
-  };
 }
 
 /** How long closing waits for pushes still going: a down gateway costs its retries, not a hang. */

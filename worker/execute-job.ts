@@ -55,7 +55,7 @@ export function parseJobPayload(payload: unknown): JobPayload {
   return job;
 }
 
-function describeIssues(error: z.ZodError): string {
+export function describeIssues(error: z.ZodError): string {
   return error.issues
     .slice(0, 5)
     .map((issue) => `${formatIssuePath(issue.path)}: ${issue.message}`)

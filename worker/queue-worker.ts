@@ -1,10 +1,11 @@
-// A region's BullMQ worker: takes jobs from that region's queue only and runs each with
-// executeJob, the same code the embedded runner calls. A job it cannot read (too large, not
-// JSON) or a malformed payload fails at once (UnrecoverableError) and the worker goes on; the
-// probe result is the job's return value. A job whose worker was lost comes back within the
-// stall timeout; closing is bounded whatever Redis does.
+// A region's BullMQ worker: takes batches of probe jobs from that region's queue only and runs
+// each probe job with executeJob, the same code the embedded runner calls. A batch it cannot read
+// (too large, not JSON) or a malformed payload fails at once (UnrecoverableError) and the worker
+// goes on; the batch's return value is its probe results. A batch whose worker was lost comes back
+// within the stall timeout; closing is bounded whatever Redis does.
 import { hostname } from 'node:os';
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
+import { probeBatchSchema } from '../contracts/job.js';
 import { JOB_NAMES, JOB_STALLS_RETRIED, regionQueueName } from '../contracts/queues.js';
 import type { ProbeResult } from '../contracts/result.js';
 import { bullmqKeep, DEFAULT_RETENTION, type RetentionSettings } from '../contracts/retention.js';
@@ -12,9 +13,9 @@ import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
-import { executeJob, InvalidJobError } from './execute-job.js';
+import { describeIssues, executeJob, InvalidJobError } from './execute-job.js';
 import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
-import { observeJobs, type JobObserver } from '../metrics/job-metrics.js';
+import type { JobObserver, WorkerJobOutcome } from '../metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
 
 /** How long jobs being handed back on shutdown get to stop before the worker is closed hard. */
@@ -42,7 +43,7 @@ export interface RegionWorkerOptions {
   /** How long failed jobs are kept (jobs of ours say themselves that they go once complete). */
   retention?: RetentionSettings;
   log: Logger;
-  /** Told about every job: metrics (metrics/job-metrics.ts). */
+  /** Told about every probe job: metrics (metrics/job-metrics.ts). */
   observer?: JobObserver;
   /** Where this worker's probes may connect. */
   targetPolicy: TargetPolicy;
@@ -62,43 +63,57 @@ export interface RegionWorker {
   close(graceMs: number): Promise<CloseOutcome>;
 }
 
-/** Runs a probe job: checks it (a malformed or unsigned job fails for good), executes it, and
- * hands it back to the queue when the worker is shutting down and `handingBack()` says so. */
-function probeProcessor(options: RegionWorkerOptions, queueName: string, handingBack: () => boolean) {
-  const { region, log } = options;
+/** The probe jobs of a batch's data, once its signature is checked; a batch that is not one
+ * (InvalidJobError, JobSignatureError) can never run. */
+function batchJobsOf(data: unknown, jobKey: string | undefined): unknown[] {
+  const parsed = probeBatchSchema.safeParse(openSignedData(data, jobKey));
+  if (!parsed.success) throw new InvalidJobError(`invalid batch of probe jobs: ${describeIssues(parsed.error)}`);
+  return parsed.data.jobs;
+}
+
+/** Runs a batch of probe jobs, one after another: checks it (a malformed or unsigned batch fails
+ * for good), executes each job, and hands the batch back to the queue when the worker is shutting
+ * down and `handingBack()` says so (it runs again whole). The observer hears of each probe job. */
+function batchProcessor(options: RegionWorkerOptions, queueName: string, handingBack: () => boolean) {
+  const { region, log, observer } = options;
   // Three parameters: BullMQ passes the abort signal only to processors that declare it.
-  return async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<ProbeResult> => {
-    refuseUnreadable(job, log);
-    if (job.name !== JOB_NAMES.probe) {
-      throw new UnrecoverableError(
-        `unexpected job "${job.name}" in queue ${queueName} (only "${JOB_NAMES.probe}" jobs belong here)`,
-      );
-    }
-    let result: ProbeResult;
+  return async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<ProbeResult[]> => {
+    const results: ProbeResult[] = [];
+    let outcome: Exclude<WorkerJobOutcome, 'completed'> = 'failed';
+    observer?.started();
     try {
-      // executeJob validates the payload (InvalidJobError) and settles by the job's time bound
-      // (plus a grace for a probe that overruns it).
-      result = await executeJob(openSignedData(job.data, options.jobKey), {
-        region,
-        log,
-        signal,
-        targetPolicy: options.targetPolicy,
-      });
+      refuseUnreadable(job, log);
+      if (job.name !== JOB_NAMES.probe) {
+        throw new UnrecoverableError(
+          `unexpected job "${job.name}" in queue ${queueName} (only "${JOB_NAMES.probe}" jobs belong here)`,
+        );
+      }
+      const payloads = batchJobsOf(job.data, options.jobKey);
+      for (const [i, payload] of payloads.entries()) {
+        if (i > 0) observer?.started();
+        // executeJob validates the payload (InvalidJobError) and settles by the job's time bound
+        // (plus a grace for a probe that overruns it).
+        const result = await executeJob(payload, { region, log, signal, targetPolicy: options.targetPolicy });
+        if (handingBack() && signal?.aborted) {
+          // Shutting down: this measurement was cut short; another worker runs the batch whole.
+          outcome = 'handed_back';
+          await job.moveToWait(token);
+          log.info({ jobId: job.id }, 'job handed back to the queue');
+          throw new WaitingError();
+        }
+        observer?.completed(result);
+        // Taken again after its worker was lost: the report says so.
+        results.push(job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result);
+      }
+      return results;
     } catch (err) {
+      observer?.ended(outcome);
       if (err instanceof InvalidJobError || err instanceof JobSignatureError) {
         log.warn({ jobId: job.id, reason: err.message }, 'job failed for good');
         throw new UnrecoverableError(err.message);
       }
       throw err; // anything else is transient: retried with backoff (attempts set when added)
     }
-    if (handingBack() && signal?.aborted) {
-      // Shutting down: this measurement was cut short; another worker runs it whole.
-      await job.moveToWait(token);
-      log.info({ jobId: job.id }, 'job handed back to the queue');
-      throw new WaitingError();
-    }
-    // Taken again after its worker was lost: the report says so.
-    return job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result;
   };
 }
 
@@ -107,10 +122,10 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   const queueName = regionQueueName(region);
   let handingBack = false;
 
-  const processor = probeProcessor(options, queueName, () => handingBack);
+  const processor = batchProcessor(options, queueName, () => handingBack);
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
   const keepFailed = bullmqKeep((options.retention ?? DEFAULT_RETENTION).jobs);
-  const worker = new FleetWorker(queueName, options.observer ? observeJobs(processor, options.observer) : processor, {
+  const worker = new FleetWorker(queueName, processor, {
     connection: bullmqWorkerConnection(options.redis),
     prefix: options.prefix,
     concurrency: options.concurrency,

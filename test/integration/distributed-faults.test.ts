@@ -162,6 +162,43 @@ describe('faults in distributed runs', needsRedis, () => {
     }
   });
 
+  test('kill -9 of a worker in the middle of a batch: another worker runs the batch again whole, each of its jobs once in the report', async () => {
+    const pair = await Promise.all([
+      startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL),
+      startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL),
+    ]);
+    processes.push(...pair);
+    try {
+      // Both jobs in one BullMQ job: the slow one first, then the quick one.
+      const run = await submitRun(
+        fleet,
+        await parsePlan(slowPlan(lab, 'killed-batch', 100), 'inline.yaml'),
+        'killed-batch-run',
+        { jobsPerBatch: 2 },
+      );
+      const { workerPid } = await activeJob(fleet.regionQueue('a'), /\.slow\./);
+      const first = pair.find((w) => w.pid === workerPid)!;
+      const second = pair.find((w) => w.pid !== workerPid)!;
+      first.child.kill('SIGKILL');
+      assert.equal(await first.stop(), null, 'killed, not exited');
+
+      const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
+      assert.ok(report);
+      assert.deepEqual(report.unfinishedJobs, []);
+      assert.deepEqual(
+        report.results.map((r) => r.jobId).sort(),
+        run.jobs.map((j) => j.jobId).sort(),
+        'every job exactly once',
+      );
+      for (const result of report.results) {
+        assert.equal(result.worker.pid, second.pid, `${result.jobId}: measured by the surviving worker`);
+        assert.equal(result.workersLost, 1, `${result.jobId}: its batch's first worker was lost`);
+      }
+    } finally {
+      await Promise.all(pair.map((worker) => worker.stop()));
+    }
+  });
+
   test('kill -9 of the only worker of a region mid-job: at the deadline the report names the worker that was lost', async () => {
     const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL);
     processes.push(worker);

@@ -12,7 +12,8 @@ import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
-import { addRunJobs, jobRefOf, runJobOf, runParentOf, submitRun } from '../../coordinator/flow.js';
+import { waitForRun } from '../../coordinator/distributed-run.js';
+import { addRunJobs, batchJobOf, jobRefOf, runParentOf, submitRun } from '../../coordinator/flow.js';
 import { splitPlan } from '../../coordinator/split.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { renderHtmlReport } from '../../coordinator/report/html.js';
@@ -124,6 +125,55 @@ describe('distributed runs with region workers in their own processes', needsRed
     assert.match(await readFile(html, 'utf8'), /data-chart="new-connection-cost"/);
   });
 
+  test('a run of 140 jobs per region goes in batches of 2: every job has its result, and at the deadline every job of a batch nobody took is named', async () => {
+    const targets = Array.from({ length: 35 }, (_, i) => `  - { name: t${i}, url: "${lab.url('keepalive')}" }`);
+    const batchedPlan = (name: string, regions: string[]) =>
+      parsePlan(
+        [
+          `name: ${name}`,
+          `regions: [${regions.join(', ')}]`,
+          'jobTimeoutSeconds: 30',
+          'targets:',
+          ...targets,
+          'experiments:',
+          '  - { probe: reuse, requests: 2, modes: [reused, new] }',
+          '  - { probe: reuse, requests: 3, modes: [reused, new] }',
+        ].join('\n'),
+        'inline.yaml',
+      );
+    const run = await submitRun(fleet, await batchedPlan('batched', ['a', 'b']), 'batched-run-1');
+    assert.equal(run.jobs.length, 280);
+    assert.equal(run.data.jobsPerBatch, 2, 'two batches per 64 jobs of the busiest region, rounded down');
+    const report = await waitForRun(fleet, run.data, { log, progress: { update() {}, done() {} }, pollMs: 100 });
+    assert.equal(report?.results.length, 280, JSON.stringify(report?.unfinishedJobs.slice(0, 3)));
+    assert.deepEqual(new Set(report.results.map((r) => r.jobId)), new Set(run.jobs.map((job) => job.jobId)));
+    for (const result of report.results) {
+      assert.ok(result.ok, result.jobId);
+      assert.equal(result.worker.pid, workers[result.region]!.pid, `${result.jobId}: run by its region's worker`);
+    }
+    const parent = (await fleet.runs.getJob(run.runId))!;
+    assert.equal(Object.keys(await parent.getChildrenValues()).length, 140, 'one BullMQ job per two probe jobs');
+    await fleet.runs.remove(run.runId, { removeChildren: true });
+
+    const expiring = await submitRun(fleet, await batchedPlan('batched-expiring', ['nobody-d']), 'batched-run-2', {
+      deadlineSeconds: 1,
+    });
+    const shown: number[] = [];
+    const expired = await waitForRun(fleet, expiring.data, {
+      log,
+      progress: { update: (done) => shown.push(done.get('nobody-d') ?? -1), done() {} },
+      pollMs: 100,
+    });
+    assert.equal(shown[0], 0, 'progress counts probe jobs, not batches: none done');
+    assert.equal(expired?.results.length, 0);
+    assert.equal(expired.unfinishedJobs.length, 140);
+    for (const job of expired.unfinishedJobs) {
+      assert.equal(job.status, 'not-run');
+      assert.match(job.reason, /no worker of region "nobody-d" took it before the run's deadline/);
+    }
+    assert.equal(await fleet.regionQueue('nobody-d').getJobCountByTypes('waiting'), 0, 'the batches left the queue');
+  });
+
   test('--regions runs a plan from other regions than its own (what probefleet demo does); bad names are bad input', async (t) => {
     const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
     const json = path.join(dir, 'run.json');
@@ -151,30 +201,34 @@ describe('distributed runs with region workers in their own processes', needsRed
     }
   });
 
-  test('a malformed payload pushed into a region queue fails at once with the reason, and the worker goes on', async () => {
+  test('a malformed payload or batch pushed into a region queue fails at once with the reason, and the worker goes on', async () => {
     const queue = fleet.regionQueue('a');
-    const bad = await queue.add(
-      'probe',
-      {
-        schema: 'probefleet.job/v1',
-        jobId: 'bad-1',
-        region: 'a',
-        probe: 'reuse',
-        target: { name: 'x', url: 'ftp://nowhere' },
-      },
-      { jobId: 'malformed-1', attempts: 3 },
-    );
-    let state = '';
-    for (let i = 0; i < 100 && state !== 'failed'; i++) {
-      await sleep(100);
-      state = await bad.getState();
-    }
-    assert.equal(state, 'failed');
-    const failed = (await queue.getJob('malformed-1'))!;
-    assert.equal(failed.attemptsMade, 1, 'not retried: it can never succeed');
-    assert.match(failed.failedReason, /^invalid job payload: /);
-    assert.match(failed.failedReason, /runId: /);
-    assert.match(failed.failedReason, /target\.url: unsupported URL scheme "ftp:"/);
+    const payload = {
+      schema: 'probefleet.job/v1',
+      jobId: 'bad-1',
+      region: 'a',
+      probe: 'reuse',
+      target: { name: 'x', url: 'ftp://nowhere' },
+    };
+    const failedFor = async (id: string, data: unknown) => {
+      const bad = await queue.add('probe', data, { jobId: id, attempts: 3 });
+      let state = '';
+      for (let i = 0; i < 100 && state !== 'failed'; i++) {
+        await sleep(100);
+        state = await bad.getState();
+      }
+      assert.equal(state, 'failed', id);
+      const failed = (await queue.getJob(id))!;
+      assert.equal(failed.attemptsMade, 1, `${id}: not retried: it can never succeed`);
+      return failed.failedReason;
+    };
+    const inBatch = await failedFor('malformed-1', { schema: 'probefleet.probe-batch/v1', jobs: [payload] });
+    assert.match(inBatch, /^invalid job payload: /);
+    assert.match(inBatch, /runId: /);
+    assert.match(inBatch, /target\.url: unsupported URL scheme "ftp:"/);
+    // A payload on its own, not in a batch (what a worker before batches took), is no batch.
+    const alone = await failedFor('malformed-2', payload);
+    assert.match(alone, /^invalid batch of probe jobs: schema: .*; jobs: /);
 
     assert.equal(workers.a.child.exitCode, null, 'the worker is still running');
     const plan = await parsePlan(planYaml(lab, 'after-bad', ['a'], 3), 'inline.yaml');
@@ -353,7 +407,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
       await parsePlan(planYaml(lab, 'same-twice', ['idle']), 'inline.yaml'),
       'same-run-1',
     );
-    await addRunJobs(fleet, existing.runId, existing.jobs);
+    await addRunJobs(fleet, existing.runId, existing.jobs, existing.data.jobsPerBatch);
     assert.deepEqual(await counted(), before);
 
     // A submit cut off after the run's parent and some of its jobs: its gate holds the parent,
@@ -362,7 +416,11 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
     const cutJobs = splitPlan(cutLoaded, 'cut-run-1');
     const cutData = (await submitRun(fleet, cutLoaded, 'cut-run-0')).data; // a run's data to copy
     await fleet.flows.add(runParentOf({ ...cutData, runId: 'cut-run-1', jobs: cutJobs.map(jobRefOf) }));
-    await queue.addBulk(cutJobs.slice(0, 1).map((job) => runJobOf(job, prefix)));
+    await queue.addBulk(
+      cutJobs
+        .slice(0, 1)
+        .map((job) => batchJobOf({ id: job.jobId, region: job.region, jobs: [job] }, 'cut-run-1', prefix)),
+    );
     assert.equal(await queue.getJobCountByTypes('waiting'), 4 + 4 + 1);
     const resumed = await submitRun(fleet, cutLoaded, 'cut-run-1');
     assert.equal(resumed.added, false);

@@ -7,6 +7,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import type { ProbeBatch } from '../../contracts/job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
 import { createLogger } from '../../common/log.js';
 import { openFleet } from '../../coordinator/fleet.js';
@@ -182,10 +183,7 @@ experiments: [${experiment}]
       );
       const run = await submitRun(fleet, loaded, 'secrets-run-1');
       const job = (await fleet.regionQueue('idle').getJob(run.jobs[0].jobId))!;
-      assert.equal(
-        (job.data as { target: { headers: Record<string, string> } }).target.headers.authorization,
-        'Bearer ${env:PF_TEST_SECRET}',
-      );
+      assert.equal((job.data as ProbeBatch).jobs[0]!.target.headers?.authorization, 'Bearer ${env:PF_TEST_SECRET}');
       const keys = await fleet.client.keys(`${prefix}*`);
       for (const key of keys) {
         const type = await fleet.client.type(key);

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { Job } from 'bullmq';
 import { JOB_NAMES } from '../../contracts/queues.js';
+import { PROBE_BATCH_SCHEMA, type JobPayload } from '../../contracts/job.js';
 import { signData } from '../../common/job-signature.js';
 import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
@@ -67,23 +68,22 @@ describe('signed jobs', needsRedis, () => {
     const [payload] = await jobsOf(planYaml(lab, 'direct'));
     const attempt = { attempts: 3 };
 
-    const unsigned = await queue.add(
-      JOB_NAMES.probe,
-      { ...payload, jobId: 'unsigned-1' },
-      { jobId: 'unsigned-1', ...attempt },
-    );
-    const signed = signData({ ...payload, jobId: 'altered-1' }, KEY);
+    const batchOf = (jobId: string) => ({ schema: PROBE_BATCH_SCHEMA, jobs: [{ ...payload, jobId }] });
+
+    const unsigned = await queue.add(JOB_NAMES.probe, batchOf('unsigned-1'), { jobId: 'unsigned-1', ...attempt });
+    const signed = signData(batchOf('altered-1'), KEY);
     // Aimed elsewhere after signing: the tls server's port instead of the keep-alive one.
+    const [job] = signed.jobs as JobPayload[];
     const altered = await queue.add(
       JOB_NAMES.probe,
-      { ...signed, target: { ...signed.target, url: lab.url('https') } },
+      { ...signed, jobs: [{ ...job, target: { ...job.target, url: lab.url('https') } }] },
       { jobId: 'altered-1', ...attempt },
     );
-    const otherKey = await queue.add(JOB_NAMES.probe, signData({ ...payload, jobId: 'other-key-1' }, `${KEY}-other`), {
+    const otherKey = await queue.add(JOB_NAMES.probe, signData(batchOf('other-key-1'), `${KEY}-other`), {
       jobId: 'other-key-1',
       ...attempt,
     });
-    const good = await queue.add(JOB_NAMES.probe, signData({ ...payload, jobId: 'signed-1' }, KEY), {
+    const good = await queue.add(JOB_NAMES.probe, signData(batchOf('signed-1'), KEY), {
       jobId: 'signed-1',
       ...attempt,
     });
@@ -100,12 +100,15 @@ describe('signed jobs', needsRedis, () => {
     }
     assert.equal(lab.servers.https.connectionsAccepted(), 0, 'the altered target was never reached');
     assert.equal(await settled(good), 'completed');
-    assert.equal(((await queue.getJob('signed-1'))!.returnvalue as { ok: boolean }).ok, true);
+    assert.equal(((await queue.getJob('signed-1'))!.returnvalue as { ok: boolean }[])[0]?.ok, true);
     assert.equal(worker.child.exitCode, null, 'the worker is still running');
 
-    // The coordinator side signs what it submits.
+    // The coordinator side signs what it submits (the queue paused: the worker would take the
+    // job, and remove it once done, before the test could read it).
+    await queue.pause();
     const run = await submitRun(fleet, await parsePlan(planYaml(lab, 'signed-run'), 'inline.yaml'), 'signed-run-1');
     const child = (await queue.getJob(run.jobs[0].jobId))!;
+    await queue.resume();
     assert.match((child.data as { signature: string }).signature, /^hmac-sha256:[0-9a-f]{64}$/);
     const report = await waitForRun(fleet, run.data, { log, progress: { update() {}, done() {} }, pollMs: 100 });
     assert.equal(report?.results[0]?.ok, true, 'the signed job ran');

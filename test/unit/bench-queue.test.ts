@@ -26,11 +26,20 @@ const measured: Measured = {
 };
 
 function enqueueRun(tool: EnqueueRun['tool'], jobsPerSecond: number): EnqueueRun {
-  return { tool, jobs: 100_000, splitMs: 1_000, enqueueMs: 100_000_000 / jobsPerSecond, jobsPerSecond, measured };
+  const jobsPerBatch = tool === 'batched' ? 31 : 1;
+  return {
+    tool,
+    jobs: 100_000,
+    jobsPerBatch,
+    splitMs: 1_000,
+    enqueueMs: 100_000_000 / jobsPerSecond,
+    jobsPerSecond,
+    measured,
+  };
 }
 
 function endToEndRun(tool: EndToEndRun['tool'], jobsPerSecond: number, workerCpuSeconds = 4): EndToEndRun {
-  const enqueue = enqueueRun('flow', 5_000);
+  const enqueue = enqueueRun('per-job', 5_000);
   return {
     tool,
     jobs: 10_000,
@@ -47,11 +56,11 @@ function endToEndRun(tool: EndToEndRun['tool'], jobsPerSecond: number, workerCpu
 
 /** `workers`: probefleet's jobs/s and worker CPU seconds over 10,000 jobs; the fair floor does
  * 1,000 jobs/s at 4 s. */
-function queueOnly(flow: number, addBulk: number, workers: [number, number]): BenchResults {
+function queueOnly(batched: number, perJob: number, workers: [number, number]): BenchResults {
   const round: QueueRound = {
     ceiling: { lpushPipelined: 1_000_000, lpushTwoClients: 20_000 },
     probeLoop: { jobs: 3_000, seconds: 6, jobsPerSecond: 500, measured },
-    enqueue: [enqueueRun('flow', flow), enqueueRun('addBulk', addBulk)],
+    enqueue: [enqueueRun('batched', batched), enqueueRun('per-job', perJob)],
     endToEnd: [
       endToEndRun('probefleet', ...workers),
       endToEndRun('bullmq-undici', 1_000, 4),
