@@ -15,8 +15,7 @@ import { parsePlan } from '../coordinator/plan-loader.js';
 import { runIdFor, splitPlan } from '../coordinator/split.js';
 import { DEFAULT_QUEUE_PREFIX } from '../contracts/queues.js';
 
-export const ENQUEUE_MODES = ['batched', 'per-job'] as const;
-export type EnqueueMode = (typeof ENQUEUE_MODES)[number];
+export type EnqueueMode = 'batched' | 'per-job';
 
 export interface EnqueueTiming {
   jobs: number;

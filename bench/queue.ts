@@ -93,6 +93,9 @@ export async function startBenchRedis(): Promise<BenchRedis> {
   };
 }
 
+/** How the enqueue benchmark submits (bench/enqueue-process.ts, which runs as it is imported). */
+export const ENQUEUE_MODES: readonly EnqueueMode[] = ['batched', 'per-job'];
+
 export interface EnqueueRun extends EnqueueTiming {
   tool: EnqueueMode;
   jobsPerSecond: number;

@@ -22,8 +22,7 @@ import { parseArgs } from 'node:util';
 import { startNginx } from '../common/nginx-server.js';
 import { writeFileAtomic } from '../common/write-file-atomic.js';
 import { summarizeCpuProfile } from './cpu-profile.js';
-import { ENQUEUE_MODES } from './enqueue-process.js';
-import { endToEndRun, enqueueRun, probeLoopRun, redisCeiling, startBenchRedis, type QueueRound } from './queue.js';
+import { endToEndRun, ENQUEUE_MODES, enqueueRun, probeLoopRun, redisCeiling, startBenchRedis, type QueueRound } from './queue.js';
 import { renderResults, type BenchResults, type BenchTarget, type Machine } from './results-markdown.js';
 import {
   AUTOCANNON_CLI,
