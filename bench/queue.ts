@@ -15,7 +15,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bullmqConnection, redisOptions } from '../common/redis.js';
 import { freeLoopbackPort, startRedisServer } from '../common/redis-server.js';
-import { DEFAULT_QUEUE_PREFIX, regionQueueName, RUNS_QUEUE } from '../contracts/queues.js';
+import { DEFAULT_QUEUE_PREFIX, regionQueueName, reportKeys, RUNS_QUEUE } from '../contracts/queues.js';
 import { parsePlan } from '../coordinator/plan-loader.js';
 import { runIdFor, splitPlan } from '../coordinator/split.js';
 import type { ProbeResult } from '../contracts/result.js';
@@ -176,6 +176,18 @@ function peakRssKb(pid: number): number {
   return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
 }
 
+/** The results probefleet's workers saved for a run. */
+async function savedResults(url: string, runId: string): Promise<ProbeResult[]> {
+  const client = new Redis(redisOptions({ url }));
+  try {
+    return (await client.hvals(reportKeys.results(DEFAULT_QUEUE_PREFIX, runId))).map(
+      (json) => JSON.parse(json) as ProbeResult,
+    );
+  } finally {
+    client.disconnect();
+  }
+}
+
 /** END_TO_END_SHAPE's 10,000 jobs, a one-request `reuse` probe each against `url`, submitted as
  * the coordinator does while two workers of the region wait; timed from the jobs' own records. */
 export async function endToEndRun(
@@ -237,12 +249,13 @@ export async function endToEndRun(
     const workerCpuSeconds = workers.reduce((sum, w, i) => sum + processCpuSeconds(w.pid) - cpuBefore[i], 0);
     const redisCpuSeconds = processCpuSeconds(redis.pid) - redisCpuBefore;
     const workerPeakRssKb = Math.max(...workers.map((w) => peakRssKb(w.pid)));
-    // Both kinds of worker return {startedAt, finishedAt}: a probe result, or the bare worker's stamps.
-    const completed = Object.values(await parent.getChildrenValues()).flat() as (Pick<
-      ProbeResult,
-      'startedAt' | 'finishedAt'
-    > &
-      Partial<ProbeResult>)[];
+    // Both kinds of worker leave {startedAt, finishedAt}: probefleet's results, saved with the run
+    // (worker/run-results.ts), or the bare worker's stamps, its return values.
+    const completed = (
+      tool === 'probefleet'
+        ? await savedResults(redis.url, parent.id!)
+        : Object.values(await parent.getChildrenValues())
+    ) as (Pick<ProbeResult, 'startedAt' | 'finishedAt'> & Partial<ProbeResult>)[];
     const failed = Object.keys(await parent.getIgnoredChildrenFailures()).length;
     const notOk = tool === 'probefleet' ? completed.filter((result) => !result.ok).length : 0;
     const seconds =

@@ -22,7 +22,15 @@ import { parseArgs } from 'node:util';
 import { startNginx } from '../common/nginx-server.js';
 import { writeFileAtomic } from '../common/write-file-atomic.js';
 import { summarizeCpuProfile } from './cpu-profile.js';
-import { endToEndRun, ENQUEUE_MODES, enqueueRun, probeLoopRun, redisCeiling, startBenchRedis, type QueueRound } from './queue.js';
+import {
+  endToEndRun,
+  ENQUEUE_MODES,
+  enqueueRun,
+  probeLoopRun,
+  redisCeiling,
+  startBenchRedis,
+  type QueueRound,
+} from './queue.js';
 import { renderResults, type BenchResults, type BenchTarget, type Machine } from './results-markdown.js';
 import {
   AUTOCANNON_CLI,

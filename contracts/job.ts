@@ -93,10 +93,13 @@ export type JobPayload = { [K in ProbeKind]: JobOf<K> }[ProbeKind];
  */
 export const probeBatchSchema = z.strictObject({
   schema: z.literal(PROBE_BATCH_SCHEMA),
+  /** The run its jobs belong to: where their results are saved (contracts/queues.ts, reportKeys.results). */
+  runId: runIdSchema,
   jobs: z.array(z.unknown()).min(1).max(JOB_LIMITS.jobsPerBatch),
 });
 export interface ProbeBatch {
   schema: typeof PROBE_BATCH_SCHEMA;
+  runId: string;
   jobs: JobPayload[];
 }
 

@@ -74,6 +74,10 @@ export const reportKeys = {
    * had taken but that were taken off their queue at the run's deadline (their own keys go with
    * them). Read when the report is built, then removed; a TTL as a backstop. */
   expiredJobs: (prefix: string, runId: string) => `${prefix}:~run-expired:${runId}`,
+  /** Hash of job id → probe result JSON: the results of a run's jobs, saved by the workers as their
+   * jobs finish (worker/run-results.ts). Read when the report is built, then removed; a TTL (job
+   * retention, renewed with every write) as a backstop. */
+  results: (prefix: string, runId: string) => `${prefix}:~run-results:${runId}`,
   /** The comparison (`probefleet.compare/v1`) of a run with the previous run of its plan, with a TTL. */
   comparison: (prefix: string, runId: string) => `${prefix}:~run-comparison:${runId}`,
 };

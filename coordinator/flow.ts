@@ -43,10 +43,10 @@ export function jobRefOf(job: JobPayload): JobRef {
 }
 
 /**
- * Each result is stored once: a batch is removed as it completes, its return value (its jobs'
- * results) living on in the parent's `processed` hash, and the parent as it completes, its results living on in the
- * stored report. A job that fails is kept as the process that fails it decides
- * (contracts/retention.ts), so these options say nothing about failures.
+ * Each result is stored once: in the run's results hash, where the workers save them
+ * (worker/run-results.ts), until the run is reported, then in the stored report. A batch is removed
+ * as it completes, and the parent too. A batch that fails is kept as the process that fails it
+ * decides (contracts/retention.ts), so these options say nothing about failures.
  */
 const REMOVE_WHEN_DONE = { removeOnComplete: true } as const;
 
@@ -101,7 +101,7 @@ export function runParentOf(data: RunJobData): FlowJob {
 /** A batch of a run's jobs as Queue.addBulk takes it: a child of the run's parent job, its id
  * fixed. With a key, its data is signed for the workers. */
 export function batchJobOf(batch: BatchOf<JobPayload>, runId: string, prefix: string, jobKey?: string) {
-  const data: ProbeBatch = { schema: PROBE_BATCH_SCHEMA, jobs: batch.jobs };
+  const data: ProbeBatch = { schema: PROBE_BATCH_SCHEMA, runId, jobs: batch.jobs };
   return {
     name: JOB_NAMES.probe,
     data: signData(data, jobKey),

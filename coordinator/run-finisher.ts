@@ -1,6 +1,6 @@
-// Turns a run's flow into its report: the results its children (batches of probe jobs, named as
-// batchesOf names them) returned, the batches that failed for good, and the jobs that had no
-// result by the deadline (never taken, or taken by a worker that was lost). Whoever finishes a run (the coordinator processing the parent job, or
+// Turns a run's flow into its report: the results the workers saved for its jobs, the children
+// (batches of probe jobs, named as batchesOf names them) that failed for good, and the jobs that
+// had no result by the deadline (never taken, or taken by a worker that was lost). Whoever finishes a run (the coordinator processing the parent job, or
 // the `run` command that submitted it) calls the same code, and the first stored report wins.
 import type { Job } from 'bullmq';
 import { batchesOf, type BatchOf } from '../contracts/job.js';
@@ -50,25 +50,26 @@ function batchesById(data: RunJobData): Map<string, BatchOf<JobRef>> {
   return new Map(batchesOf(data.jobs, data.jobsPerBatch).map((batch) => [batch.id, batch]));
 }
 
-/** Each job's result, and why a batch's return value holds none for some of its jobs. */
-function resultsOf(values: Record<string, unknown>, prefix: string) {
-  const resultById = new Map<string, ProbeResult>();
-  const problemByBatch = new Map<string, string>();
-  for (const [key, value] of Object.entries(values)) {
-    const batchId = parseJobKey(prefix, key)?.jobId;
-    if (!batchId) continue;
-    if (!Array.isArray(value)) {
-      problemByBatch.set(batchId, 'the worker returned no list of results for its batch');
+/** Each job's result as the workers saved it (worker/run-results.ts), or why it cannot be read. */
+function resultsOf(saved: Record<string, string>): Map<string, ProbeResult | string> {
+  const resultById = new Map<string, ProbeResult | string>();
+  for (const [jobId, value] of Object.entries(saved)) {
+    let parsed;
+    try {
+      parsed = probeResultSchema.safeParse(JSON.parse(value));
+    } catch {
+      resultById.set(jobId, 'the worker saved a result that is not JSON');
       continue;
     }
-    for (const item of value) {
-      const parsed = probeResultSchema.safeParse(item);
-      // A result that breaks the contract is as good as none: say so rather than drop it.
-      if (parsed.success) resultById.set(parsed.data.jobId, parsed.data as ProbeResult);
-      else problemByBatch.set(batchId, `the worker returned an invalid result: ${parsed.error.issues[0]?.message}`);
-    }
+    // A result that breaks the contract is as good as none: say so rather than drop it.
+    resultById.set(
+      jobId,
+      parsed.success
+        ? (parsed.data as ProbeResult)
+        : `the worker saved an invalid result: ${parsed.error.issues[0]?.message}`,
+    );
   }
-  return { resultById, problemByBatch };
+  return resultById;
 }
 
 /** Results and unfinished jobs of a run whose children are all done (or removed at the deadline). */
@@ -77,12 +78,12 @@ export async function collectRun(
   parent: Job,
   data: RunJobData,
 ): Promise<{ results: ProbeResult[]; unfinishedJobs: UnfinishedJob[] }> {
-  const [values, failures, notes] = await Promise.all([
-    parent.getChildrenValues(),
+  const [saved, failures, notes] = await Promise.all([
+    fleet.client.hgetall(reportKeys.results(fleet.prefix, data.runId)),
     parent.getIgnoredChildrenFailures(),
     fleet.client.hgetall(reportKeys.expiredJobs(fleet.prefix, data.runId)),
   ]);
-  const { resultById, problemByBatch } = resultsOf(values, fleet.prefix);
+  const resultById = resultsOf(saved);
   const failureByBatch = new Map<string, string>();
   for (const [key, reason] of Object.entries(failures)) {
     const id = parseJobKey(fleet.prefix, key)?.jobId;
@@ -102,12 +103,11 @@ export async function collectRun(
   const unfinishedJobs: UnfinishedJob[] = [];
   for (const batch of batchesById(data).values()) {
     for (const ref of batch.jobs) {
-      // A batch's problem (an invalid return value, its failure) is each of its jobs' without a result.
+      // A batch's failure is each of its jobs' without a result.
       const result = resultById.get(ref.jobId);
-      const problem = problemByBatch.get(batch.id);
       const failure = failureByBatch.get(batch.id);
-      if (result) results.push(result);
-      else if (problem) unfinishedJobs.push({ ...ref, status: 'failed', reason: problem });
+      if (result && typeof result !== 'string') results.push(result);
+      else if (typeof result === 'string') unfinishedJobs.push({ ...ref, status: 'failed', reason: result });
       else if (failure === STALLED_TOO_OFTEN) {
         const workersLost = JOB_STALLS_RETRIED + 1;
         unfinishedJobs.push({
@@ -151,8 +151,12 @@ export async function finishRun(
     unfinishedJobs,
   });
   const saved = await fleet.store.saveIfAbsent(report);
-  // The notes are in the report now (the first report stored wins, so they are done with).
-  if (saved.stored) await fleet.client.del(reportKeys.expiredJobs(fleet.prefix, data.runId));
+  // The results and notes are in the report now (the first report stored wins, so they are done with).
+  if (saved.stored)
+    await fleet.client.del(
+      reportKeys.results(fleet.prefix, data.runId),
+      reportKeys.expiredJobs(fleet.prefix, data.runId),
+    );
   return saved;
 }
 

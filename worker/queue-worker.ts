@@ -12,9 +12,10 @@ import { bullmqKeep, DEFAULT_RETENTION, type RetentionSettings } from '../contra
 import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
-import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
+import { bullmqWorkerConnection, createRedisClient, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
 import { describeIssues, executeJob, InvalidJobError } from './execute-job.js';
 import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
+import { RESULTS_SAVED_EVERY_MS, RunResults } from './run-results.js';
 import type { JobObserver, WorkerJobOutcome } from '../metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
 
@@ -63,24 +64,50 @@ export interface RegionWorker {
   close(graceMs: number): Promise<CloseOutcome>;
 }
 
-/** The probe jobs of a batch's data, once its signature is checked; a batch that is not one
- * (InvalidJobError, JobSignatureError) can never run. */
-function batchJobsOf(data: unknown, jobKey: string | undefined): unknown[] {
+/** A batch's data, once its signature is checked; a batch that is not one (InvalidJobError,
+ * JobSignatureError) can never run. */
+function batchOf(data: unknown, jobKey: string | undefined): { runId: string; jobs: unknown[] } {
   const parsed = probeBatchSchema.safeParse(openSignedData(data, jobKey));
   if (!parsed.success) throw new InvalidJobError(`invalid batch of probe jobs: ${describeIssues(parsed.error)}`);
-  return parsed.data.jobs;
+  return parsed.data;
 }
 
-/** Runs a batch of probe jobs, one after another: checks it (a malformed or unsigned batch fails
- * for good), executes each job, and hands the batch back to the queue when the worker is shutting
- * down and `handingBack()` says so (it runs again whole). The observer hears of each probe job. */
-function batchProcessor(options: RegionWorkerOptions, queueName: string, handingBack: () => boolean) {
+/** A payload's job id before executeJob checks the payload ('' when it has none). */
+function jobIdOf(payload: unknown): string {
+  const jobId = (payload as { jobId?: unknown } | null)?.jobId;
+  return typeof jobId === 'string' ? jobId : '';
+}
+
+/** What a batch returns: its results are in the run's results hash (worker/run-results.ts). */
+export interface BatchDone {
+  /** Its jobs with a result saved, from this run of the batch or an earlier one. */
+  results: number;
+}
+
+/**
+ * Runs a batch of probe jobs, one after another: checks it (a malformed or unsigned batch fails
+ * for good), skips the jobs whose results an earlier take of the batch saved, executes the others
+ * and saves their results (at most every RESULTS_SAVED_EVERY_MS, and before it returns, throws or
+ * hands the batch back to the queue when the worker is shutting down and `handingBack()` says so).
+ * The observer hears of each probe job it runs; a batch that fails before its first job counts as one.
+ */
+function batchProcessor(
+  options: RegionWorkerOptions,
+  queueName: string,
+  handingBack: () => boolean,
+  runResults: RunResults,
+) {
   const { region, log, observer } = options;
   // Three parameters: BullMQ passes the abort signal only to processors that declare it.
-  return async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<ProbeResult[]> => {
-    const results: ProbeResult[] = [];
+  return async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<BatchDone> => {
     let outcome: Exclude<WorkerJobOutcome, 'completed'> = 'failed';
-    observer?.started();
+    let running = false;
+    let runId: string | undefined;
+    let unsaved: ProbeResult[] = [];
+    const saveResults = async () => {
+      if (runId) await runResults.save(runId, unsaved);
+      unsaved = [];
+    };
     try {
       refuseUnreadable(job, log);
       if (job.name !== JOB_NAMES.probe) {
@@ -88,26 +115,46 @@ function batchProcessor(options: RegionWorkerOptions, queueName: string, handing
           `unexpected job "${job.name}" in queue ${queueName} (only "${JOB_NAMES.probe}" jobs belong here)`,
         );
       }
-      const payloads = batchJobsOf(job.data, options.jobKey);
-      for (const [i, payload] of payloads.entries()) {
-        if (i > 0) observer?.started();
+      const batch = batchOf(job.data, options.jobKey);
+      runId = batch.runId;
+      // Taken before (its worker lost, a retry, a hand-back): what was saved then is not measured again.
+      const saved = job.attemptsStarted > 1 ? await runResults.saved(batch.runId, batch.jobs.map(jobIdOf)) : new Map();
+      let savedAt = Date.now();
+      for (const payload of batch.jobs) {
+        if (saved.has(jobIdOf(payload))) continue;
+        observer?.started();
+        running = true;
         // executeJob validates the payload (InvalidJobError) and settles by the job's time bound
         // (plus a grace for a probe that overruns it).
         const result = await executeJob(payload, { region, log, signal, targetPolicy: options.targetPolicy });
         if (handingBack() && signal?.aborted) {
-          // Shutting down: this measurement was cut short; another worker runs the batch whole.
+          // Shutting down: this measurement was cut short; another worker measures it again, and
+          // the batch's jobs not yet run.
           outcome = 'handed_back';
+          await saveResults();
           await job.moveToWait(token);
           log.info({ jobId: job.id }, 'job handed back to the queue');
           throw new WaitingError();
         }
         observer?.completed(result);
+        running = false;
         // Taken again after its worker was lost: the report says so.
-        results.push(job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result);
+        unsaved.push(job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result);
+        if (Date.now() - savedAt >= RESULTS_SAVED_EVERY_MS) {
+          await saveResults();
+          savedAt = Date.now();
+        }
       }
-      return results;
+      await saveResults();
+      return { results: batch.jobs.length };
     } catch (err) {
+      if (!running) observer?.started();
       observer?.ended(outcome);
+      // What was measured stays measured: a retry resumes after it, a failed batch reports it.
+      if (unsaved.length > 0)
+        await saveResults().catch((saveErr: Error) =>
+          log.warn({ jobId: job.id, err: saveErr.message }, 'cannot save the results of a failing batch'),
+        );
       if (err instanceof InvalidJobError || err instanceof JobSignatureError) {
         log.warn({ jobId: job.id, reason: err.message }, 'job failed for good');
         throw new UnrecoverableError(err.message);
@@ -122,9 +169,13 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   const queueName = regionQueueName(region);
   let handingBack = false;
 
-  const processor = batchProcessor(options, queueName, () => handingBack);
+  const retention = options.retention ?? DEFAULT_RETENTION;
+  const resultsClient = createRedisClient(options.redis, `probefleet-results-${region}`);
+  warnOnRedisErrors(resultsClient, log, 'results');
+  const runResults = new RunResults(resultsClient, options.prefix, retention.jobs.maxAgeSeconds);
+  const processor = batchProcessor(options, queueName, () => handingBack, runResults);
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
-  const keepFailed = bullmqKeep((options.retention ?? DEFAULT_RETENTION).jobs);
+  const keepFailed = bullmqKeep(retention.jobs);
   const worker = new FleetWorker(queueName, processor, {
     connection: bullmqWorkerConnection(options.redis),
     prefix: options.prefix,
@@ -158,25 +209,28 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   });
   ready.catch((err: Error) => log.error({ err: err.message }, 'worker could not start'));
 
+  const closeWorker = async (graceMs: number): Promise<CloseOutcome> => {
+    // With nothing in flight there is nothing to wait for but Redis saying goodbye.
+    if (await settlesWithin(worker.close(), worker.held > 0 ? graceMs : LEAVE_MS)) return 'drained';
+    if (worker.held > 0) {
+      handingBack = true;
+      log.warn({ graceMs, jobs: worker.held }, 'jobs still running after the grace period: handing them back');
+      worker.cancelAllJobs('worker shutting down');
+      if (await settlesWithin(worker.close(), HAND_BACK_MS)) return 'handed-back';
+    }
+    const unfinished = worker.held;
+    await worker.closeWithin(0, log);
+    if (unfinished > 0)
+      log.warn(
+        { jobs: unfinished },
+        'Redis does not answer: jobs in flight could not be handed back; another worker takes them after the stall timeout',
+      );
+    return unfinished > 0 ? 'abandoned' : 'drained';
+  };
+
   return {
     ready,
-    async close(graceMs) {
-      // With nothing in flight there is nothing to wait for but Redis saying goodbye.
-      if (await settlesWithin(worker.close(), worker.held > 0 ? graceMs : LEAVE_MS)) return 'drained';
-      if (worker.held > 0) {
-        handingBack = true;
-        log.warn({ graceMs, jobs: worker.held }, 'jobs still running after the grace period: handing them back');
-        worker.cancelAllJobs('worker shutting down');
-        if (await settlesWithin(worker.close(), HAND_BACK_MS)) return 'handed-back';
-      }
-      const unfinished = worker.held;
-      await worker.closeWithin(0, log);
-      if (unfinished > 0)
-        log.warn(
-          { jobs: unfinished },
-          'Redis does not answer: jobs in flight could not be handed back; another worker takes them after the stall timeout',
-        );
-      return unfinished > 0 ? 'abandoned' : 'drained';
-    },
+    // The results client goes last: a batch still running saves its results through it.
+    close: (graceMs) => closeWorker(graceMs).finally(() => resultsClient.disconnect()),
   };
 }

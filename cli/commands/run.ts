@@ -18,6 +18,7 @@ import { progressFor } from '../../coordinator/progress.js';
 import { regionProgressFor } from '../../coordinator/region-progress.js';
 import type { RunReport } from '../../contracts/result.js';
 import { runIdSchema } from '../../contracts/job.js';
+import { JOB_LIMITS } from '../../contracts/limits.js';
 import { planSchema } from '../../contracts/plan.js';
 import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
@@ -57,6 +58,10 @@ const options = (y: Argv) =>
       type: 'number',
       describe:
         'with --redis: seconds after which jobs no worker took are reported as not run (default: jobs per region x jobTimeoutSeconds + 60); the command waits at most until then + jobTimeoutSeconds + 60, Redis outages included',
+    })
+    .option('jobs-per-batch', {
+      type: 'number',
+      describe: `with --redis: probe jobs per BullMQ job, 1-${JOB_LIMITS.jobsPerBatch} (default: 1 below 128 jobs in a region, more for bigger runs; docs/distributed.md, "Batches")`,
     })
     .option('detach', {
       type: 'boolean',
@@ -99,6 +104,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     for (const [given, option] of [
       [args.runId !== undefined, '--run-id'],
       [args.deadline !== undefined, '--deadline'],
+      [args.jobsPerBatch !== undefined, '--jobs-per-batch'],
       [args.detach, '--detach'],
       [args.regions !== undefined, '--regions'],
     ] as const) {
@@ -190,6 +196,13 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
   }
   if (args.deadline !== undefined && !(args.deadline >= 1))
     throw new BadArgumentError(`--deadline must be at least 1 second (got ${args.deadline})`);
+  if (
+    args.jobsPerBatch !== undefined &&
+    !(Number.isInteger(args.jobsPerBatch) && args.jobsPerBatch >= 1 && args.jobsPerBatch <= JOB_LIMITS.jobsPerBatch)
+  )
+    throw new BadArgumentError(
+      `--jobs-per-batch must be a whole number from 1 to ${JOB_LIMITS.jobsPerBatch} (got ${args.jobsPerBatch})`,
+    );
   const pushgateway = pushgatewaySettingsOf(args);
   const retention = retentionOf(args);
   const stop = new AbortController();
@@ -204,12 +217,10 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
       log,
       async (fleet): Promise<RunReport | undefined> => {
         const runId = args.runId ?? newRunId(loaded.plan.name);
-        const submitted = await submitRun(
-          fleet,
-          loaded,
-          runId,
-          args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {},
-        );
+        const submitted = await submitRun(fleet, loaded, runId, {
+          ...(args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {}),
+          ...(args.jobsPerBatch !== undefined ? { jobsPerBatch: args.jobsPerBatch } : {}),
+        });
         const where = `${redactRedisUrl(fleet.redis.url)} (prefix ${fleet.prefix})`;
         if (submitted.report) {
           process.stderr.write(`run ${runId} is over (same plan: nothing added); its report as stored in ${where}\n`);
@@ -219,7 +230,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
         const regions = [...jobsPerRegion(submitted.data)].map(([region, n]) => `${region} ${n}`).join(', ');
         process.stderr.write(
           `run ${runId} ${submitted.added ? 'submitted' : 'already submitted: nothing added'} to ${where}; ` +
-            `jobs per region: ${regions}; deadline ${submitted.data.deadline}; waiting until ${runEndOf(submitted.data).toISOString()} at most\n`,
+            `jobs per region: ${regions}; ${submitted.data.jobsPerBatch} per BullMQ job; deadline ${submitted.data.deadline}; waiting until ${runEndOf(submitted.data).toISOString()} at most\n`,
         );
         if (args.detach) {
           process.stdout.write(`${runId}\n`);

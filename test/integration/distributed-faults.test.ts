@@ -9,6 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { Queue } from 'bullmq';
+import { reportKeys } from '../../contracts/queues.js';
 import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
@@ -162,23 +163,33 @@ describe('faults in distributed runs', needsRedis, () => {
     }
   });
 
-  test('kill -9 of a worker in the middle of a batch: another worker runs the batch again whole, each of its jobs once in the report', async () => {
+  test('kill -9 of a worker in the middle of a batch: another worker resumes it after the job saved last, each job once in the report', async () => {
     const pair = await Promise.all([
       startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL),
       startWorkerProcess('a', TEST_REDIS_URL, prefix, FAST_STALL),
     ]);
     processes.push(...pair);
     try {
-      // Both jobs in one BullMQ job: the slow one first, then the quick one.
-      const run = await submitRun(
-        fleet,
-        await parsePlan(slowPlan(lab, 'killed-batch', 100), 'inline.yaml'),
-        'killed-batch-run',
-        { jobsPerBatch: 2 },
-      );
+      // Two slow jobs in one BullMQ job: ~1.2 s, then ~6 s of reused requests to the Nagle endpoint.
+      const plan = `
+name: killed-batch
+regions: [a]
+jobTimeoutSeconds: 60
+targets:
+  - { name: slow, url: "${lab.url('keepalive', '/nagle')}" }
+experiments:
+  - { probe: reuse, requests: 30, modes: [reused] }
+  - { probe: reuse, requests: 150, modes: [reused] }
+`;
+      const run = await submitRun(fleet, await parsePlan(plan, 'inline.yaml'), 'killed-batch-run', { jobsPerBatch: 2 });
+      const [firstJob, secondJob] = run.jobs.map((job) => job.jobId);
       const { workerPid } = await activeJob(fleet.regionQueue('a'), /\.slow\./);
       const first = pair.find((w) => w.pid === workerPid)!;
       const second = pair.find((w) => w.pid !== workerPid)!;
+      // Killed once the first job's result is saved: the second one is running.
+      const results = reportKeys.results(prefix, run.runId);
+      for (let i = 0; i < 200 && !(await fleet.client.hexists(results, firstJob!)); i++) await sleep(50);
+      assert.equal(await fleet.client.hexists(results, firstJob!), 1, 'the first job was saved');
       first.child.kill('SIGKILL');
       assert.equal(await first.stop(), null, 'killed, not exited');
 
@@ -190,10 +201,12 @@ describe('faults in distributed runs', needsRedis, () => {
         run.jobs.map((j) => j.jobId).sort(),
         'every job exactly once',
       );
-      for (const result of report.results) {
-        assert.equal(result.worker.pid, second.pid, `${result.jobId}: measured by the surviving worker`);
-        assert.equal(result.workersLost, 1, `${result.jobId}: its batch's first worker was lost`);
-      }
+      const resultOf = (jobId: string) => report.results.find((r) => r.jobId === jobId)!;
+      assert.equal(resultOf(firstJob!).worker.pid, first.pid, 'the saved job is kept, not measured again');
+      assert.equal(resultOf(firstJob!).workersLost, undefined);
+      assert.equal(resultOf(secondJob!).worker.pid, second.pid, 'the job cut off is measured again, whole');
+      assert.equal(resultOf(secondJob!).summary.requests, 150);
+      assert.equal(resultOf(secondJob!).workersLost, 1, "the result says its batch's first worker was lost");
     } finally {
       await Promise.all(pair.map((worker) => worker.stop()));
     }

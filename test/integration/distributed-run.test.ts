@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { JOB_NAMES, jobKey, regionQueueName, RUNS_QUEUE } from '../../contracts/queues.js';
+import { JOB_NAMES, jobKey, regionQueueName, reportKeys, RUNS_QUEUE } from '../../contracts/queues.js';
 import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
@@ -79,6 +79,7 @@ describe('distributed runs with region workers in their own processes', needsRed
     const plan = await writePlan(planYaml(lab, 'two-regions', ['a', 'b']));
     const { code, stdout, stderr } = await runCli(['run', plan, ...redisArgs, '--json', json], { timeoutMs: 120_000 });
     assert.equal(code, 0, stderr);
+    assert.match(stderr, /jobs per region: a 4, b 4; 1 per BullMQ job;/, 'a small run: one probe job per BullMQ job');
 
     const report = await readReport(json);
     assert.equal(report.mode, 'distributed');
@@ -152,7 +153,13 @@ describe('distributed runs with region workers in their own processes', needsRed
       assert.equal(result.worker.pid, workers[result.region]!.pid, `${result.jobId}: run by its region's worker`);
     }
     const parent = (await fleet.runs.getJob(run.runId))!;
-    assert.equal(Object.keys(await parent.getChildrenValues()).length, 140, 'one BullMQ job per two probe jobs');
+    const batches = Object.values(await parent.getChildrenValues());
+    assert.equal(batches.length, 140, 'one BullMQ job per two probe jobs');
+    assert.ok(
+      batches.every((done) => JSON.stringify(done) === '{"results":2}'),
+      'a batch returns its count; its results are saved with the run',
+    );
+    assert.equal(await fleet.client.exists(reportKeys.results(prefix, run.runId)), 0, 'and gone once reported');
     await fleet.runs.remove(run.runId, { removeChildren: true });
 
     const expiring = await submitRun(fleet, await batchedPlan('batched-expiring', ['nobody-d']), 'batched-run-2', {
@@ -172,6 +179,24 @@ describe('distributed runs with region workers in their own processes', needsRed
       assert.match(job.reason, /no worker of region "nobody-d" took it before the run's deadline/);
     }
     assert.equal(await fleet.regionQueue('nobody-d').getJobCountByTypes('waiting'), 0, 'the batches left the queue');
+
+    // Chosen by hand: 4 jobs in a region nobody serves, 3 per BullMQ job.
+    const chosen = await runCli(
+      [
+        'run',
+        await writePlan(planYaml(lab, 'chosen-batch', ['idle-e'])),
+        ...redisArgs,
+        '--jobs-per-batch',
+        '3',
+        '--detach',
+      ],
+      { timeoutMs: 60_000 },
+    );
+    assert.equal(chosen.code, 0, chosen.stderr);
+    assert.match(chosen.stderr, /jobs per region: idle-e 4; 3 per BullMQ job;/);
+    assert.equal(await fleet.regionQueue('idle-e').getJobCountByTypes('waiting'), 2, 'a batch of 3 and one of 1');
+    // Its parent would count among the runs waiting in the tests after this one.
+    await fleet.runs.remove(chosen.stdout.trim(), { removeChildren: true });
   });
 
   test('--regions runs a plan from other regions than its own (what probefleet demo does); bad names are bad input', async (t) => {
@@ -194,6 +219,9 @@ describe('distributed runs with region workers in their own processes', needsRed
       [[...redisArgs, '--regions', 'B'], /--regions: "B" must be 1-63 characters/],
       [[...redisArgs, '--regions', 'a', 'a'], /--regions: "a" is listed twice/],
       [['--regions', 'a'], /--regions needs --redis/],
+      [[...redisArgs, '--jobs-per-batch', '51'], /--jobs-per-batch must be a whole number from 1 to 50 \(got 51\)/],
+      [[...redisArgs, '--jobs-per-batch', '1.5'], /--jobs-per-batch must be a whole number/],
+      [['--jobs-per-batch', '2'], /--jobs-per-batch needs --redis/],
     ] as const) {
       const bad = await runCli(['run', plan, ...args], { env: { REDIS_URL: '' } });
       assert.equal(bad.code, 2, `${args.join(' ')}: ${bad.stderr}`);
@@ -222,13 +250,17 @@ describe('distributed runs with region workers in their own processes', needsRed
       assert.equal(failed.attemptsMade, 1, `${id}: not retried: it can never succeed`);
       return failed.failedReason;
     };
-    const inBatch = await failedFor('malformed-1', { schema: 'probefleet.probe-batch/v1', jobs: [payload] });
+    const inBatch = await failedFor('malformed-1', {
+      schema: 'probefleet.probe-batch/v1',
+      runId: 'malformed-run',
+      jobs: [payload],
+    });
     assert.match(inBatch, /^invalid job payload: /);
     assert.match(inBatch, /runId: /);
     assert.match(inBatch, /target\.url: unsupported URL scheme "ftp:"/);
     // A payload on its own, not in a batch (what a worker before batches took), is no batch.
     const alone = await failedFor('malformed-2', payload);
-    assert.match(alone, /^invalid batch of probe jobs: schema: .*; jobs: /);
+    assert.match(alone, /^invalid batch of probe jobs: schema: .*; runId: .*; jobs: /);
 
     assert.equal(workers.a.child.exitCode, null, 'the worker is still running');
     const plan = await parsePlan(planYaml(lab, 'after-bad', ['a'], 3), 'inline.yaml');

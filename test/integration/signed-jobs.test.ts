@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { Job } from 'bullmq';
-import { JOB_NAMES } from '../../contracts/queues.js';
+import { JOB_NAMES, reportKeys } from '../../contracts/queues.js';
 import { PROBE_BATCH_SCHEMA, type JobPayload } from '../../contracts/job.js';
 import { signData } from '../../common/job-signature.js';
 import { createLogger } from '../../common/log.js';
@@ -68,7 +68,11 @@ describe('signed jobs', needsRedis, () => {
     const [payload] = await jobsOf(planYaml(lab, 'direct'));
     const attempt = { attempts: 3 };
 
-    const batchOf = (jobId: string) => ({ schema: PROBE_BATCH_SCHEMA, jobs: [{ ...payload, jobId }] });
+    const batchOf = (jobId: string) => ({
+      schema: PROBE_BATCH_SCHEMA,
+      runId: payload!.runId,
+      jobs: [{ ...payload, jobId }],
+    });
 
     const unsigned = await queue.add(JOB_NAMES.probe, batchOf('unsigned-1'), { jobId: 'unsigned-1', ...attempt });
     const signed = signData(batchOf('altered-1'), KEY);
@@ -100,7 +104,9 @@ describe('signed jobs', needsRedis, () => {
     }
     assert.equal(lab.servers.https.connectionsAccepted(), 0, 'the altered target was never reached');
     assert.equal(await settled(good), 'completed');
-    assert.equal(((await queue.getJob('signed-1'))!.returnvalue as { ok: boolean }[])[0]?.ok, true);
+    assert.deepEqual((await queue.getJob('signed-1'))!.returnvalue, { results: 1 });
+    const saved = await fleet.client.hget(reportKeys.results(prefix, payload!.runId), 'signed-1');
+    assert.equal((JSON.parse(saved!) as { ok: boolean }).ok, true, 'its result is saved with its run');
     assert.equal(worker.child.exitCode, null, 'the worker is still running');
 
     // The coordinator side signs what it submits (the queue paused: the worker would take the

@@ -205,6 +205,7 @@ experiments:
       submittedAt: now.toISOString(),
       deadline: now.toISOString(),
       jobs: [{ jobId: 'j1', region: 'eu-west', target: 'api', probe: 'reuse', variant: { mode: 'reused' } }],
+      jobsPerBatch: 1,
     };
     assert.equal(runJobDataSchema.safeParse(runJob).success, true);
     assert.ok(!JSON.stringify(report).includes('PF_'), 'not even the names of the variables');
