@@ -95,11 +95,15 @@ export const probeBatchSchema = z.strictObject({
   schema: z.literal(PROBE_BATCH_SCHEMA),
   /** The run its jobs belong to: where their results are saved (contracts/queues.ts, reportKeys.results). */
   runId: runIdSchema,
+  /** The run's deadline: past it, a worker starts none of the batch's jobs (the run has stopped
+   * waiting for them, and reports them as not run). */
+  deadline: z.iso.datetime(),
   jobs: z.array(z.unknown()).min(1).max(JOB_LIMITS.jobsPerBatch),
 });
 export interface ProbeBatch {
   schema: typeof PROBE_BATCH_SCHEMA;
   runId: string;
+  deadline: string;
   jobs: JobPayload[];
 }
 

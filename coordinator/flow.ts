@@ -98,10 +98,14 @@ export function runParentOf(data: RunJobData): FlowJob {
   };
 }
 
+/** What of a run its batches carry besides their jobs. */
+type RunOfBatches = Pick<RunJobData, 'runId' | 'deadline' | 'jobsPerBatch'>;
+
 /** A batch of a run's jobs as Queue.addBulk takes it: a child of the run's parent job, its id
  * fixed. With a key, its data is signed for the workers. */
-export function batchJobOf(batch: BatchOf<JobPayload>, runId: string, prefix: string, jobKey?: string) {
-  const data: ProbeBatch = { schema: PROBE_BATCH_SCHEMA, runId, jobs: batch.jobs };
+export function batchJobOf(batch: BatchOf<JobPayload>, run: RunOfBatches, prefix: string, jobKey?: string) {
+  const { runId, deadline } = run;
+  const data: ProbeBatch = { schema: PROBE_BATCH_SCHEMA, runId, deadline, jobs: batch.jobs };
   return {
     name: JOB_NAMES.probe,
     data: signData(data, jobKey),
@@ -118,11 +122,12 @@ export function batchJobOf(batch: BatchOf<JobPayload>, runId: string, prefix: st
 }
 
 /**
- * Adds a run's jobs under its parent in batches of `jobsPerBatch`, then removes the run's gate.
- * Batches already done (their result on the parent) are left out: a batch removed once complete
- * would otherwise be added, and run, again. Batches still waiting are not added twice (fixed ids).
+ * Adds a run's jobs under its parent in batches of the run's `jobsPerBatch`, then removes the run's
+ * gate. Batches already done (on the parent) are left out: a batch removed once complete would
+ * otherwise be added, and run, again. Batches still waiting are not added twice (fixed ids).
  */
-export async function addRunJobs(fleet: Fleet, runId: string, jobs: JobPayload[], jobsPerBatch: number): Promise<void> {
+export async function addRunJobs(fleet: Fleet, run: RunOfBatches, jobs: JobPayload[]): Promise<void> {
+  const { runId } = run;
   const parentKey = jobKey(fleet.prefix, RUNS_QUEUE, runId);
   const [processed, failed] = await Promise.all([
     fleet.client.hkeys(`${parentKey}:processed`),
@@ -130,7 +135,7 @@ export async function addRunJobs(fleet: Fleet, runId: string, jobs: JobPayload[]
   ]);
   const done = new Set([...processed, ...failed]);
   const byRegion = new Map<string, BatchOf<JobPayload>[]>();
-  for (const batch of batchesOf(jobs, jobsPerBatch)) {
+  for (const batch of batchesOf(jobs, run.jobsPerBatch)) {
     if (done.has(jobKey(fleet.prefix, regionQueueName(batch.region), batch.id))) continue;
     const regionBatches = byRegion.get(batch.region);
     if (regionBatches) regionBatches.push(batch);
@@ -143,7 +148,7 @@ export async function addRunJobs(fleet: Fleet, runId: string, jobs: JobPayload[]
       for (let start = 0; start < regionBatches.length; start += BATCHES_PER_ADD) {
         const adds = regionBatches
           .slice(start, start + BATCHES_PER_ADD)
-          .map((batch) => batchJobOf(batch, runId, fleet.prefix, fleet.jobKey));
+          .map((batch) => batchJobOf(batch, run, fleet.prefix, fleet.jobKey));
         const adding = queue.addBulk(adds).finally(() => inFlight.delete(adding));
         inFlight.add(adding);
         if (inFlight.size >= ADDS_IN_FLIGHT) await Promise.race(inFlight);
@@ -201,7 +206,7 @@ export async function submitRun(
     const data = runDataOf(existing);
     refuseOtherPlan(runId, data.plan, loaded.plan, `submitted ${data.submittedAt}`);
     // Its gate still there: the submit that added it stopped before all jobs were in.
-    if (await fleet.submissionsQueue().getJob(runId)) await addRunJobs(fleet, runId, jobs, data.jobsPerBatch);
+    if (await fleet.submissionsQueue().getJob(runId)) await addRunJobs(fleet, data, jobs);
     return { runId, jobs, data, added: false };
   }
   const report = await fleet.store.get(runId);
@@ -240,6 +245,6 @@ export async function submitRun(
   // that write, so the regions' queues have them before their jobs arrive.
   await Promise.all(loaded.plan.regions.map((region) => fleet.regionQueue(region).getVersion()));
   await fleet.flows.add(runParentOf(data));
-  await addRunJobs(fleet, runId, jobs, data.jobsPerBatch);
+  await addRunJobs(fleet, data, jobs);
   return { runId, jobs, data, added: true };
 }

@@ -66,7 +66,7 @@ export interface RegionWorker {
 
 /** A batch's data, once its signature is checked; a batch that is not one (InvalidJobError,
  * JobSignatureError) can never run. */
-function batchOf(data: unknown, jobKey: string | undefined): { runId: string; jobs: unknown[] } {
+function batchOf(data: unknown, jobKey: string | undefined): { runId: string; deadline: string; jobs: unknown[] } {
   const parsed = probeBatchSchema.safeParse(openSignedData(data, jobKey));
   if (!parsed.success) throw new InvalidJobError(`invalid batch of probe jobs: ${describeIssues(parsed.error)}`);
   return parsed.data;
@@ -80,7 +80,7 @@ function jobIdOf(payload: unknown): string {
 
 /** What a batch returns: its results are in the run's results hash (worker/run-results.ts). */
 export interface BatchDone {
-  /** Its jobs with a result saved, from this run of the batch or an earlier one. */
+  /** Its jobs with a result saved, by this take of the batch or an earlier one. */
   results: number;
 }
 
@@ -119,9 +119,19 @@ function batchProcessor(
       runId = batch.runId;
       // Taken before (its worker lost, a retry, a hand-back): what was saved then is not measured again.
       const saved = job.attemptsStarted > 1 ? await runResults.saved(batch.runId, batch.jobs.map(jobIdOf)) : new Map();
+      const deadline = Date.parse(batch.deadline);
       let savedAt = Date.now();
-      for (const payload of batch.jobs) {
+      let measured = 0;
+      for (const [i, payload] of batch.jobs.entries()) {
         if (saved.has(jobIdOf(payload))) continue;
+        if (Date.now() >= deadline) {
+          // The run has stopped waiting: what is left of the batch is reported as not run.
+          log.info(
+            { jobId: job.id, jobs: batch.jobs.length - i, deadline: batch.deadline },
+            'run deadline passed: the rest of the batch is not run',
+          );
+          break;
+        }
         observer?.started();
         running = true;
         // executeJob validates the payload (InvalidJobError) and settles by the job's time bound
@@ -140,13 +150,14 @@ function batchProcessor(
         running = false;
         // Taken again after its worker was lost: the report says so.
         unsaved.push(job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result);
+        measured++;
         if (Date.now() - savedAt >= RESULTS_SAVED_EVERY_MS) {
           await saveResults();
           savedAt = Date.now();
         }
       }
       await saveResults();
-      return { results: batch.jobs.length };
+      return { results: saved.size + measured };
     } catch (err) {
       if (!running) observer?.started();
       observer?.ended(outcome);

@@ -199,6 +199,31 @@ describe('distributed runs with region workers in their own processes', needsRed
     await fleet.runs.remove(chosen.stdout.trim(), { removeChildren: true });
   });
 
+  test("a batch past its run's deadline starts no more of its jobs: they are reported as not run", async () => {
+    // Four jobs of ~1.2 s each (reused requests to the Nagle endpoint wait ~40 ms each), one batch.
+    const plan = [
+      'name: batch-deadline',
+      'regions: [a]',
+      'jobTimeoutSeconds: 30',
+      'targets:',
+      `  - { name: slow, url: "${lab.url('keepalive', '/nagle')}" }`,
+      'experiments:',
+      ...[30, 31, 32, 33].map((requests) => `  - { probe: reuse, requests: ${requests}, modes: [reused] }`),
+    ].join('\n');
+    const run = await submitRun(fleet, await parsePlan(plan, 'inline.yaml'), 'batch-deadline-run', {
+      deadlineSeconds: 1,
+      jobsPerBatch: 4,
+    });
+    const report = await waitForRun(fleet, run.data, { log, progress: { update() {}, done() {} }, pollMs: 100 });
+    assert.ok(report);
+    assert.equal(report.results.length + report.unfinishedJobs.length, 4);
+    // Without the check the batch, taken before the deadline, would run all four.
+    assert.ok(report.unfinishedJobs.length >= 2, 'the jobs after the one running at the deadline never started');
+    for (const result of report.results) assert.ok(result.ok, result.jobId);
+    for (const job of report.unfinishedJobs) assert.equal(job.status, 'not-run', job.reason);
+    await workers.a.waitFor(/run deadline passed: the rest of the batch is not run/);
+  });
+
   test('--regions runs a plan from other regions than its own (what probefleet demo does); bad names are bad input', async (t) => {
     const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
     const json = path.join(dir, 'run.json');
@@ -253,6 +278,7 @@ describe('distributed runs with region workers in their own processes', needsRed
     const inBatch = await failedFor('malformed-1', {
       schema: 'probefleet.probe-batch/v1',
       runId: 'malformed-run',
+      deadline: new Date(Date.now() + 60_000).toISOString(),
       jobs: [payload],
     });
     assert.match(inBatch, /^invalid job payload: /);
@@ -260,7 +286,7 @@ describe('distributed runs with region workers in their own processes', needsRed
     assert.match(inBatch, /target\.url: unsupported URL scheme "ftp:"/);
     // A payload on its own, not in a batch (what a worker before batches took), is no batch.
     const alone = await failedFor('malformed-2', payload);
-    assert.match(alone, /^invalid batch of probe jobs: schema: .*; runId: .*; jobs: /);
+    assert.match(alone, /^invalid batch of probe jobs: schema: .*; runId: .*; deadline: .*; jobs: /);
 
     assert.equal(workers.a.child.exitCode, null, 'the worker is still running');
     const plan = await parsePlan(planYaml(lab, 'after-bad', ['a'], 3), 'inline.yaml');
@@ -439,7 +465,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
       await parsePlan(planYaml(lab, 'same-twice', ['idle']), 'inline.yaml'),
       'same-run-1',
     );
-    await addRunJobs(fleet, existing.runId, existing.jobs, existing.data.jobsPerBatch);
+    await addRunJobs(fleet, existing.data, existing.jobs);
     assert.deepEqual(await counted(), before);
 
     // A submit cut off after the run's parent and some of its jobs: its gate holds the parent,
@@ -447,11 +473,10 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
     const cutLoaded = await parsePlan(planYaml(lab, 'cut-off', ['idle']), 'inline.yaml');
     const cutJobs = splitPlan(cutLoaded, 'cut-run-1');
     const cutData = (await submitRun(fleet, cutLoaded, 'cut-run-0')).data; // a run's data to copy
-    await fleet.flows.add(runParentOf({ ...cutData, runId: 'cut-run-1', jobs: cutJobs.map(jobRefOf) }));
+    const cutRun = { ...cutData, runId: 'cut-run-1', jobs: cutJobs.map(jobRefOf) };
+    await fleet.flows.add(runParentOf(cutRun));
     await queue.addBulk(
-      cutJobs
-        .slice(0, 1)
-        .map((job) => batchJobOf({ id: job.jobId, region: job.region, jobs: [job] }, 'cut-run-1', prefix)),
+      cutJobs.slice(0, 1).map((job) => batchJobOf({ id: job.jobId, region: job.region, jobs: [job] }, cutRun, prefix)),
     );
     assert.equal(await queue.getJobCountByTypes('waiting'), 4 + 4 + 1);
     const resumed = await submitRun(fleet, cutLoaded, 'cut-run-1');

@@ -71,6 +71,7 @@ describe('signed jobs', needsRedis, () => {
     const batchOf = (jobId: string) => ({
       schema: PROBE_BATCH_SCHEMA,
       runId: payload!.runId,
+      deadline: new Date(Date.now() + 60_000).toISOString(),
       jobs: [{ ...payload, jobId }],
     });
 
