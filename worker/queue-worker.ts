@@ -1,8 +1,9 @@
 // A region's BullMQ worker: takes batches of probe jobs from that region's queue only and runs
 // each probe job with executeJob, the same code the embedded runner calls. A batch it cannot read
 // (too large, not JSON) or a malformed payload fails at once (UnrecoverableError) and the worker
-// goes on; the batch's return value is its probe results. A batch whose worker was lost comes back
-// within the stall timeout; closing is bounded whatever Redis does.
+// goes on; its jobs' results are saved with the run as they finish (worker/run-results.ts). A batch
+// whose worker was lost comes back within the stall timeout and resumes after its saved jobs;
+// closing is bounded whatever Redis does.
 import { hostname } from 'node:os';
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import { probeBatchSchema } from '../contracts/job.js';
