@@ -2,12 +2,13 @@
 // Worker on a region's queue, with the worker's connection settings and concurrency 1, taking the
 // same jobs as `probefleet worker` until SIGTERM. Its processor returns when it ran (the result's
 // times, as a probe's result gives them) and, with a URL, first does what a one-request `reuse`
-// job does on the wire: a new undici Client, one GET, the body read, the connection closed.
+// job does on the wire, for each probe job of the batch: a new undici Client, one GET, the body
+// read, the connection closed.
 //   no URL: the queue alone (BullMQ's own cost per job)
 //   URL:    the fair floor, same queue engine, same client, same request per job
 // probefleet workers / the fair floor = what probefleet's own bookkeeping costs per job.
 // argv: redis URL, region, [target URL].
-import { Worker } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import { Client } from 'undici';
 import { bullmqConnection } from '../common/redis.js';
 import { DEFAULT_QUEUE_PREFIX, regionQueueName } from '../contracts/queues.js';
@@ -27,10 +28,11 @@ async function oneRequest(): Promise<void> {
 
 const worker = new Worker(
   regionQueueName(region),
-  async () => {
+  // One request per probe job of the batch, as probefleet's worker makes for these jobs.
+  async (job: Job<{ jobs: unknown[] }>) => {
     const startedAt = new Date().toISOString();
-    if (target) await oneRequest();
-    return { startedAt, finishedAt: new Date().toISOString() };
+    if (target) for (let i = 0; i < job.data.jobs.length; i++) await oneRequest();
+    return { startedAt, finishedAt: new Date().toISOString(), jobs: job.data.jobs.length };
   },
   {
     connection: bullmqConnection({ url }),

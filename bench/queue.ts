@@ -153,8 +153,10 @@ export async function enqueueRun(redis: BenchRedis, mode: EnqueueMode, profileDi
 
 export interface EndToEndRun {
   /** probefleet: `probefleet worker` processes; bullmq-undici: bare BullMQ workers making the same
-   * one undici request per job (the fair floor); bullmq: bare BullMQ workers doing nothing. */
-  tool: 'probefleet' | 'bullmq-undici' | 'bullmq';
+   * one undici request per job (the fair floor); bullmq: bare BullMQ workers doing nothing. Each
+   * takes one probe job per BullMQ job; `-batched`: the run submitted as the coordinator does by
+   * default, in batches of probe jobs (the floor making one request per probe job of a batch). */
+  tool: 'probefleet' | 'bullmq-undici' | 'bullmq' | 'probefleet-batched' | 'bullmq-undici-batched';
   jobs: number;
   /** Jobs that failed, or whose probe result was not ok. */
   errors: number;
@@ -208,13 +210,13 @@ export async function endToEndRun(
     prefix: DEFAULT_QUEUE_PREFIX,
   });
   const [launcher, ...launcherArgs] = TIED_TO_THIS_PROCESS;
+  const isProbefleet = tool.startsWith('probefleet');
   const workers = Array.from({ length: END_TO_END_WORKERS }, (_, i) => {
     const logFile = path.join(dir, `worker-${i}.log`);
     const fd = openSync(logFile, 'w');
-    const args =
-      tool === 'probefleet'
-        ? [CLI, 'worker', '--region', END_TO_END_REGION, '--redis', redis.url, '--allow-loopback', ...workerArgs]
-        : [BARE_WORKER_PROCESS, redis.url, END_TO_END_REGION, ...(tool === 'bullmq-undici' ? [url] : [])];
+    const args = isProbefleet
+      ? [CLI, 'worker', '--region', END_TO_END_REGION, '--redis', redis.url, '--allow-loopback', ...workerArgs]
+      : [BARE_WORKER_PROCESS, redis.url, END_TO_END_REGION, ...(tool === 'bullmq' ? [] : [url])];
     const child = spawn(launcher, [...launcherArgs, process.execPath, ...profileArgs(profileDir), ...args], {
       stdio: ['ignore', 'ignore', fd],
     });
@@ -230,8 +232,11 @@ export async function endToEndRun(
     }
     const cpuBefore = workers.map((w) => processCpuSeconds(w.pid));
     const redisCpuBefore = processCpuSeconds(redis.pid);
-    // One probe job per BullMQ job, as the floor's workers take them: the per-job cost compared.
-    const enqueueRun = await enqueue(redis, 'per-job', queuePlanYaml('bench-e2e', END_TO_END_SHAPE, url));
+    const enqueueRun = await enqueue(
+      redis,
+      tool.endsWith('-batched') ? 'batched' : 'per-job',
+      queuePlanYaml('bench-e2e', END_TO_END_SHAPE, url),
+    );
     const expected = jobsOf(END_TO_END_SHAPE);
     // The run's parent job (the only run: Redis is flushed after each) counts its children done.
     const [parent] = await runs.getJobs(['waiting-children']);
@@ -252,22 +257,22 @@ export async function endToEndRun(
     // Both kinds of worker leave {startedAt, finishedAt}: probefleet's results, saved with the run
     // (worker/run-results.ts), or the bare worker's stamps, its return values.
     const completed = (
-      tool === 'probefleet'
-        ? await savedResults(redis.url, parent.id!)
-        : Object.values(await parent.getChildrenValues())
-    ) as (Pick<ProbeResult, 'startedAt' | 'finishedAt'> & Partial<ProbeResult>)[];
+      isProbefleet ? await savedResults(redis.url, parent.id!) : Object.values(await parent.getChildrenValues())
+    ) as (Pick<ProbeResult, 'startedAt' | 'finishedAt'> & Partial<ProbeResult> & { jobs?: number })[];
+    // A bare worker's stamps cover a batch: its number of probe jobs.
+    const done = isProbefleet ? completed.length : completed.reduce((sum, r) => sum + (r.jobs ?? 1), 0);
     const failed = Object.keys(await parent.getIgnoredChildrenFailures()).length;
-    const notOk = tool === 'probefleet' ? completed.filter((result) => !result.ok).length : 0;
+    const notOk = isProbefleet ? completed.filter((result) => !result.ok).length : 0;
     const seconds =
       (Math.max(...completed.map((r) => Date.parse(r.finishedAt))) -
         Math.min(...completed.map((r) => Date.parse(r.startedAt)))) /
       1000;
     return {
       tool,
-      jobs: completed.length + failed,
+      jobs: done + failed,
       errors: failed + notOk,
       seconds,
-      jobsPerSecond: completed.length / seconds,
+      jobsPerSecond: done / seconds,
       workerCpuSeconds,
       workerPeakRssKb,
       redisCpuSeconds,

@@ -420,6 +420,15 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
   const extraCpuUs = medianOf(
     (x) => cpuPerJobUs(endToEndOf(x, 'probefleet')) - cpuPerJobUs(endToEndOf(x, 'bullmq-undici')),
   );
+  const batched = medianOf((x) => endToEndOf(x, 'probefleet-batched').jobsPerSecond);
+  const batchedFair = medianOf((x) => endToEndOf(x, 'bullmq-undici-batched').jobsPerSecond);
+  const batchedOverFair = medianOf(
+    (x) => endToEndOf(x, 'probefleet-batched').jobsPerSecond / endToEndOf(x, 'bullmq-undici-batched').jobsPerSecond,
+  );
+  const batchedExtraCpuUs = medianOf(
+    (x) => cpuPerJobUs(endToEndOf(x, 'probefleet-batched')) - cpuPerJobUs(endToEndOf(x, 'bullmq-undici-batched')),
+  );
+  const e2eJobsPerBatch = endToEndOf(rounds[0], 'probefleet-batched').enqueue.jobsPerBatch;
   const loop = medianOf((x) => x.probeLoop.jobsPerSecond);
   const overLoop = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / x.probeLoop.jobsPerSecond);
   const overBare = medianOf((x) => endToEndOf(x, 'probefleet').jobsPerSecond / endToEndOf(x, 'bullmq').jobsPerSecond);
@@ -446,6 +455,7 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
     `| (for context) the most Redis itself could take of that: one core over its CPU per job (${Math.round(redisUsPerJob('per-job'))} µs, BullMQ's add script) | ${perSecond(1e6 / redisUsPerJob('per-job'))} | |`,
     `| ${e2eJobs} one-request jobs through ${END_TO_END_WORKERS} \`probefleet worker\` processes, over the fair floor: ${END_TO_END_WORKERS} bare BullMQ workers making the same undici request per job | ${fixed(overFair)}x (${perSecond(workers)} vs ${perSecond(fair)}) | ≥ ${FAIR_FLOOR_TARGET}x: ${verdict(overFair, FAIR_FLOOR_TARGET, false)} |`,
     `| worker CPU per job beyond the fair floor's (probefleet's own work per job) | ${Math.round(extraCpuUs)} µs | ≤ ${EXTRA_CPU_TARGET_US} µs: ${verdict(extraCpuUs, EXTRA_CPU_TARGET_US, true)} |`,
+    `| (for context) the same jobs submitted as the coordinator does by default, ${e2eJobsPerBatch} per BullMQ job, over the same floor taking the same batches | ${fixed(batchedOverFair)}x (${perSecond(batched)} vs ${perSecond(batchedFair)}), ${Math.round(batchedExtraCpuUs)} µs of CPU per job beyond it | |`,
     `| (for context) the same jobs through ${END_TO_END_WORKERS} bare BullMQ workers doing nothing | ${perSecond(bare)} | |`,
     `| (for context) the same job run by \`executeJob\` in a loop in one process, no queue | ${perSecond(loop)} | |`,
     `| (for context) peak RSS of a \`probefleet worker\` process after its share of the ${e2eJobs} jobs | ${mb(workerRssKb)} | |`,
@@ -468,15 +478,17 @@ function renderQueue(rounds: QueueRound[], targets: string[], out: string[], mis
     '',
     `**End to end**: ${e2eJobs} jobs in one region (${END_TO_END_SHAPE.targets} targets × ${END_TO_END_SHAPE.experiments} experiments × modes`,
     `${END_TO_END_SHAPE.modes.join(', ')}), each a \`reuse\` probe of one request against nginx (19 bytes), submitted`,
-    `as the coordinator does while ${END_TO_END_WORKERS} workers of that region wait. \`probefleet\`: ${END_TO_END_WORKERS} real \`probefleet worker\` processes`,
+    `with \`submitRun\` while ${END_TO_END_WORKERS} workers of that region wait, one probe job per BullMQ job (\`jobsPerBatch: 1\`, as a run of fewer`,
+    `than 128 jobs per region goes), or, \`-batched\`, as the coordinator submits this run by default (${e2eJobsPerBatch} per BullMQ job).`,
+    `\`probefleet\`: ${END_TO_END_WORKERS} real \`probefleet worker\` processes`,
     '(concurrency 1, the default; logs to a file). `bullmq-undici`: the fair floor, 2 bare BullMQ',
-    'workers with the same connection settings whose processor makes the same request per job (a new',
-    'undici `Client`, one GET, the body read, the connection closed; `bench/bare-worker-process.ts`);',
-    '`bullmq`: the same bare workers doing nothing (the queue alone). CPU per job beyond the floor is',
-    "probefleet's worker CPU per job minus the fair floor's, both over the whole run. Time is",
-    "from the first job's start to the last job's end as the jobs' results record them (`startedAt`,",
-    "`finishedAt`; a job leaves Redis as it completes, its result stays in the run's parent job), so process",
-    'start-up and the submit are outside it. Errors: failed jobs, or probe',
+    'workers with the same connection settings whose processor makes the same request per probe job of',
+    'each BullMQ job (a new undici `Client`, one GET, the body read, the connection closed;',
+    '`bench/bare-worker-process.ts`); `bullmq`: the same bare workers doing nothing (the queue alone).',
+    "CPU per job beyond the floor is probefleet's worker CPU per probe job minus the fair floor's, both",
+    "over the whole run. Time is from the first job's start to the last job's end as the jobs' results",
+    "record them (`startedAt`, `finishedAt`: probefleet's saved with the run, the floor's as return",
+    'values), so process start-up and the submit are outside it. Errors: failed jobs, or probe',
     'results that are not ok. `loop`: one of these jobs run ' +
       `${count(PROBE_LOOP_JOBS)}` +
       ' times by `executeJob` in one process, no',

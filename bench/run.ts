@@ -309,7 +309,10 @@ async function main(): Promise<void> {
               `queue round ${round + 1}/${queueRounds}: enqueue (${mode}) ${Math.round(queueRound.enqueue.at(-1)!.jobsPerSecond)} jobs/s`,
             );
           }
-          for (const tool of orderFor(['probefleet', 'bullmq-undici', 'bullmq'] as const, round)) {
+          for (const tool of orderFor(
+            ['probefleet', 'bullmq-undici', 'bullmq', 'probefleet-batched', 'bullmq-undici-batched'] as const,
+            round,
+          )) {
             queueRound.endToEnd.push(await endToEndRun(redis, nginxUrl, tool));
             say(
               `queue round ${round + 1}/${queueRounds}: end to end (${tool} workers) ${Math.round(queueRound.endToEnd.at(-1)!.jobsPerSecond)} jobs/s`,

@@ -65,6 +65,8 @@ function queueOnly(batched: number, perJob: number, workers: [number, number]): 
       endToEndRun('probefleet', ...workers),
       endToEndRun('bullmq-undici', 1_000, 4),
       endToEndRun('bullmq', 2_500, 2),
+      endToEndRun('probefleet-batched', 2_000, 2),
+      endToEndRun('bullmq-undici-batched', 2_000, 2),
     ],
   };
   return {
