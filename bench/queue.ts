@@ -20,6 +20,7 @@ import { parsePlan } from '../coordinator/plan-loader.js';
 import { runIdFor, splitPlan } from '../coordinator/split.js';
 import type { ProbeResult } from '../contracts/result.js';
 import type { ProbeBatch } from '../contracts/job.js';
+import type { BatchDone } from '../worker/queue-worker.js';
 import { TIED_TO_THIS_PROCESS } from '../regions/system.js';
 import type { EnqueueMode, EnqueueTiming } from './enqueue-process.js';
 import { measure, processCpuSeconds, type Measured } from './measure.js';
@@ -255,9 +256,12 @@ export async function endToEndRun(
     const redisCpuSeconds = processCpuSeconds(redis.pid) - redisCpuBefore;
     const workerPeakRssKb = Math.max(...workers.map((w) => peakRssKb(w.pid)));
     // Both kinds of worker leave {startedAt, finishedAt}: probefleet's results, saved with the run
-    // (worker/run-results.ts), or the bare worker's stamps, its return values.
+    // or returned by their batch (worker/run-results.ts), or the bare worker's stamps, its return values.
+    const returned = Object.values(await parent.getChildrenValues());
     const completed = (
-      isProbefleet ? await savedResults(redis.url, parent.id!) : Object.values(await parent.getChildrenValues())
+      isProbefleet
+        ? [...(await savedResults(redis.url, parent.id!)), ...returned.flatMap((r) => (r as BatchDone).results)]
+        : returned
     ) as (Pick<ProbeResult, 'startedAt' | 'finishedAt'> & Partial<ProbeResult> & { jobs?: number })[];
     // A bare worker's stamps cover a batch: its number of probe jobs.
     const done = isProbefleet ? completed.length : completed.reduce((sum, r) => sum + (r.jobs ?? 1), 0);

@@ -1,6 +1,7 @@
-// Turns a run's flow into its report: the results the workers saved for its jobs, the children
-// (batches of probe jobs, named as batchesOf names them) that failed for good, and the jobs that
-// had no result by the deadline (never taken, or taken by a worker that was lost). Whoever finishes a run (the coordinator processing the parent job, or
+// Turns a run's flow into its report: the results the workers saved for its jobs or returned with
+// its children (batches of probe jobs, named as batchesOf names them), the batches that failed for
+// good, and the jobs that had no result by the deadline (never taken, or taken by a worker that
+// was lost). Whoever finishes a run (the coordinator processing the parent job, or
 // the `run` command that submitted it) calls the same code, and the first stored report wins.
 import type { Job } from 'bullmq';
 import { batchesOf, type BatchOf } from '../contracts/job.js';
@@ -50,24 +51,28 @@ function batchesById(data: RunJobData): Map<string, BatchOf<JobRef>> {
   return new Map(batchesOf(data.jobs, data.jobsPerBatch).map((batch) => [batch.id, batch]));
 }
 
-/** Each job's result as the workers saved it (worker/run-results.ts), or why it cannot be read. */
-function resultsOf(saved: Record<string, string>): Map<string, ProbeResult | string> {
+/** Each job's result, from the values the workers saved (worker/run-results.ts) and those a
+ * batch returned (`{results: [...]}`), or why one cannot be read. */
+function resultsOf(saved: string[], returned: unknown[]): Map<string, ProbeResult | string> {
   const resultById = new Map<string, ProbeResult | string>();
-  for (const [jobId, value] of Object.entries(saved)) {
-    let parsed;
-    try {
-      parsed = probeResultSchema.safeParse(JSON.parse(value));
-    } catch {
-      resultById.set(jobId, 'the worker saved a result that is not JSON');
-      continue;
-    }
+  const add = (value: unknown) => {
+    const parsed = probeResultSchema.safeParse(value);
+    const jobId = (value as { jobId?: unknown } | null)?.jobId;
     // A result that breaks the contract is as good as none: say so rather than drop it.
-    resultById.set(
-      jobId,
-      parsed.success
-        ? (parsed.data as ProbeResult)
-        : `the worker saved an invalid result: ${parsed.error.issues[0]?.message}`,
-    );
+    if (parsed.success) resultById.set(parsed.data.jobId, parsed.data as ProbeResult);
+    else if (typeof jobId === 'string')
+      resultById.set(jobId, `the worker gave an invalid result: ${parsed.error.issues[0]?.message}`);
+  };
+  for (const value of saved) {
+    try {
+      add(JSON.parse(value));
+    } catch {
+      // not JSON: as if it was never saved
+    }
+  }
+  for (const value of returned) {
+    const results = (value as { results?: unknown } | null)?.results;
+    if (Array.isArray(results)) results.forEach(add);
   }
   return resultById;
 }
@@ -78,12 +83,13 @@ export async function collectRun(
   parent: Job,
   data: RunJobData,
 ): Promise<{ results: ProbeResult[]; unfinishedJobs: UnfinishedJob[] }> {
-  const [saved, failures, notes] = await Promise.all([
-    fleet.client.hgetall(reportKeys.results(fleet.prefix, data.runId)),
+  const [saved, returned, failures, notes] = await Promise.all([
+    fleet.client.hvals(reportKeys.results(fleet.prefix, data.runId)),
+    parent.getChildrenValues(),
     parent.getIgnoredChildrenFailures(),
     fleet.client.hgetall(reportKeys.expiredJobs(fleet.prefix, data.runId)),
   ]);
-  const resultById = resultsOf(saved);
+  const resultById = resultsOf(saved, Object.values(returned));
   const failureByBatch = new Map<string, string>();
   for (const [key, reason] of Object.entries(failures)) {
     const id = parseJobKey(fleet.prefix, key)?.jobId;

@@ -13,10 +13,10 @@ import { bullmqKeep, DEFAULT_RETENTION, type RetentionSettings } from '../contra
 import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
-import { bullmqWorkerConnection, createRedisClient, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
+import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
 import { describeIssues, executeJob, InvalidJobError } from './execute-job.js';
 import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
-import { RESULTS_SAVED_EVERY_MS, RunResults } from './run-results.js';
+import { RESULTS_RETURNED, RESULTS_SAVED_EVERY_MS, RunResults } from './run-results.js';
 import type { JobObserver, WorkerJobOutcome } from '../metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
 
@@ -79,17 +79,18 @@ function jobIdOf(payload: unknown): string {
   return typeof jobId === 'string' ? jobId : '';
 }
 
-/** What a batch returns: its results are in the run's results hash (worker/run-results.ts). */
+/** What a batch returns: the results of its jobs that are not in the run's results hash (at most
+ * one: worker/run-results.ts says why). */
 export interface BatchDone {
-  /** Its jobs with a result saved, by this take of the batch or an earlier one. */
-  results: number;
+  results: ProbeResult[];
 }
 
 /**
  * Runs a batch of probe jobs, one after another: checks it (a malformed or unsigned batch fails
  * for good), skips the jobs whose results an earlier take of the batch saved, executes the others
  * and saves their results (at most every RESULTS_SAVED_EVERY_MS, and before it returns, throws or
- * hands the batch back to the queue when the worker is shutting down and `handingBack()` says so).
+ * hands the batch back to the queue when the worker is shutting down and `handingBack()` says so),
+ * but for a last one it returns.
  * The observer hears of each probe job it runs; a batch that fails before its first job counts as one.
  */
 function batchProcessor(
@@ -122,7 +123,6 @@ function batchProcessor(
       const saved = job.attemptsStarted > 1 ? await runResults.saved(batch.runId, batch.jobs.map(jobIdOf)) : new Map();
       const deadline = Date.parse(batch.deadline);
       let savedAt = Date.now();
-      let measured = 0;
       for (const [i, payload] of batch.jobs.entries()) {
         if (saved.has(jobIdOf(payload))) continue;
         if (Date.now() >= deadline) {
@@ -151,14 +151,13 @@ function batchProcessor(
         running = false;
         // Taken again after its worker was lost: the report says so.
         unsaved.push(job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result);
-        measured++;
         if (Date.now() - savedAt >= RESULTS_SAVED_EVERY_MS) {
           await saveResults();
           savedAt = Date.now();
         }
       }
-      await saveResults();
-      return { results: saved.size + measured };
+      if (unsaved.length > RESULTS_RETURNED) await saveResults();
+      return { results: unsaved };
     } catch (err) {
       if (!running) observer?.started();
       observer?.ended(outcome);
@@ -182,9 +181,8 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   let handingBack = false;
 
   const retention = options.retention ?? DEFAULT_RETENTION;
-  const resultsClient = createRedisClient(options.redis, `probefleet-results-${region}`);
-  warnOnRedisErrors(resultsClient, log, 'results');
-  const runResults = new RunResults(resultsClient, options.prefix, retention.jobs.maxAgeSeconds);
+  // Its worker's connection, once the worker below exists (a batch starts after that).
+  const runResults = new RunResults(() => worker.getBackend().client, options.prefix, retention.jobs.maxAgeSeconds);
   const processor = batchProcessor(options, queueName, () => handingBack, runResults);
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
   const keepFailed = bullmqKeep(retention.jobs);
@@ -221,28 +219,25 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   });
   ready.catch((err: Error) => log.error({ err: err.message }, 'worker could not start'));
 
-  const closeWorker = async (graceMs: number): Promise<CloseOutcome> => {
-    // With nothing in flight there is nothing to wait for but Redis saying goodbye.
-    if (await settlesWithin(worker.close(), worker.held > 0 ? graceMs : LEAVE_MS)) return 'drained';
-    if (worker.held > 0) {
-      handingBack = true;
-      log.warn({ graceMs, jobs: worker.held }, 'jobs still running after the grace period: handing them back');
-      worker.cancelAllJobs('worker shutting down');
-      if (await settlesWithin(worker.close(), HAND_BACK_MS)) return 'handed-back';
-    }
-    const unfinished = worker.held;
-    await worker.closeWithin(0, log);
-    if (unfinished > 0)
-      log.warn(
-        { jobs: unfinished },
-        'Redis does not answer: jobs in flight could not be handed back; another worker takes them after the stall timeout',
-      );
-    return unfinished > 0 ? 'abandoned' : 'drained';
-  };
-
   return {
     ready,
-    // The results client goes last: a batch still running saves its results through it.
-    close: (graceMs) => closeWorker(graceMs).finally(() => resultsClient.disconnect()),
+    async close(graceMs) {
+      // With nothing in flight there is nothing to wait for but Redis saying goodbye.
+      if (await settlesWithin(worker.close(), worker.held > 0 ? graceMs : LEAVE_MS)) return 'drained';
+      if (worker.held > 0) {
+        handingBack = true;
+        log.warn({ graceMs, jobs: worker.held }, 'jobs still running after the grace period: handing them back');
+        worker.cancelAllJobs('worker shutting down');
+        if (await settlesWithin(worker.close(), HAND_BACK_MS)) return 'handed-back';
+      }
+      const unfinished = worker.held;
+      await worker.closeWithin(0, log);
+      if (unfinished > 0)
+        log.warn(
+          { jobs: unfinished },
+          'Redis does not answer: jobs in flight could not be handed back; another worker takes them after the stall timeout',
+        );
+      return unfinished > 0 ? 'abandoned' : 'drained';
+    },
   };
 }

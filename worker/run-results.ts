@@ -1,12 +1,18 @@
 // Where a region worker keeps its probe results: the run's results hash (reportKeys.results), job
 // id → result JSON, which the finisher reads when it builds the report. A batch's results are
-// saved as its jobs finish (at most every RESULTS_SAVED_EVERY_MS, and before the batch completes
-// or is handed back), so a batch taken again (its worker lost, a retry, a hand-back) resumes
-// after its last saved job instead of measuring everything again. The results are not the
-// batch's return value: BullMQ copies return values into each queue's event stream, which keeps
-// 100–200 events whatever its maxLen says, and with batches that would be a second copy of
-// thousands of results per region in Redis.
-import type { Redis } from 'ioredis';
+// saved as its jobs finish (at most every RESULTS_SAVED_EVERY_MS, and as the batch completes, fails
+// or is handed back), so a batch taken again (its worker lost, a retry, a hand-back) resumes after
+// its last saved job instead of measuring everything again.
+//
+// A batch's last result, when it is the only one not saved yet, rides on the batch's completion
+// instead (its return value, which BullMQ keeps on the run's parent job): a batch of one job, as a
+// small run has, then costs no Redis round trip more than BullMQ's own. Waiting for a save cost a
+// one-request job ~200 µs of worker CPU in the end-to-end benchmark (an event-loop turn more per
+// job on two busy vCPUs). More results are saved first, because BullMQ also copies return values
+// into each queue's event stream, which keeps 100–200 events whatever its maxLen says: a batch's
+// results there would be a second copy of thousands of results per region in Redis; one per event
+// is what it held before batches.
+import type { RedisClient } from 'bullmq';
 import { reportKeys } from '../contracts/queues.js';
 import { probeResultSchema, type ProbeResult } from '../contracts/result.js';
 
@@ -14,32 +20,24 @@ import { probeResultSchema, type ProbeResult } from '../contracts/result.js';
  * mid-batch costs about this much measuring, plus the job it was running. */
 export const RESULTS_SAVED_EVERY_MS = 1_000;
 
-/** HSET and EXPIRE in one command: a MULTI of the two cost a worker twice the CPU (73 against
- * 35 µs a save, measured with ioredis on loopback), once per batch of one job in a small run. */
-const SAVE_RESULTS_LUA = `redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-redis.call('EXPIRE', KEYS[1], ARGV[1])`;
-
-type ResultsClient = Redis & {
-  saveResults(key: string, ttlSeconds: number, ...fieldsAndValues: string[]): Promise<unknown>;
-};
+/** Results a batch may return rather than save (see above). */
+export const RESULTS_RETURNED = 1;
 
 export class RunResults {
-  private readonly client: ResultsClient;
+  private client: RedisClient | undefined;
 
   constructor(
-    client: Redis,
+    /** The BullMQ worker's connection (`worker.getBackend().client`): no connection of our own. */
+    private readonly connection: () => Promise<RedisClient>,
     private readonly prefix: string,
     /** How long the results outlive their last write if no report is ever built (job retention). */
     private readonly ttlSeconds: number,
-  ) {
-    client.defineCommand('saveResults', { numberOfKeys: 1, lua: SAVE_RESULTS_LUA });
-    this.client = client as ResultsClient;
-  }
+  ) {}
 
   /** Results already saved for these jobs of a run (a batch taken before); a saved value that is
    * not a valid result for its job is ignored, and the job runs again. */
   async saved(runId: string, jobIds: string[]): Promise<Map<string, ProbeResult>> {
-    const values = await this.client.hmget(reportKeys.results(this.prefix, runId), ...jobIds);
+    const values = await (await this.connected()).hmget(reportKeys.results(this.prefix, runId), ...jobIds);
     const saved = new Map<string, ProbeResult>();
     values.forEach((value, i) => {
       if (value === null) return;
@@ -54,9 +52,19 @@ export class RunResults {
     return saved;
   }
 
+  /** Saves the results and renews the hash's TTL. */
   async save(runId: string, results: ProbeResult[]): Promise<void> {
     if (results.length === 0) return;
-    const fieldsAndValues = results.flatMap((result) => [result.jobId, JSON.stringify(result)]);
-    await this.client.saveResults(reportKeys.results(this.prefix, runId), this.ttlSeconds, ...fieldsAndValues);
+    const client = await this.connected();
+    const key = reportKeys.results(this.prefix, runId);
+    await Promise.all([
+      client.hset(key, Object.fromEntries(results.map((result) => [result.jobId, JSON.stringify(result)]))),
+      client.runCommand('expire', [key, this.ttlSeconds]),
+    ]);
+  }
+
+  private async connected(): Promise<RedisClient> {
+    this.client ??= await this.connection();
+    return this.client;
   }
 }

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { Job } from 'bullmq';
-import { JOB_NAMES, reportKeys } from '../../contracts/queues.js';
+import { JOB_NAMES } from '../../contracts/queues.js';
 import { PROBE_BATCH_SCHEMA, type JobPayload } from '../../contracts/job.js';
 import { signData } from '../../common/job-signature.js';
 import { createLogger } from '../../common/log.js';
@@ -16,6 +16,7 @@ import { submitRun } from '../../coordinator/flow.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { addSchedule, removeSchedule } from '../../coordinator/schedules.js';
 import { startLab, type Lab } from '../../lab/index.js';
+import type { BatchDone } from '../../worker/queue-worker.js';
 import { jobsOf } from '../helpers/plans.js';
 import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
 import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
@@ -105,9 +106,10 @@ describe('signed jobs', needsRedis, () => {
     }
     assert.equal(lab.servers.https.connectionsAccepted(), 0, 'the altered target was never reached');
     assert.equal(await settled(good), 'completed');
-    assert.deepEqual((await queue.getJob('signed-1'))!.returnvalue, { results: 1 });
-    const saved = await fleet.client.hget(reportKeys.results(prefix, payload!.runId), 'signed-1');
-    assert.equal((JSON.parse(saved!) as { ok: boolean }).ok, true, 'its result is saved with its run');
+    // A batch of one returns its result (worker/run-results.ts).
+    const [result] = ((await queue.getJob('signed-1'))!.returnvalue as BatchDone).results;
+    assert.equal(result?.jobId, 'signed-1');
+    assert.equal(result?.ok, true);
     assert.equal(worker.child.exitCode, null, 'the worker is still running');
 
     // The coordinator side signs what it submits (the queue paused: the worker would take the
