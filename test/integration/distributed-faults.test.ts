@@ -15,7 +15,7 @@ import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { waitForRun } from '../../coordinator/distributed-run.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
-import { submitRun } from '../../coordinator/flow.js';
+import { submitRun, type SubmittedRun } from '../../coordinator/flow.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { startLab, type Lab } from '../../lab/index.js';
@@ -95,6 +95,19 @@ async function activeJob(
   throw new Error(`no job matching ${idPattern} became active`);
 }
 
+/** The run's report, once it is over, with a result for every job and for no job twice. */
+async function everyJobOnce(fleet: Fleet, run: SubmittedRun): Promise<RunReport> {
+  const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
+  assert.ok(report);
+  assert.deepEqual(report.unfinishedJobs, []);
+  assert.deepEqual(
+    report.results.map((r) => r.jobId).sort(),
+    run.jobs.map((j) => j.jobId).sort(),
+    'every job exactly once',
+  );
+  return report;
+}
+
 describe('faults in distributed runs', needsRedis, () => {
   const prefix = testPrefix();
   let lab: Lab;
@@ -134,14 +147,7 @@ describe('faults in distributed runs', needsRedis, () => {
       const killedAt = Date.now();
       assert.equal(await first.stop(), null, 'killed, not exited');
 
-      const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
-      assert.ok(report);
-      assert.deepEqual(report.unfinishedJobs, []);
-      assert.deepEqual(
-        report.results.map((r) => r.jobId).sort(),
-        run.jobs.map((j) => j.jobId).sort(),
-        'every job exactly once',
-      );
+      const report = await everyJobOnce(fleet, run);
       const slow = report.results.find((r) => r.jobId === slowJob)!;
       assert.equal(slow.worker.pid, second.pid, 'the job was measured again, whole, by the surviving worker');
       assert.equal(slow.summary.requests, 100);
@@ -193,14 +199,7 @@ experiments:
       first.child.kill('SIGKILL');
       assert.equal(await first.stop(), null, 'killed, not exited');
 
-      const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
-      assert.ok(report);
-      assert.deepEqual(report.unfinishedJobs, []);
-      assert.deepEqual(
-        report.results.map((r) => r.jobId).sort(),
-        run.jobs.map((j) => j.jobId).sort(),
-        'every job exactly once',
-      );
+      const report = await everyJobOnce(fleet, run);
       const resultOf = (jobId: string) => report.results.find((r) => r.jobId === jobId)!;
       assert.equal(resultOf(firstJob!).worker.pid, first.pid, 'the saved job is kept, not measured again');
       assert.equal(resultOf(firstJob!).workersLost, undefined);
