@@ -20,9 +20,10 @@ import { settlesWithin } from '../common/settle.js';
 import { ReportStore } from './report-store.js';
 
 /**
- * Events each queue keeps in its BullMQ event stream. Every completed job's event carries its
- * return value (a whole probe result), and nothing of ours reads the stream: kept short, so it
- * is not a second, unbounded copy of the results (BullMQ's default is 10,000 per queue).
+ * Events each queue keeps in its BullMQ event stream. Every completed batch's event carries its
+ * return value (at most one probe result: worker/run-results.ts), and nothing of ours reads the
+ * stream: kept short, so it is not a second, unbounded copy of the results (BullMQ's default is
+ * 10,000 per queue; Redis trims by whole nodes of 100, so 100–200 stay).
  */
 export const QUEUE_EVENTS_KEPT = 100;
 

@@ -43,9 +43,10 @@ export function jobRefOf(job: JobPayload): JobRef {
 }
 
 /**
- * Each result is stored once: in the run's results hash, where the workers save them
- * (worker/run-results.ts), until the run is reported, then in the stored report. A batch is removed
- * as it completes, and the parent too. A batch that fails is kept as the process that fails it
+ * Each result is stored once: in the run's results hash, where the workers save them (a batch's
+ * last one may ride on its completion into the parent's `processed` hash; worker/run-results.ts),
+ * until the run is reported, then in the stored report. A batch is removed as it completes, and
+ * the parent too. A batch that fails is kept as the process that fails it
  * decides (contracts/retention.ts), so these options say nothing about failures.
  */
 const REMOVE_WHEN_DONE = { removeOnComplete: true } as const;
@@ -65,7 +66,8 @@ const BATCH_DATA_CHARS = JOB_LIMITS.jobDataChars / 4;
 /**
  * Probe jobs per BullMQ job for a run: as many as JOB_LIMITS.jobsPerBatch, as few as 1, so that the
  * busiest region has MIN_BATCHES_PER_REGION batches and a batch's data stays under BATCH_DATA_CHARS.
- * A batch runs on one worker, one job after another; a batch whose worker is lost runs again whole.
+ * A batch runs on one worker, one job after another; a batch taken again (its worker lost, say)
+ * resumes after the jobs whose results it saved.
  */
 export function jobsPerBatchFor(jobs: readonly JobPayload[]): number {
   const perRegion = new Map<string, number>();

@@ -89,8 +89,8 @@ export interface BatchDone {
  * Runs a batch of probe jobs, one after another: checks it (a malformed or unsigned batch fails
  * for good), skips the jobs whose results an earlier take of the batch saved, executes the others
  * and saves their results (at most every RESULTS_SAVED_EVERY_MS, and before it returns, throws or
- * hands the batch back to the queue when the worker is shutting down and `handingBack()` says so),
- * but for a last one it returns.
+ * hands the batch back to the queue when the worker is shutting down and `handingBack()` says so);
+ * a last result that is the only one unsaved is returned instead (worker/run-results.ts says why).
  * The observer hears of each probe job it runs; a batch that fails before its first job counts as one.
  */
 function batchProcessor(
