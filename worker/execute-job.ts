@@ -67,7 +67,14 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   if (job.region !== options.region) {
     throw new InvalidJobError(`job ${job.jobId} is for region "${job.region}", this worker serves "${options.region}"`);
   }
-  const log = options.log.child({ jobId: job.jobId, probe: job.probe, target: job.target.name });
+  // The job's logger (a pino child) is made when something is logged: made per job, its bindings
+  // redacted, it was a measurable share of a one-request job's CPU, and most jobs log nothing at
+  // a worker's level (bench/README.md, "Per job").
+  let jobLog: Logger | undefined;
+  const logOf = () => (jobLog ??= options.log.child({ jobId: job.jobId, probe: job.probe, target: job.target.name }));
+  const logAt = (level: 'debug' | 'info', fields: object, message: string) => {
+    if (options.log.isLevelEnabled(level)) logOf()[level](fields, message);
+  };
   // A timer of our own rather than AbortSignal.timeout, whose timer is unref'd: a probe waiting on
   // a promise nothing will settle would let the process end (exit 13) before its bound came.
   const bound = new AbortController();
@@ -83,10 +90,18 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   else shutdown?.addEventListener('abort', onShutdown, { once: true });
   const signal = bound.signal;
   const startedAt = new Date().toISOString();
-  log.debug({ variant: job.variant }, 'probe starting');
+  logAt('debug', { variant: job.variant }, 'probe starting');
   const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
   const altSvc = new AltSvcLog();
-  const ctx = { signal, log, targetPolicy, allowClientCommands: options.allowClientCommands ?? false, altSvc };
+  const ctx: ProbeContext = {
+    signal,
+    get log() {
+      return logOf();
+    },
+    targetPolicy,
+    allowClientCommands: options.allowClientCommands ?? false,
+    altSvc,
+  };
   let outcome: ProbeOutcome<ProbeKind>;
   try {
     // A probe that ignores its bound cannot hold a worker (or an embedded run) past it: the
@@ -97,7 +112,7 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
       signal,
       TIME_BOUND_GRACE_MS,
       () => {
-        log.error({ graceMs: TIME_BOUND_GRACE_MS }, 'probe still running after its time bound: abandoned');
+        logOf().error({ graceMs: TIME_BOUND_GRACE_MS }, 'probe still running after its time bound: abandoned');
         return notRun({
           code: 'DEADLINE_EXCEEDED',
           message: `the probe did not stop within ${TIME_BOUND_GRACE_MS} ms of its time bound (${job.timeLimitMs} ms): its partial results are lost`,
@@ -129,7 +144,8 @@ export async function executeJob(payload: unknown, options: ExecuteOptions): Pro
   // Every job at debug (`--log-level debug`), as blackbox_exporter logs its probes; one that
   // failed at info. A line per job was ~10% of a worker's CPU at 1,000 one-request jobs/s, and
   // the jobs are counted in the metrics and listed in the report anyway.
-  log[result.ok ? 'debug' : 'info'](
+  logAt(
+    result.ok ? 'debug' : 'info',
     { ok: result.ok, error: result.error?.code, requests: result.summary.requests },
     'probe finished',
   );

@@ -89,19 +89,20 @@ export interface BatchDone {
  * Runs a batch of probe jobs, one after another: checks it (a malformed or unsigned batch fails
  * for good), skips the jobs whose results an earlier take of the batch saved, executes the others
  * and saves their results (at most every RESULTS_SAVED_EVERY_MS, and before it returns, throws or
- * hands the batch back to the queue when the worker is shutting down and `handingBack()` says so);
+ * hands the batch back to the queue when the worker is shutting down and `handingBack` is aborted);
  * a last result that is the only one unsaved is returned instead (worker/run-results.ts says why).
  * The observer hears of each probe job it runs; a batch that fails before its first job counts as one.
  */
 function batchProcessor(
   options: RegionWorkerOptions,
   queueName: string,
-  handingBack: () => boolean,
+  handingBack: AbortSignal,
   runResults: RunResults,
 ) {
   const { region, log, observer } = options;
-  // Three parameters: BullMQ passes the abort signal only to processors that declare it.
-  return async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<BatchDone> => {
+  // Two parameters: BullMQ makes an AbortController per job only for processors that declare a
+  // third; the worker's one `handingBack` signal stops every job in flight instead.
+  return async (job: Job, token: string | undefined): Promise<BatchDone> => {
     let outcome: Exclude<WorkerJobOutcome, 'completed'> = 'failed';
     let running = false;
     let runId: string | undefined;
@@ -137,8 +138,13 @@ function batchProcessor(
         running = true;
         // executeJob validates the payload (InvalidJobError) and settles by the job's time bound
         // (plus a grace for a probe that overruns it).
-        const result = await executeJob(payload, { region, log, signal, targetPolicy: options.targetPolicy });
-        if (handingBack() && signal?.aborted) {
+        const result = await executeJob(payload, {
+          region,
+          log,
+          signal: handingBack,
+          targetPolicy: options.targetPolicy,
+        });
+        if (handingBack.aborted) {
           // Shutting down: this measurement was cut short; another worker measures it again, and
           // the batch's jobs not yet run.
           outcome = 'handed_back';
@@ -178,12 +184,13 @@ function batchProcessor(
 export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   const { region, log } = options;
   const queueName = regionQueueName(region);
-  let handingBack = false;
+  // Aborted when jobs still running at shutdown are stopped and handed back to the queue.
+  const handingBack = new AbortController();
 
   const retention = options.retention ?? DEFAULT_RETENTION;
   // Its worker's connection, once the worker below exists (a batch starts after that).
   const runResults = new RunResults(() => worker.getBackend().client, options.prefix, retention.jobs.maxAgeSeconds);
-  const processor = batchProcessor(options, queueName, () => handingBack, runResults);
+  const processor = batchProcessor(options, queueName, handingBack.signal, runResults);
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
   const keepFailed = bullmqKeep(retention.jobs);
   const worker = new FleetWorker(queueName, processor, {
@@ -225,9 +232,8 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
       // With nothing in flight there is nothing to wait for but Redis saying goodbye.
       if (await settlesWithin(worker.close(), worker.held > 0 ? graceMs : LEAVE_MS)) return 'drained';
       if (worker.held > 0) {
-        handingBack = true;
         log.warn({ graceMs, jobs: worker.held }, 'jobs still running after the grace period: handing them back');
-        worker.cancelAllJobs('worker shutting down');
+        handingBack.abort('worker shutting down');
         if (await settlesWithin(worker.close(), HAND_BACK_MS)) return 'handed-back';
       }
       const unfinished = worker.held;

@@ -7,10 +7,10 @@ import net from 'node:net';
 
 export interface TargetPolicySettings {
   /** Loopback (127.0.0.0/8, ::1): the lab on this machine. */
-  allowLoopback: boolean;
+  readonly allowLoopback: boolean;
   /** CIDRs ("10.77.0.0/16", "fd00::/8", a bare address) and host patterns ("*.internal.example",
    * "db.example") whose private, link-local and other internal addresses are allowed. */
-  allowTargets: string[];
+  readonly allowTargets: readonly string[];
 }
 
 /** `probefleet run` without Redis: a person probing from their own machine, the lab on loopback. */
@@ -75,9 +75,14 @@ const SIX_TO_FOUR = parseCidr('2002::/16')!;
 
 const HOST_PATTERN = /^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
+/** Decisions a policy keeps (it forgets them all when full): a fleet's targets are far fewer. */
+const DECISIONS_KEPT = 1024;
+
 export class TargetPolicy {
   private readonly cidrs: Cidr[] = [];
   private readonly hostPatterns: string[] = [];
+  /** By host and address: a decision depends on nothing else, and is asked for every job and connection. */
+  private readonly decisions = new Map<string, TargetDecision>();
 
   constructor(
     readonly settings: TargetPolicySettings,
@@ -101,9 +106,20 @@ export class TargetPolicy {
   async resolve(host: string): Promise<string> {
     const name = host.startsWith('[') ? host.slice(1, -1) : host;
     const address = net.isIP(name) ? name : (await this.lookup(name)).address;
-    const decision = this.decide(name, address);
+    const decision = this.decidedBefore(name, address);
     if (!decision.allowed) throw new TargetRefusedError(decision.reason);
     return address;
+  }
+
+  private decidedBefore(host: string, address: string): TargetDecision {
+    const key = `${host} ${address}`;
+    let decision = this.decisions.get(key);
+    if (!decision) {
+      if (this.decisions.size >= DECISIONS_KEPT) this.decisions.clear();
+      decision = this.decide(host, address);
+      this.decisions.set(key, decision);
+    }
+    return decision;
   }
 
   /** Whether a connection to `address`, which `host` (the URL's host) resolved to, is allowed. */

@@ -65,6 +65,30 @@ diagnostics.subscribe('undici:client:sendHeaders', (message) => {
   owners.get(socket)?.noteRequestSent(socket, performance.now());
 });
 
+/**
+ * The time bound of one connection's resolve, connect and handshake: a plain timer, cleared once
+ * the connection is up or has failed. (AbortSignal.timeout, a signal registered for finalization
+ * per connection, cost a one-request job a measurable share of its CPU: bench/README.md, "Per job".)
+ * Unref'd, as AbortSignal.timeout's is: the socket being opened is what keeps the process up.
+ */
+class ConnectDeadline {
+  expired = false;
+  /** Told when the bound is reached: the step waiting then fails. */
+  onExpiry: (() => void) | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(ms: number) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.onExpiry?.();
+    }, ms).unref();
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
+
 /** Opens and times connections for one client; `connections` lists every one it opened. */
 export class TimedConnector {
   readonly connections: ConnectionTimeline[] = [];
@@ -121,55 +145,59 @@ export class TimedConnector {
   async open(hostname: string, port: number, secure: boolean): Promise<net.Socket> {
     const timeline: ConnectionTimeline = { id: this.connections.length + 1, start: performance.now() };
     this.connections.push(timeline);
-    const deadline = AbortSignal.timeout(this.options.timeoutMs);
-    const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+    const deadline = new ConnectDeadline(this.options.timeoutMs);
+    try {
+      const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
 
-    const address = await resolveChecked(this.options.policy, host);
-    if (net.isIP(host) === 0) timeline.resolved = performance.now();
+      const address = await resolveChecked(this.options.policy, host);
+      if (net.isIP(host) === 0) timeline.resolved = performance.now();
 
-    const socket = await this.step(net.connect({ host: address, port, noDelay: true }), 'connect', deadline);
-    timeline.connected = performance.now();
-    timeline.remoteAddress = `${address}:${port}`;
-    if (!secure) {
-      this.tcp.set(timeline, { socket, readyBytes: 0 });
-      this.register(socket, timeline);
-      return socket;
-    }
+      const socket = await this.step(net.connect({ host: address, port, noDelay: true }), 'connect', deadline);
+      timeline.connected = performance.now();
+      timeline.remoteAddress = `${address}:${port}`;
+      if (!secure) {
+        this.tcp.set(timeline, { socket, readyBytes: 0 });
+        this.register(socket, timeline);
+        return socket;
+      }
 
-    const settings = this.options.tls;
-    const tlsSocket = tls.connect({
-      socket,
-      // With `socket` given, `host` is what the certificate is checked against (else "localhost").
-      host,
-      servername: settings?.servername ?? (net.isIP(host) ? undefined : host),
-      ALPNProtocols: this.options.alpn,
-      rejectUnauthorized: !settings?.insecure,
-      ca: settings?.caPem,
-      session: this.options.resumeTlsSessions ? this.tlsSession : undefined,
-      ...(this.options.tlsVersion ? { minVersion: this.options.tlsVersion, maxVersion: this.options.tlsVersion } : {}),
-    });
-    if (this.options.resumeTlsSessions) {
-      // Sessions arrive after `secureConnect` (TLS 1.3: often two tickets; on Node, TLS 1.2 too); keep the newest.
-      tlsSocket.on('session', (session: Buffer) => {
-        this.tlsSession = session;
-        timeline.sessionReceived ??= performance.now();
+      const settings = this.options.tls;
+      const tlsSocket = tls.connect({
+        socket,
+        // With `socket` given, `host` is what the certificate is checked against (else "localhost").
+        host,
+        servername: settings?.servername ?? (net.isIP(host) ? undefined : host),
+        ALPNProtocols: this.options.alpn,
+        rejectUnauthorized: !settings?.insecure,
+        ca: settings?.caPem,
+        session: this.options.resumeTlsSessions ? this.tlsSession : undefined,
+        ...(this.options.tlsVersion ? { minVersion: this.options.tlsVersion, maxVersion: this.options.tlsVersion } : {}),
       });
+      if (this.options.resumeTlsSessions) {
+        // Sessions arrive after `secureConnect` (TLS 1.3: often two tickets; on Node, TLS 1.2 too); keep the newest.
+        tlsSocket.on('session', (session: Buffer) => {
+          this.tlsSession = session;
+          timeline.sessionReceived ??= performance.now();
+        });
+      }
+      await this.step(tlsSocket, 'tls', deadline);
+      timeline.secured = performance.now();
+      timeline.tls = {
+        version: tlsSocket.getProtocol(),
+        alpn: tlsSocket.alpnProtocol ?? false,
+        cipher: tlsSocket.getCipher().name,
+        resumed: tlsSocket.isSessionReused(),
+      };
+      this.tcp.set(timeline, { socket, readyBytes: socket.bytesRead });
+      this.register(tlsSocket, timeline);
+      return tlsSocket;
+    } finally {
+      deadline.clear();
     }
-    await this.step(tlsSocket, 'tls', deadline);
-    timeline.secured = performance.now();
-    timeline.tls = {
-      version: tlsSocket.getProtocol(),
-      alpn: tlsSocket.alpnProtocol ?? false,
-      cipher: tlsSocket.getCipher().name,
-      resumed: tlsSocket.isSessionReused(),
-    };
-    this.tcp.set(timeline, { socket, readyBytes: socket.bytesRead });
-    this.register(tlsSocket, timeline);
-    return tlsSocket;
   }
 
   /** Waits for `connect` (TCP) or `secureConnect` (TLS), bounded by the deadline. */
-  private step<S extends net.Socket>(socket: S, phase: 'connect' | 'tls', deadline: AbortSignal): Promise<S> {
+  private step<S extends net.Socket>(socket: S, phase: 'connect' | 'tls', deadline: ConnectDeadline): Promise<S> {
     const event = phase === 'tls' ? 'secureConnect' : 'connect';
     return new Promise((resolve, reject) => {
       const fail = (err: Error & { code?: string }) => {
@@ -193,12 +221,12 @@ export class TimedConnector {
       const cleanup = () => {
         socket.off(event, onReady);
         socket.off('error', fail);
-        deadline.removeEventListener('abort', onTimeout);
+        deadline.onExpiry = undefined;
       };
-      if (deadline.aborted) return onTimeout();
+      if (deadline.expired) return onTimeout();
       socket.once(event, onReady);
       socket.once('error', fail);
-      deadline.addEventListener('abort', onTimeout, { once: true });
+      deadline.onExpiry = onTimeout;
     });
   }
 }
