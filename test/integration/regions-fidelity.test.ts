@@ -29,6 +29,7 @@ import type { Phase } from '../../contracts/common.js';
 import type { ProbeKind } from '../../contracts/probes/index.js';
 import { TLS_PROTOCOL_NAME, type TlsVersion } from '../../contracts/probes/tls.js';
 import { runReportSchema, type ResultOf, type RunReport } from '../../contracts/result.js';
+import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { isRunning, listNamespaces } from '../../regions/cleanup.js';
@@ -359,6 +360,7 @@ describe('emulated regions: measured times are the added round trips', { skip },
   let echo: net.Server;
   let regions: Regions;
   let lab: TargetLab;
+  let loaded: LoadedPlan;
   let report: RunReport;
   /** stdout of the demo run through real workers, for the metrics test after it. */
   let demoOutput: string | undefined;
@@ -367,11 +369,32 @@ describe('emulated regions: measured times are the added round trips', { skip },
     echo = await startEcho();
     regions = await startRegions({ regions: REGIONS, forwardPorts: [(echo.address() as net.AddressInfo).port], log });
     lab = await startTargetLab(regions);
-    report = await runPlanInRegions(regions, await parsePlan(FIDELITY_PLAN(lab), 'fidelity.yaml'), {
-      runId: 'fidelity-test',
-      log,
-    });
+    loaded = await parsePlan(FIDELITY_PLAN(lab), 'fidelity.yaml');
+    report = await runPlanInRegions(regions, loaded, { runId: 'fidelity-test', log });
   });
+
+  /**
+   * Runs a figure's assertions on the run's report; if they fail, once more on a fresh run of
+   * that probe's experiment alone. On this shared 2-vCPU VM a stall of the machine (or of the
+   * delaying helper) once put 3 of the tls probe's 6 TLS 1.3 handshakes from `far` ~10 ms late
+   * (72.4 ms against 62.3 ± 6.2) in a run whose other figures were exact; a probe that measures
+   * wrong fails both times.
+   */
+  async function measuredTwice(t: TestContext, probe: ProbeKind, check: (report: RunReport) => void) {
+    try {
+      check(report);
+    } catch (err) {
+      if (!(err instanceof assert.AssertionError)) throw err;
+      t.diagnostic(`first measurement disturbed, measuring ${probe} again: ${err.message.split('\n')[0]}`);
+      const experiments = loaded.plan.experiments.filter((e) => e.probe === probe);
+      const again = await runPlanInRegions(
+        regions,
+        { ...loaded, plan: { ...loaded.plan, experiments } },
+        { runId: `fidelity-test-${probe}-again`, log },
+      );
+      check(again);
+    }
+  }
 
   after(async () => {
     await lab?.close();
@@ -379,19 +402,21 @@ describe('emulated regions: measured times are the added round trips', { skip },
     echo?.close();
   });
 
-  for (const { what, adds, measure } of EXPECTATIONS) {
-    test(`${what} ≈ ${describeAddition(adds)}`, (t) => {
+  for (const { what, probe, adds, measure } of EXPECTATIONS) {
+    test(`${what} ≈ ${describeAddition(adds)}`, async (t) => {
       const base = baseOf(adds);
-      for (const region of regionsFor(adds)) {
-        assertAdds(
-          t,
-          measure(report, region.name),
-          measure(report, base.name),
-          base.name,
-          addedBy(adds, region, report),
-          `${what} from ${region.name}`,
-        );
-      }
+      await measuredTwice(t, probe, (measured) => {
+        for (const region of regionsFor(adds)) {
+          assertAdds(
+            t,
+            measure(measured, region.name),
+            measure(measured, base.name),
+            base.name,
+            addedBy(adds, region, measured),
+            `${what} from ${region.name}`,
+          );
+        }
+      });
       if ('rtts' in adds) {
         // What the reference holds beyond its own round trips, against no delay at all: the
         // delayed path's fixed costs (see the header). Shown, not asserted.

@@ -171,7 +171,9 @@ export class TimedConnector {
         rejectUnauthorized: !settings?.insecure,
         ca: settings?.caPem,
         session: this.options.resumeTlsSessions ? this.tlsSession : undefined,
-        ...(this.options.tlsVersion ? { minVersion: this.options.tlsVersion, maxVersion: this.options.tlsVersion } : {}),
+        ...(this.options.tlsVersion
+          ? { minVersion: this.options.tlsVersion, maxVersion: this.options.tlsVersion }
+          : {}),
       });
       if (this.options.resumeTlsSessions) {
         // Sessions arrive after `secureConnect` (TLS 1.3: often two tickets; on Node, TLS 1.2 too); keep the newest.
