@@ -3,8 +3,8 @@
 // whether the tool or the server was the bottleneck.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 
 export interface Measured {
@@ -28,10 +28,39 @@ export function processCpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
+/** A process and its descendants, from /proc (nginx's master and its workers, say). */
+function processTree(pid: number): number[] {
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+  );
+  return [pid, ...children.flatMap(processTree)];
+}
+
+/**
+ * Runs `pid`, its threads and its descendants on the CPUs in `cpus` (taskset's list: "0", "0-1").
+ * The sequential benchmark puts each target and each client on one CPU: on this VM a round trip
+ * between processes on two vCPUs waits for the other vCPU to wake (~75 µs against ~17 µs on one,
+ * as the scheduler happened to place them; a bare undici loop measured both in consecutive runs
+ * of one process), which would be measured as the client's cost.
+ */
+export function pinProcesses(pid: number, cpus: string): void {
+  for (const each of processTree(pid))
+    execFileSync('taskset', ['-a', '-p', '-c', cpus, String(each)], { stdio: 'ignore' });
+}
+
+/** Every CPU of the machine, as taskset lists them. */
+export const ALL_CPUS = `0-${availableParallelism() - 1}`;
+
 export async function measure(
   command: string,
   args: string[],
-  options: { serverPid: number; timeoutMs: number; env?: NodeJS.ProcessEnv },
+  options: {
+    serverPid: number;
+    timeoutMs: number;
+    env?: NodeJS.ProcessEnv;
+    /** Run the process on this CPU only (see pinProcesses). */
+    cpu?: number;
+  },
 ): Promise<Measured> {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-bench-'));
   const timeFile = path.join(dir, 'time.txt');
@@ -40,7 +69,9 @@ export async function measure(
   try {
     const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number | null }>(
       (resolve, reject) => {
-        const child = spawn('/usr/bin/time', ['-f', '%e %U %S %M', '-o', timeFile, command, ...args], {
+        const pinned =
+          options.cpu === undefined ? [command, ...args] : ['taskset', '-c', String(options.cpu), command, ...args];
+        const child = spawn('/usr/bin/time', ['-f', '%e %U %S %M', '-o', timeFile, ...pinned], {
           stdio: ['ignore', 'pipe', 'pipe'],
           timeout: options.timeoutMs,
           env: { ...process.env, ...options.env },

@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { startNginx } from '../common/nginx-server.js';
 import { writeFileAtomic } from '../common/write-file-atomic.js';
 import { summarizeCpuProfile } from './cpu-profile.js';
+import { ALL_CPUS, pinProcesses } from './measure.js';
 import {
   endToEndRun,
   ENQUEUE_MODES,
@@ -68,6 +69,8 @@ const NGINX_BINARY = '/usr/sbin/nginx';
 /** What nginx serves at `/`: 19 bytes. */
 const NGINX_BODY = 'probefleet bench.\n\n';
 type Benchmark = (typeof BENCHMARKS)[number];
+/** The CPU the sequential benchmark runs its targets and clients on. */
+const SEQUENTIAL_CPU = 0;
 
 function benchmarksOf(only: string): Set<Benchmark> {
   const names = only.split(',').map((name) => name.trim());
@@ -246,24 +249,32 @@ async function main(): Promise<void> {
     if (selected.has('sequential')) {
       results.sequential = { nginx: [], lab: [] };
       const sequentialTools = { probefleet: probefleetSequential, undici: undiciSequential, curl: curlSequential };
-      for (let round = 0; round < rounds; round++) {
-        for (const target of orderFor(targets, round)) {
-          const runs: SequentialRun[] = [];
-          for (const tool of orderFor(['probefleet', 'undici', 'curl'] as const, round)) {
-            runs.push(await sequentialTools[tool](target.url, requests, { serverPid: target.pid }));
-            say(
-              `sequential round ${round + 1}/${rounds}, ${target.name}: ${tool} median ${runs.at(-1)!.medianMs.toFixed(3)} ms`,
-            );
+      // Each target and every client on one CPU (bench/measure.ts, pinProcesses, says why).
+      for (const target of targets) pinProcesses(target.pid, String(SEQUENTIAL_CPU));
+      try {
+        for (let round = 0; round < rounds; round++) {
+          for (const target of orderFor(targets, round)) {
+            const runs: SequentialRun[] = [];
+            for (const tool of orderFor(['probefleet', 'undici', 'curl'] as const, round)) {
+              runs.push(
+                await sequentialTools[tool](target.url, requests, { serverPid: target.pid, cpu: SEQUENTIAL_CPU }),
+              );
+              say(
+                `sequential round ${round + 1}/${rounds}, ${target.name}: ${tool} median ${runs.at(-1)!.medianMs.toFixed(3)} ms`,
+              );
+            }
+            results.sequential[target.name].push(runs);
           }
-          results.sequential[target.name].push(runs);
         }
+        const floorTarget = targets[0];
+        say(`measuring where the sequential time goes, layer by layer (${floorTarget.name})`);
+        results.layers = {
+          target: floorTarget.name,
+          costs: await probefleetOverhead(floorTarget.url, 1000, { serverPid: floorTarget.pid, cpu: SEQUENTIAL_CPU }),
+        };
+      } finally {
+        for (const target of targets) pinProcesses(target.pid, ALL_CPUS);
       }
-      const floorTarget = targets[0];
-      say(`measuring where the sequential time goes, layer by layer (${floorTarget.name})`);
-      results.layers = {
-        target: floorTarget.name,
-        costs: await probefleetOverhead(floorTarget.url, 1000, { serverPid: floorTarget.pid }),
-      };
     }
 
     if (selected.has('load')) {

@@ -23,6 +23,8 @@ export interface ToolContext {
   serverPid: number;
   /** Write a CPU profile of the probefleet child's job to this file (not for timed runs). */
   profileFile?: string;
+  /** Run the tool on this CPU only (bench/measure.ts, pinProcesses says why). */
+  cpu?: number;
 }
 
 export interface SequentialRun {
@@ -59,6 +61,7 @@ export async function runProbefleet<K extends 'reuse' | 'load'>(
 ): Promise<{ results: ResultOf<K>[]; measured: Measured }> {
   const measured = await measure(process.execPath, [PROBE_PROCESS, JSON.stringify(job), String(runs)], {
     serverPid: ctx.serverPid,
+    cpu: ctx.cpu,
     timeoutMs,
     env: ctx.profileFile ? { PROBEFLEET_BENCH_PROFILE: ctx.profileFile } : {},
   });
@@ -109,6 +112,7 @@ experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
 `);
   const measured = await measure(process.execPath, [OVERHEAD_PROCESS, JSON.stringify(job)], {
     serverPid: ctx.serverPid,
+    cpu: ctx.cpu,
     timeoutMs: 600_000,
   });
   return JSON.parse(measured.stdout) as LayerCost[];
@@ -118,6 +122,7 @@ experiments: [{ probe: reuse, requests: ${requests}, modes: [reused] }]
 export async function undiciSequential(url: string, requests: number, ctx: ToolContext): Promise<SequentialRun> {
   const measured = await measure(process.execPath, [UNDICI_PROCESS, url, String(requests), String(SEQUENTIAL_RUNS)], {
     serverPid: ctx.serverPid,
+    cpu: ctx.cpu,
     timeoutMs: 300_000,
   });
   const runMediansMs = JSON.parse(measured.stdout) as number[];
@@ -129,7 +134,7 @@ export async function curlSequential(url: string, requests: number, ctx: ToolCon
   const measured = await measure(
     'curl',
     ['-s', '-o', '/dev/null', '-w', '%{time_total}\\n', `${url}?n=[1-${requests}]`],
-    { serverPid: ctx.serverPid, timeoutMs: 120_000 },
+    { serverPid: ctx.serverPid, cpu: ctx.cpu, timeoutMs: 120_000 },
   );
   const times = measured.stdout
     .trim()
