@@ -106,12 +106,13 @@ export class TargetPolicy {
   async resolve(host: string): Promise<string> {
     const name = host.startsWith('[') ? host.slice(1, -1) : host;
     const address = net.isIP(name) ? name : (await this.lookup(name)).address;
-    const decision = this.decidedBefore(name, address);
+    const decision = this.keptDecision(name, address);
     if (!decision.allowed) throw new TargetRefusedError(decision.reason);
     return address;
   }
 
-  private decidedBefore(host: string, address: string): TargetDecision {
+  /** decide(), kept: the same host and address get the same decision from one policy. */
+  private keptDecision(host: string, address: string): TargetDecision {
     const key = `${host} ${address}`;
     let decision = this.decisions.get(key);
     if (!decision) {
