@@ -62,8 +62,14 @@ export function describeIssues(error: z.ZodError): string {
     .join('; ');
 }
 
+/** Checks the payload (InvalidJobError), then runs it as executeCheckedJob does. */
 export async function executeJob(payload: unknown, options: ExecuteOptions): Promise<ProbeResult> {
-  const job = parseJobPayload(payload);
+  return executeCheckedJob(parseJobPayload(payload), options);
+}
+
+/** Runs a job that parseJobPayload has checked: refuses one for another region (InvalidJobError),
+ * bounds it in time and wraps the outcome in a result. */
+export async function executeCheckedJob(job: JobPayload, options: ExecuteOptions): Promise<ProbeResult> {
   if (job.region !== options.region) {
     throw new InvalidJobError(`job ${job.jobId} is for region "${job.region}", this worker serves "${options.region}"`);
   }

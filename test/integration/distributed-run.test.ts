@@ -285,6 +285,17 @@ describe('distributed runs with region workers in their own processes', needsRed
     assert.match(inBatch, /^invalid job payload: /);
     assert.match(inBatch, /runId: /);
     assert.match(inBatch, /target\.url: unsupported URL scheme "ftp:"/);
+    // A batch's jobs are all checked before the first starts: a valid job before a malformed one
+    // is not measured either (it would have left its result in the run's results hash).
+    const [valid] = splitPlan(await parsePlan(planYaml(lab, 'before-bad', ['a'], 1), 'inline.yaml'), 'before-bad-run');
+    const mixed = await failedFor('malformed-3', {
+      schema: 'probefleet.probe-batch/v1',
+      runId: 'before-bad-run',
+      deadline: new Date(Date.now() + 60_000).toISOString(),
+      jobs: [valid, payload],
+    });
+    assert.match(mixed, /^invalid job payload: .*target\.url: unsupported URL scheme "ftp:"/);
+    assert.equal(await fleet.client.exists(reportKeys.results(prefix, 'before-bad-run')), 0, 'no job of it ran');
     // A payload on its own, not in a batch (what a worker before batches took), is no batch.
     const alone = await failedFor('malformed-2', payload);
     assert.match(alone, /^invalid batch of probe jobs: schema: .*; runId: .*; deadline: .*; jobs: /);
