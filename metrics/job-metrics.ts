@@ -4,7 +4,7 @@
 // are served on /metrics. The two are kept apart so that no series reaches Prometheus twice
 // (once scraped, once pushed).
 import { hostname } from 'node:os';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry, type Counter, type Gauge } from 'prom-client';
 import { WORKER_JOB_OUTCOMES, WORKER_METRICS } from '../contracts/metric-names.js';
 import type { ProbeResult, RunReport } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
@@ -56,10 +56,23 @@ export function createJobMetrics(options: JobMetricsOptions): JobMetrics {
   const { region, log } = options;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const jobs = metricOf(WORKER_METRICS.jobs, registry);
-  const inFlight = metricOf(WORKER_METRICS.inFlight, registry);
+  // Jobs are counted here and handed to prom-client when it reads the metrics (`collect`): three
+  // prom-client calls per job, each checking and hashing its labels, were a measurable share of a
+  // one-request job's CPU (bench/README.md, "Per job").
+  let running = 0;
+  const endedSinceRead = new Map<WorkerJobOutcome, number>();
+  const end = (outcome: WorkerJobOutcome) => {
+    running--;
+    endedSinceRead.set(outcome, (endedSinceRead.get(outcome) ?? 0) + 1);
+  };
+  const jobs: Counter = metricOf(WORKER_METRICS.jobs, registry, () => {
+    for (const [outcome, count] of endedSinceRead) jobs.inc({ region, outcome }, count);
+    endedSinceRead.clear();
+  });
+  const inFlight: Gauge = metricOf(WORKER_METRICS.inFlight, registry, () => {
+    inFlight.set({ region }, running);
+  });
   for (const outcome of WORKER_JOB_OUTCOMES) jobs.inc({ region, outcome }, 0);
-  inFlight.set({ region }, 0);
 
   // A bug in a mapping costs that result's metrics, never the job.
   const probes = createProbeMetrics((err, result) =>
@@ -81,17 +94,15 @@ export function createJobMetrics(options: JobMetricsOptions): JobMetrics {
     registry,
     probes,
     pusher,
-    started: () => inFlight.inc({ region }),
+    started: () => {
+      running++;
+    },
     completed(result) {
-      inFlight.dec({ region });
-      jobs.inc({ region, outcome: 'completed' });
+      end('completed');
       recordResult(result);
     },
     recordResult,
-    ended(outcome) {
-      inFlight.dec({ region });
-      jobs.inc({ region, outcome });
-    },
+    ended: end,
     async pushRun(report) {
       if (!pusher) return true;
       const pushing = pushRunMetrics(pusher, report, log);

@@ -1,9 +1,11 @@
 // The cumulative registry of a process that runs jobs records its results in batches: whoever
 // reads the registry must still see every result recorded so far, and a result a mapping cannot
-// record costs only its own metrics.
+// record costs only its own metrics. A worker's own job counters are handed over as they are read.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ProbeResult, ResultOf } from '../../contracts/result.js';
+import { createLogger } from '../../common/log.js';
+import { createJobMetrics } from '../../metrics/job-metrics.js';
 import { createProbeMetrics } from '../../metrics/probe-metrics.js';
 import { probeResult, requestSample } from '../helpers/results.js';
 
@@ -48,4 +50,28 @@ test('a result a mapping cannot record goes to onError; the others are recorded'
   assert.equal(await sumOf(metrics.registry, 'probefleet_probe_jobs_total'), 3);
   assert.equal(await sumOf(metrics.registry, 'probefleet_request_phase_seconds_count', 'total'), 2);
   assert.deepEqual(refused, [broken.jobId]);
+});
+
+test("a worker's own job counters: counted as jobs start and end, read as they stand, nothing counted twice", async () => {
+  const metrics = createJobMetrics({ region: 'lossy', log: createLogger('test', 'silent') });
+  const readValue = async (name: string, outcome?: string) => {
+    const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name);
+    assert.ok(metric, `${name} is in the registry`);
+    return metric.values.find((v) => outcome === undefined || v.labels.outcome === outcome)?.value;
+  };
+  assert.equal(await readValue('probefleet_worker_jobs_in_flight'), 0);
+  assert.equal(await readValue('probefleet_worker_jobs_total', 'completed'), 0);
+  metrics.started();
+  metrics.started();
+  assert.equal(await readValue('probefleet_worker_jobs_in_flight'), 2);
+  metrics.completed(reuseResult(0));
+  assert.equal(await readValue('probefleet_worker_jobs_in_flight'), 1);
+  assert.equal(await readValue('probefleet_worker_jobs_total', 'completed'), 1);
+  metrics.ended('handed_back');
+  assert.equal(await readValue('probefleet_worker_jobs_in_flight'), 0);
+  assert.equal(await readValue('probefleet_worker_jobs_total', 'handed_back'), 1);
+  // Read again: nothing is counted twice.
+  assert.equal(await readValue('probefleet_worker_jobs_total', 'completed'), 1);
+  assert.equal(await readValue('probefleet_worker_jobs_total', 'failed'), 0);
+  await metrics.close();
 });
