@@ -257,6 +257,28 @@ function assertAdds(
   assert.ok(Math.abs(measured - expected) <= tolerance, figures);
 }
 
+/** An expectation's figure from each of its regions in `measured` ≈ its base region's figure in
+ * `baseReport` + what the region adds. */
+function assertRegionsAdd(
+  t: TestContext,
+  { what, adds, measure }: (typeof EXPECTATIONS)[number],
+  measured: RunReport,
+  baseReport: RunReport,
+  how = '',
+): void {
+  const base = baseOf(adds);
+  for (const region of regionsFor(adds)) {
+    assertAdds(
+      t,
+      measure(measured, region.name),
+      measure(baseReport, base.name),
+      base.name,
+      addedBy(adds, region, measured),
+      `${what} from ${region.name}${how}`,
+    );
+  }
+}
+
 /** measured ≈ the reference region's figure + rtts x (RTT - the reference's RTT). */
 const assertRoundTrips = (
   t: TestContext,
@@ -402,21 +424,10 @@ describe('emulated regions: measured times are the added round trips', { skip },
     echo?.close();
   });
 
-  for (const { what, probe, adds, measure } of EXPECTATIONS) {
+  for (const expectation of EXPECTATIONS) {
+    const { what, probe, adds, measure } = expectation;
     test(`${what} ≈ ${describeAddition(adds)}`, async (t) => {
-      const base = baseOf(adds);
-      await measuredTwice(t, probe, (measured) => {
-        for (const region of regionsFor(adds)) {
-          assertAdds(
-            t,
-            measure(measured, region.name),
-            measure(measured, base.name),
-            base.name,
-            addedBy(adds, region, measured),
-            `${what} from ${region.name}`,
-          );
-        }
-      });
+      await measuredTwice(t, probe, (measured) => assertRegionsAdd(t, expectation, measured, measured));
       if ('rtts' in adds) {
         // What the reference holds beyond its own round trips, against no delay at all: the
         // delayed path's fixed costs (see the header). Shown, not asserted.
@@ -516,19 +527,8 @@ describe('emulated regions: measured times are the added round trips', { skip },
     demoOutput = stdout;
     // Against the embedded reference: the CPU time of connections and handshakes on this machine
     // and the delayed path's fixed costs.
-    for (const { what, adds, measure } of EXPECTATIONS.filter((e) => DISTRIBUTED_PROBES.includes(e.probe))) {
-      const base = baseOf(adds);
-      for (const region of regionsFor(adds)) {
-        assertAdds(
-          t,
-          measure(distributed, region.name),
-          measure(report, base.name),
-          base.name,
-          addedBy(adds, region, distributed),
-          `${what} from ${region.name}, through its worker`,
-        );
-      }
-    }
+    for (const expectation of EXPECTATIONS.filter((e) => DISTRIBUTED_PROBES.includes(e.probe)))
+      assertRegionsAdd(t, expectation, distributed, report, ', through its worker');
     assertSlowerRegionSlower(
       distributed,
       stdout,
