@@ -22,7 +22,9 @@ import type { z } from 'zod';
 import { PLAN_LIMITS } from '../contracts/limits.js';
 import { planSchema, type Plan } from '../contracts/plan.js';
 import { PROBE_KINDS } from '../contracts/probes/index.js';
+import { closestWord } from '../common/closest-word.js';
 import { formatIssuePath } from '../common/issue-path.js';
+import { fieldNamesAt } from '../common/schema-fields.js';
 import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
 import { FileRefusedError, readBoundedFile } from '../common/read-bounded-file.js';
@@ -304,10 +306,23 @@ function problemsOf(
       const keyNode = pair?.key as Node | undefined;
       const { line, col } = at(keyNode?.range?.[0] ?? 0);
       const field = formatIssuePath([...issue.path, key]);
-      return { file, line, column: col, field, message: `unknown field "${key}"` };
+      return {
+        file,
+        line,
+        column: col,
+        field,
+        message: unknownFieldMessage(key, fieldNamesAt(planSchema, issue.path, data)),
+      };
     });
   }
   return [problemAt(doc, issue.path, file, at, messageOf(issue, valueAt(data, issue.path)))];
+}
+
+/** `unknown field "urll" (did you mean "url"?)`, or the fields that mapping may hold when none is near. */
+function unknownFieldMessage(key: string, known: string[]): string {
+  const meant = closestWord(key, known);
+  if (meant) return `unknown field "${key}" (did you mean "${meant}"?)`;
+  return known.length > 0 ? `unknown field "${key}" (fields here: ${known.join(', ')})` : `unknown field "${key}"`;
 }
 
 /** Position of the deepest node on `fieldPath` that exists (a missing field points at its parent). */
