@@ -12,6 +12,7 @@ import { printableJsonText } from '../../common/printable.js';
 import { DEFAULT_LAB_PORT, labAddressAt } from '../../lab/index.js';
 import { labAtArg, labAtOf } from './lab-args.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { plural } from '../../common/plural.js';
 
 const fileArg = (y: Argv) =>
   maxJobsArgs(y).positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
@@ -35,8 +36,8 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
     // Counted, not made: a plan's jobs (lab targets wherever the lab is) are known without splitting it.
     const { plan } = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
     process.stdout.write(
-      `${file}: plan "${plan.name}" is valid: ${plan.targets.length} targets, ${plan.experiments.length} experiments, ` +
-        `${plan.regions.length} regions (${plan.regions.join(', ')}), ${countJobs(plan).total} jobs per run` +
+      `${file}: plan "${plan.name}" is valid: ${plural(plan.targets.length, 'target')}, ${plural(plan.experiments.length, 'experiment')}, ` +
+        `${plural(plan.regions.length, 'region')} (${plan.regions.join(', ')}), ${plural(countJobs(plan).total, 'job')} per run` +
         `${plan.schedule ? `, scheduled "${plan.schedule.cron}" ${plan.schedule.tz}` : ''}\n`,
     );
   },
@@ -61,7 +62,7 @@ const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
         ['job id', 'region', 'target', 'probe', 'variant'],
         jobs.map((j) => [j.jobId, j.region, j.target.name, j.probe, JSON.stringify(j.variant)]),
         'lllll',
-      )}\n${jobs.length} jobs\n`,
+      )}\n${plural(jobs.length, 'job')}\n`,
     );
   },
 };

@@ -26,6 +26,7 @@ import { newRunId } from '../../coordinator/split.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 import { EXIT_BAD_INPUT } from '../exit-codes.js';
+import { plural } from '../../common/plural.js';
 
 /** Three clean links and a lossy, jittery one (its seed: DEFAULT_LINK_SEED). */
 export const DEFAULT_REGIONS = ['eu-west=20ms', 'us-east=80ms', 'ap-south=160ms', 'sa-east=120ms,loss=2%,jitter=10ms'];
@@ -125,7 +126,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
         runId: newRunId(loaded.plan.name),
         log,
         onRegion: (region, jobs) =>
-          process.stderr.write(`region ${region.name} (RTT ${region.rttMs} ms): ${jobs} jobs\n`),
+          process.stderr.write(`region ${region.name} (RTT ${region.rttMs} ms): ${plural(jobs, 'job')}\n`),
       });
       process.stdout.write(renderRunReport(report));
       await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });

@@ -18,6 +18,7 @@ import { BadArgumentError } from '../../common/bad-input.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { labAtArg, labAtOf } from './lab-args.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { plural } from '../../common/plural.js';
 
 const addOptions = (y: Argv) =>
   maxJobsArgs(labAtArg(redisTimeoutArg(redisArgs(y))))
@@ -73,7 +74,7 @@ const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
     }
     const info = await withFleet(args, (fleet) => addSchedule(fleet, loaded, spec, args.deadline));
     process.stdout.write(
-      `schedule ${info.name}: ${when(info)}, ${info.jobs} jobs over ${info.regions.join(', ')}; next run ${info.next?.toISOString() ?? '-'}\n`,
+      `schedule ${info.name}: ${when(info)}, ${plural(info.jobs, 'job')} over ${info.regions.join(', ')}; next run ${info.next?.toISOString() ?? '-'}\n`,
     );
   },
 };

@@ -27,8 +27,3 @@ export function formatCount(value: number | undefined): string {
 export function formatPercent(part: number | undefined, whole: number | undefined): string {
   return part === undefined || !whole ? '-' : `${((part / whole) * 100).toFixed(1)}%`;
 }
-
-/** "1 connection", "6 connections". */
-export function plural(n: number, word: string): string {
-  return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
-}

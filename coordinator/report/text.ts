@@ -14,12 +14,13 @@ import {
   probeSections,
   retriedReason,
 } from './run-views.js';
+import { plural } from '../../common/plural.js';
 
 export function renderRunReport(run: RunReport): string {
   const report = shown(run);
   const jobs = report.results.length + report.unfinishedJobs.length;
   const out: string[] = [
-    `run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${jobs} jobs${report.mode === 'distributed' ? `, regions ${report.plan.regions.join(', ')}` : ''}`,
+    `run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${plural(jobs, 'job')}${report.mode === 'distributed' ? `, regions ${report.plan.regions.join(', ')}` : ''}`,
   ];
   if (comparedRegions(report).length > 1) {
     out.push('', costByRegionTitle('-'), tableAsText(costByRegionTable(report)));

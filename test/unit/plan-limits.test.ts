@@ -4,8 +4,7 @@
 // refused with file, line and column (exit 2) before the work they bound is done.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { open, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PLAN_LIMITS } from '../../contracts/limits.js';
@@ -14,6 +13,7 @@ import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { countJobs, splitPlan, TooManyJobsError } from '../../coordinator/split.js';
 import { DEFAULT_LAB_PORT, labAddressAt } from '../../lab/index.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** What loadPlanFile refuses the file with, as `plan validate` prints it (without the file name). */
 async function refusal(file: string): Promise<string[]> {
@@ -45,7 +45,7 @@ describe('plan limits', () => {
   const file = (name: string) => path.join(dir, name);
 
   before(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'probefleet-plan-limits-'));
+    dir = tempDir('probefleet-plan-limits-');
   });
   after(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -136,7 +136,7 @@ describe('plan limits', () => {
     // Raised far enough it is valid, and validating it still makes no job: the count is arithmetic.
     const raised = await runCli(['plan', 'validate', file('million.yaml'), '--max-jobs', '1000000']);
     assert.equal(raised.code, 0, raised.stderr);
-    assert.match(raised.stdout, /100 targets, 50 experiments, 50 regions .*, 1000000 jobs per run/);
+    assert.match(raised.stdout, /100 targets, 50 experiments, 50 regions .*, 1,000,000 jobs per run/);
     const env = await runCli(['plan', 'validate', file('million.yaml')], { env: { PROBEFLEET_MAX_JOBS: '999999' } });
     assert.equal(env.code, 2);
     assert.match(env.stderr, /1,000,000 jobs per run, over the limit of 999,999/);

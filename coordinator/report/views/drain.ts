@@ -2,7 +2,8 @@
 // sequential requests opened, and how long they took.
 import type { ResultOf } from '../../../contracts/result.js';
 import type { BarChart, ReportSection } from '../document.js';
-import { formatMs, plural } from '../format.js';
+import { plural } from '../../../common/plural.js';
+import { formatMs } from '../format.js';
 import { barLabeller, byPlace, byTarget, nothingMeasured } from './place.js';
 
 type DrainResult = ResultOf<'drain'>;

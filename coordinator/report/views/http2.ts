@@ -5,7 +5,8 @@
 import type { H2cAttempt, MultiplexRun } from '../../../contracts/probes/http2.js';
 import type { ResultOf } from '../../../contracts/result.js';
 import type { Bar, BarChart, ReportBlock, ReportSection } from '../document.js';
-import { formatMs, plural } from '../format.js';
+import { plural } from '../../../common/plural.js';
+import { formatMs } from '../format.js';
 import { barLabeller, byPlace, byTarget } from './place.js';
 
 type HeaderBytes = { request: number; response: number } | null | undefined;

@@ -7,6 +7,7 @@ import { loadTotals } from '../../load-totals.js';
 import type { BarChart, ReportBlock, ReportSection } from '../document.js';
 import { formatMs } from '../format.js';
 import { barLabeller, byTarget, nothingMeasured } from './place.js';
+import { plural } from '../../../common/plural.js';
 
 type LoadResult = ResultOf<'load'>;
 
@@ -82,7 +83,7 @@ export function loadView(results: LoadResult[]): ReportSection {
   ]);
   for (const total of loadTotals(results).filter((t) => t.regions.length > 1)) {
     rows.push([
-      `all ${total.regions.length} regions`,
+      `all ${plural(total.regions.length, 'region')}`,
       total.target,
       total.variant.mode,
       total.variant.loop,
