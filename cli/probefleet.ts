@@ -4,6 +4,7 @@ import { hideBin } from 'yargs/helpers';
 import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
 import { RedisUnreachableError } from '../common/redis.js';
+import { withStdoutDashesJoined } from './commands/args.js';
 import { EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_REDIS_UNREACHABLE } from './exit-codes.js';
 
 /**
@@ -47,7 +48,8 @@ async function commandsFor(argv: string[]): Promise<AnyCommand[]> {
   return Promise.all((asked ? [asked] : Object.keys(COMMANDS)).map((name) => COMMANDS[name]!()));
 }
 
-export async function main(argv: string[]): Promise<void> {
+export async function main(given: string[]): Promise<void> {
+  const argv = withStdoutDashesJoined(given);
   await yargs(argv)
     .scriptName('probefleet')
     .usage('$0 <command> [options]\n\nMeasures what HTTP transport choices cost, from one machine or many regions.')

@@ -40,9 +40,9 @@ const options = (y: Argv) =>
     })
     .option('json', {
       type: 'string',
-      describe: 'write the comparison (probefleet.compare/v1) to this file (--json=- for stdout)',
+      describe: 'write the comparison (probefleet.compare/v1) to this file (- for stdout)',
     })
-    .option('markdown', { type: 'string', describe: 'write it as Markdown to this file (--markdown=- for stdout)' })
+    .option('markdown', { type: 'string', describe: 'write it as Markdown to this file (- for stdout)' })
     .option('html', {
       type: 'string',
       describe: 'write it as one self-contained HTML page, a before/after chart per region, to this file',

@@ -1,6 +1,6 @@
 // --html, --markdown and --csv: the options every command that has a run report shares (run,
 // runs show, regions run, report), and the one place that writes report files (compare's too).
-// "-" is stdout (--markdown=-: yargs reads a lone "-" after an option as an argument of its own).
+// "-" is stdout (`--markdown -` and `--markdown=-` alike: args.ts joins the first into the second).
 import type { Argv } from 'yargs';
 import { printableJsonText } from '../../common/printable.js';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';
@@ -17,12 +17,11 @@ export const reportFileArgs = <T>(y: Argv<T>) =>
     })
     .option('markdown', {
       type: 'string',
-      describe:
-        'write the report as Markdown tables (for a pull request or wiki) to this file (--markdown=- for stdout)',
+      describe: 'write the report as Markdown tables (for a pull request or wiki) to this file (- for stdout)',
     })
     .option('csv', {
       type: 'string',
-      describe: 'write one CSV row per job and phase to this file (--csv=- for stdout)',
+      describe: 'write one CSV row per job and phase to this file (- for stdout)',
     });
 
 export interface ReportFiles {
