@@ -28,7 +28,7 @@ const JOB_ATTEMPTS = 3;
 const RETRY_BACKOFF = { type: 'exponential', delay: 2_000 } as const;
 
 /** Slack on top of the jobs' own time bounds before a run stops waiting for its regions. */
-const DEADLINE_SLACK_SECONDS = 60;
+export const DEADLINE_SLACK_SECONDS = 60;
 
 /** A region's worker (concurrency 1) runs its jobs one after another, each within the plan's
  * time bound: the run cannot need longer than the busiest region's jobs times that bound. */

@@ -50,6 +50,14 @@ export function redisUrlFrom(args: RedisArgs): string | undefined {
   return args.redis || process.env.REDIS_URL || undefined;
 }
 
+/** Whether the Redis URL in use came from the environment (REDIS_URL) rather than --redis: a
+ * message about that Redis says so, since the user may not know the variable is set. */
+export const redisUrlFromEnvironment = (args: RedisArgs): boolean => !args.redis && Boolean(process.env.REDIS_URL);
+
+/** " (REDIS_URL from the environment)" after a Redis URL that came from there, else nothing. */
+export const redisUrlSourceNote = (args: RedisArgs): string =>
+  redisUrlFromEnvironment(args) ? ' (REDIS_URL from the environment)' : '';
+
 /** --redis-timeout (or PROBEFLEET_REDIS_TIMEOUT_SECONDS) in milliseconds. */
 export function redisTimeoutMsOf(args: RedisArgs): number {
   const fromEnv = process.env.PROBEFLEET_REDIS_TIMEOUT_SECONDS;
@@ -106,17 +114,26 @@ export async function withFleet<T>(
     await fleet.reachable();
     return await work(fleet);
   } catch (err) {
-    if (err instanceof RedisUnreachableError || err instanceof BadInputError) throw err;
+    if (err instanceof RedisUnreachableError) throw withUrlSource(err, args);
+    if (err instanceof BadInputError) throw err;
     // Not every failure is Redis's: ask it once more (briefly: it answered a moment ago) before blaming it.
     const stillThere = await fleet.reachable(RECHECK_MS).then(
       () => true,
       () => false,
     );
-    if (!stillThere) throw fleet.unreachable(`lost while working (${(err as Error).message})`);
+    if (!stillThere) throw withUrlSource(fleet.unreachable(`lost while working (${(err as Error).message})`), args);
     throw err;
   } finally {
     await fleet.close();
   }
+}
+
+/** The error, saying where its URL came from when that was the environment. */
+function withUrlSource(err: RedisUnreachableError, args: RedisArgs): RedisUnreachableError {
+  if (!redisUrlFromEnvironment(args)) return err;
+  return new RedisUnreachableError(
+    `${err.message}; the URL is REDIS_URL from the environment (--redis names another; REDIS_URL= unsets it)`,
+  );
 }
 
 /** PROBEFLEET_JOB_KEY, checked: a key too short to trust is bad input. */

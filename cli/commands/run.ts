@@ -8,9 +8,9 @@ import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from './args.js';
 import { createLogger } from '../../common/log.js';
 import type { Lab } from '../../lab/index.js';
-import { jobsPerRegion, runEndOf, waitForRun } from '../../coordinator/distributed-run.js';
+import { jobsPerRegion, RUN_END_SLACK_SECONDS, runEndOf, waitForRun } from '../../coordinator/distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../../coordinator/embedded-runner.js';
-import { submitRun } from '../../coordinator/flow.js';
+import { DEADLINE_SLACK_SECONDS, submitRun } from '../../coordinator/flow.js';
 import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
@@ -25,7 +25,7 @@ import { redactRedisUrl } from '../../common/redis.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
-import { redisArgs, redisTimeoutArg, redisUrlFrom, withFleet } from './redis-args.js';
+import { redisArgs, redisTimeoutArg, redisUrlFrom, redisUrlSourceNote, withFleet } from './redis-args.js';
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { reportFileArgs, writeReportFiles } from './report-files.js';
@@ -56,8 +56,7 @@ const options = (y: Argv) =>
     })
     .option('deadline', {
       type: 'number',
-      describe:
-        'with --redis: seconds after which jobs no worker took are reported as not run (default: jobs per region x jobTimeoutSeconds + 60); the command waits at most until then + jobTimeoutSeconds + 60, Redis outages included',
+      describe: `with --redis: seconds after which jobs no worker took are reported as not run (default: jobs per region x jobTimeoutSeconds + ${DEADLINE_SLACK_SECONDS}); the command waits at most until then + jobTimeoutSeconds + ${RUN_END_SLACK_SECONDS}, Redis outages included`,
     })
     .option('jobs-per-batch', {
       type: 'number',
@@ -88,7 +87,14 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     if (args.labPort !== undefined && !args.lab) throw new BadArgumentError('--lab-port needs --lab');
     // A plan naming lab servers with no lab to point them at is bad input, before anything starts.
     if (!args.lab) withLabTargets(loaded, args.labAt === undefined ? undefined : labAtOf(args.labAt), LAB_HINT);
-    if (redisUrlFrom(args)) {
+    // --lab starts the lab in this process, on this machine's loopback, for an embedded run: a
+    // REDIS_URL in the environment must not turn it into a submit to that Redis. --redis still does.
+    const distributed = args.lab ? Boolean(args.redis) : redisUrlFrom(args) !== undefined;
+    if (args.lab && !args.redis && process.env.REDIS_URL)
+      process.stderr.write(
+        'run: --lab runs embedded, in this process; REDIS_URL is set and not used (--redis URL runs it on the workers of that Redis)\n',
+      );
+    if (distributed) {
       for (const [given, option] of [
         [args.allowLoopback !== undefined, '--allow-loopback'],
         [args.allowTargets !== undefined, '--allow-targets'],
@@ -108,7 +114,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
       [args.detach, '--detach'],
       [args.regions !== undefined, '--regions'],
     ] as const) {
-      if (given) throw new BadArgumentError(`${option} needs --redis (or REDIS_URL)`);
+      if (given) throw new BadArgumentError(`${option} needs --redis${args.lab ? '' : ' (or REDIS_URL)'}`);
     }
     const { plan } = loaded;
     if (plan.regions.some((r) => r !== EMBEDDED_REGION)) {
@@ -221,7 +227,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
           ...(args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {}),
           ...(args.jobsPerBatch !== undefined ? { jobsPerBatch: args.jobsPerBatch } : {}),
         });
-        const where = `${redactRedisUrl(fleet.redis.url)} (prefix ${fleet.prefix})`;
+        const where = `${redactRedisUrl(fleet.redis.url)}${redisUrlSourceNote(args)} (prefix ${fleet.prefix})`;
         if (submitted.report) {
           process.stderr.write(`run ${runId} is over (same plan: nothing added); its report as stored in ${where}\n`);
           if (args.detach) process.stdout.write(`${runId}\n`);
