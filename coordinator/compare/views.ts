@@ -49,6 +49,19 @@ const relativeText = (q: ComparedQuantity) => {
   return ` (${percent > 0 ? '+' : ''}${percent.toFixed(0)}%)`;
 };
 
+/** Why the verdict is what it is: the interval against no change and against the minimum change. */
+export function reasonText(q: ComparedQuantity): string {
+  const least = `the minimum change, ${formatValue(q.minChange, QUANTITIES[q.quantity].unit)}`;
+  switch (q.reason) {
+    case 'within-noise':
+      return 'the interval includes no change';
+    case 'below-minimum':
+      return q.ci95 ? `the interval reaches below ${least}` : `below ${least}`;
+    case 'material':
+      return q.ci95 ? `the whole interval beyond ${least}` : `at least ${least}`;
+  }
+}
+
 const runText = (run: ComparedRun) =>
   `${run.runId} (plan ${run.plan}, ${run.mode}, started ${run.startedAt}, regions ${run.regions.join(', ') || 'none'}; from ${run.source})`;
 
@@ -110,8 +123,9 @@ export function quantityTable(c: RunComparison): Table {
       'change',
       '95% CI of the change',
       'verdict',
+      'why',
     ],
-    align: 'lllllrrrrl',
+    align: 'lllllrrrrll',
     rows: c.quantities.map((q) => {
       const unit = QUANTITIES[q.quantity].unit;
       return [
@@ -125,6 +139,7 @@ export function quantityTable(c: RunComparison): Table {
         `${formatChange(q.change, unit)}${relativeText(q)}`,
         intervalText(q),
         q.verdict,
+        reasonText(q),
       ];
     }),
   };
