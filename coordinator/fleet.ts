@@ -27,8 +27,9 @@ import { ReportStore } from './report-store.js';
  */
 export const QUEUE_EVENTS_KEPT = 100;
 
-/** How long closing waits for the connections to say goodbye before cutting them. */
-const CLOSE_BOUND_MS = 2_000;
+/** How long closing waits for the connections to say goodbye before cutting them (and then for
+ * the cut: closing takes at most twice this). */
+export const FLEET_CLOSE_BOUND_MS = 2_000;
 
 export interface FleetOptions {
   redis: RedisSettings;
@@ -120,13 +121,13 @@ export function openFleet(options: FleetOptions): Fleet {
         ...open.map((q) => q.close()),
         client.status === 'ready' ? client.quit() : client.disconnect(),
       ]);
-      await settlesWithin(closing, CLOSE_BOUND_MS);
+      await settlesWithin(closing, FLEET_CLOSE_BOUND_MS);
       // A BullMQ connection whose QUIT failed (Redis away: it timed out, or never came) stops
       // listening for errors but goes on reconnecting, which would keep the process alive; and
       // commands may still be queued for it. Cutting every connection ends both (a no-op for one
       // that closed). Bounded too: a promise that never settles, once nothing else is pending,
       // would end the process with Node's exit code 13 instead of ours.
-      await settlesWithin(Promise.allSettled(open.map((q) => q.disconnect())), CLOSE_BOUND_MS);
+      await settlesWithin(Promise.allSettled(open.map((q) => q.disconnect())), FLEET_CLOSE_BOUND_MS);
       client.disconnect();
     },
   };

@@ -3,10 +3,9 @@
 // they fail instead, loudly.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { chromium, type BrowserContext } from 'playwright-core';
+import { tempDir } from './temp-dir.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -29,7 +28,7 @@ export interface Browser {
 
 /** A headless Chromium with a fresh profile directory, removed on close; nothing of its own goes to the network. */
 export async function openBrowser(): Promise<Browser> {
-  const profile = await mkdtemp(path.join(tmpdir(), 'probefleet-chromium-'));
+  const profile = tempDir('probefleet-chromium-');
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,

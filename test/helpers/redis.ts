@@ -2,13 +2,12 @@
 // or a redis-server of the test's own on a free port for tests that restart or reconfigure it.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { DEFAULT_REDIS_URL, redisOptions } from '../../common/redis.js';
 import { freeLoopbackPort, redisAnswers, startRedisServer, type RedisServer } from '../../common/redis-server.js';
+import { tempDir } from './temp-dir.js';
 
 export const TEST_REDIS_URL = process.env.REDIS_URL || DEFAULT_REDIS_URL;
 
@@ -86,7 +85,7 @@ const PERSISTENCE_ARGS = {
 
 /** A redis-server of the test's own, persisting every write unless told otherwise. */
 export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnRedis> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-redis-'));
+  const dir = tempDir('probefleet-redis-');
   const port = await freePort();
   const url = options.url?.(port) ?? `redis://127.0.0.1:${port}`;
   const args = [

@@ -1,15 +1,15 @@
 // The README's first command, end to end: the real binary, the real lab, the example plan.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { runReportSchema, type ResultOf, type RunReport } from '../../contracts/result.js';
 import { runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 test('probefleet run --lab examples/lecture-keepalive.yaml prints the table and writes the run JSON', async () => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
+  const dir = tempDir('probefleet-run-');
   const json = path.join(dir, 'run.json');
   // REDIS_URL empty: embedded even where the environment names a Redis.
   const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/lecture-keepalive.yaml', '--json', json], {
@@ -53,7 +53,7 @@ test('probefleet run --lab examples/lecture-keepalive.yaml prints the table and 
 });
 
 test('a plan that fails validation runs nothing and writes nothing', async () => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
+  const dir = tempDir('probefleet-run-');
   const json = path.join(dir, 'run.json');
   const { code, stderr } = await runCli(['run', 'test/fixtures/plans/bad/unknown-probe.yaml', '--json', json]);
   assert.equal(code, 2);
@@ -68,7 +68,7 @@ test('unknown options are refused with exit 2', async () => {
 });
 
 test("probefleet run --lab examples/lecture-http2.yaml reproduces the lecture's HTTP/2 section", async () => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
+  const dir = tempDir('probefleet-run-');
   const json = path.join(dir, 'run.json');
   const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/lecture-http2.yaml', '--json', json], {
     timeoutMs: 120_000,
@@ -107,7 +107,7 @@ test("probefleet run --lab examples/lecture-http2.yaml reproduces the lecture's 
 });
 
 test('probefleet run --lab examples/tls-handshakes.yaml measures both versions and names what the lab servers lack', async () => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-run-'));
+  const dir = tempDir('probefleet-run-');
   const json = path.join(dir, 'run.json');
   const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/tls-handshakes.yaml', '--json', json], {
     timeoutMs: 120_000,

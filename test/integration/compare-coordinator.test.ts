@@ -24,6 +24,10 @@ import {
 import { atRealtimePriority } from '../helpers/realtime.js';
 import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
+import { runAlone } from '../helpers/exclusive.js';
+
+// Measures at a real-time priority: one such file at a time (helpers/exclusive.ts).
+await runAlone('realtime');
 
 const log = createLogger('test', 'silent');
 const REGION = 'eu-west';

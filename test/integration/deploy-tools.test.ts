@@ -4,9 +4,8 @@
 // of test/helpers/deploy.ts where kubectl is installed.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -23,11 +22,12 @@ import {
 import { needsPrometheus, onPath, PROMETHEUS_BINARIES, requirePrometheus } from '../helpers/prometheus.js';
 import { REPO_ROOT } from '../helpers/repo.js';
 import { ALERTS } from '../../dashboards/src/alerts.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const compose = loadCompose();
 let dir: string;
 before(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'probefleet-deploy-'));
+  dir = tempDir('probefleet-deploy-');
 });
 after(async () => {
   await rm(dir, { recursive: true, force: true });

@@ -3,8 +3,7 @@
 // Redis restarted mid-run (a redis-server of the test's own, append-only). Workers and
 // coordinators are the real CLI in their own processes.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
@@ -30,6 +29,7 @@ import {
   testPrefix,
   type OwnRedis,
 } from '../helpers/redis.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const log = createLogger('test', 'silent');
 const quiet = { update() {}, done() {} };
@@ -297,7 +297,7 @@ describe('Redis restarted in the middle of a run', needsRedis, () => {
     processes.push(worker, coordinator);
     await coordinator.waitFor(/"msg":"coordinator ready"/);
 
-    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-restart-'));
+    const dir = tempDir('probefleet-restart-');
     const json = path.join(dir, 'run.json');
     const plan = await writePlan(slowPlan(lab, 'restarted', 80));
     const run = spawnCli(['run', plan, ...redisArgs, '--run-id', 'restarted-run', '--json', json]);

@@ -2,8 +2,7 @@
 // real CLI), `probefleet run --redis`, and what happens to bad payloads, repeated submits and a
 // region nobody serves. Every test uses its own key prefix.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
@@ -24,6 +23,7 @@ import { jobsOf, writePlan } from '../helpers/plans.js';
 import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
 import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const log = createLogger('test', 'silent');
 
@@ -75,7 +75,7 @@ describe('distributed runs with region workers in their own processes', needsRed
   });
 
   test("a plan over regions a and b completes with results from both, each job run by its own region's worker", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
+    const dir = tempDir('probefleet-dist-');
     const json = path.join(dir, 'run.json');
     const plan = await writePlan(planYaml(lab, 'two-regions', ['a', 'b']));
     const { code, stdout, stderr } = await runCli(['run', plan, ...redisArgs, '--json', json], { timeoutMs: 120_000 });
@@ -226,7 +226,7 @@ describe('distributed runs with region workers in their own processes', needsRed
   });
 
   test('--regions runs a plan from other regions than its own (what probefleet demo does); bad names are bad input', async (t) => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
+    const dir = tempDir('probefleet-dist-');
     const json = path.join(dir, 'run.json');
     const plan = await writePlan(planYaml(lab, 'other-regions', ['elsewhere'], 3));
     t.after(() => Promise.all([dir, path.dirname(plan)].map((d) => rm(d, { recursive: true, force: true }))));
@@ -368,7 +368,7 @@ describe('distributed runs with region workers in their own processes', needsRed
       PF_DIST_SECRET: 's3cret-value',
     });
     try {
-      const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
+      const dir = tempDir('probefleet-dist-');
       const json = path.join(dir, 'run.json');
       const plan = await writePlan(`
 name: with-credentials
@@ -512,7 +512,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
   });
 
   test('a region without a worker: the run ends at its deadline and reports those jobs as not run', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-dist-'));
+    const dir = tempDir('probefleet-dist-');
     const json = path.join(dir, 'run.json');
     const plan = await writePlan(planYaml(lab, 'missing-region', ['a', 'nobody'], 3));
     const started = Date.now();

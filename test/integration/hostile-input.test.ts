@@ -4,8 +4,7 @@
 // every probe that sends plan headers; `escape-cert` has terminal escape sequences in its
 // certificate's subject and issuer, which every output format must show escaped.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { JobPayload } from '../../contracts/job.js';
@@ -15,6 +14,7 @@ import { InvalidJobError, executeJob } from '../../worker/execute-job.js';
 import { labForThisFile } from '../helpers/lab.js';
 import { jobsOf, writePlan } from '../helpers/plans.js';
 import { runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const log = createLogger('test', 'silent');
 
@@ -113,7 +113,7 @@ experiments: [{ probe: ${kind}, timeoutMs: 3000, ${SENDERS[kind]} }]
   describe('references in a URL, through the CLI', () => {
     let dir: string;
     before(async () => {
-      dir = await mkdtemp(path.join(tmpdir(), 'probefleet-hostile-input-'));
+      dir = tempDir('probefleet-hostile-input-');
     });
     after(async () => {
       await rm(dir, { recursive: true, force: true });

@@ -5,10 +5,9 @@
 // byte per second (embedded, on a worker, under SIGTERM), counting sockets on the server's side,
 // and a run whose one experiment asks HTTP/2 of an HTTP/1.1 server.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
@@ -26,6 +25,7 @@ import { jobsOf, writePlan } from '../helpers/plans.js';
 import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
 import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const log = createLogger('test', 'silent');
 const quiet = { update() {}, done() {} };
@@ -361,7 +361,7 @@ describe('the load probe against a server that sends one byte per second: the ti
   });
 
   test('embedded run: the job ends at its bound with what it measured; every socket is closed by then', async () => {
-    const json = path.join(await mkdtemp(path.join(tmpdir(), 'probefleet-drip-')), 'run.json');
+    const json = path.join(tempDir('probefleet-drip-'), 'run.json');
     const plan = await writePlan(dripPlan(drip.url, plain.url, 'local'));
     const { code, stdout, stderr } = await runCli(['run', plan, '--json', json], {
       timeoutMs: 60_000,
@@ -442,7 +442,7 @@ describe('the load probe against a server that sends one byte per second: the ti
 test('a run whose load experiment asks HTTP/2 of an HTTP/1.1-only server prints every result, the failed one with a code', async () => {
   const plain = await startPlainServer();
   try {
-    const json = path.join(await mkdtemp(path.join(tmpdir(), 'probefleet-h2-on-h1-')), 'run.json');
+    const json = path.join(tempDir('probefleet-h2-on-h1-'), 'run.json');
     const plan = await writePlan(`name: h2-on-h1
 jobTimeoutSeconds: 30
 targets: [{ name: plain, url: "${plain.url}" }]

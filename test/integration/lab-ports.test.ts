@@ -2,9 +2,8 @@
 // and a plan naming lab servers with no lab: the real CLI, the real lab.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { createLogger } from '../../common/log.js';
@@ -12,6 +11,7 @@ import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { DEFAULT_LAB_PORT, LabPortInUseError, startLab, type Lab } from '../../lab/index.js';
 import { writePlan } from '../helpers/plans.js';
 import { runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const PLAN = `
 name: lab-roles
@@ -23,7 +23,7 @@ experiments:
 `;
 
 async function runWith(args: string[]) {
-  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-lab-ports-'));
+  const dir = tempDir('probefleet-lab-ports-');
   const json = path.join(dir, 'run.json');
   const plan = await writePlan(PLAN);
   try {

@@ -4,8 +4,8 @@
 // every probe, every dashboard panel's query returns data, every series has exactly the
 // catalogue's labels, and the handshake alert fires for the slow lab server and not for the fast one.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse, stringify } from 'yaml';
@@ -28,6 +28,7 @@ import {
 import { spawnCli, type CliProcess } from '../helpers/processes.js';
 import { deletePrefix, freePort, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const log = createLogger('test', 'silent');
 const REGION = 'eu-west';
@@ -117,7 +118,7 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
     // The first is waited for by `run --pushgateway`; the second is detached, so its run group
     // can only come from the coordinator, as with a nightly schedule.
     const plan = await writePlan(await everyProbePlan(lab, PLAN, [REGION]));
-    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-e2e-'));
+    const dir = tempDir('probefleet-e2e-');
     for (const n of [1, 2]) {
       let report: RunReport;
       if (n === 1) {

@@ -4,8 +4,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +20,7 @@ import { needsPrometheus, requirePrometheus, startPushgateway, type Pushgateway 
 import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
 import { deletePrefix, freePort, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const log = createLogger('test', 'silent');
 
@@ -208,7 +208,7 @@ experiments:
   };
 
   test('two runs: both targets stay visible, counters continue across processes, and the groups do not grow', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-push-'));
+    const dir = tempDir('probefleet-push-');
     const args = (n: number) => [
       'run',
       plan,

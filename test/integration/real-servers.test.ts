@@ -5,8 +5,7 @@
 // our dependencies").
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createLogger } from '../../common/log.js';
@@ -20,6 +19,12 @@ import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
 import { needsNginx, startNginx, type Nginx } from '../helpers/nginx.js';
 import { onPath } from '../helpers/prometheus.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { runAlone } from '../helpers/exclusive.js';
+import { atRealtimePriority } from '../helpers/realtime.js';
+
+// The gzip-waste and Nagle findings are measured at a real-time priority: one such file at a time (helpers/exclusive.ts).
+await runAlone('realtime');
 
 const log = createLogger('test', 'silent');
 const BODY = 'hello from nginx\n';
@@ -29,6 +34,13 @@ async function run(plan: string, allowClientCommands = true): Promise<ProbeResul
   for (const job of await jobsOf(plan))
     results.push(await executeJob(job, { region: 'local', log, allowClientCommands }));
   return results;
+}
+
+/** `run` with this process and the server at a real-time priority: for the findings that judge
+ * times (a control request's, a time to first byte against another's), which other work on the
+ * machine must not decide. */
+async function runAtRealtimePriority(plan: string, server: number): Promise<ProbeResult[]> {
+  return (await atRealtimePriority(() => run(plan), [server])).value;
 }
 
 const reuse = (results: ProbeResult[], mode: string) =>
@@ -192,11 +204,14 @@ describe("nginx's own gzip level, from its bytes; waste judged from its time to 
   after(() => nginx?.stop());
 
   const compressionOf = async (url: string) => {
-    const [result] = (await run(`
+    const [result] = (await runAtRealtimePriority(
+      `
 name: nginx-gzip
 targets: [{ name: nginx, url: "${url}/products.json" }]
 experiments: [{ probe: compression, encodings: [identity, gzip], requests: 7, gzipLevels: [1, 6, 9], brotliLevels: [], zstdLevels: [], repetitions: 3 }]
-`)) as ResultOf<'compression'>[];
+`,
+      nginx.pid,
+    )) as ResultOf<'compression'>[];
     assert.equal(result.ok, true, JSON.stringify(result.error));
     return result;
   };
@@ -255,7 +270,7 @@ describe("Python's http.server with keep-alive: the Nagle stall, from the reused
   let dir: string;
   let server: { url: string; process: ChildProcess };
   before(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'probefleet-python-'));
+    dir = tempDir('probefleet-python-');
     await writeFile(path.join(dir, 'small.json'), '{"ok":true,"id":42}');
     server = await startPythonServer(dir);
     // Python does its one-time work (imports, reading /etc/mime.types) on its first request; on a
@@ -268,11 +283,14 @@ describe("Python's http.server with keep-alive: the Nagle stall, from the reused
   });
 
   test('modes: [reused] is enough to name NAGLE_DELAYED_ACK_STALL', async () => {
-    const results = await run(`
+    const results = await runAtRealtimePriority(
+      `
 name: python
 targets: [{ name: python, url: "${server.url}/small.json" }]
 experiments: [{ probe: reuse, requests: 12, modes: [reused] }]
-`);
+`,
+      server.process.pid!,
+    );
     const reused = reuse(results, 'reused');
     assert.equal(reused.ok, true, JSON.stringify(reused.error));
     assert.equal(reused.summary.connectionsOpened, 1, 'keep-alive held');

@@ -19,6 +19,10 @@ import { writePlan } from '../helpers/plans.js';
 import { prometheusMissing } from '../helpers/prometheus.js';
 import { CLI, runCli } from '../helpers/repo.js';
 import { regionsSkipReason } from '../helpers/regions.js';
+import { runAlone } from '../helpers/exclusive.js';
+
+// Measures at a real-time priority: one such file at a time (helpers/exclusive.ts).
+await runAlone('realtime');
 
 const log = createLogger('test', 'warn');
 const HOLDER = fileURLToPath(new URL('../fixtures/regions-holder.js', import.meta.url));

@@ -7,8 +7,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { runReportSchema, type RunReport } from '../../contracts/result.js';
@@ -16,6 +15,11 @@ import { listNamespaces } from '../../regions/cleanup.js';
 import { writePlan } from '../helpers/plans.js';
 import { CLI, REPO_ROOT, runCli } from '../helpers/repo.js';
 import { regionsSkipReason } from '../helpers/regions.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { runAlone } from '../helpers/exclusive.js';
+
+// Measures at a real-time priority: one such file at a time (helpers/exclusive.ts).
+await runAlone('realtime');
 
 const skip = regionsSkipReason();
 
@@ -23,7 +27,7 @@ describe('probefleet regions', () => {
   test('regions run: one report with every region, the slower region slower, and nothing left behind', {
     skip,
   }, async (t) => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-regions-cli-'));
+    const dir = tempDir('probefleet-regions-cli-');
     t.after(() => rm(dir, { recursive: true, force: true }));
     const plan = path.join(dir, 'plan.yaml');
     const json = path.join(dir, 'run.json');
@@ -93,7 +97,7 @@ describe('probefleet regions', () => {
   test('demo without Prometheus on the PATH: says so, runs the plan without metrics, leaves nothing', {
     skip,
   }, async (t) => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-demo-no-metrics-'));
+    const dir = tempDir('probefleet-demo-no-metrics-');
     t.after(() => rm(dir, { recursive: true, force: true }));
     // A PATH with every command of ours but the two.
     const bin = path.join(dir, 'bin');

@@ -18,9 +18,8 @@
 //
 // To add a probe's rows: add its experiment to FIDELITY_PLAN and one line per figure to EXPECTATIONS.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { createLogger } from '../../common/log.js';
@@ -39,6 +38,11 @@ import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { needsPrometheus, prometheusMissing, requirePrometheus } from '../helpers/prometheus.js';
 import { regionsSkipReason } from '../helpers/regions.js';
 import { runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { runAlone } from '../helpers/exclusive.js';
+
+// Measures at a real-time priority: one such file at a time (helpers/exclusive.ts).
+await runAlone('realtime');
 
 /** No delay: what rate-limited figures add to. */
 const BASE: RegionSpec = { name: 'base', rttMs: 0 };
@@ -360,7 +364,8 @@ async function startEcho(): Promise<net.Server> {
   return server;
 }
 
-// Round trips over one connection to 127.0.0.1:PORT, run inside a region; prints the median in ms.
+// Round trips over one connection to 127.0.0.1:PORT, run inside a region; prints the fastest in
+// ms: a delay on the path would hold every one of them, while load on the machine only slows some.
 const ECHO_ROUND_TRIPS = `
 const net = require('node:net');
 const socket = net.connect({ host: '127.0.0.1', port: Number(process.argv[1]), noDelay: true }, async () => {
@@ -370,8 +375,7 @@ const socket = net.connect({ host: '127.0.0.1', port: Number(process.argv[1]), n
     await new Promise((resolve) => { socket.once('data', resolve); socket.write('x'); });
     times.push(performance.now() - t0);
   }
-  times.sort((a, b) => a - b);
-  console.log(times[10]);
+  console.log(Math.min(...times));
   socket.destroy();
 });`;
 
@@ -468,12 +472,16 @@ describe('emulated regions: measured times are the added round trips', { skip },
     );
   });
 
-  test(`the link model the compression probe prints for ${SLOW_LINK_MBPS} MB/s is within 10 % of the transfers measured on a ${SLOW_LINK_MBPS} MB/s link, probefleet's and curl's`, async (t) => {
+  test(`the link model the compression probe prints for ${SLOW_LINK_MBPS} MB/s is within 10 % of the transfers measured on a ${SLOW_LINK_MBPS} MB/s link (plus the request's own time), probefleet's and curl's`, async (t) => {
     // The model, from the region without a limit: the server's compression (its extra time to
     // first byte) + the bytes on the wire at the link speed + decoding here. The link counts
     // packet headers against its rate too (~4.5 % more bytes), the model does not: within 10 %.
+    // Nor does it count the request itself (writing it, the server's answer, reading the head),
+    // which the measurement holds: the identity request without a limit is that time, allowed on
+    // top (2-3 ms here; 4 ms of a 25 ms gzip transfer once, past 10 % alone).
     const model = compressionResult(report, BASE.name).details!.linkModel.find((m) => m.linkMBps === SLOW_LINK_MBPS);
     assert.ok(model, `no ${SLOW_LINK_MBPS} MB/s row in the link model`);
+    const requestMs = compressionTotal('identity')(report, BASE.name)!;
     const url = `${lab.servers.keepalive}/assets/products.json`;
     for (const encoding of ['identity', 'gzip'] as const) {
       const modelled = model.rows.find((r) => r.acceptEncoding === encoding)!;
@@ -499,15 +507,15 @@ describe('emulated regions: measured times are the added round trips', { skip },
           `${encoding} (${modelled.wireBytes} B on the wire) at ${SLOW_LINK_MBPS} MB/s: model ${want.toFixed(2)} ms ` +
           `(compress ${modelled.compressMs.toFixed(2)} + transfer ${modelled.transferMs.toFixed(2)}` +
           `${tool === 'curl' ? '' : ` + decode ${modelled.decodeMs.toFixed(2)}`} ms), ${tool} measured ${got.toFixed(2)} ms ` +
-          `(${(((want - got) / got) * 100).toFixed(1)} %)`;
+          `(${(((want - got) / got) * 100).toFixed(1)} %; allowed 10 % + the request's ${requestMs.toFixed(2)} ms)`;
         t.diagnostic(figures);
-        assert.ok(Math.abs(want - got) <= 0.1 * got, figures);
+        assert.ok(Math.abs(want - got) <= 0.1 * got + requestMs, figures);
       }
     }
   });
 
   test('through real workers in the regions (probefleet demo, run --redis): the same figures, the slower region slower, nothing left', async (t) => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-fidelity-demo-'));
+    const dir = tempDir('probefleet-fidelity-demo-');
     t.after(() => rm(dir, { recursive: true, force: true }));
     const planFile = path.join(dir, 'plan.yaml');
     const json = path.join(dir, 'run.json');
@@ -692,9 +700,10 @@ describe('emulated regions: measured times are the added round trips', { skip },
       const roundTrip = Number(
         await regions.exec(namespace, process.execPath, ['-e', ECHO_ROUND_TRIPS, String(port)], { realtime: true }),
       );
-      // Through two local relays: a fraction of a millisecond, never the region's RTT.
+      // Through two local relays: a fraction of a millisecond; through the region's delayed link
+      // every round trip would take at least its RTT (the delayed regions here add 20 ms or more).
       assert.ok(
-        roundTrip < Math.max(5, rttMs / 4),
+        roundTrip < Math.max(5, rttMs / 2),
         `echo round trip from ${name} (RTT ${rttMs} ms) took ${roundTrip} ms`,
       );
     }

@@ -22,8 +22,7 @@
 //   scheduled late on this shared machine stands out alone).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { createLogger } from '../../common/log.js';
@@ -34,6 +33,11 @@ import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { synLosses, synRoundTrips } from '../helpers/link-draws.js';
 import { regionsSkipReason } from '../helpers/regions.js';
 import { CLI } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { runAlone } from '../helpers/exclusive.js';
+
+// Measures at a real-time priority: one such file at a time (helpers/exclusive.ts).
+await runAlone('realtime');
 
 const RTT_MS = 20;
 /** Lost towards the target only: a lost SYN-ACK would make both ends' timers race. */
@@ -233,7 +237,7 @@ describe('lossy and jittery links: the tail is the retransmission timeout, where
   let dir: string;
 
   before(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'probefleet-loss-fidelity-'));
+    dir = tempDir('probefleet-loss-fidelity-');
     regions = await startRegions({ regions: REGIONS, log });
     lab = await startTargetLab(regions);
   });

@@ -6,8 +6,7 @@
 // its bars and labels, light and dark. Screenshots and the HTML and JSON of every run land in
 // test-artifacts/reports/ (git-ignored).
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
@@ -26,6 +25,7 @@ import { needsChromium, openBrowser, requireChromium, type Browser } from '../he
 import { runExamplePlan, runPlanText } from '../helpers/example-runs.js';
 import { writePlan } from '../helpers/plans.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const log = createLogger('test', 'silent');
 const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts', 'reports');
@@ -95,7 +95,7 @@ function hostileReport(base: RunReport): RunReport {
 
 before(async () => {
   lab = await startLab({ log });
-  dir = await mkdtemp(path.join(tmpdir(), 'probefleet-reports-'));
+  dir = tempDir('probefleet-reports-');
   for (const [name, caps] of Object.entries(EXAMPLES))
     runs.set(name, await runExamplePlan(lab, `${name}.yaml`, { runId: `${name}-run`, caps }));
   runs.set('two-regions', await runPlanText(twoRegionPlan(lab), 'two-regions.yaml', { runId: 'two-regions-run' }));

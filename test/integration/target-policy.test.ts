@@ -3,8 +3,7 @@
 // a name that resolves to a refused address and connect to the address they checked; a worker
 // process refuses loopback unless started with --allow-loopback.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PROBE_KINDS } from '../../contracts/probes/index.js';
@@ -19,6 +18,7 @@ import { jobsOf, writePlan } from '../helpers/plans.js';
 import { spawnCli, type CliProcess } from '../helpers/processes.js';
 import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const log = createLogger('test', 'silent');
 const noLoopback = new TargetPolicy({ allowLoopback: false, allowTargets: [] });
@@ -182,7 +182,7 @@ jobTimeoutSeconds: 30
 targets: [{ name: http, url: "${lab.url('keepalive')}" }]
 experiments: [{ probe: reuse, requests: 3, modes: [reused] }]
 `);
-    const json = path.join(await mkdtemp(path.join(tmpdir(), 'probefleet-policy-')), 'run.json');
+    const json = path.join(tempDir('probefleet-policy-'), 'run.json');
     const { code, stderr } = await runCli(
       ['run', plan, '--redis', TEST_REDIS_URL, '--prefix', prefix, '--json', json],
       { timeoutMs: 60_000 },

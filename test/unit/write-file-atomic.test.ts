@@ -3,16 +3,16 @@
 // replaced /dev/null with a regular file).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { lstat, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 let dir: string;
 before(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'probefleet-write-'));
+  dir = tempDir('probefleet-write-');
 });
 after(async () => {
   await rm(dir, { recursive: true, force: true });
