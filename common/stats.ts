@@ -1,6 +1,11 @@
 // Order statistics and intervals. Percentiles use linear interpolation between closest
 // ranks (the R-7 / NumPy default), so small samples give the numbers people expect.
 
+/** The fewest values for which the p-th percentile means one in 100 / (100 - p): 20 for p95, 100 for p99. */
+export function fewestValuesToShow(p: number): number {
+  return Math.ceil(100 / (100 - p) - 1e-9);
+}
+
 export function percentile(sorted: ArrayLike<number>, p: number): number {
   if (sorted.length === 0) throw new RangeError('percentile of an empty sample');
   const rank = (p / 100) * (sorted.length - 1);

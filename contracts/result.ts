@@ -82,8 +82,11 @@ export const comparisonSchema = z.strictObject({
   /** The cost's tail: p95 and p99 of the time the new connections took to open (resolve +
    * connect + TLS), whose median is the cost's; a lost SYN's retransmission timeout shows here
    * first. (A difference of the totals' tails would mix in what reused requests lose too.)
-   * Always written now; absent in runs from before it was. */
-  newConnectionCostTailMs: z.strictObject({ p95: z.number(), p99: z.number() }).optional(),
+   * Always written now; absent in runs from before it was. `n`: the new connections they are of
+   * (absent in runs from before it was written). */
+  newConnectionCostTailMs: z
+    .strictObject({ p95: z.number(), p99: z.number(), n: z.int().nonnegative().optional() })
+    .optional(),
   /** Why the difference is no cost of a new connection (reused requests stalled, the server closes
    * every connection); reports print this instead of the number. Absent when there is a cost. */
   noCostReason: z.string().optional(),

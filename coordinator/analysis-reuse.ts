@@ -40,7 +40,7 @@ function setupTimes(result: ReuseResult): number[] {
 function costTail(fresh: ReuseResult): Pick<Comparison, 'newConnectionCostTailMs'> {
   const setups = sortedCopy(setupTimes(fresh));
   return setups.length > 0
-    ? { newConnectionCostTailMs: { p95: percentile(setups, 95), p99: percentile(setups, 99) } }
+    ? { newConnectionCostTailMs: { p95: percentile(setups, 95), p99: percentile(setups, 99), n: setups.length } }
     : {};
 }
 

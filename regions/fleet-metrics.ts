@@ -123,7 +123,8 @@ async function regionalComparison(
   }
   const queries = {
     cost: `${RUN_METRICS.newConnectionCost.name}{${planSelector}}`,
-    tail: `${RUN_METRICS.newConnectionCostTail.name}{${planSelector}, quantile="0.99"}`,
+    // p95: a demo's runs open tens of new connections, too few for a p99 that means one in a hundred.
+    tail: `${RUN_METRICS.newConnectionCostTail.name}{${planSelector}, quantile="0.95"}`,
     handshake: `${RUN_METRICS.tlsHandshake.name}{${planSelector}, handshake="full", quantile="0.5"}`,
     jobs: jobsPushed,
   };
@@ -144,7 +145,7 @@ async function regionalComparison(
   for (const group of groupBy(cost, (s) => key(s, 'scheme')))
     put(`new-connection cost (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
   for (const group of groupBy(tail, (s) => key(s, 'scheme')))
-    put(`new-connection cost p99 (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
+    put(`new-connection cost p95 (${group[0].metric.scheme})`, group[0].metric.target, group, seconds);
   for (const group of groupBy(handshake, (s) => key(s, 'tls_version')))
     put(`full TLS ${group[0].metric.tls_version} handshake, median`, group[0].metric.target, group, seconds);
   put('jobs pushed by its worker', '-', jobs, String);

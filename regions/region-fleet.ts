@@ -12,9 +12,13 @@
 // with it; the regions' own cleanup (cleanup.ts) removes the namespaces. Children run in their
 // own process groups, so a Ctrl-C reaches only this process, which then removes everything.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { constants } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { constants, tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
+import { JOB_KEY_ENV } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { freeLoopbackPort, startRedisServer, type RedisServer } from '../common/redis-server.js';
 import { TARGET_ALLOWANCE, type EmulatedRegion, type Regions } from './harness.js';
@@ -36,16 +40,27 @@ export interface FleetRedis {
   stop(): Promise<void>;
 }
 
-/** A redis-server of the fleet's own on a free port, holding nothing on disk. */
+/** A redis-server of the fleet's own on a free port, with an append-only file in a folder of its
+ * own (removed when it stops): it persists as a fleet's Redis should, so the coordinator has
+ * nothing to warn about. */
 export async function startFleetRedis(): Promise<FleetRedis> {
   const port = await freeLoopbackPort();
   const url = `redis://127.0.0.1:${port}`;
+  const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-demo-redis-'));
+  const args = ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--save', '', '--appendonly', 'yes'];
   const server: RedisServer = await startRedisServer({
     launcher: TIED_TO_THIS_PROCESS,
-    args: ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'],
+    args: [...args, '--loglevel', 'warning'],
     url,
+  }).catch(async (err: unknown) => {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
   });
-  return { url, port, pid: server.process.pid!, stop: () => server.stop() };
+  const stop = async () => {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+  return { url, port, pid: server.process.pid!, stop };
 }
 
 export interface FleetProcess {
@@ -106,12 +121,13 @@ function startCli(
   namespace: string | null,
   spawnIt: (options: SpawnOptions) => ChildProcess,
   readyMessage: string,
+  env: NodeJS.ProcessEnv,
   log: Logger,
 ): Promise<Started> {
   const child = spawnIt({
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
-    env: { ...process.env, PROBEFLEET_LOG_LEVEL: childLogLevel() },
+    env: { ...env, PROBEFLEET_LOG_LEVEL: childLogLevel() },
   });
   const forwardAt = forwardedLevel();
   const kept: string[] = [];
@@ -176,6 +192,9 @@ function startCli(
 export async function startRegionFleet(options: RegionFleetOptions): Promise<RegionFleet> {
   const { regions, redisUrl, log } = options;
   const names = regions.regions.map((r) => r.name);
+  // The fleet signs its jobs with a key of its own, as a fleet should (docs/security.md): its
+  // coordinator, workers and runs share it, and no worker warns that it runs unsigned jobs.
+  const env = { ...process.env, [JOB_KEY_ENV]: randomBytes(32).toString('hex') };
   let coordinator: Started | undefined;
   const workers = new Map<string, Started>();
   const runs = new Set<ChildProcess>();
@@ -192,14 +211,16 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
   const pushArgs = options.pushgatewayUrl
     ? ['--pushgateway', options.pushgatewayUrl, '--pushgateway-interval-seconds', '1']
     : [];
-  const startingCoordinator = startFleetCoordinator(names, redisUrl, pushArgs, log).then(
+  const startingCoordinator = startFleetCoordinator(names, redisUrl, pushArgs, env, log).then(
     (started) => (coordinator = started),
   );
   const startingWorkers = regions.regions.map((region) =>
-    startFleetWorker(regions, region, redisUrl, [...pushArgs, ...(options.workerArgs ?? [])], log).then((started) => {
-      workers.set(region.name, started);
-      return started;
-    }),
+    startFleetWorker(regions, region, redisUrl, [...pushArgs, ...(options.workerArgs ?? [])], env, log).then(
+      (started) => {
+        workers.set(region.name, started);
+        return started;
+      },
+    ),
   );
   // All of them are waited for before a failure counts, so that close() stops whatever did start.
   await Promise.allSettled([startingCoordinator, ...startingWorkers]);
@@ -232,6 +253,7 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
         {
           stdio: ['ignore', 'inherit', 'inherit'],
           detached: true,
+          env,
         },
       );
       runs.add(child);
@@ -243,7 +265,13 @@ export async function startRegionFleet(options: RegionFleetOptions): Promise<Reg
 }
 
 /** The fleet's coordinator, on this machine (it reaches Redis directly). */
-function startFleetCoordinator(names: string[], redisUrl: string, pushArgs: string[], log: Logger): Promise<Started> {
+function startFleetCoordinator(
+  names: string[],
+  redisUrl: string,
+  pushArgs: string[],
+  env: NodeJS.ProcessEnv,
+  log: Logger,
+): Promise<Started> {
   const args = [
     'coordinator',
     '--redis',
@@ -258,6 +286,7 @@ function startFleetCoordinator(names: string[], redisUrl: string, pushArgs: stri
     null,
     (spawnOptions) => spawn(...tiedToThisProcess(process.execPath, [CLI, ...args]), spawnOptions),
     'serving; Ctrl-C to stop',
+    env,
     log,
   );
 }
@@ -268,6 +297,7 @@ function startFleetWorker(
   region: EmulatedRegion,
   redisUrl: string,
   extraArgs: string[],
+  env: NodeJS.ProcessEnv,
   log: Logger,
 ): Promise<Started> {
   const args = [
@@ -291,6 +321,7 @@ function startFleetWorker(
         realtime: true,
       }),
     'worker ready',
+    env,
     log,
   );
 }

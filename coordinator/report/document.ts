@@ -11,6 +11,9 @@ export interface Table {
   rows: string[][];
   /** Terminal only: wrap a column's words at this width (0: never). */
   wrap?: number[];
+  /** HTML only: columns whose cells may break onto more lines (a URL, a list of methods) when the
+   * page is narrower than the table; every other cell stays on one line. */
+  breakable?: number[];
 }
 
 /** One bar: a value, optionally with its interval, and the text printed beside it. */

@@ -37,9 +37,11 @@ dl.facts dd { margin: 0; }
 table { border-collapse: collapse; font-size: 0.875rem; }
 caption { text-align: left; font-weight: 600; padding: 0.25rem 0 0.5rem; caption-side: top; }
 th, td { padding: 0.3rem 0.6rem; border-bottom: 1px solid var(--border); text-align: left; vertical-align: top; white-space: nowrap; }
-th { background: var(--surface); font-weight: 600; white-space: nowrap; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th { background: var(--surface); font-weight: 600; white-space: normal; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
 td.wide { min-width: 16rem; white-space: normal; }
+td.breaks { min-width: 6rem; white-space: normal; overflow-wrap: anywhere; }
 ul.notes { margin: 0 0 1rem; padding-left: 1.25rem; color: var(--muted); font-size: 0.875rem; }
 figure.chart { margin: 1rem 0 1.5rem; padding: 0.75rem 1rem; background: var(--surface); border: 1px solid var(--border); border-radius: 6px; }
 figcaption { margin-bottom: 0.5rem; }

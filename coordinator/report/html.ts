@@ -39,7 +39,13 @@ export interface TableOptions {
 
 export function renderTableHtml(table: Table, caption: string | undefined, options: TableOptions = {}): Html {
   const cls = (i: number) =>
-    [table.align[i] === 'r' ? 'num' : '', options.wide?.includes(i) ? 'wide' : ''].filter(Boolean).join(' ');
+    [
+      table.align[i] === 'r' ? 'num' : '',
+      options.wide?.includes(i) ? 'wide' : '',
+      table.breakable?.includes(i) ? 'breaks' : '',
+    ]
+      .filter(Boolean)
+      .join(' ');
   const attr = (i: number) => (cls(i) ? html` class="${cls(i)}"` : '');
   return html`<div class="table-scroll"><table>${caption ? html`<caption>${caption}</caption>` : ''}<thead><tr>${table.headers.map(
     (h, i) => html`<th scope="col"${attr(i)}>${h}</th>`,

@@ -5,11 +5,34 @@ import { FINDINGS } from '../../contracts/findings.js';
 import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
 import type { Comparison, ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
 import type { BarChart, ReportBlock, ReportSection, Table } from './document.js';
+import { fewestValuesToShow } from '../../common/stats.js';
 import { formatMs } from './format.js';
 import { REPORT_VIEWS } from './views/index.js';
 import { h3Advertisements } from '../analysis-alt-svc.js';
 
 const interval = (ci: [number, number]) => `${formatMs(ci[0])} .. ${formatMs(ci[1])}`;
+
+const TAIL_PERCENTILES = [95, 99] as const;
+
+/** Whether the tail's p-th percentile is over enough new connections to mean its share (a p99 of
+ * 20 is the slowest one); runs written before the count was kept show theirs. */
+const tailShown = (c: Comparison, p: (typeof TAIL_PERCENTILES)[number]) => {
+  const n = c.newConnectionCostTailMs?.n;
+  return n === undefined || n >= fewestValuesToShow(p);
+};
+
+/** p95 or p99 of the time to open, or "-" when not measured or over too few connections. */
+const tailCell = (c: Comparison, p: (typeof TAIL_PERCENTILES)[number]) =>
+  tailShown(c, p) ? formatMs(c.newConnectionCostTailMs?.[`p${p}`]) : '-';
+
+/** Under a table of tails: which were left out, and how many connections they would need. */
+function tailNotes(comparisons: Comparison[]): string[] {
+  const short = comparisons.filter((c) => TAIL_PERCENTILES.some((p) => !tailShown(c, p)));
+  if (short.length === 0) return [];
+  const need = TAIL_PERCENTILES.map((p) => `p${p} from ${fewestValuesToShow(p)}`).join(', ');
+  const opened = short.map((c) => `${c.target} (${c.region}) ${c.newConnectionCostTailMs!.n}`).join(', ');
+  return [`the tail is shown from enough new connections to mean it (${need}); opened here: ${opened}`];
+}
 
 /** The cost and its interval, or "none" where the difference is no cost of a connection. */
 const costCells = (c: Comparison): [string, string] =>
@@ -42,13 +65,16 @@ export function costBlock(report: RunReport): ReportBlock {
         formatMs(c.reusedMedianMs),
         formatMs(c.newMedianMs),
         ...costCells(c),
-        formatMs(c.newConnectionCostTailMs?.p95),
-        formatMs(c.newConnectionCostTailMs?.p99),
+        tailCell(c, 95),
+        tailCell(c, 99),
       ]),
     },
-    notes: report.comparisons
-      .filter((c) => c.noCostReason)
-      .map((c) => `${c.target} (${c.region}): no new-connection cost to show: ${c.noCostReason}`),
+    notes: [
+      ...report.comparisons
+        .filter((c) => c.noCostReason)
+        .map((c) => `${c.target} (${c.region}): no new-connection cost to show: ${c.noCostReason}`),
+      ...tailNotes(report.comparisons),
+    ],
   };
 }
 
@@ -81,8 +107,8 @@ export function costByRegionTable(report: RunReport): Table {
         return c.noCostReason ? cost : `${cost} (${ci})`;
       },
     ],
-    ['p95 to open', (c) => formatMs(c.newConnectionCostTailMs?.p95)],
-    ['p99 to open', (c) => formatMs(c.newConnectionCostTailMs?.p99)],
+    ['p95 to open', (c) => tailCell(c, 95)],
+    ['p99 to open', (c) => tailCell(c, 99)],
   ];
   return {
     headers: ['target', 'scheme', 'cost', ...regions],

@@ -3,8 +3,10 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import { runReportSchema, type ResultOf, type RunReport } from '../../contracts/result.js';
+import { writePlan } from '../helpers/plans.js';
+import { freePort } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -130,4 +132,35 @@ test('probefleet run --lab examples/tls-handshakes.yaml measures both versions a
   );
   assert.match(stdout, /TLS handshakes: full/);
   assert.match(stdout, /local\s+tls12\s+1\.2\s+TLSv1\.2/);
+});
+
+describe('a REDIS_URL in the shell', () => {
+  /** A port nothing listens on: were the run to use this Redis, it would wait and exit 4. */
+  const nowhere = async () => `redis://127.0.0.1:${await freePort()}`;
+  const plan = () =>
+    writePlan(
+      'name: env-redis\ntargets: [{ name: http, url: "lab:keepalive/" }]\nexperiments: [{ probe: reuse, requests: 3, modes: [reused] }]\n',
+    );
+
+  test('does not turn run --lab into a submit: it runs embedded and says the variable was not used', async () => {
+    const { code, stdout, stderr } = await runCli(['run', '--lab', await plan()], {
+      env: { REDIS_URL: await nowhere(), PROBEFLEET_REDIS_TIMEOUT_SECONDS: '0.5' },
+    });
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^run env-redis-\S+ \(embedded\), plan env-redis, 1 job$/m);
+    assert.match(stderr, /^run: --lab runs embedded, in this process; REDIS_URL is set and not used/m);
+  });
+
+  test('is used without --lab, and a Redis that does not answer is named as coming from it', async () => {
+    const file = await plan();
+    const url = await nowhere();
+    const { code, stderr } = await runCli(['run', file, '--lab-at', '127.0.0.1:18170', '--redis-timeout', '0.5'], {
+      env: { REDIS_URL: url },
+    });
+    assert.equal(code, 4, stderr);
+    assert.match(
+      stderr,
+      /cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: .*; the URL is REDIS_URL from the environment/,
+    );
+  });
 });

@@ -182,6 +182,9 @@ describe('Redis unreachable or gone', needsRedis, () => {
       } finally {
         await probe.close();
       }
+      // A worker can take the job before `run` has finished submitting (on a busy machine, seconds
+      // before): Redis goes only once the run waits.
+      await run.waitFor(/submitted to .*waiting until/, 60_000);
       await redis.kill();
     });
     after(async () => redis?.stop());

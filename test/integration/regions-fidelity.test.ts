@@ -578,7 +578,7 @@ describe('emulated regions: measured times are the added round trips', { skip },
         `rows missing from Prometheus's table:\n${demoOutput}`,
       );
       // The tail of each region's cost is there too; its order is the draw of a few samples.
-      for (const what of ['new-connection cost p99 (http)', 'new-connection cost p99 (https)']) {
+      for (const what of ['new-connection cost p95 (http)', 'new-connection cost p95 (https)']) {
         const values = rows.get(what) ?? [];
         assert.ok(values.length > 0 && values.every((v) => v > 0), `${what} from Prometheus:\n${demoOutput}`);
         t.diagnostic(`${what} from Prometheus: ${DELAYED.map((r, i) => `${r.name} ${values[i]} ms`).join(', ')}`);

@@ -214,6 +214,15 @@ describe('probefleet report', () => {
     const printed = await runCli(['report', at('json')]);
     assert.equal(printed.code, 0, printed.stderr);
     assert.equal(printed.stdout, renderRunReport(runs.get('lecture-keepalive')!));
+
+    // "-" is stdout, written either way: `--markdown -` as people type it, and `--markdown=-`.
+    for (const args of [['--markdown', '-'], ['--markdown=-']]) {
+      const piped = await runCli(['report', at('json'), ...args]);
+      assert.equal(piped.code, 0, `${args.join(' ')}: ${piped.stderr}`);
+      assert.equal(piped.stdout, expected.markdown, args.join(' '));
+    }
+    const csv = await runCli(['report', at('json'), '--csv', '-']);
+    assert.equal(csv.stdout, expected.csv);
   });
 
   test('a file that is not a run JSON: each problem names the file and the field; the command exits 2 and writes nothing', async () => {
@@ -474,6 +483,13 @@ interface DomElement {
   };
 }
 
+/** A table's scrolling box, as the page sees it. */
+interface ScrollBox {
+  scrollWidth: number;
+  clientWidth: number;
+  closest(selector: string): { id: string } | null;
+}
+
 /** What each chart on the page shows, read from the DOM. */
 function chartsOn(page: Page): Promise<ChartSeen[]> {
   return page.$$eval('svg.chart', (svgs: DomElement[]) =>
@@ -652,6 +668,14 @@ describe('the HTML report in headless Chromium', needsChromium, () => {
           [],
           'no charts beyond those',
         );
+        // Every table fits the page (the browser is 1200 px wide, less than a 1280 px window):
+        // long cells break where a table allows it, none is cut off behind a scroll bar.
+        const cut = await page.$$eval('.table-scroll', (boxes: ScrollBox[]) =>
+          boxes
+            .filter((box) => box.scrollWidth > box.clientWidth + 1)
+            .map((box) => `${box.closest('section')?.id}: ${box.scrollWidth} px in ${box.clientWidth} px`),
+        );
+        assert.deepEqual(cut, [], 'tables wider than the page');
         const sections = await page.locator('main > section > h2').allTextContents();
         assert.ok(sections.includes('Findings') && sections.includes('Decision table'), sections.join(', '));
         assert.equal(await page.locator('#decisions tbody tr').count(), report.decisions.length);

@@ -148,5 +148,8 @@ test('a response that ends its connection leaves error stacks as they were', asy
 
 test('the warm-up runs its jobs against a server of its own and reports how many', async () => {
   const jobs = await warmUpRequestPath('local', createLogger('test-warm-up', 'silent'));
-  assert.ok(jobs >= 8, `${jobs} warm-up jobs`);
+  // How many depends on the machine: it stops once the JIT has settled (8 jobs in a row no faster,
+  // 20-30 jobs on a quiet machine) or after 2 s (7 jobs with two CPU hogs beside the suite). 0
+  // means it failed.
+  assert.ok(jobs >= 1, `${jobs} warm-up jobs`);
 });

@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { finding, type FindingCode } from '../../contracts/findings.js';
+import type { RunReport } from '../../contracts/result.js';
 import { noCostReason } from '../../coordinator/analysis-reuse.js';
+import { costBlock } from '../../coordinator/report/run-views.js';
 
 const where = { region: 'local', target: 't', probe: 'reuse' };
 const comparison = (median: number, ci95: [number, number]) => ({
@@ -76,3 +78,25 @@ for (const c of cases) {
     else assert.match(reason ?? '', c.reason);
   });
 }
+
+test("the cost's tail is shown from enough new connections to mean its share: p95 from 20, p99 from 100", () => {
+  const withTail = (target: string, n: number) => ({
+    ...comparison(0.6, [0.5, 0.7]),
+    target,
+    newConnectionCostTailMs: { p95: 1.5, p99: 9.5, n },
+  });
+  const block = costBlock({
+    comparisons: [withTail('t', 20), withTail('u', 100), withTail('v', 10)],
+  } as unknown as RunReport);
+  assert.equal(block.kind, 'table');
+  if (block.kind !== 'table') return;
+  const tails = block.table.rows.map((row) => [row[1], row.at(-2), row.at(-1)]);
+  assert.deepEqual(tails, [
+    ['t', '1.50 ms', '-'],
+    ['u', '1.50 ms', '9.50 ms'],
+    ['v', '-', '-'],
+  ]);
+  assert.deepEqual(block.notes, [
+    'the tail is shown from enough new connections to mean it (p95 from 20, p99 from 100); opened here: t (local) 20, v (local) 10',
+  ]);
+});

@@ -3,6 +3,7 @@
 // samples (the direction of each quantity, the new-connection cost's side that moved, exact
 // bytes, a load job's throughput and tail).
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -19,6 +20,7 @@ import {
 import { encodeHistogram, newLatencyHistogram, recordMs } from '../../common/latency-histogram.js';
 import { compareRuns, fewestValuesFor } from '../../coordinator/compare/compare-runs.js';
 import { renderComparisonHtml, renderComparisonMarkdown } from '../../coordinator/compare/render.js';
+import { reasonText } from '../../coordinator/compare/views.js';
 import { judge, minChangeFor, minChangeRule } from '../../coordinator/compare/rules.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
@@ -111,6 +113,40 @@ describe('the verdict rule', () => {
     ];
     for (const [quantity, before, expected] of table) close(minChangeFor(quantity, before), expected, 9);
   });
+});
+
+test('every verdict says why, in the words of its rule: a +37% change below the minimum is not silently "unchanged"', () => {
+  const row = (change: number, ci95: [number, number] | null, minChange: number) => {
+    const q = {
+      ...{
+        region: 'local',
+        target: 'http',
+        probe: 'reuse' as const,
+        variant: {},
+        quantity: 'phase_total_p50' as const,
+      },
+      ...{ before: 0.81, after: 0.81 + change, n: null, change, relativeChange: change / 0.81, ci95, minChange },
+      ...{ interval: ci95 ? ('order-statistics' as const) : ('none' as const) },
+      ...judge(change, ci95, minChange, change > 0),
+    };
+    return reasonText(q);
+  };
+  assert.equal(row(0.3, [0.2, 0.4], 1), 'the interval reaches below the minimum change, 1.00 ms');
+  assert.equal(row(0.3, [-0.1, 0.7], 1), 'the interval includes no change');
+  assert.equal(row(3, [2, 4], 1), 'the whole interval beyond the minimum change, 1.00 ms');
+  assert.equal(row(3, null, 1), 'at least the minimum change, 1.00 ms');
+  assert.equal(row(0.5, null, 1), 'below the minimum change, 1.00 ms');
+});
+
+test("docs/compare.md's walkthrough: its sed moves the example plan's http target to the Nagle path, and nothing else", async () => {
+  const page = await readFile(path.join(REPO_ROOT, 'docs/compare.md'), 'utf8');
+  const [, script] = /^sed '([^']+)' examples\/compare-nightly\.yaml > nagle\.yaml$/m.exec(page) ?? [];
+  assert.ok(script, 'the walkthrough makes nagle.yaml with sed');
+  const plan = path.join(REPO_ROOT, 'examples/compare-nightly.yaml');
+  const changed = execFileSync('sed', [script!, plan], { encoding: 'utf8' }).split('\n');
+  const original = (await readFile(plan, 'utf8')).split('\n');
+  const differing = changed.flatMap((line, i) => (line === original[i] ? [] : [`${original[i]} -> ${line}`]));
+  assert.deepEqual(differing, ['    url: lab:keepalive/ ->     url: lab:keepalive/nagle']);
 });
 
 test('docs/compare.md states the minimum changes rules.ts applies', async () => {

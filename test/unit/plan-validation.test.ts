@@ -4,6 +4,7 @@ import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { formatProblem, loadPlanFile, PlanError } from '../../coordinator/plan-loader.js';
 import { BAD_PLANS_DIR, badPlans } from '../helpers/bad-plans.js';
+import { writePlan } from '../helpers/plans.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
 
 // Every malformed plan in the corpus through the loader, and one per stage of loading through the
@@ -88,5 +89,16 @@ describe('plan validation', () => {
     const { code, stdout, stderr } = await runCli(['plan', 'validate', 'examples/lecture-keepalive.yaml']);
     assert.equal(code, 0, stderr);
     assert.match(stdout, /is valid/);
+  });
+
+  test('counts are said in words: one of a kind is singular', async () => {
+    const file = await writePlan(
+      'name: one\ntargets: [{ name: api, url: "http://127.0.0.1:18170/" }]\nexperiments: [{ probe: reuse, modes: [reused] }]\n',
+    );
+    const { code, stdout, stderr } = await runCli(['plan', 'validate', file]);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /is valid: 1 target, 1 experiment, 1 region \(local\), 1 job per run$/m);
+    const expanded = await runCli(['plan', 'expand', file]);
+    assert.match(expanded.stdout, /\n1 job\n$/);
   });
 });

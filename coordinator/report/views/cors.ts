@@ -41,6 +41,7 @@ export function corsView(results: ResultOf<'cors'>[]): ReportSection {
             'ran on server',
           ],
           align: 'lllllrlllrrrll',
+          breakable: [2, 4, 6, 8],
           rows: sorted.flatMap((r) =>
             (r.details?.origins ?? []).map((o) => [
               r.region,

@@ -81,7 +81,7 @@ export function drainView(results: DrainResult[]): ReportSection {
             formatMs(r.summary.phases.total?.p50),
             count(r, (s) => s.body.outcome === 'closed-early'),
             count(r, (s) => s.serverClosed === true),
-            r.summary.errors > 0 ? `${r.summary.errors} (${r.error?.code ?? 'see JSON'})` : '0',
+            String(r.summary.errors),
           ]),
         },
         notes: [...notes].map(([note, targets]) => `${[...targets].join(', ')}: ${note}`),
