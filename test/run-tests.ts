@@ -8,8 +8,8 @@
 //
 //   node dist/test/run-tests.js [PATH-PART]   only files whose path contains PATH-PART
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { mkdtemp, readdir } from 'node:fs/promises';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,7 +59,7 @@ function concurrency(): number {
 }
 
 const files = spread((await testFiles(testRoot)).filter((f) => !filter || f.includes(filter)));
-const runDir = await mkdtemp(path.join(tmpdir(), 'probefleet-tests-'));
+const runDir = mkdtempSync(path.join(tmpdir(), 'probefleet-tests-'));
 const runTmp = path.join(runDir, 'tmp');
 const locks = path.join(runDir, 'locks');
 mkdirSync(runTmp);

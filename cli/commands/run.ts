@@ -1,7 +1,7 @@
 // `probefleet run PLAN`: embedded (every job in this process, region `local`) unless a Redis
-// URL is given (--redis or REDIS_URL): then the run is submitted as a flow to the regions'
-// workers and waited for. Prints the report; --json writes the `probefleet.run/v1` document,
-// --html, --markdown and --csv the report in those formats.
+// URL is given (--redis, or REDIS_URL when the run starts no lab of its own with --lab): then the
+// run is submitted as a flow to the regions' workers and waited for. Prints the report; --json
+// writes the `probefleet.run/v1` document, --html, --markdown and --csv the report in those formats.
 import { hostname } from 'node:os';
 import { Registry } from 'prom-client';
 import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';

@@ -338,8 +338,9 @@ describe('Markdown and CSV say what the JSON says', () => {
             c.region,
             c.target,
             c.noCostReason ? 'none' : formatMs(c.newConnectionCostMs.median),
-            formatMs(c.newConnectionCostTailMs?.p95),
-            formatMs(c.newConnectionCostTailMs?.p99),
+            // A tail is shown from 20 new connections (p95) and 100 (p99); fewer print "-".
+            (c.newConnectionCostTailMs?.n ?? 0) >= 20 ? formatMs(c.newConnectionCostTailMs?.p95) : '-',
+            (c.newConnectionCostTailMs?.n ?? 0) >= 100 ? formatMs(c.newConnectionCostTailMs?.p99) : '-',
           ]),
           name,
         );
