@@ -30,7 +30,11 @@ function tailNotes(comparisons: Comparison[]): string[] {
   const short = comparisons.filter((c) => TAIL_PERCENTILES.some((p) => !tailShown(c, p)));
   if (short.length === 0) return [];
   const need = TAIL_PERCENTILES.map((p) => `p${p} from ${fewestValuesToShow(p)}`).join(', ');
-  const opened = short.map((c) => `${c.target} (${c.region}) ${c.newConnectionCostTailMs!.n}`).join(', ');
+  const counts = new Set(short.map((c) => c.newConnectionCostTailMs!.n));
+  const opened =
+    counts.size === 1 && short.length === comparisons.length
+      ? `${[...counts][0]} for each`
+      : short.map((c) => `${c.target} (${c.region}) ${c.newConnectionCostTailMs!.n}`).join(', ');
   return [`the tail is shown from enough new connections to mean it (${need}); opened here: ${opened}`];
 }
 
@@ -94,8 +98,9 @@ export function orderedRegions(report: RunReport, placed: { region: string }[]):
 export const costByRegionTitle = (minus: string) =>
   `New-connection cost per target and region: median(new) ${minus} median(reused) per request (95% CI); its tail: p95 and p99 of the time new connections took to open`;
 
-/** Three rows per target, one column per region: the cost with its interval ("3.18 ms (3.04 ms ..
- * 3.29 ms)", or "none"), then its tail, p95 and p99; "-" where not measured. */
+/** Up to three rows per target, one column per region: the cost with its interval ("3.18 ms
+ * (3.04 ms .. 3.29 ms)", or "none"), then its tail, p95 and p99; "-" where not measured or over
+ * too few connections, and a tail's row left out where no region has it (the cost table's note says why). */
 export function costByRegionTable(report: RunReport): Table {
   const regions = comparedRegions(report);
   const targets = [...new Set(report.comparisons.map((c) => c.target))];
@@ -115,15 +120,13 @@ export function costByRegionTable(report: RunReport): Table {
     align: `lll${'r'.repeat(regions.length)}`,
     rows: targets.flatMap((target) => {
       const mine = report.comparisons.filter((c) => c.target === target);
-      return cells.map(([quantity, cell]) => [
-        target,
-        mine[0].scheme,
-        quantity,
-        ...regions.map((region) => {
+      return cells.flatMap(([quantity, cell], i) => {
+        const values = regions.map((region) => {
           const c = mine.find((m) => m.region === region);
           return c ? cell(c) : '-';
-        }),
-      ]);
+        });
+        return i > 0 && values.every((v) => v === '-') ? [] : [[target, mine[0].scheme, quantity, ...values]];
+      });
     }),
   };
 }

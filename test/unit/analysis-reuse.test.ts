@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { finding, type FindingCode } from '../../contracts/findings.js';
 import type { RunReport } from '../../contracts/result.js';
 import { noCostReason } from '../../coordinator/analysis-reuse.js';
-import { costBlock } from '../../coordinator/report/run-views.js';
+import { costBlock, costByRegionTable } from '../../coordinator/report/run-views.js';
 
 const where = { region: 'local', target: 't', probe: 'reuse' };
 const comparison = (median: number, ci95: [number, number]) => ({
@@ -99,4 +99,23 @@ test("the cost's tail is shown from enough new connections to mean its share: p9
   assert.deepEqual(block.notes, [
     'the tail is shown from enough new connections to mean it (p95 from 20, p99 from 100); opened here: t (local) 20, v (local) 10',
   ]);
+});
+
+test('the cost per region leaves out a tail row no region has enough connections for', () => {
+  const inRegion = (region: string, n: number) => ({
+    ...comparison(0.6, [0.5, 0.7]),
+    region,
+    newConnectionCostTailMs: { p95: 1.5, p99: 9.5, n },
+  });
+  const report = {
+    plan: { regions: ['a', 'b'] },
+    comparisons: [inRegion('a', 20), inRegion('b', 40)],
+  } as unknown as RunReport;
+  assert.deepEqual(
+    costByRegionTable(report).rows.map((row) => row.slice(2)),
+    [
+      ['median (95% CI)', '0.60 ms (0.50 ms .. 0.70 ms)', '0.60 ms (0.50 ms .. 0.70 ms)'],
+      ['p95 to open', '1.50 ms', '1.50 ms'],
+    ],
+  );
 });
