@@ -5,7 +5,13 @@ import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
 import { RedisUnreachableError } from '../common/redis.js';
 import { withStdoutDashesJoined } from './commands/args.js';
-import { EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_REDIS_UNREACHABLE } from './exit-codes.js';
+import {
+  EXIT_BAD_INPUT,
+  EXIT_BROKEN_PIPE,
+  EXIT_CODES_HELP,
+  EXIT_FAILED,
+  EXIT_REDIS_UNREACHABLE,
+} from './exit-codes.js';
 
 /**
  * Each command's module, loaded only when it is asked for: `plan validate` need not load
@@ -64,6 +70,7 @@ export async function main(given: string[]): Promise<void> {
     .command(await commandsFor(argv))
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
+    .epilog(EXIT_CODES_HELP)
     .help()
     .version()
     .wrap(Math.min(110, process.stdout.columns || 110))

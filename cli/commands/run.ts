@@ -37,6 +37,8 @@ import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 import { labArgs, labAtOf, startRunLab } from './lab-args.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 import { boundHeapGrowth } from '../../common/heap-growth.js';
+import { failedJobsLine, runOutcome } from '../../coordinator/run-outcome.js';
+import { EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED } from '../exit-codes.js';
 
 const options = (y: Argv) =>
   labArgs(
@@ -79,7 +81,7 @@ type RunArgs = ArgumentsCamelCase<ArgsOf<typeof options>>;
 export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   command: 'run <plan>',
   describe: "Run a plan and print the report (embedded in this process, or with --redis on the regions' workers)",
-  builder: options,
+  builder: (y) => options(y).epilog(EXIT_CODES_HELP),
   handler: async (args) => {
     const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
     const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) });
@@ -161,13 +163,22 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
         await metrics.pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
       }
       await metrics?.close();
-      if (stop.signal.aborted) process.exitCode = 130;
+      if (stop.signal.aborted) process.exitCode = EXIT_INTERRUPTED;
+      else exitOnFailedJobs(report);
     } finally {
       process.off('SIGINT', interrupt);
       await lab?.close();
     }
   },
 };
+
+/** A run with a job that failed or has no result did not do what was asked: exit 1, and say why in one line. */
+function exitOnFailedJobs(report: RunReport): void {
+  const line = failedJobsLine(runOutcome(report));
+  if (!line) return;
+  process.stderr.write(`run ${report.runId}: ${line} (exit ${EXIT_FAILED})\n`);
+  process.exitCode = EXIT_FAILED;
+}
 
 const LAB_HINT = 'run with --lab (starts one) or --lab-at HOST:PORT (one already running)';
 
@@ -249,7 +260,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
         });
         if (!waited) {
           process.stderr.write(`stopped waiting; the run goes on in the fleet: probefleet runs show ${runId}\n`);
-          process.exitCode = 130;
+          process.exitCode = EXIT_INTERRUPTED;
         }
         return waited;
       },
@@ -265,8 +276,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
       await pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
       await pusher.close();
     }
-    // A run with jobs that have no result did not do what was asked: say so in the exit code.
-    if (report.unfinishedJobs.length > 0) process.exitCode = 1;
+    exitOnFailedJobs(report);
   } finally {
     process.off('SIGINT', interrupt);
     await lab?.close();

@@ -1,13 +1,14 @@
 // What was run, in a few name/value lines: the head of the HTML and Markdown reports.
 import { SEVERITIES } from '../../contracts/common.js';
 import type { RunReport } from '../../contracts/result.js';
+import { failedJobsLine, runOutcome } from '../run-outcome.js';
 import { orderedRegions } from './run-views.js';
 
 const seconds = (from: string, to: string) => `${((Date.parse(to) - Date.parse(from)) / 1000).toFixed(1)} s`;
 
 export function reportFacts(report: RunReport): [string, string][] {
-  const withError = report.results.filter((r) => r.error).length;
-  const jobs = report.results.length + report.unfinishedJobs.length;
+  const outcome = runOutcome(report);
+  const jobs = outcome.jobs;
   const severities = SEVERITIES.map((s) => [s, report.findings.filter((f) => f.severity === s).length] as const).filter(
     ([, n]) => n > 0,
   );
@@ -21,10 +22,7 @@ export function reportFacts(report: RunReport): [string, string][] {
       ),
     ],
     ['started', `${report.startedAt} (took ${seconds(report.startedAt, report.finishedAt)})`],
-    [
-      'jobs',
-      `${jobs}: ${report.results.length - withError} measured cleanly, ${withError} with errors, ${report.unfinishedJobs.length} without a result`,
-    ],
+    ['jobs', failedJobsLine(outcome) ?? `${jobs}: all succeeded`],
     [
       'findings',
       report.findings.length === 0

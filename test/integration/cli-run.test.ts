@@ -7,7 +7,9 @@ import { describe, test } from 'node:test';
 import { runReportSchema, type ResultOf, type RunReport } from '../../contracts/result.js';
 import { writePlan } from '../helpers/plans.js';
 import { freePort } from '../helpers/redis.js';
-import { runCli } from '../helpers/repo.js';
+import { spawnCli } from '../helpers/processes.js';
+import { REPO_ROOT, runCli } from '../helpers/repo.js';
+import { EXIT_CODE_MEANINGS } from '../../cli/exit-codes.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('probefleet run --lab examples/lecture-keepalive.yaml prints the table and writes the run JSON', async () => {
@@ -114,7 +116,9 @@ test('probefleet run --lab examples/tls-handshakes.yaml measures both versions a
   const { code, stdout, stderr } = await runCli(['run', '--lab', 'examples/tls-handshakes.yaml', '--json', json], {
     timeoutMs: 120_000,
   });
-  assert.equal(code, 0, stderr);
+  // The TLS 1.2-only server's TLS 1.3 job fails, as it should: the run says so and exits 1.
+  assert.equal(code, 1, stderr);
+  assert.match(stderr, /: 1 of 9 jobs failed: 1 TLS_VERSION_UNSUPPORTED \(exit 1\)$/m);
   const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
   const tls = report.results.filter((r): r is ResultOf<'tls'> => r.probe === 'tls');
   assert.equal(tls.length, 9);
@@ -163,4 +167,66 @@ describe('a REDIS_URL in the shell', () => {
       /cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: .*; the URL is REDIS_URL from the environment/,
     );
   });
+});
+
+describe('exit codes a scheduler can trust', () => {
+  const refusedPlan = async (url: string) =>
+    writePlan(
+      `name: exit-codes\ntargets:\n  - { name: up, url: "lab:keepalive/" }\n  - { name: down, url: "${url}" }\n` +
+        'experiments: [{ probe: reuse, requests: 3, modes: [reused] }]\n',
+    );
+
+  test('a target that refuses connections: exit 1, and one line says how many jobs failed and why', async () => {
+    const { code, stdout, stderr } = await runCli([
+      'run',
+      '--lab',
+      await refusedPlan(`http://127.0.0.1:${await freePort()}/`),
+    ]);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /^run exit-codes-\S+: 1 of 2 jobs failed: 1 CONNECTION_REFUSED \(exit 1\)$/m);
+    assert.match(stdout, /local\s+down\s+reused\s+3\s.*\s3$/m);
+  });
+
+  test('a target the policy refuses counts as failed, not as "0 errors"', async () => {
+    // Loopback permission off: the policy's decision, made before anything connects.
+    const { code, stdout, stderr } = await runCli([
+      'run',
+      '--lab',
+      '--allow-loopback=false',
+      await refusedPlan('http://127.0.0.1:9/'),
+    ]);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /: 2 of 2 jobs failed: 2 TARGET_REFUSED_BY_POLICY \(exit 1\)$/m);
+    assert.match(stdout, /local\s+down\s+reused\s+0\s.*\snot run$/m);
+    assert.doesNotMatch(stdout, /\s0$/m, 'no job reads as 0 errors');
+  });
+
+  test('every job measured: exit 0 and no failure line', async () => {
+    const { code, stderr } = await runCli(['run', '--lab', await refusedPlan('lab:keepalive/other')]);
+    assert.equal(code, 0, stderr);
+    assert.doesNotMatch(stderr, /jobs? failed/);
+  });
+
+  test('Ctrl-C: exit 130, the jobs stopped, not "failed"', async () => {
+    const plan = await writePlan(
+      'name: interrupted\ntargets: [{ name: http, url: "lab:keepalive/" }]\n' +
+        'experiments: [{ probe: reuse, requests: 10000, modes: [new] }]\n',
+    );
+    const run = spawnCli(['run', '--lab', plan, '--log-level', 'debug'], { REDIS_URL: '' });
+    await run.waitFor(/"msg":"probe starting"/, 60_000);
+    assert.equal(await run.stop('SIGINT'), 130, run.stderr());
+    assert.doesNotMatch(run.stderr(), /jobs? failed/);
+  });
+});
+
+test('--help ends with every exit code, and the README lists the same ones', async () => {
+  const { stdout } = await runCli(['run', '--help']);
+  const readme = await readFile(path.join(REPO_ROOT, 'README.md'), 'utf8');
+  const inReadme = [...readme.matchAll(/^\| (\d+) \| /gm)].map((m) => Number(m[1]));
+  assert.deepEqual(
+    inReadme,
+    EXIT_CODE_MEANINGS.map(([code]) => code),
+  );
+  for (const [code, meaning] of EXIT_CODE_MEANINGS)
+    assert.ok(stdout.includes(`${code}  ${meaning}`), `${code} in --help`);
 });

@@ -21,7 +21,7 @@ import type { BatchDone } from '../../worker/queue-worker.js';
 import { captureLog } from '../helpers/logs.js';
 import { jobsOf, writePlan } from '../helpers/plans.js';
 import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
-import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { deletePrefix, freePort, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -530,6 +530,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
     );
     assert.equal(code, 1, `a run with jobs not run exits 1\n${stderr}`);
     assert.ok(Date.now() - started >= 3_000, 'it waited for the deadline');
+    assert.match(stderr, /^run \S+: 4 of 8 jobs failed: 4 NOT_RUN \(exit 1\)$/m);
 
     const report = await readReport(json);
     assert.equal(report.results.length, 4);
@@ -547,5 +548,17 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
       .filter((line) => line.includes(',nobody,') && line.includes(',not-run,'));
     assert.equal(notRun.length, 4);
     assert.equal(await fleet.regionQueue('nobody').getJobCountByTypes('waiting'), 0, 'the jobs left the queue');
+  });
+
+  test('a job whose target refuses the connection fails the run: exit 1 and one line saying why', async () => {
+    const closed = await freePort();
+    const plan = await writePlan(
+      `name: refused-target\nregions: [a]\ntargets:\n  - { name: up, url: "${lab.url('keepalive')}" }\n` +
+        `  - { name: down, url: "http://127.0.0.1:${closed}/" }\nexperiments:\n  - { probe: reuse, requests: 3, modes: [reused] }\n`,
+    );
+    const { code, stdout, stderr } = await runCli(['run', plan, ...redisArgs], { timeoutMs: 60_000 });
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /^run \S+: 1 of 2 jobs failed: 1 CONNECTION_REFUSED \(exit 1\)$/m);
+    assert.match(stdout, /Jobs that did not finish cleanly\n {2}a down reuse reused http: CONNECTION_REFUSED /);
   });
 });

@@ -167,7 +167,7 @@ experiments:
 `);
       const files = ['json', 'html', 'markdown', 'csv'].map((format) => [format, path.join(dir, `escapes.${format}`)]);
       const { code, stdout, stderr } = await runCli(['run', file, ...files.map(([f, p]) => `--${f}=${p}`)]);
-      assert.equal(code, 0, stderr);
+      assert.equal(code, 1, `the refused target's job fails the run\n${stderr}`);
       const outputs: [string, string][] = [['terminal', stdout]];
       for (const [format, written] of files) outputs.push([format, await readFile(written, 'utf8')]);
       for (const [format, text] of outputs) {

@@ -367,7 +367,8 @@ describe('the load probe against a server that sends one byte per second: the ti
       timeoutMs: 60_000,
       env: { REDIS_URL: '' },
     });
-    assert.equal(code, 0, stderr);
+    assert.equal(code, 1, `a job cut at its bound failed\n${stderr}`);
+    assert.match(stderr, /: 1 of 2 jobs failed: 1 DEADLINE_EXCEEDED \(exit 1\)$/m);
     assertCutAtBound(runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport, drip.take());
     assert.match(stdout, /local\s+drip\s+load reused closed: DEADLINE_EXCEEDED/);
   });
@@ -454,7 +455,8 @@ experiments:
       timeoutMs: 60_000,
       env: { REDIS_URL: '' },
     });
-    assert.equal(code, 0, stderr);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /: 1 of 2 jobs failed: 1 HTTP2_ERROR \(exit 1\)$/m);
     const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
     assert.equal(report.results.find((r) => r.probe === 'reuse')?.ok, true);
     const load = report.results.find((r): r is ResultOf<'load'> => r.probe === 'load');

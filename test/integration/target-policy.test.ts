@@ -142,8 +142,9 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
 `);
     const before = lab.servers.keepalive.connectionsAccepted();
     const refused = await runCli(['run', plan, '--no-allow-loopback'], { env: { REDIS_URL: '' } });
-    assert.equal(refused.code, 0, refused.stderr);
+    assert.equal(refused.code, 1, `a job refused by the policy fails the run\n${refused.stderr}`);
     assert.match(refused.stdout, /TARGET_REFUSED_BY_POLICY/);
+    assert.match(refused.stderr, /: 1 of 1 job failed: 1 TARGET_REFUSED_BY_POLICY \(exit 1\)$/m);
     assert.equal(lab.servers.keepalive.connectionsAccepted(), before);
     const allowed = await runCli(['run', plan], { env: { REDIS_URL: '' } });
     assert.equal(allowed.code, 0, allowed.stderr);
@@ -187,7 +188,8 @@ experiments: [{ probe: reuse, requests: 3, modes: [reused] }]
       ['run', plan, '--redis', TEST_REDIS_URL, '--prefix', prefix, '--json', json],
       { timeoutMs: 60_000 },
     );
-    assert.equal(code, 0, `a job with a failed result is a finished job\n${stderr}`);
+    assert.equal(code, 1, `a job refused by the policy fails the run, through Redis as embedded\n${stderr}`);
+    assert.match(stderr, /: 1 of 1 job failed: 1 TARGET_REFUSED_BY_POLICY \(exit 1\)$/m);
     const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
     assert.equal(report.results.length, 1);
     assert.equal(report.results[0].error?.code, 'TARGET_REFUSED_BY_POLICY');

@@ -4,7 +4,7 @@ import type { ResultOf } from '../../../contracts/result.js';
 import type { BarChart, ReportSection } from '../document.js';
 import { plural } from '../../../common/plural.js';
 import { formatMs } from '../format.js';
-import { barLabeller, byPlace, byTarget, nothingMeasured } from './place.js';
+import { barLabeller, byPlace, byTarget, errorsCell, nothingMeasured } from './place.js';
 
 type DrainResult = ResultOf<'drain'>;
 
@@ -81,7 +81,7 @@ export function drainView(results: DrainResult[]): ReportSection {
             formatMs(r.summary.phases.total?.p50),
             count(r, (s) => s.body.outcome === 'closed-early'),
             count(r, (s) => s.serverClosed === true),
-            String(r.summary.errors),
+            errorsCell(r),
           ]),
         },
         notes: [...notes].map(([note, targets]) => `${[...targets].join(', ')}: ${note}`),

@@ -7,7 +7,7 @@ import type { ResultOf } from '../../../contracts/result.js';
 import type { Bar, BarChart, ReportBlock, ReportSection } from '../document.js';
 import { plural } from '../../../common/plural.js';
 import { formatMs } from '../format.js';
-import { barLabeller, byPlace, byTarget } from './place.js';
+import { barLabeller, byPlace, byTarget, errorsCell } from './place.js';
 
 type HeaderBytes = { request: number; response: number } | null | undefined;
 
@@ -96,7 +96,7 @@ export function http2View(results: ResultOf<'http2'>[]): ReportSection {
       formatMs(m?.h1?.totalMs),
       m?.h2 ? String(m.h2.connectionsOpened) : '-',
       formatMs(m?.h2?.totalMs),
-      String(r.summary.errors),
+      errorsCell(r),
     ];
   });
   const answers = sorted.flatMap((r) =>

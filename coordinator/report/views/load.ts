@@ -6,7 +6,7 @@ import type { ResultOf } from '../../../contracts/result.js';
 import { loadTotals } from '../../load-totals.js';
 import type { BarChart, ReportBlock, ReportSection } from '../document.js';
 import { formatMs } from '../format.js';
-import { barLabeller, byTarget, nothingMeasured } from './place.js';
+import { barLabeller, byTarget, errorsCell, nothingMeasured } from './place.js';
 import { plural } from '../../../common/plural.js';
 
 type LoadResult = ResultOf<'load'>;
@@ -25,8 +25,10 @@ function latencyCells(l: LatencyPercentiles | undefined): string[] {
   return l && l.n > 0 ? [l.p50, l.p90, l.p99, l.p999, l.max].map(formatMs) : ['-', '-', '-', '-', '-'];
 }
 
-function errorCell(count: number, errors: LoadDetails['errors'] | undefined): string {
-  if (count === 0) return '0';
+function errorCell(r: LoadResult): string {
+  const count = r.summary.errors;
+  const errors = r.details?.errors;
+  if (count === 0) return errorsCell(r);
   const top = Object.entries(errors ?? {}).sort((a, b) => b[1] - a[1])[0];
   return top ? `${formatCount(count)} (${top[0]})` : formatCount(count);
 }
@@ -77,7 +79,7 @@ export function loadView(results: LoadResult[]): ReportSection {
     r.details ? formatCount(r.details.completed) : '-',
     r.details ? formatCount(r.details.requestsPerSecond) : '-',
     ...latencyCells(r.details?.latencyMs),
-    errorCell(r.summary.errors, r.details?.errors),
+    errorCell(r),
     non2xx(r.details),
     formatCount(r.summary.connectionsOpened),
   ]);

@@ -27,3 +27,12 @@ export function nothingMeasured(r: {
 }): string | undefined {
   return r.summary.requests === r.summary.errors ? `failed: ${r.error?.code ?? 'no answer'}` : undefined;
 }
+
+/** A job's errors: the count, or "not run" for one that failed before its first request (refused
+ * by the target policy, a secret not set), which would otherwise read as "0 errors". */
+export function errorsCell(r: {
+  summary: { requests: number; errors: number };
+  error: { code: string } | null;
+}): string {
+  return r.error && r.summary.requests === 0 ? 'not run' : String(r.summary.errors);
+}

@@ -3,7 +3,7 @@
 import type { ResultOf } from '../../../contracts/result.js';
 import type { BarChart, ReportSection } from '../document.js';
 import { formatMs } from '../format.js';
-import { barLabeller, byPlace, byTarget, nothingMeasured } from './place.js';
+import { barLabeller, byPlace, byTarget, errorsCell, nothingMeasured } from './place.js';
 
 const MODE_ORDER = ['reused', 'new', 'cold'];
 
@@ -46,7 +46,7 @@ export function reuseView(results: ResultOf<'reuse'>[]): ReportSection {
     formatMs(r.summary.phases.total?.p50),
     formatMs(r.summary.phases.total?.p95),
     formatMs(r.summary.phases.total?.p99),
-    String(r.summary.errors),
+    errorsCell(r),
   ]);
   return {
     heading: 'Connection reuse',

@@ -3,7 +3,7 @@
 import type { ResultOf } from '../../../contracts/result.js';
 import type { Bar, BarChart, ReportSection } from '../document.js';
 import { formatMs } from '../format.js';
-import { barLabeller, byPlace, byTarget, nothingMeasured } from './place.js';
+import { barLabeller, byPlace, byTarget, errorsCell, nothingMeasured } from './place.js';
 
 function certExpiry(notAfter: string | null, daysLeft: number | undefined): string {
   if (!notAfter || daysLeft === undefined) return '-';
@@ -75,7 +75,7 @@ export function tlsView(results: ResultOf<'tls'>[]): ReportSection {
       d?.resumption ? `${d.resumption.resumed}/${d.resumption.attempted}` : '-',
       certExpiry(d?.certNotAfter ?? null, d?.certificate?.daysLeft),
       // The count: a failed job's code and message are in "Jobs that did not finish cleanly".
-      String(r.summary.errors),
+      errorsCell(r),
     ];
   });
   return {

@@ -1,0 +1,31 @@
+// Did the run do what was asked? A job succeeded when it has a result without an error; one with
+// an error (refused by the target policy, connection refused, a failed response check, its time
+// bound) or without a result (a distributed run's failed or not-run jobs) failed. The CLI exits 1
+// on any failed job, so a cron job or CI step that runs a plan cannot report green on a dead target.
+import type { RunReport } from '../contracts/result.js';
+import { plural } from '../common/plural.js';
+
+export interface RunOutcome {
+  jobs: number;
+  failed: number;
+  /** Why, most frequent first: an error code, or NOT_RUN / FAILED for a job without a result. */
+  reasons: [reason: string, jobs: number][];
+}
+
+export function runOutcome(report: Pick<RunReport, 'results' | 'unfinishedJobs'>): RunOutcome {
+  const reasons = new Map<string, number>();
+  const count = (reason: string) => reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+  for (const r of report.results) if (r.error) count(r.error.code);
+  for (const u of report.unfinishedJobs) count(u.status === 'not-run' ? 'NOT_RUN' : 'FAILED');
+  return {
+    jobs: report.results.length + report.unfinishedJobs.length,
+    failed: [...reasons.values()].reduce((a, b) => a + b, 0),
+    reasons: [...reasons].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])),
+  };
+}
+
+/** "2 of 6 jobs failed: 1 CONNECTION_REFUSED, 1 TARGET_REFUSED_BY_POLICY"; undefined when none did. */
+export function failedJobsLine(outcome: RunOutcome): string | undefined {
+  if (outcome.failed === 0) return undefined;
+  return `${outcome.failed} of ${plural(outcome.jobs, 'job')} failed: ${outcome.reasons.map(([reason, n]) => `${n} ${reason}`).join(', ')}`;
+}
