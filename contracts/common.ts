@@ -69,6 +69,8 @@ export const ERROR_CODES = [
   'SOCKET_CLOSED',
   'DEADLINE_EXCEEDED',
   'TARGET_REFUSED_BY_POLICY',
+  /** A response failed the target's checks (`checks`: its status, a header, its body). */
+  'RESPONSE_CHECK_FAILED',
   /** The body is not what the probe needs (not JSON for the drain probe's json mode, too large to decode). */
   'UNEXPECTED_BODY',
   /** The response was longer than a job may read (JOB_LIMITS.responseBytes); reading stopped there. */

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { nameSchema } from './common.js';
 import { JOB_LIMITS } from './limits.js';
-import { credentialsTwiceProblem, httpUrlSchema, targetSchema } from './plan.js';
+import { credentialsTwiceProblem, httpUrlSchema, requestBodyProblem, targetSchema } from './plan.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams, type ProbeVariant } from './probes/index.js';
 
 export const JOB_SCHEMA = 'probefleet.job/v1';
@@ -41,10 +41,13 @@ export type JobTls = z.infer<typeof jobTlsSchema>;
 /** A plan's target as a job carries it: lab URLs resolved (coordinator/lab-targets.ts), the CA as PEM. */
 export const jobTargetSchema = targetSchema
   .omit({ tls: true })
-  .extend({ url: httpUrlSchema, tls: jobTlsSchema.optional() })
+  // The body as text: a plan's body file is read when the plan is loaded.
+  .extend({ url: httpUrlSchema, tls: jobTlsSchema.optional(), body: z.string().optional() })
   .superRefine((target, ctx) => {
     const twice = credentialsTwiceProblem(target);
     if (twice) ctx.addIssue({ code: 'custom', path: ['url'], message: twice });
+    const bodyProblem = requestBodyProblem(target);
+    if (bodyProblem) ctx.addIssue({ code: 'custom', path: ['body'], message: bodyProblem });
   });
 export type JobTarget = z.infer<typeof jobTargetSchema>;
 

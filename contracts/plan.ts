@@ -5,8 +5,16 @@ import { z } from 'zod';
 import { distinct, nameSchema } from './common.js';
 import { isLabUrl, LAB_ROLES, parseLabUrl } from './lab-roles.js';
 import { capsExceeded, JOB_LIMITS, overCapMessage, PLAN_LIMITS, type JobDemands } from './limits.js';
+import {
+  checksReadBody,
+  METHODS,
+  METHODS_WITHOUT_BODY,
+  REQUEST_BODY_BYTES,
+  responseChecksSchema,
+  type Method,
+} from './request.js';
 import { headerValueProblem, replaceUrlReferences, urlSecretsProblems } from './secrets.js';
-import { schemeOf, type Scheme } from './probes/define.js';
+import { schemeOf, type RequestSupport, type Scheme } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
 
 /**
@@ -101,8 +109,25 @@ export const targetSchema = z.strictObject({
     })
     .optional(),
   tls: targetTlsSchema.optional(),
+  /** The request method. @defaultValue GET */
+  method: z.enum(METHODS).optional(),
+  /** The request body: inline text, or `{ file: PATH }` relative to the plan (read when the plan
+   * is loaded: the plan as run holds its text). At most REQUEST_BODY_BYTES. */
+  body: z.union([z.string(), z.strictObject({ file: z.string().min(1) })]).optional(),
+  /** What a response must be to count as a good sample; a 2xx status when absent. */
+  checks: responseChecksSchema.optional(),
 });
 export type Target = z.output<typeof targetSchema>;
+
+/** What is wrong with a target's method and body together; undefined when nothing. */
+export function requestBodyProblem(target: { method?: Method; body?: unknown }): string | undefined {
+  const method = target.method ?? 'GET';
+  if (target.body !== undefined && METHODS_WITHOUT_BODY.includes(method))
+    return `a ${method} request carries no body (servers may refuse one): give method POST, PUT, PATCH, DELETE or OPTIONS, or no body`;
+  if (typeof target.body === 'string' && Buffer.byteLength(target.body) > REQUEST_BODY_BYTES)
+    return `the body is ${Buffer.byteLength(target.body).toLocaleString('en-US')} bytes, over the limit of ${REQUEST_BODY_BYTES.toLocaleString('en-US')}`;
+  return undefined;
+}
 
 /** The worker sends a URL's user:password as the Authorization header: a target gives one of the two. */
 export function credentialsTwiceProblem(target: { url: string; headers?: Record<string, string> }): string | undefined {
@@ -231,6 +256,8 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
         message: 'tls settings apply to https:// targets only',
       });
     }
+    const bodyProblem = target && requestBodyProblem(target);
+    if (bodyProblem) ctx.addIssue({ code: 'custom', path: ['targets', i, 'body'], message: bodyProblem });
     const twice = target && credentialsTwiceProblem(target);
     if (twice) ctx.addIssue({ code: 'custom', path: ['targets', i, 'url'], message: twice });
   });
@@ -240,6 +267,7 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
   });
   experiments.forEach((experiment, i) => {
     if (experiment) reportUnmeasurableTargets(targets, experiment, i, ctx);
+    if (experiment) reportUnappliedRequestSettings(targets, experiment, i, ctx);
   });
   reportRepeatedExperiments(targets, experiments, ctx);
   const known = new Set(names.filter((n): n is string => n !== undefined));
@@ -257,6 +285,73 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
 }
 
 export type Plan = Omit<z.output<typeof planSchema>, 'experiments'> & { experiments: Experiment[] };
+
+/** What a target asks of its requests beyond a GET with a 2xx answer, as `RequestSupport` would
+ * have to allow it; undefined fields ask nothing. */
+function requestSettingsOf(target: Target): { body?: string; checks?: RequestSupport['checks'] } {
+  const checks = target.checks;
+  const reads = checks && (checksReadBody(checks) ? 'body' : checks.headers ? 'headers' : undefined);
+  const exactStatus = checks?.status.some((s) => typeof s === 'number');
+  return {
+    ...(target.method !== undefined && target.method !== 'GET'
+      ? { body: `method ${target.method}` }
+      : target.body !== undefined
+        ? { body: 'a body' }
+        : {}),
+    ...(reads === 'body'
+      ? { checks: 'status, headers and body' }
+      : reads === 'headers'
+        ? { checks: 'status and headers' }
+        : exactStatus
+          ? { checks: 'status' }
+          : checks
+            ? { checks: 'status classes' }
+            : {}),
+  };
+}
+
+const CHECK_LEVELS: RequestSupport['checks'][] = [
+  'none',
+  'status classes',
+  'status',
+  'status and headers',
+  'status, headers and body',
+];
+
+/** A target whose method, body or checks an experiment on it would not apply is refused, rather
+ * than measured as if they held (a POST endpoint probed with GETs, a body check never made). */
+function reportUnappliedRequestSettings(
+  targets: (Target | undefined)[],
+  experiment: Experiment,
+  i: number,
+  ctx: z.RefinementCtx,
+): void {
+  const support = (PROBES[experiment.probe].request as ((params: Experiment) => RequestSupport) | undefined)?.(
+    experiment,
+  );
+  if (!support) return;
+  for (const target of targets) {
+    if (!target) continue;
+    const listedAt = experiment.targets?.indexOf(target.name);
+    if (listedAt === -1) continue;
+    const asked = requestSettingsOf(target);
+    const unapplied = [
+      ...(asked.body && !support.body ? [`${asked.body}`] : []),
+      ...(asked.checks && CHECK_LEVELS.indexOf(asked.checks) > CHECK_LEVELS.indexOf(support.checks)
+        ? [`checks on its ${asked.checks === 'status classes' ? 'status' : asked.checks}`]
+        : []),
+    ];
+    if (unapplied.length === 0) continue;
+    ctx.addIssue({
+      code: 'custom',
+      path: listedAt === undefined ? ['experiments', i, 'probe'] : ['experiments', i, 'targets', listedAt],
+      message:
+        `probe ${experiment.probe} would not apply target "${target.name}"'s ${unapplied.join(' and ')}` +
+        ` (it applies ${support.body ? 'the method and body' : 'no method or body'}, checks: ${support.checks}${support.why ? `; ${support.why}` : ''})` +
+        (listedAt === undefined ? `; name the targets it runs on in experiments[${i}].targets` : ''),
+    });
+  }
+}
 
 /** A probe that measures only some URL schemes (tls: https) refuses a target it cannot measure. */
 function reportUnmeasurableTargets(

@@ -21,6 +21,7 @@ import {
 import type { z } from 'zod';
 import { PLAN_LIMITS } from '../contracts/limits.js';
 import { planSchema, type Plan } from '../contracts/plan.js';
+import { REQUEST_BODY_BYTES } from '../contracts/request.js';
 import { PROBE_KINDS } from '../contracts/probes/index.js';
 import { closestWord } from '../common/closest-word.js';
 import { formatIssuePath } from '../common/issue-path.js';
@@ -108,14 +109,19 @@ export async function parsePlan(text: string, file: string, options: PlanOptions
   const data = toPlainData(doc, file, at);
 
   const parsed = planSchema.safeParse(data);
-  // CA files are read whatever the schema said, so their problems come out with the others.
-  const ca = await readCaFiles(data, doc, file, at);
+  // The files targets name are read whatever the schema said, so their problems come out with the others.
+  const files = await readTargetFiles(data, doc, file, at);
   if (!parsed.success) {
     const issues = parsed.error.issues.filter((issue) => !isLooserBound(issue, parsed.error.issues));
-    throw new PlanError([...issues.flatMap((issue) => problemsOf(issue, doc, file, at, data)), ...ca.problems]);
+    throw new PlanError([...issues.flatMap((issue) => problemsOf(issue, doc, file, at, data)), ...files.problems]);
   }
-  if (ca.problems.length > 0) throw new PlanError(ca.problems);
-  const plan = parsed.data as Plan;
+  if (files.problems.length > 0) throw new PlanError(files.problems);
+  const written = parsed.data as Plan;
+  // The plan as run holds each body's text, so a job, a schedule and the report carry what was sent.
+  const plan: Plan = {
+    ...written,
+    targets: written.targets.map((t, i) => (files.bodies.has(i) ? { ...t, body: files.bodies.get(i) } : t)),
+  };
   const maxJobs = options.maxJobs ?? PLAN_LIMITS.jobsPerRun;
   const jobs = countJobs(plan);
   if (jobs.total > maxJobs)
@@ -124,7 +130,7 @@ export async function parsePlan(text: string, file: string, options: PlanOptions
   for (const [i, target] of plan.targets.entries()) {
     if (!target.tls) continue;
     const { ca: _, ...rest } = target.tls;
-    const caPem = ca.pems.get(i);
+    const caPem = files.pems.get(i);
     tls[target.name] = { ...rest, ...(caPem ? { caPem } : {}) };
   }
   return { plan, file, tls, maxJobs };
@@ -179,33 +185,51 @@ function firstTooDeep(tokens: CST.Token[], limit: number): number | undefined {
   return first;
 }
 
-/** Every target's `tls.ca` file read into PEM (by target index), from the plan as written. */
-async function readCaFiles(
+/** The files a plan's targets name, read (by target index): `tls.ca` into PEM, `body.file` into
+ * the body's text. Read from the plan as written, so their problems come out with the schema's. */
+async function readTargetFiles(
   data: unknown,
   doc: Document,
   file: string,
   at: (o: number) => { line: number; col: number },
 ) {
   const pems = new Map<number, string>();
+  const bodies = new Map<number, string>();
   const problems: PlanProblem[] = [];
   const targets = (data as { targets?: unknown } | null)?.targets;
-  for (const [i, target] of (Array.isArray(targets) ? targets : []).entries()) {
-    const ca = (target as { tls?: { ca?: unknown } } | null)?.tls?.ca;
-    if (typeof ca !== 'string' || ca === '') continue;
-    const caPath = path.resolve(path.dirname(file), ca);
-    const fieldPath = ['targets', i, 'tls', 'ca'];
-    const shown = path.relative(process.cwd(), caPath);
+  /** The file's text, or undefined with its problem noted at the field that names it. */
+  const read = async (named: string, fieldPath: (string | number)[], what: string, maxBytes: number) => {
+    const resolved = path.resolve(path.dirname(file), named);
+    const shown = path.relative(process.cwd(), resolved);
     try {
-      const caPem = (await readBoundedFile(caPath, PLAN_LIMITS.fileBytes)).toString('utf8');
-      if (caPem.includes('-----BEGIN CERTIFICATE-----')) pems.set(i, caPem);
-      else problems.push(problemAt(doc, fieldPath, file, at, `${shown} holds no PEM certificate`));
+      const bytes = await readBoundedFile(resolved, maxBytes);
+      const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+      return { text, shown };
     } catch (err) {
       const reason =
-        err instanceof FileRefusedError ? err.message : ((err as NodeJS.ErrnoException).code ?? (err as Error).message);
-      problems.push(problemAt(doc, fieldPath, file, at, `cannot read CA file ${shown}: ${reason}`));
+        err instanceof FileRefusedError
+          ? err.message
+          : err instanceof TypeError
+            ? 'not UTF-8 text'
+            : ((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+      problems.push(problemAt(doc, fieldPath, file, at, `cannot read ${what} ${shown}: ${reason}`));
+      return undefined;
+    }
+  };
+  for (const [i, target] of (Array.isArray(targets) ? targets : []).entries()) {
+    const { tls, body } = (target ?? {}) as { tls?: { ca?: unknown }; body?: { file?: unknown } };
+    if (typeof tls?.ca === 'string' && tls.ca !== '') {
+      const fieldPath = ['targets', i, 'tls', 'ca'];
+      const ca = await read(tls.ca, fieldPath, 'CA file', PLAN_LIMITS.fileBytes);
+      if (ca?.text.includes('-----BEGIN CERTIFICATE-----')) pems.set(i, ca.text);
+      else if (ca) problems.push(problemAt(doc, fieldPath, file, at, `${ca.shown} holds no PEM certificate`));
+    }
+    if (typeof body === 'object' && body !== null && typeof body.file === 'string' && body.file !== '') {
+      const bodyFile = await read(body.file, ['targets', i, 'body', 'file'], 'body file', REQUEST_BODY_BYTES);
+      if (bodyFile) bodies.set(i, bodyFile.text);
     }
   }
-  return { pems, problems };
+  return { pems, bodies, problems };
 }
 
 /** The field path of the mapping key that starts at `offset`, for YAML errors that point at a key. */

@@ -105,6 +105,10 @@ export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
             url: target.url,
             ...(target.headers ? { headers: target.headers } : {}),
             ...(tls[target.name] ? { tls: tls[target.name] } : {}),
+            ...(target.method ? { method: target.method } : {}),
+            // The loader read a body file into its text (coordinator/plan-loader.ts).
+            ...(typeof target.body === 'string' ? { body: target.body } : {}),
+            ...(target.checks ? { checks: target.checks } : {}),
           },
           probe,
           params,

@@ -162,6 +162,13 @@ async function curlClient(version: string, options: ColdClientOptions): Promise<
     const address = await policy.resolve(host);
     config.push(`resolve = ${curlValue(`${host}:${port}:${address.includes(':') ? `[${address}]` : address}`)}`);
   }
+  if (target.method) config.push(`request = ${curlValue(target.method)}`);
+  if (target.body !== undefined) {
+    // From a file, as it is: inline, curl would read @ and strip newlines.
+    const bodyFile = path.join(dir, 'body');
+    await writeFile(bodyFile, target.body);
+    config.push(`data-binary = ${curlValue(`@${bodyFile}`)}`);
+  }
   if (target.tls?.insecure) config.push('insecure');
   if (target.tls?.caPem) {
     const caFile = path.join(dir, 'ca.pem');

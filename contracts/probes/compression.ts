@@ -147,6 +147,7 @@ export const compressionProbe = defineProbe({
     ),
     samples: z.array(requestSampleSchema.extend({ acceptEncoding: z.enum(ACCEPT_ENCODINGS) })),
   }),
+  request: () => ({ body: true, checks: 'status and headers', why: 'it decodes the body to measure it' }),
   variants: (_params, target) => [{ scheme: schemeOf(target.url) }],
   demands: (params) =>
     sequential({

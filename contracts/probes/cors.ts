@@ -2,7 +2,7 @@
 // origin still get?
 import { z } from 'zod';
 import { probeErrorSchema, requestSampleSchema } from '../common.js';
-import { defineProbe, schemeOf, sequential } from './define.js';
+import { defineProbe, schemeOf, sequential, EVERY_REQUEST_SETTING } from './define.js';
 
 /** An origin as a browser sends it: scheme://host[:port], nothing else. */
 const originSchema = z.string().superRefine((value, ctx) => {
@@ -103,6 +103,7 @@ export const corsProbe = defineProbe({
       .nullable(),
     samples: z.array(requestSampleSchema),
   }),
+  request: () => EVERY_REQUEST_SETTING,
   variants: (_params, target) => [{ scheme: schemeOf(target.url) }],
   // Per origin (the plan's and one made up) a preflight and a request; then the server's log.
   demands: (params) => {

@@ -13,6 +13,10 @@ export interface ProbeContract<K extends string, P extends z.ZodObject, V extend
   details: D;
   /** The target URL schemes the probe can measure; any when absent. The plan refuses others. */
   schemes?: readonly Scheme[];
+  /** What of a target's request (method, body) and response checks the experiment's jobs apply;
+   * absent: the probe sends no HTTP request (tls), so neither concerns it. The plan refuses a
+   * target whose settings an experiment on it would not apply. */
+  request?: (params: z.output<P>) => RequestSupport;
   /** The variants one experiment makes for one target, in a stable order. */
   variants(params: z.output<P>, target: { url: string }): z.output<V>[];
   /** The most one job of the experiment sends, and at once: checked against JOB_LIMITS. */
@@ -24,6 +28,18 @@ export function defineProbe<K extends string, P extends z.ZodObject, V extends z
 ): ProbeContract<K, P, V, D> {
   return contract;
 }
+
+/** `body`: the target's method and body are sent (else every request is a GET); `checks`: which
+ * of the target's checks each response is held to (`status classes`: 2xx, not 200). */
+export interface RequestSupport {
+  body: boolean;
+  checks: 'status, headers and body' | 'status and headers' | 'status' | 'status classes' | 'none';
+  /** Why not more, for the plan's message ("a cold client process reports its status only"). */
+  why?: string;
+}
+
+/** The probes that send requests through TimedHttpClient: everything applies. */
+export const EVERY_REQUEST_SETTING: RequestSupport = { body: true, checks: 'status, headers and body' };
 
 export type Scheme = 'http' | 'https';
 

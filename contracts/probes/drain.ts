@@ -62,6 +62,7 @@ export const drainProbe = defineProbe({
     http2: z.strictObject({ checked: z.boolean(), negotiated: z.boolean().nullable(), note: z.string() }),
     samples: z.array(drainSampleSchema),
   }),
+  request: () => ({ body: true, checks: 'status and headers', why: 'its bodies are left unread or cut, on purpose' }),
   variants: (params, target) => params.modes.map((mode) => ({ mode, scheme: schemeOf(target.url) })),
   // One more connection on https asks whether the target speaks HTTP/2.
   demands: (params) =>

@@ -107,6 +107,7 @@ export const loadProbe = defineProbe({
   params: loadParamsSchema,
   variant: loadVariantSchema,
   details: loadDetailsSchema,
+  request: () => ({ body: true, checks: 'status classes', why: 'under load it counts statuses by class (2xx, 5xx)' }),
   variants: (params) =>
     params.modes.map((mode) => ({ mode, loop: params.rate === undefined ? ('closed' as const) : ('open' as const) })),
   demands: (params) => {

@@ -1,7 +1,7 @@
 // The `reuse` probe: what does a new connection cost compared with a reused one?
 import { z } from 'zod';
 import { distinct, requestSampleSchema } from '../common.js';
-import { defineProbe, schemeOf, sequential } from './define.js';
+import { defineProbe, EVERY_REQUEST_SETTING, schemeOf, sequential } from './define.js';
 
 export const REUSE_MODES = ['reused', 'new', 'cold'] as const;
 
@@ -46,6 +46,17 @@ export const reuseProbe = defineProbe({
     /** `cold` only: the client that ran each request in its own process. */
     client: coldClientUsedSchema.optional(),
   }),
+  request: (params) => {
+    if (!params.modes.includes('cold')) return EVERY_REQUEST_SETTING;
+    const command = typeof params.client === 'object';
+    return {
+      body: !command,
+      checks: 'status',
+      why: command
+        ? 'a command of your own gets the URL only, and reports no response'
+        : 'a cold client process reports its status, not its headers or body',
+    };
+  },
   variants: (params, target) => params.modes.map((mode) => ({ mode, scheme: schemeOf(target.url) })),
   demands: (params) => sequential({ value: params.requests, param: 'requests', how: `${params.requests} requests` }),
 });

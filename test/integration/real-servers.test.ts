@@ -4,7 +4,7 @@
 // keep-alive, which stalls every reused request on the delayed ACK (docs/development.md, "Traps in
 // our dependencies").
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -22,6 +22,7 @@ import { onPath } from '../helpers/prometheus.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { runAlone } from '../helpers/exclusive.js';
 import { atRealtimePriority } from '../helpers/realtime.js';
+import { needsPython, startPythonServer } from '../helpers/python-server.js';
 
 // The gzip-waste and Nagle findings are measured at a real-time priority: one such file at a time (helpers/exclusive.ts).
 await runAlone('realtime');
@@ -245,28 +246,7 @@ experiments: [{ probe: compression, encodings: [identity, gzip], requests: 7, gz
   });
 });
 
-/** Debian's python3 http.server with keep-alive (protocol_version HTTP/1.1), on a free port. */
-async function startPythonServer(dir: string): Promise<{ url: string; process: ChildProcess }> {
-  const script = [
-    'import http.server, sys',
-    'class H(http.server.SimpleHTTPRequestHandler):',
-    "    protocol_version = 'HTTP/1.1'",
-    '    def log_message(self, *a): pass',
-    `s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), lambda *a: H(*a, directory=${JSON.stringify(dir)}))`,
-    'print(s.server_address[1], flush=True)',
-    's.serve_forever()',
-  ].join('\n');
-  const child = spawn('/usr/bin/python3', ['-c', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`python3 http.server exited (${code})`)));
-    child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
-  });
-  return { url: `http://127.0.0.1:${port}`, process: child };
-}
-
-describe("Python's http.server with keep-alive: the Nagle stall, from the reused requests alone", {
-  skip: process.env.CI !== 'true' && !onPath('/usr/bin/python3') ? 'Debian python3 not installed' : false,
-}, () => {
+describe("Python's http.server with keep-alive: the Nagle stall, from the reused requests alone", needsPython, () => {
   let dir: string;
   let server: { url: string; process: ChildProcess };
   before(async () => {

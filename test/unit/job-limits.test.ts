@@ -6,6 +6,7 @@ import { JOB_LIMITS } from '../../contracts/limits.js';
 import { planSchema } from '../../contracts/plan.js';
 import { RUN_SCHEMA, runReportSchema } from '../../contracts/result.js';
 import { RUN_JOB_SCHEMA, runJobDataSchema } from '../../contracts/run-job.js';
+import { jobTargetSchema } from '../../contracts/job.js';
 import { headerValueProblem, redactUrl } from '../../contracts/secrets.js';
 import { buildRunReport, redactPlan } from '../../coordinator/run-report.js';
 import { InvalidJobError, parseJobPayload } from '../../worker/execute-job.js';
@@ -136,7 +137,7 @@ experiments:
   });
 
   test('references in a URL: user:password becomes Basic authentication, query values are percent-encoded', () => {
-    const target = planSchema.shape.targets.element.parse({
+    const target = jobTargetSchema.parse({
       name: 'api',
       url: 'https://${env:PF_USER}:${env:PF_PASS}@api.example:8443/v1?token=${env:PF_TOKEN}&page=2',
       headers: { accept: '*/*' },

@@ -3,6 +3,7 @@
 // whether the connection can carry the next request (see TimedRequestOptions.consumeBody).
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
+import { CheckedBody } from './response-checks.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
 
@@ -16,11 +17,24 @@ export interface ResponseHead {
 /** What a body consumer reports; `bytes` are the body bytes the client read. */
 export interface BodyRead {
   bytes: number;
+  /** The body's first CHECKED_BODY_BYTES, where the consumer kept them for the target's checks. */
+  checked?: Buffer;
 }
 
 export type BodyConsumer<T extends BodyRead> = (body: ResponseBody, head: ResponseHead) => Promise<T>;
 
 /** The default consumer: reads the whole body, keeping nothing. */
+/** Reads the body to its end, keeping its first CHECKED_BODY_BYTES for a response check. */
+export async function readWholeBodyForCheck(body: ResponseBody): Promise<BodyRead & { checked: Buffer }> {
+  const kept = new CheckedBody();
+  let bytes = 0;
+  for await (const chunk of body) {
+    bytes += (chunk as Buffer).length;
+    kept.add(chunk as Buffer);
+  }
+  return { bytes, checked: kept.bytes };
+}
+
 export async function readWholeBody(body: ResponseBody): Promise<BodyRead> {
   let bytes = 0;
   for await (const chunk of body) bytes += (chunk as Buffer).length;

@@ -26,6 +26,9 @@ import type { AltSvcLog } from './alt-svc.js';
 export interface LoadOptions {
   url: string;
   headers?: Record<string, string>;
+  /** The target's method and body. @defaultValue GET, none */
+  method?: string;
+  body?: string;
   tls?: JobTls;
   mode: LoadMode;
   connections: number;
@@ -167,7 +170,8 @@ class LoadRun {
     this.altSvc = options.altSvc;
     this.dispatchOptions = {
       path: url.pathname + url.search,
-      method: 'GET',
+      method: options.method ?? 'GET',
+      ...(options.body === undefined ? {} : { body: options.body }),
       headers: options.headers,
       // `new`: Connection: close, so the next request on this connection opens a new one.
       reset: options.mode === 'new',

@@ -16,7 +16,8 @@ interface Sample {
 export interface SequenceOutcome<S extends Sample = RequestSample> {
   samples: S[];
   durationMs: number;
-  /** Why the loop stopped before `count`, or why nothing it did succeeded; null otherwise. */
+  /** Why the loop stopped before `count`, why nothing it did succeeded, or that a response
+   * failed the target's checks; null otherwise. */
   stoppedEarly: ProbeError | null;
 }
 
@@ -52,7 +53,18 @@ export async function runSequence<S extends Sample = RequestSample>(
     // Too few to stop early, but nothing was measured: that is a failure too.
     stoppedEarly = { code: last.error.code, message: `all ${samples.length} ${noun} failed: ${last.error.message}` };
   }
+  stoppedEarly ??= failedChecks(samples, noun);
   return { samples, durationMs: performance.now() - start, stoppedEarly };
+}
+
+/** A response that fails the target's checks fails its job, however many others passed. */
+export function failedChecks(samples: readonly Sample[], noun = 'requests'): ProbeError | null {
+  const failed = samples.filter((s) => s.error?.code === 'RESPONSE_CHECK_FAILED');
+  if (failed.length === 0) return null;
+  return {
+    code: 'RESPONSE_CHECK_FAILED',
+    message: `${failed.length} of ${samples.length} ${noun}: ${failed[0].error!.message}`,
+  };
 }
 
 /** Percentiles per phase over the requests that succeeded. */

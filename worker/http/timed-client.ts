@@ -13,6 +13,7 @@ import { classifyError } from '../classify-error.js';
 import {
   closeBody,
   readWholeBody,
+  readWholeBodyForCheck,
   type BodyConsumer,
   type BodyRead,
   type ResponseBody,
@@ -20,6 +21,8 @@ import {
 } from './body.js';
 import type { TargetPolicy } from '../target-policy.js';
 import type { AltSvcLog } from './alt-svc.js';
+import { CheckedBody, ResponseCheck, type CheckedHeaders } from './response-checks.js';
+import type { Method } from '../../contracts/request.js';
 import { TimedConnector, type ConnectionTimeline, type RequestSent } from './connector.js';
 import { exchangeBound, exchangeTimeout } from './wire.js';
 
@@ -36,8 +39,10 @@ export interface TimedClientOptions {
 
 export interface TimedRequestOptions<T extends BodyRead = BodyRead> {
   seq: number;
-  /** Default GET. */
-  method?: 'GET' | 'HEAD' | 'OPTIONS';
+  /** Default the target's (GET unless it names one); only the target's method sends its body. */
+  method?: string;
+  /** Hold the response to the target's checks. @defaultValue true; false for a request that is not the target's own (a CORS preflight) */
+  checked?: boolean;
   /** Path and query on the target's origin; default the target URL's. */
   path?: string;
   /** Headers for this request (lower-case names), on top of (and overriding) the target's. */
@@ -86,6 +91,11 @@ export class TimedHttpClient {
   private readonly targetHeaders: Record<string, string>;
   private readonly timeoutMs: number;
   private readonly altSvc: AltSvcLog | undefined;
+  /** The target's method and body: every request's unless it names its own method. */
+  private readonly method: Method;
+  private readonly body: string | undefined;
+  /** What every response must be to count (the target's checks; a 2xx status by default). */
+  readonly check: ResponseCheck;
   /** `request`s under way: what the time bound and the job's signal cut. */
   private readonly inFlight = new Set<PendingSample>();
   /** One timer for every `request`'s time bound, re-armed rather than made anew per request. */
@@ -102,6 +112,9 @@ export class TimedHttpClient {
       Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
     );
     this.hostIsLiteral = /^[\d.]+$|^\[/.test(this.url.hostname);
+    this.method = options.target.method ?? 'GET';
+    this.body = options.target.body;
+    this.check = new ResponseCheck(options.target.checks);
     this.connector = new TimedConnector({
       tls: options.target.tls,
       resumeTlsSessions: options.resumeTlsSessions ?? false,
@@ -142,7 +155,7 @@ export class TimedHttpClient {
       this.inFlight.add(pending);
       this.client.dispatch(
         {
-          method: opts.method ?? 'GET',
+          ...this.methodAndBody(opts.method),
           path: opts.path ?? this.path,
           headers: opts.headers ? { ...this.targetHeaders, ...opts.headers } : this.targetHeaders,
           reset: opts.closeAfter ?? false,
@@ -162,19 +175,26 @@ export class TimedHttpClient {
       );
       return;
     }
-    pending.resolve(
-      this.answeredSample(
-        pending.seq,
-        pending.start,
-        pending.opened,
-        this.requestSentSince(pending.start),
-        pending.headersAt,
-        end,
-        pending.status!,
-        pending.bodyBytes,
-        pending.serverClosed!,
-      ),
+    const sample = this.answeredSample(
+      pending.seq,
+      pending.start,
+      pending.opened,
+      this.requestSentSince(pending.start),
+      pending.headersAt,
+      end,
+      pending.status!,
+      pending.bodyBytes,
+      pending.serverClosed!,
     );
+    const failed = this.check.failure(sample.status!, pending.headers, pending.body?.bytes);
+    if (failed) sample.error = failed;
+    pending.resolve(sample);
+  }
+
+  /** A request's method, and the target's body when it is the target's method (a preflight's OPTIONS sends none). */
+  private methodAndBody(method: string | undefined): { method: string; body?: string } {
+    if (method !== undefined && method !== this.method) return { method };
+    return this.body === undefined ? { method: this.method } : { method: this.method, body: this.body };
   }
 
   /** Called by a PendingSample on the response head. */
@@ -222,7 +242,7 @@ export class TimedHttpClient {
     const bound = exchangeBound(this.timeoutMs, opts.signal, () => head !== undefined);
     try {
       const response = await this.client.request({
-        method: opts.method ?? 'GET',
+        ...this.methodAndBody(opts.method),
         path: opts.path ?? this.path,
         headers: { ...this.targetHeaders, ...opts.headers },
         reset: opts.closeAfter ?? false,
@@ -233,22 +253,28 @@ export class TimedHttpClient {
       this.altSvc?.note(response.headers['alt-svc']);
       body = response.body;
       serverClosed = saysClose(response.headers.connection);
-      const consume = (opts.consumeBody ?? readWholeBody) as BodyConsumer<T>;
+      const consume = (opts.consumeBody ??
+        (this.check.readsBody ? readWholeBodyForCheck : readWholeBody)) as BodyConsumer<T>;
       const read = await consume(body, head);
       const end = performance.now();
       const used = this.requestSentSince(start);
+      const sample = this.answeredSample(
+        opts.seq,
+        start,
+        opened,
+        used,
+        headersAt,
+        end,
+        head.statusCode,
+        read.bytes,
+        serverClosed,
+      );
+      // A body the consumer did not keep (left unread, decoded) is not checked; its status and headers are.
+      const failed =
+        opts.checked === false ? undefined : this.check.failure(head.statusCode, head.headers, read.checked);
+      if (failed) sample.error = failed;
       return {
-        sample: this.answeredSample(
-          opts.seq,
-          start,
-          opened,
-          used,
-          headersAt,
-          end,
-          head.statusCode,
-          read.bytes,
-          serverClosed,
-        ),
+        sample,
         head,
         body: read,
         wireBytes: used
@@ -361,6 +387,17 @@ function saysClose(value: string | string[] | undefined): boolean {
   return typeof value === 'string' && value.toLowerCase() === 'close';
 }
 
+/** A raw header list as names in lower case, a repeated header's values joined as undici joins them. */
+function headersOf(rawHeaders: Buffer[]): CheckedHeaders {
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i].toString('latin1').toLowerCase();
+    const value = rawHeaders[i + 1].toString('latin1');
+    headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+  }
+  return headers;
+}
+
 const CONNECTION = 'connection';
 const ALT_SVC = 'alt-svc';
 
@@ -392,6 +429,9 @@ class PendingSample implements Dispatcher.DispatchHandler {
   headersAt = 0;
   bodyBytes = 0;
   serverClosed: boolean | undefined = undefined;
+  /** Kept only when the target's checks read them. */
+  headers: CheckedHeaders | undefined = undefined;
+  body: CheckedBody | undefined = undefined;
   private abort: ((err: Error) => void) | undefined = undefined;
   /** Why the request was cut before undici gave it an abort function. */
   private reason: Error | undefined = undefined;
@@ -422,6 +462,9 @@ class PendingSample implements Dispatcher.DispatchHandler {
     this.headersAt = performance.now();
     this.status = statusCode;
     this.serverClosed = false;
+    const check = this.owner.check;
+    if (check.readsHeaders) this.headers = headersOf(rawHeaders);
+    if (check.readsBody) this.body = new CheckedBody();
     for (let i = 0; i < rawHeaders.length; i += 2) {
       const name = rawHeaders[i];
       if (name.length === CONNECTION.length && name.toString('latin1').toLowerCase() === CONNECTION)
@@ -434,6 +477,7 @@ class PendingSample implements Dispatcher.DispatchHandler {
 
   onData(chunk: Buffer): boolean {
     this.bodyBytes += chunk.length;
+    this.body?.add(chunk);
     return true;
   }
 

@@ -69,7 +69,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
     );
     const req = http.request(
       {
-        method: 'GET',
+        method: target.method ?? 'GET',
         path: url.pathname + url.search,
         headers: { ...target.headers, host: url.host, connection: 'close' },
         createConnection: () => socket,
@@ -109,7 +109,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
       },
     );
     req.on('error', (err) => resolve(fail(err)));
-    req.end(() => (sentAt = performance.now()));
+    req.end(target.body, () => (sentAt = performance.now()));
   });
 }
 

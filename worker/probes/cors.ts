@@ -104,6 +104,8 @@ export const runCorsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, a
       const preflight = answerOf(
         await send({
           method: 'OPTIONS',
+          // The preflight's answer is what the probe reads, whatever its status.
+          checked: false,
           headers: {
             origin,
             'access-control-request-method': params.method,
@@ -114,12 +116,20 @@ export const runCorsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, a
         }),
       );
       const requestId = randomUUID();
-      const got = await send({ headers: { origin, [REQUEST_ID_HEADER]: requestId } });
+      // The page's own request, with the target's method and body (GET unless the target names
+      // one); held to the target's checks only where the origin is allowed: refusing another
+      // origin is the server's right.
+      const got = await send({ checked: role === 'allowed', headers: { origin, [REQUEST_ID_HEADER]: requestId } });
       const get = { ...answerOf(got), bodyBytes: got.sample.bodyBytes, requestId };
       results.push({ origin, role, preflight, get, verdict: verdictOf(preflight, get, origin, params) });
     }
     if (params.serverLogPath && results.length > 0 && !signal.aborted) {
-      const log = await send({ path: params.serverLogPath, consumeBody: collectBody(MAX_LOG_BYTES) });
+      const log = await send({
+        path: params.serverLogPath,
+        method: 'GET',
+        checked: false,
+        consumeBody: collectBody(MAX_LOG_BYTES),
+      });
       serverLog = {
         path: params.serverLogPath,
         ...(log.head ? { status: log.head.statusCode } : {}),

@@ -8,6 +8,7 @@ import { JOB_LIMITS } from '../../contracts/limits.js';
 import type { LoadDetails } from '../../contracts/probes/load.js';
 import { encodeHistogram, percentilesOf } from '../../common/latency-histogram.js';
 import { generateLoad, type LoadOutcome } from '../http/load-generator.js';
+import { ResponseCheck } from '../http/response-checks.js';
 import type { Probe } from './probe.js';
 
 export const runLoadProbe: Probe<'load'> = async (job, { signal, targetPolicy, altSvc }) => {
@@ -15,6 +16,8 @@ export const runLoadProbe: Probe<'load'> = async (job, { signal, targetPolicy, a
   const run = await generateLoad({
     url: job.target.url,
     headers: job.target.headers,
+    method: job.target.method,
+    body: job.target.body,
     tls: job.target.tls,
     mode: variant.mode,
     connections: params.connections,
@@ -72,9 +75,24 @@ export const runLoadProbe: Probe<'load'> = async (job, { signal, targetPolicy, a
     },
     details,
     findings: keepAliveLostUnderLoad(job, run),
-    error: stopError(run),
+    error: stopError(run) ?? statusCheckError(job, run),
   };
 };
+
+/** Under load statuses are counted by class: a response of a class the target's checks do not
+ * allow (plan validation keeps a load target's checks to classes) fails the job. */
+function statusCheckError(job: JobOf<'load'>, run: LoadOutcome): ProbeError | null {
+  const check = new ResponseCheck(job.target.checks);
+  const outside = run.statusClasses.flatMap((count, i) =>
+    count > 0 && !check.statusPasses(i * 100) ? [[i, count]] : [],
+  );
+  if (outside.length === 0) return null;
+  const failed = outside.reduce((n, [, count]) => n + count, 0);
+  return {
+    code: 'RESPONSE_CHECK_FAILED',
+    message: `response check failed: ${failed} of ${run.completed} responses had a status of ${outside.map(([i, count]) => `${i}xx (${count})`).join(', ')}, not ${(job.target.checks?.status ?? ['2xx']).join(', ')}`,
+  };
+}
 
 /** Keep-alive asked for, yet (nearly) every answered request needed a connection of its own. */
 function keepAliveLostUnderLoad(job: JobOf<'load'>, run: LoadOutcome): Finding[] {

@@ -9,6 +9,7 @@ import type { JobOf } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { ColdClientRefusedError, coldClientFor } from '../cold-clients.js';
 import { runSequence, summarize } from '../http/sequence.js';
+import { ResponseCheck } from '../http/response-checks.js';
 import { TimedHttpClient } from '../http/timed-client.js';
 import type { Probe, ProbeContext, ProbeOutcome } from './probe.js';
 
@@ -74,6 +75,7 @@ async function coldMode(job: JobOf<'reuse'>, ctx: ProbeContext): Promise<ProbeOu
     return { summary: summarize([], 0, 0), details: null, findings: [], error };
   }
   let connectionsOpened = 0;
+  const statusCheck = new ResponseCheck(job.target.checks);
   try {
     const run = await runSequence(job.params.requests, signal, async (seq) => {
       const start = performance.now();
@@ -81,7 +83,10 @@ async function coldMode(job: JobOf<'reuse'>, ctx: ProbeContext): Promise<ProbeOu
       connectionsOpened += outcome.connectionsOpened ?? 0;
       ctx.altSvc.note(outcome.altSvc);
       // The whole process lifetime is the cost the shell loop pays per request.
-      return { ...outcome.sample, seq, phases: { ...outcome.sample.phases, total: performance.now() - start } };
+      const sample = { ...outcome.sample, seq, phases: { ...outcome.sample.phases, total: performance.now() - start } };
+      // A client process reports its status, not its headers or body: the status is what is checked.
+      const failed = sample.error || sample.status === undefined ? undefined : statusCheck.failure(sample.status);
+      return failed ? { ...sample, error: failed } : sample;
     });
     return {
       summary: summarize(run.samples, connectionsOpened, run.durationMs),
