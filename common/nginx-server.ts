@@ -4,6 +4,7 @@
 // and so does the benchmark, as a target fast enough not to hide a client's own cost.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,6 +27,9 @@ export interface NginxServerConfig {
   files: Record<string, Buffer | string>;
   /** Extra directives inside the server block (`gzip_comp_level 9;`). */
   directives?: string[];
+  /** Serve HTTPS with this certificate and key (PEM); with `clientCa`, ask clients for a
+   * certificate it signed (`ssl_verify_client`: `on` requires one, `optional` takes one). */
+  tls?: { certPem: string; keyPem: string; clientCa?: string; verifyClient?: 'on' | 'optional' };
 }
 
 export interface Nginx {
@@ -50,7 +54,27 @@ export async function startNginx(servers: NginxServerConfig[]): Promise<Nginx> {
     for (const [file, content] of Object.entries(server.files)) await writeFile(path.join(root, file), content);
     const port = await freeLoopbackPort();
     ports.push(port);
-    blocks.push(`server { listen 127.0.0.1:${port}; root ${root}; ${(server.directives ?? []).join(' ')} }`);
+    const tls: string[] = [];
+    if (server.tls) {
+      await writeFile(path.join(prefix, `server${i}.pem`), server.tls.certPem);
+      await writeFile(path.join(prefix, `server${i}.key`), server.tls.keyPem, { mode: 0o600 });
+      // Debian 12's nginx 1.22 offers TLS 1.3 only when told (its default is 1.3 from 1.23.4 on).
+      tls.push(
+        `ssl_certificate ${prefix}/server${i}.pem;`,
+        `ssl_certificate_key ${prefix}/server${i}.key;`,
+        'ssl_protocols TLSv1.2 TLSv1.3;',
+      );
+      if (server.tls.clientCa) {
+        await writeFile(path.join(prefix, `client-ca${i}.pem`), server.tls.clientCa);
+        tls.push(
+          `ssl_client_certificate ${prefix}/client-ca${i}.pem;`,
+          `ssl_verify_client ${server.tls.verifyClient ?? 'on'};`,
+        );
+      }
+    }
+    blocks.push(
+      `server { listen 127.0.0.1:${port}${server.tls ? ' ssl' : ''}; root ${root}; ${[...tls, ...(server.directives ?? [])].join(' ')} }`,
+    );
   }
   await mkdir(path.join(prefix, 'tmp'));
   const log = path.join(prefix, 'access.log');
@@ -90,12 +114,18 @@ http {
   };
   // Ready when every port answers (bounded: 10 s).
   const until = Date.now() + 10_000;
+  const urls = ports.map((port, i) => `${servers[i].tls ? 'https' : 'http'}://127.0.0.1:${port}`);
   for (const port of ports) {
     for (;;) {
       if (child.exitCode !== null) await failStarting('exited while starting');
-      const answered = await fetch(`http://127.0.0.1:${port}/__ready`)
-        .then(() => true)
-        .catch(() => false);
+      // Any answer on the port will do: a TCP connect, so HTTPS servers count too.
+      const answered = await new Promise<boolean>((resolve) => {
+        const socket = connect({ host: '127.0.0.1', port }, () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.on('error', () => resolve(false));
+      });
       if (answered) break;
       if (Date.now() > until) await failStarting(`did not answer on ${port} within 10 s`);
       await sleep(50);
@@ -103,12 +133,12 @@ http {
   }
   return {
     pid: child.pid!,
-    urls: ports.map((port) => `http://127.0.0.1:${port}`),
+    urls,
     async accessLog() {
       const text = await readFile(log, 'utf8').catch(() => '');
       return text
         .split('\n')
-        .filter((line) => line && !line.includes('/__ready'))
+        .filter((line) => line)
         .map((line) => {
           const [connection, connectionRequests, status] = line.split(' ').map(Number);
           return { connection, connectionRequests, status, request: /"(.*)"$/.exec(line)?.[1] ?? '' };

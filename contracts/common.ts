@@ -58,6 +58,8 @@ export const ERROR_CODES = [
   'TLS_HOSTNAME_MISMATCH',
   'TLS_VERSION_UNSUPPORTED',
   'TLS_HANDSHAKE_FAILED',
+  /** The server requires a client certificate and the target gives none (tls.cert, tls.key). */
+  'TLS_CLIENT_CERT_REQUIRED',
   /** The connection was reset or closed during the TLS handshake, with no TLS alert. */
   'TLS_HANDSHAKE_RESET',
   'HTTP_PROTOCOL_ERROR',

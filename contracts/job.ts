@@ -35,6 +35,11 @@ export const jobTlsSchema = z.strictObject({
   insecure: z.boolean(),
   caPem: z.string().optional(),
   servername: z.string().optional(),
+  /** The client certificate as PEM, or a reference; the key and passphrase are references
+   * (contracts/secrets.ts `wholeReference`), which the worker fills in (worker/secrets.ts). */
+  cert: z.string().optional(),
+  key: z.string().optional(),
+  passphrase: z.string().optional(),
 });
 export type JobTls = z.infer<typeof jobTlsSchema>;
 

@@ -13,6 +13,7 @@ export const LAB_ROLES = {
   h2: 'https',
   h2c: 'http',
   tls12: 'https',
+  mtls: 'https',
   'no-alpn': 'https',
   expired: 'https',
   'self-signed': 'https',

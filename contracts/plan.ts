@@ -13,7 +13,7 @@ import {
   responseChecksSchema,
   type Method,
 } from './request.js';
-import { headerValueProblem, replaceUrlReferences, urlSecretsProblems } from './secrets.js';
+import { headerValueProblem, replaceUrlReferences, urlSecretsProblems, wholeReference } from './secrets.js';
 import { schemeOf, type RequestSupport, type Scheme } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
 
@@ -81,17 +81,47 @@ export function targetScheme(url: string): Scheme | undefined {
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-export const targetTlsSchema = z.strictObject({
-  /** Accept any certificate: for self-signed lab targets only. */
-  insecure: z.boolean().default(false),
-  /** PEM file with the CA(s) to trust, relative to the plan file. */
-  ca: z.string().min(1).optional(),
-  /** SNI and certificate name, when it differs from the URL's host. */
-  servername: z
-    .string()
-    .regex(/^[\x21-\x7e]+$/, 'must be a host name of visible ASCII characters')
-    .optional(),
-});
+export const targetTlsSchema = z
+  .strictObject({
+    /** Accept any certificate: for self-signed lab targets only. */
+    insecure: z.boolean().default(false),
+    /** PEM file with the CA(s) to trust, relative to the plan file. */
+    ca: z.string().min(1).optional(),
+    /** SNI and certificate name, when it differs from the URL's host. */
+    servername: z
+      .string()
+      .regex(/^[\x21-\x7e]+$/, 'must be a host name of visible ASCII characters')
+      .optional(),
+    /** The client certificate (PEM, its chain after it) for servers that ask for one: a file
+     * relative to the plan (read when the plan loads; a certificate is not secret), or a reference. */
+    cert: z.string().min(1).max(PLAN_LIMITS.stringChars).optional(),
+    /** The client certificate's private key: a reference only (`${env:NAME}` or `${file:/path}`),
+     * resolved on the worker, so the key never travels in jobs or sits in Redis. */
+    key: z
+      .string()
+      .refine((value) => wholeReference(value) !== undefined, {
+        message:
+          "a private key must be a reference to the worker's secret: ${env:NAME} (the PEM in a variable) or ${file:/absolute/path}, so it never travels in jobs or sits in Redis",
+      })
+      .optional(),
+    /** The key's passphrase, when it is encrypted: `${env:NAME}`. */
+    passphrase: z
+      .string()
+      .refine((value) => wholeReference(value)?.kind === 'env', {
+        message: 'a passphrase must be a reference: ${env:NAME}, set on the workers',
+      })
+      .optional(),
+  })
+  .superRefine((tls, ctx) => {
+    if ((tls.cert === undefined) !== (tls.key === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: [tls.cert === undefined ? 'key' : 'cert'],
+        message: 'a client certificate needs its key, and a key its certificate: give cert and key together',
+      });
+    if (tls.passphrase !== undefined && tls.key === undefined)
+      ctx.addIssue({ code: 'custom', path: ['passphrase'], message: 'a passphrase is for a key: give key too' });
+  });
 
 export const targetSchema = z.strictObject({
   name: nameSchema,

@@ -37,6 +37,18 @@ export const SENSITIVE_QUERY_PARAMS = [
   'sessionid',
 ] as const;
 
+/** A whole value that is one reference to a secret the worker has: `${env:NAME}` (the variable's
+ * value), or `${file:/absolute/path}` (the file's content; a worker reads only files under its
+ * PROBEFLEET_SECRET_FILE_DIRS). For values that are whole secrets: a client key, its passphrase. */
+export type WholeReference = { kind: 'env'; name: string } | { kind: 'file'; path: string };
+
+export function wholeReference(value: string): WholeReference | undefined {
+  const env = /^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(value);
+  if (env) return { kind: 'env', name: env[1] };
+  const file = /^\$\{file:(\/[^}\0]*)\}$/.exec(value);
+  return file ? { kind: 'file', path: file[1] } : undefined;
+}
+
 /** `${env:NAME}`; NAME as a POSIX shell would take it. */
 export const ENV_REFERENCE = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g;
 

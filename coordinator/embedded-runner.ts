@@ -37,8 +37,10 @@ export async function runEmbedded(
       log: options.log,
       signal: options.signal,
       targetPolicy: options.targetPolicy,
-      // The plan is the user's own, run on their machine: its client commands may run.
+      // The plan is the user's own, run on their machine: its client commands may run, and its
+      // secret files be read wherever they are.
       allowClientCommands: true,
+      secretFileDirs: 'any',
     });
     results.push(result);
     options.onResult?.(result);

@@ -22,6 +22,7 @@ import type { z } from 'zod';
 import { PLAN_LIMITS } from '../contracts/limits.js';
 import { planSchema, type Plan } from '../contracts/plan.js';
 import { REQUEST_BODY_BYTES } from '../contracts/request.js';
+import { wholeReference } from '../contracts/secrets.js';
 import { PROBE_KINDS } from '../contracts/probes/index.js';
 import { closestWord } from '../common/closest-word.js';
 import { formatIssuePath } from '../common/issue-path.js';
@@ -131,7 +132,8 @@ export async function parsePlan(text: string, file: string, options: PlanOptions
     if (!target.tls) continue;
     const { ca: _, ...rest } = target.tls;
     const caPem = files.pems.get(i);
-    tls[target.name] = { ...rest, ...(caPem ? { caPem } : {}) };
+    const cert = files.certs.get(i);
+    tls[target.name] = { ...rest, ...(caPem ? { caPem } : {}), ...(cert ? { cert } : {}) };
   }
   return { plan, file, tls, maxJobs };
 }
@@ -185,7 +187,7 @@ function firstTooDeep(tokens: CST.Token[], limit: number): number | undefined {
   return first;
 }
 
-/** The files a plan's targets name, read (by target index): `tls.ca` into PEM, `body.file` into
+/** The files a plan's targets name, read (by target index): `tls.ca` and `tls.cert` into PEM, `body.file` into
  * the body's text. Read from the plan as written, so their problems come out with the schema's. */
 async function readTargetFiles(
   data: unknown,
@@ -194,6 +196,7 @@ async function readTargetFiles(
   at: (o: number) => { line: number; col: number },
 ) {
   const pems = new Map<number, string>();
+  const certs = new Map<number, string>();
   const bodies = new Map<number, string>();
   const problems: PlanProblem[] = [];
   const targets = (data as { targets?: unknown } | null)?.targets;
@@ -217,19 +220,26 @@ async function readTargetFiles(
     }
   };
   for (const [i, target] of (Array.isArray(targets) ? targets : []).entries()) {
-    const { tls, body } = (target ?? {}) as { tls?: { ca?: unknown }; body?: { file?: unknown } };
+    const { tls, body } = (target ?? {}) as { tls?: { ca?: unknown; cert?: unknown }; body?: { file?: unknown } };
     if (typeof tls?.ca === 'string' && tls.ca !== '') {
       const fieldPath = ['targets', i, 'tls', 'ca'];
       const ca = await read(tls.ca, fieldPath, 'CA file', PLAN_LIMITS.fileBytes);
       if (ca?.text.includes('-----BEGIN CERTIFICATE-----')) pems.set(i, ca.text);
       else if (ca) problems.push(problemAt(doc, fieldPath, file, at, `${ca.shown} holds no PEM certificate`));
     }
+    // A client certificate named by path is read here; one given as a reference, on the worker.
+    if (typeof tls?.cert === 'string' && tls.cert !== '' && !wholeReference(tls.cert)) {
+      const fieldPath = ['targets', i, 'tls', 'cert'];
+      const cert = await read(tls.cert, fieldPath, 'client certificate', PLAN_LIMITS.fileBytes);
+      if (cert?.text.includes('-----BEGIN CERTIFICATE-----')) certs.set(i, cert.text);
+      else if (cert) problems.push(problemAt(doc, fieldPath, file, at, `${cert.shown} holds no PEM certificate`));
+    }
     if (typeof body === 'object' && body !== null && typeof body.file === 'string' && body.file !== '') {
       const bodyFile = await read(body.file, ['targets', i, 'body', 'file'], 'body file', REQUEST_BODY_BYTES);
       if (bodyFile) bodies.set(i, bodyFile.text);
     }
   }
-  return { pems, bodies, problems };
+  return { pems, certs, bodies, problems };
 }
 
 /** The field path of the mapping key that starts at `offset`, for YAML errors that point at a key. */

@@ -27,6 +27,8 @@ export interface LeafOptions {
   notAfter?: Date;
   /** Sign with its own key instead of the lab CA's (an untrusted certificate). */
   selfSigned?: boolean;
+  /** What the certificate is for: a server (the default) or a client (mutual TLS). */
+  usage?: 'server' | 'client';
   /** Subject attributes and their values (`{CN: ..., O: ...}`), as given, whatever bytes they hold. @defaultValue CN = the first host */
   subject?: Record<string, string>;
 }
@@ -68,7 +70,7 @@ export async function createLabCa(): Promise<LabCa> {
   return {
     keyPem: await keyPem(caKeys.privateKey),
     certPem: caCert.toString('pem'),
-    async issue({ hosts, notBefore, notAfter, selfSigned, subject: names }: LeafOptions): Promise<KeyAndCert> {
+    async issue({ hosts, notBefore, notAfter, selfSigned, subject: names, usage }: LeafOptions): Promise<KeyAndCert> {
       const keys = await newKeys();
       // The JSON form takes any value; the string form would parse "=", "," and "+" in it.
       const subject = names
@@ -85,7 +87,9 @@ export async function createLabCa(): Promise<LabCa> {
         extensions: [
           subjectAltNames(hosts),
           new x509.BasicConstraintsExtension(false),
-          new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+          new x509.ExtendedKeyUsageExtension([
+            usage === 'client' ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth,
+          ]),
         ],
       });
       return { keyPem: await keyPem(keys.privateKey), certPem: cert.toString('pem') };

@@ -22,6 +22,7 @@ import { httpsServer } from './servers/https.js';
 import { hugeBodyServer } from './servers/huge-body.js';
 import { hugeHeadersServer } from './servers/huge-headers.js';
 import { keepaliveServer } from './servers/keepalive.js';
+import { mtlsServer } from './servers/mtls.js';
 import { noAlpnServer } from './servers/no-alpn.js';
 import { noResumeServer } from './servers/no-resume.js';
 import { refusedServer } from './servers/refused.js';
@@ -47,6 +48,7 @@ export const LAB_SERVERS = [
   wrongHostServer,
   noResumeServer,
   slowHandshakeServer,
+  mtlsServer,
   // Hostile and broken targets: each failure has its own error code (docs/lab.md, "Hostile and broken targets").
   refusedServer,
   resetHeadersServer,
@@ -101,6 +103,10 @@ export interface Lab {
   /** PEM of the lab CA, and a file holding it (for plans' `tls.ca`). */
   caPem: string;
   caFile: string;
+  /** A client certificate the lab CA signed and its key, in files (for plans' `tls.cert` and
+   * `tls.key: "${file:...}"` against the `mtls` server). */
+  clientCertFile: string;
+  clientKeyFile: string;
   close(): Promise<void>;
 }
 
@@ -141,6 +147,11 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-lab-'));
   const caFile = path.join(dir, 'lab-ca.pem');
   await writeFile(caFile, ca.certPem);
+  const client = await ca.issue({ hosts: ['probefleet-client'], usage: 'client' });
+  const clientCertFile = path.join(dir, 'lab-client.pem');
+  const clientKeyFile = path.join(dir, 'lab-client.key');
+  await writeFile(clientCertFile, client.certPem);
+  await writeFile(clientKeyFile, client.keyPem, { mode: 0o600 });
 
   const started: { server: net.Server; sockets: Set<net.Socket> }[] = [];
   const servers = {} as Record<LabServerName, RunningLabServer>;
@@ -191,6 +202,8 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
     url: (name, urlPath = '/') => servers[name].url + urlPath,
     caPem: ca.certPem,
     caFile,
+    clientCertFile,
+    clientKeyFile,
     close,
   };
 }

@@ -33,6 +33,9 @@ const BY_CODE: Record<string, ErrorCode> = {
   ERR_SSL_UNSUPPORTED_PROTOCOL: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: 'TLS_VERSION_UNSUPPORTED',
   ERR_SSL_NO_PROTOCOLS_AVAILABLE: 'TLS_VERSION_UNSUPPORTED',
+  // TLS 1.3's certificate_required alert (116): the server asked for a client certificate and got
+  // none. It comes after the client's handshake is done, on the first read (the request).
+  ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED: 'TLS_CLIENT_CERT_REQUIRED',
   // worker/target-policy.ts: the address is not one this worker may connect to.
   TARGET_REFUSED_BY_POLICY: 'TARGET_REFUSED_BY_POLICY',
   // Thrown by probes' body consumers (worker/http/body.ts).
@@ -81,6 +84,11 @@ export function classifyError(err: unknown): ProbeError {
     return { code: 'TLS_HANDSHAKE_RESET', message };
   for (const code of codes) {
     const mapped = BY_CODE[code];
+    if (mapped === 'TLS_CLIENT_CERT_REQUIRED')
+      return {
+        code: mapped,
+        message: `the server requires a client certificate (give tls.cert and tls.key): ${message}`,
+      };
     if (mapped) return { code: mapped, message };
   }
   if (err instanceof ConnectError && err.phase === 'tls') return { code: 'TLS_HANDSHAKE_FAILED', message };

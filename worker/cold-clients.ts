@@ -175,6 +175,16 @@ async function curlClient(version: string, options: ColdClientOptions): Promise<
     await writeFile(caFile, target.tls.caPem);
     config.push(`cacert = ${curlValue(caFile)}`);
   }
+  if (target.tls?.cert && target.tls.key) {
+    // Files only this user reads, removed with the directory when the client closes.
+    await writeFile(path.join(dir, 'client.pem'), target.tls.cert, { mode: 0o600 });
+    await writeFile(path.join(dir, 'client.key'), target.tls.key, { mode: 0o600 });
+    config.push(
+      `cert = ${curlValue(path.join(dir, 'client.pem'))}`,
+      `key = ${curlValue(path.join(dir, 'client.key'))}`,
+    );
+    if (target.tls.passphrase) config.push(`pass = ${curlValue(target.tls.passphrase)}`);
+  }
   if (target.tls?.servername) {
     // curl sends SNI from the URL's host: ask for the name, connect to the target's address.
     const named = new URL(target.url);

@@ -13,7 +13,7 @@ import { settledByBound } from '../common/settle.js';
 import { AltSvcLog } from './http/alt-svc.js';
 import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
 import type { ProbeContext, ProbeOutcome } from './probes/probe.js';
-import { SecretInvalidError, SecretNotSetError, withSecrets } from './secrets.js';
+import { SecretInvalidError, SecretNotSetError, withSecrets, type SecretFileDirs } from './secrets.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy, TargetRefusedError } from './target-policy.js';
 
 /** A payload that can never run: retrying it cannot help. */
@@ -31,6 +31,8 @@ export interface ExecuteOptions {
   targetPolicy?: TargetPolicy;
   /** Run a `cold` client command the job names. @defaultValue false: a job from Redis never runs a command */
   allowClientCommands?: boolean;
+  /** Where `${file:...}` secrets may be read. @defaultValue PROBEFLEET_SECRET_FILE_DIRS, or /run/secrets and /etc/probefleet */
+  secretFileDirs?: SecretFileDirs;
 }
 
 const EMBEDDED_POLICY = new TargetPolicy(EMBEDDED_POLICY_SETTINGS);
@@ -114,7 +116,8 @@ export async function executeCheckedJob(job: JobPayload, options: ExecuteOptions
     // abandoned work goes on in the background, and a probe that needs this is a bug.
     outcome = await settledByBound(
       (async () =>
-        (await refusedTarget(job, targetPolicy)) ?? (await withSecretsIn(job, (ready) => runProbe(ready, ctx))))(),
+        (await refusedTarget(job, targetPolicy)) ??
+        (await withSecretsIn(job, options.secretFileDirs, (ready) => runProbe(ready, ctx))))(),
       signal,
       TIME_BOUND_GRACE_MS,
       () => {
@@ -192,11 +195,12 @@ async function refusedTarget(job: JobPayload, policy: TargetPolicy): Promise<Pro
  * or a value that cannot be sent, is a result saying which, and the probe does not start. */
 async function withSecretsIn(
   job: JobPayload,
+  fileDirs: SecretFileDirs | undefined,
   run: (job: JobPayload) => Promise<ProbeOutcome<ProbeKind>>,
 ): Promise<ProbeOutcome<ProbeKind>> {
   let target;
   try {
-    target = withSecrets(job.target);
+    target = withSecrets(job.target, process.env, fileDirs);
   } catch (err) {
     if (err instanceof SecretNotSetError || err instanceof SecretInvalidError)
       return notRun({ code: err.code, message: err.message });

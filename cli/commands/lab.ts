@@ -26,7 +26,7 @@ export const labCommand: CommandModule<object, ArgsOf<typeof options>> = {
         ['server', 'url', 'what it is'],
         Object.values(lab.servers).map((s) => [s.name, s.url, s.description]),
         'lll',
-      )}\npaths on every server but the hostile ones (docs/lab.md): ${LAB_PATHS.join(' ')}\nlab CA certificate: ${lab.caFile}\nCtrl-C to stop.\n`,
+      )}\npaths on every server but the hostile ones (docs/lab.md): ${LAB_PATHS.join(' ')}\nlab CA certificate: ${lab.caFile}\nclient certificate for mtls: ${lab.clientCertFile}, its key: ${lab.clientKeyFile}\nCtrl-C to stop.\n`,
     );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

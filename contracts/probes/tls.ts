@@ -87,6 +87,18 @@ export const tlsProbe = defineProbe({
     certificate: certificateSchema.nullable(),
     certNotAfter: z.iso.datetime().nullable(),
     samples: z.array(handshakeSampleSchema),
+    /** A target with a client certificate: as many full handshakes again without it, so its cost
+     * (the client's Certificate and CertificateVerify) shows. Absent without a client certificate. */
+    clientCertificate: z
+      .strictObject({
+        /** The handshake alone without the certificate (full handshakes); null when none succeeded. */
+        withoutMs: percentilesSchema.nullable(),
+        /** median(full with it) − median(full without it). */
+        costMs: z.number().nullable(),
+        /** Why handshakes without it failed (a server that requires one refuses them in TLS 1.2). */
+        withoutError: probeErrorSchema.nullable(),
+      })
+      .optional(),
   }),
   variants: (params) => params.versions.map((version) => ({ version })),
   demands: (params) =>

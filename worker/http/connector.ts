@@ -23,6 +23,9 @@ export interface ConnectionTimeline {
   tls?: { version: string | null; alpn: string | false; cipher: string; resumed: boolean };
   /** When the first TLS session (ticket or id) arrived on this connection; only kept with `resumeTlsSessions`. */
   sessionReceived?: number;
+  /** A TLS alert that ended the connection after the handshake (TLS 1.3's certificate_required
+   * comes on the first read): the HTTP client sees only a closed socket, this says why. */
+  tlsAlert?: Error;
 }
 
 export interface ConnectorOptions {
@@ -170,6 +173,10 @@ export class TimedConnector {
         ALPNProtocols: this.options.alpn,
         rejectUnauthorized: !settings?.insecure,
         ca: settings?.caPem,
+        // The client certificate, filled in from its references by worker/secrets.ts.
+        ...(settings?.cert && settings.key
+          ? { cert: settings.cert, key: settings.key, passphrase: settings.passphrase }
+          : {}),
         session: this.options.resumeTlsSessions ? this.tlsSession : undefined,
         ...(this.options.tlsVersion
           ? { minVersion: this.options.tlsVersion, maxVersion: this.options.tlsVersion }
@@ -184,6 +191,9 @@ export class TimedConnector {
       }
       await this.step(tlsSocket, 'tls', deadline);
       timeline.secured = performance.now();
+      tlsSocket.once('error', (err: NodeJS.ErrnoException) => {
+        if (err.code?.startsWith('ERR_SSL_')) timeline.tlsAlert = err;
+      });
       timeline.tls = {
         version: tlsSocket.getProtocol(),
         alpn: tlsSocket.alpnProtocol ?? false,

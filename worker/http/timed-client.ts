@@ -328,6 +328,9 @@ export class TimedHttpClient {
     serverClosed: boolean | undefined,
     err: unknown,
   ): RequestSample {
+    // A TLS alert after the handshake (a client certificate the server required) closed the
+    // socket under the request: the alert, not the closed socket, is why.
+    const alert = this.connector.connections.at(-1)?.tlsAlert;
     return {
       seq,
       status,
@@ -335,7 +338,7 @@ export class TimedHttpClient {
       phases: { total: performance.now() - start },
       bodyBytes: 0,
       serverClosed,
-      error: this.withSizeCapNamed(classifyError(err)),
+      error: this.withSizeCapNamed(classifyError(alert ?? err)),
     };
   }
 

@@ -14,6 +14,8 @@ import { median, percentiles } from '../../common/stats.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector, type ConnectionTimeline } from '../http/connector.js';
 import { runSequence, summarize } from '../http/sequence.js';
+import type { ProbeDetails } from '../../contracts/probes/index.js';
+import type { TargetPolicy } from '../target-policy.js';
 import type { Probe } from './probe.js';
 
 const DAY_MS = 86_400_000;
@@ -84,6 +86,9 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
 
   const samples = params.resumption ? 2 * params.samples : params.samples;
   const run = await runSequence(samples, signal, handshake, 'handshakes');
+  const clientCertificate = job.target.tls?.cert
+    ? await withoutClientCertificate(job, signal, targetPolicy, run.samples)
+    : undefined;
   const answered = run.samples.filter((s) => !s.error);
   const full = answered.filter((s) => s.kind === 'full');
   const resumedKind = answered.filter((s) => s.kind === 'resumed');
@@ -110,6 +115,7 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
     certificate: seen.certificate,
     certNotAfter: seen.certificate?.notAfter ?? null,
     samples: run.samples,
+    ...(clientCertificate ? { clientCertificate } : {}),
   };
   return {
     // Phases summarise the full handshakes; resumed ones are in `details`.
@@ -123,6 +129,48 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
     error: run.stoppedEarly,
   };
 };
+
+/** As many full handshakes as the job made, without the target's client certificate: what it costs. */
+async function withoutClientCertificate(
+  job: JobOf<'tls'>,
+  signal: AbortSignal,
+  policy: TargetPolicy,
+  withCertificate: HandshakeSample[],
+): Promise<NonNullable<ProbeDetails<'tls'>['clientCertificate']>> {
+  const { params, variant } = job;
+  const url = new URL(job.target.url);
+  const { cert: _cert, key: _key, passphrase: _passphrase, ...tlsWithout } = job.target.tls!;
+  const connector = new TimedConnector({
+    tls: tlsWithout,
+    resumeTlsSessions: false,
+    alpn: params.alpn,
+    timeoutMs: params.timeoutMs,
+    tlsVersion: TLS_PROTOCOL_NAME[variant.version],
+    policy,
+  });
+  const run = await runSequence(
+    params.samples,
+    signal,
+    async (seq) => {
+      try {
+        const socket = await connector.open(url.hostname, Number(url.port) || 443, true);
+        socket.on('error', () => {});
+        socket.end(() => socket.destroy());
+        return { seq, phases: handshakePhases(connector.connections.at(-1)!) };
+      } catch (err) {
+        return { seq, phases: {}, error: classifyError(err) };
+      }
+    },
+    'handshakes',
+  );
+  const withoutMs = run.samples.flatMap((s) => (s.error ? [] : [s.phases.tls!]));
+  const withMs = withCertificate.flatMap((s) => (s.error || s.kind !== 'full' ? [] : [s.phases.tls!]));
+  return {
+    withoutMs: percentiles(withoutMs) ?? null,
+    costMs: withoutMs.length > 0 && withMs.length > 0 ? median(withMs) - median(withoutMs) : null,
+    withoutError: run.stoppedEarly,
+  };
+}
 
 function handshakePhases(c: ConnectionTimeline): PhaseTimes {
   return {

@@ -108,6 +108,36 @@ export function tlsView(results: ResultOf<'tls'>[]): ReportSection {
           rows,
         },
       },
+      ...clientCertificateBlocks(results),
     ],
   };
+}
+
+/** Targets with a client certificate: the full handshake with it and without it (medians). */
+function clientCertificateBlocks(results: ResultOf<'tls'>[]): ReportSection['blocks'] {
+  const withCertificate = inOrder(results).filter((r) => r.details?.clientCertificate);
+  if (withCertificate.length === 0) return [];
+  return [
+    {
+      kind: 'table',
+      title: 'TLS client certificate: what sending it adds to a full handshake (medians)',
+      table: {
+        headers: ['region', 'target', 'asked', 'with it', 'without it', 'cost', 'without it failed'],
+        align: 'lllrrrl',
+        breakable: [6],
+        rows: withCertificate.map((r) => {
+          const c = r.details!.clientCertificate!;
+          return [
+            r.region,
+            r.target,
+            r.variant.version,
+            formatMs(r.details?.handshakeMs?.p50),
+            formatMs(c.withoutMs?.p50),
+            formatMs(c.costMs ?? undefined),
+            c.withoutError?.code ?? '-',
+          ];
+        }),
+      },
+    },
+  ];
 }
