@@ -22,7 +22,7 @@ export function distinct<T extends z.ZodArray>(list: T, what: string): T {
 }
 
 /** The request phases, with the names blackbox_exporter made familiar. */
-export const PHASES = ['resolve', 'connect', 'tls', 'processing', 'transfer', 'total'] as const;
+export const PHASES = ['resolve', 'connect', 'proxy', 'tls', 'processing', 'transfer', 'total'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** Durations of one request, in milliseconds. A phase that does not apply is absent;
@@ -71,6 +71,8 @@ export const ERROR_CODES = [
   'SOCKET_CLOSED',
   'DEADLINE_EXCEEDED',
   'TARGET_REFUSED_BY_POLICY',
+  /** The proxy did not open a tunnel to the target (a CONNECT answered other than 2xx, or not at all). */
+  'PROXY_REFUSED',
   /** A response failed the target's checks (`checks`: its status, a header, its body). */
   'RESPONSE_CHECK_FAILED',
   /** The body is not what the probe needs (not JSON for the drain probe's json mode, too large to decode). */

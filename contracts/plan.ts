@@ -146,6 +146,14 @@ export const targetSchema = z.strictObject({
   body: z.union([z.string(), z.strictObject({ file: z.string().min(1) })]).optional(),
   /** What a response must be to count as a good sample; a 2xx status when absent. */
   checks: responseChecksSchema.optional(),
+  /** An HTTP proxy the connections go through (CONNECT), `http://[user:${env:PASS}@]host:port`;
+   * `none`: none, whatever the worker's HTTPS_PROXY says. Absent: the worker's environment decides, as for curl. */
+  proxy: z
+    .union([z.literal('none'), httpUrlSchema])
+    .refine((value) => value === 'none' || value.startsWith('http://'), {
+      message: 'a proxy is an http:// URL (CONNECT over plain TCP to the proxy), or none',
+    })
+    .optional(),
 });
 export type Target = z.output<typeof targetSchema>;
 

@@ -7,10 +7,13 @@ import { analyzeRun } from './analysis.js';
 
 /** A target as shown and stored outside the worker: header names without values (any may be a
  * credential), the URL without user:password and without referenced or credential query values. */
-export function redactTarget<T extends { url: string; headers?: Record<string, string> }>(target: T): T {
+export function redactTarget<T extends { url: string; headers?: Record<string, string>; proxy?: string }>(
+  target: T,
+): T {
   return {
     ...target,
     url: redactUrl(target.url),
+    ...(target.proxy ? { proxy: redactUrl(target.proxy) } : {}),
     ...(target.headers ? { headers: Object.fromEntries(Object.keys(target.headers).map((k) => [k, REDACTED])) } : {}),
   };
 }

@@ -109,6 +109,7 @@ export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
             // The loader read a body file into its text (coordinator/plan-loader.ts).
             ...(typeof target.body === 'string' ? { body: target.body } : {}),
             ...(target.checks ? { checks: target.checks } : {}),
+            ...(target.proxy ? { proxy: target.proxy } : {}),
           },
           probe,
           params,

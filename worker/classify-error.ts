@@ -36,6 +36,8 @@ const BY_CODE: Record<string, ErrorCode> = {
   // TLS 1.3's certificate_required alert (116): the server asked for a client certificate and got
   // none. It comes after the client's handshake is done, on the first read (the request).
   ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED: 'TLS_CLIENT_CERT_REQUIRED',
+  // worker/http/proxy.ts: the proxy did not open the tunnel.
+  PROXY_REFUSED: 'PROXY_REFUSED',
   // worker/target-policy.ts: the address is not one this worker may connect to.
   TARGET_REFUSED_BY_POLICY: 'TARGET_REFUSED_BY_POLICY',
   // Thrown by probes' body consumers (worker/http/body.ts).

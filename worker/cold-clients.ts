@@ -14,6 +14,7 @@ import type { JobTarget } from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { ColdClientParam, ColdClientUsed } from '../contracts/probes/reuse.js';
 import type { ColdRequestInput, ColdRequestOutput } from './probes/cold-request.js';
+import { proxyOf } from './http/proxy.js';
 import type { TargetPolicy } from './target-policy.js';
 
 const COLD_REQUEST_SCRIPT = fileURLToPath(new URL('./probes/cold-request.js', import.meta.url));
@@ -162,6 +163,15 @@ async function curlClient(version: string, options: ColdClientOptions): Promise<
     const address = await policy.resolve(host);
     config.push(`resolve = ${curlValue(`${host}:${port}:${address.includes(':') ? `[${address}]` : address}`)}`);
   }
+  // The proxy our own connector would use, tunnelled as ours is; none stops curl reading the environment's.
+  const proxy = proxyOf(target);
+  if (proxy) {
+    config.push(
+      `proxy = ${curlValue(`http://${proxy.host.includes(':') ? `[${proxy.host}]` : proxy.host}:${proxy.port}`)}`,
+      'proxytunnel',
+    );
+    if (proxy.authorization) config.push(`proxy-header = ${curlValue(`Proxy-Authorization: ${proxy.authorization}`)}`);
+  } else config.push('noproxy = "*"');
   if (target.method) config.push(`request = ${curlValue(target.method)}`);
   if (target.body !== undefined) {
     // From a file, as it is: inline, curl would read @ and strip newlines.

@@ -11,6 +11,7 @@ import { formatIssuePath } from '../common/issue-path.js';
 import type { Logger } from '../common/log.js';
 import { settledByBound } from '../common/settle.js';
 import { AltSvcLog } from './http/alt-svc.js';
+import { ProxyRefusedError, proxyOf } from './http/proxy.js';
 import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
 import type { ProbeContext, ProbeOutcome } from './probes/probe.js';
 import { SecretInvalidError, SecretNotSetError, withSecrets, type SecretFileDirs } from './secrets.js';
@@ -201,8 +202,10 @@ async function withSecretsIn(
   let target;
   try {
     target = withSecrets(job.target, process.env, fileDirs);
+    // A proxy (the target's, or the environment's) that cannot be used is the job's result.
+    proxyOf(target);
   } catch (err) {
-    if (err instanceof SecretNotSetError || err instanceof SecretInvalidError)
+    if (err instanceof SecretNotSetError || err instanceof SecretInvalidError || err instanceof ProxyRefusedError)
       return notRun({ code: err.code, message: err.message });
     throw err;
   }

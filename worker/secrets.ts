@@ -52,7 +52,23 @@ export function withSecrets(
   fileDirs: SecretFileDirs = secretFileDirsOf(env),
 ): JobTarget {
   const withCert = target.tls?.key ? { ...target, tls: withClientCertificate(target.tls, env, fileDirs) } : target;
-  return withHeaderAndUrlSecrets(withCert, env);
+  const withProxy = withCert.proxy?.includes('${env:')
+    ? { ...withCert, proxy: urlWithReferences(withCert.proxy, 'the proxy URL', env) }
+    : withCert;
+  return withHeaderAndUrlSecrets(withProxy, env);
+}
+
+/** A URL's references replaced by their values, percent-encoded where they stand. */
+function urlWithReferences(url: string, where: string, env: NodeJS.ProcessEnv): string {
+  return replaceUrlReferences(url, (variable) => {
+    const secret = variableValue(variable, where, env);
+    try {
+      return encodeURIComponent(secret);
+    } catch {
+      // A lone UTF-16 surrogate has no UTF-8 form to percent-encode.
+      throw new SecretInvalidError(`${where}: the value of \${env:${variable}} is not valid Unicode; nothing was sent`);
+    }
+  });
 }
 
 function withHeaderAndUrlSecrets(target: JobTarget, env: NodeJS.ProcessEnv): JobTarget {
@@ -68,19 +84,7 @@ function withHeaderAndUrlSecrets(target: JobTarget, env: NodeJS.ProcessEnv): Job
     });
   }
   if (!HAS_REFERENCE_OR_USER.test(target.url)) return { ...target, headers };
-  const url = new URL(
-    replaceUrlReferences(target.url, (variable) => {
-      const secret = variableValue(variable, 'the URL', env);
-      try {
-        return encodeURIComponent(secret);
-      } catch {
-        // A lone UTF-16 surrogate has no UTF-8 form to percent-encode.
-        throw new SecretInvalidError(
-          `the URL: the value of \${env:${variable}} is not valid Unicode; nothing was sent`,
-        );
-      }
-    }),
-  );
+  const url = new URL(urlWithReferences(target.url, 'the URL', env));
   if (url.username || url.password) {
     const user = percentDecoded(url.username);
     if (user.includes(':'))

@@ -66,7 +66,8 @@ export async function warmUpRequestPath(region: string, log: Logger): Promise<nu
       runId: 'warm-up',
       plan: 'warm-up',
       region,
-      target: { name: 'warm-up', url: `http://127.0.0.1:${port}/` },
+      // Our own server on loopback: never through a proxy the environment names.
+      target: { name: 'warm-up', url: `http://127.0.0.1:${port}/`, proxy: 'none' },
       probe: 'reuse',
       params: { requests: WARM_UP_REQUESTS, modes: ['reused'], timeoutMs: 5_000, tlsResume: false, client: 'auto' },
       variant: { mode: 'reused', scheme: 'http' },

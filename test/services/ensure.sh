@@ -39,6 +39,10 @@ PACKAGE_OF+=(
 PACKAGE_OF+=(
   [nginx]=nginx
 )
+# Egress proxies: tests start their own tinyproxy on a free loopback port (CONNECT tunnels).
+PACKAGE_OF+=(
+  [tinyproxy]=tinyproxy
+)
 
 # Reports: the HTML report is opened in headless Chromium (driven by playwright-core), with a
 # font so that its screenshots show text.

@@ -6,7 +6,10 @@ import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
 import diagnostics from 'node:diagnostics_channel';
 import type { buildConnector } from 'undici';
+import { lookup } from 'node:dns/promises';
+import type { PhaseTimes } from '../../contracts/common.js';
 import type { JobTls } from '../../contracts/job.js';
+import { openTunnel, ProxyRefusedError, type ProxySettings } from './proxy.js';
 import { TargetRefusedError, type TargetPolicy } from '../target-policy.js';
 
 /** Raw timestamps (performance.now(), ms) of one connection; durations are derived later. */
@@ -17,6 +20,8 @@ export interface ConnectionTimeline {
   /** After DNS; absent when the host was an IP literal (no lookup happened). */
   resolved?: number;
   connected?: number;
+  /** Through a proxy: when the proxy answered CONNECT (the tunnel is open). */
+  tunneled?: number;
   /** After the TLS handshake; https only. */
   secured?: number;
   remoteAddress?: string;
@@ -40,6 +45,8 @@ export interface ConnectorOptions {
   tlsVersion?: tls.SecureVersion;
   /** Decides on, and gives, the address each connection goes to. */
   policy: TargetPolicy;
+  /** Connect through this proxy (a CONNECT tunnel to the address the policy allowed). */
+  proxy?: ProxySettings;
 }
 
 export class ConnectError extends Error {
@@ -47,7 +54,7 @@ export class ConnectError extends Error {
   constructor(
     message: string,
     readonly code: string,
-    readonly phase: 'resolve' | 'connect' | 'tls',
+    readonly phase: 'resolve' | 'connect' | 'proxy' | 'tls',
     options?: { cause?: unknown },
   ) {
     super(message, options);
@@ -152,12 +159,33 @@ export class TimedConnector {
     try {
       const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
 
+      // The policy judges the final target, proxy or not: the tunnel goes to the address it allowed.
       const address = await resolveChecked(this.options.policy, host);
-      if (net.isIP(host) === 0) timeline.resolved = performance.now();
+      const proxy = this.options.proxy;
+      // A proxy the plan named is held to the policy too; the worker's own (its environment) is the operator's.
+      const proxyAddress = proxy
+        ? proxy.from === 'plan'
+          ? await resolveChecked(this.options.policy, proxy.host)
+          : await resolveUnchecked(proxy.host)
+        : undefined;
+      if (net.isIP(host) === 0 || (proxy && net.isIP(proxy.host) === 0)) timeline.resolved = performance.now();
 
-      const socket = await this.step(net.connect({ host: address, port, noDelay: true }), 'connect', deadline);
+      const socket = await this.step(
+        net.connect({ host: proxyAddress ?? address, port: proxy?.port ?? port, noDelay: true }),
+        'connect',
+        deadline,
+      );
       timeline.connected = performance.now();
       timeline.remoteAddress = `${address}:${port}`;
+      if (proxy) {
+        await this.tunnel(
+          socket,
+          address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`,
+          proxy,
+          deadline,
+        );
+        timeline.tunneled = performance.now();
+      }
       if (!secure) {
         this.tcp.set(timeline, { socket, readyBytes: 0 });
         this.register(socket, timeline);
@@ -208,6 +236,28 @@ export class TimedConnector {
     }
   }
 
+  /** Opens the CONNECT tunnel, bounded by the deadline. */
+  private async tunnel(socket: net.Socket, authority: string, proxy: ProxySettings, deadline: ConnectDeadline) {
+    const expired = new Promise<never>((_resolve, reject) => {
+      const onTimeout = () =>
+        reject(
+          new ProxyRefusedError(
+            `proxy ${proxy.shown} did not answer CONNECT ${authority} within the connect time bound`,
+          ),
+        );
+      if (deadline.expired) onTimeout();
+      else deadline.onExpiry = onTimeout;
+    });
+    try {
+      await Promise.race([openTunnel(socket, authority, proxy), expired]);
+    } catch (err) {
+      socket.destroy();
+      throw new ConnectError((err as Error).message, 'PROXY_REFUSED', 'proxy', { cause: err });
+    } finally {
+      deadline.onExpiry = undefined;
+    }
+  }
+
   /** Waits for `connect` (TCP) or `secureConnect` (TLS), bounded by the deadline. */
   private step<S extends net.Socket>(socket: S, phase: 'connect' | 'tls', deadline: ConnectDeadline): Promise<S> {
     const event = phase === 'tls' ? 'secureConnect' : 'connect';
@@ -241,6 +291,35 @@ export class TimedConnector {
       deadline.onExpiry = onTimeout;
     });
   }
+}
+
+/** A proxy of the worker's own environment: resolved, not judged (the operator named it). */
+async function resolveUnchecked(host: string): Promise<string> {
+  if (net.isIP(host)) return host;
+  try {
+    return (await lookup(host)).address;
+  } catch (err) {
+    throw new ConnectError(
+      `resolving the proxy ${host}: ${(err as Error).message}`,
+      (err as NodeJS.ErrnoException).code ?? 'EDNS',
+      'resolve',
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+/** The phases of a connection a request opened: resolve (when a name was looked up), TCP
+ * connect, the proxy's CONNECT round trip when tunnelled, and the TLS handshake on https. */
+export function connectionPhases(c: ConnectionTimeline): PhaseTimes {
+  const phases: PhaseTimes = {};
+  if (c.resolved !== undefined) phases.resolve = c.resolved - c.start;
+  if (c.connected === undefined) return phases;
+  phases.connect = c.connected - (c.resolved ?? c.start);
+  if (c.tunneled !== undefined) phases.proxy = c.tunneled - c.connected;
+  if (c.secured !== undefined) phases.tls = c.secured - (c.tunneled ?? c.connected);
+  return phases;
 }
 
 /**

@@ -19,6 +19,7 @@ import { newLatencyHistogram, recordMs, type Histogram } from '../../common/late
 import { classifyError } from '../classify-error.js';
 import type { TargetPolicy } from '../target-policy.js';
 import { CountingConnector } from './counting-connector.js';
+import type { ProxySettings } from './proxy.js';
 import { MAX_CONSECUTIVE_FAILURES } from './sequence.js';
 import { overResponseCap, responseTooLarge, WireError } from './wire.js';
 import type { AltSvcLog } from './alt-svc.js';
@@ -26,6 +27,8 @@ import type { AltSvcLog } from './alt-svc.js';
 export interface LoadOptions {
   url: string;
   headers?: Record<string, string>;
+  /** Connect through this proxy's CONNECT tunnel. */
+  proxy?: ProxySettings;
   /** The target's method and body. @defaultValue GET, none */
   method?: string;
   body?: string;
@@ -78,6 +81,7 @@ export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
   const h2 = options.mode === 'h2';
   const connector = new CountingConnector({
     tls: options.tls,
+    proxy: options.proxy,
     h2,
     resumeTlsSessions: options.tlsResume,
     timeoutMs: options.timeoutMs,

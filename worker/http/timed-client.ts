@@ -21,9 +21,10 @@ import {
 } from './body.js';
 import type { TargetPolicy } from '../target-policy.js';
 import type { AltSvcLog } from './alt-svc.js';
+import { proxyOf } from './proxy.js';
 import { CheckedBody, ResponseCheck, type CheckedHeaders } from './response-checks.js';
 import type { Method } from '../../contracts/request.js';
-import { TimedConnector, type ConnectionTimeline, type RequestSent } from './connector.js';
+import { connectionPhases, TimedConnector, type ConnectionTimeline, type RequestSent } from './connector.js';
 import { exchangeBound, exchangeTimeout } from './wire.js';
 
 export interface TimedClientOptions {
@@ -86,6 +87,8 @@ export class TimedHttpClient {
   private readonly url: URL;
   private readonly path: string;
   private readonly hostIsLiteral: boolean;
+  /** Connections go through a proxy's tunnel (a reused one skips its CONNECT too). */
+  private readonly proxied: boolean;
   private readonly secure: boolean;
   /** The target's headers with lower-case names, so a request's own headers replace them rather than doubling them. */
   private readonly targetHeaders: Record<string, string>;
@@ -112,6 +115,7 @@ export class TimedHttpClient {
       Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
     );
     this.hostIsLiteral = /^[\d.]+$|^\[/.test(this.url.hostname);
+    this.proxied = options.target.proxy !== undefined;
     this.method = options.target.method ?? 'GET';
     this.body = options.target.body;
     this.check = new ResponseCheck(options.target.checks);
@@ -121,6 +125,7 @@ export class TimedHttpClient {
       alpn: ['http/1.1'],
       timeoutMs: options.timeoutMs,
       policy: options.policy,
+      proxy: proxyOf(options.target),
     });
     this.client = new Client(this.url.origin, {
       connect: this.connector.connect,
@@ -360,16 +365,15 @@ export class TimedHttpClient {
     headersAt: number,
     end: number,
   ): PhaseTimes {
-    const phases: PhaseTimes = {};
+    let phases: PhaseTimes = {};
     const c = sent?.timeline;
     if (newConnection && c?.connected !== undefined) {
-      if (c.resolved !== undefined) phases.resolve = c.resolved - c.start;
-      phases.connect = c.connected - (c.resolved ?? c.start);
-      if (this.secure && c.secured !== undefined) phases.tls = c.secured - c.connected;
+      phases = connectionPhases(c);
     } else if (!newConnection) {
       // A reused connection skipped these; they cost nothing, which is the point.
       if (!this.hostIsLiteral) phases.resolve = 0;
       phases.connect = 0;
+      if (this.proxied) phases.proxy = 0;
       if (this.secure) phases.tls = 0;
     }
     if (sent) phases.processing = headersAt - sent.at;

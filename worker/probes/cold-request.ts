@@ -9,7 +9,8 @@ import { text } from 'node:stream/consumers';
 import type { RequestSample } from '../../contracts/common.js';
 import type { JobTarget } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
-import { TimedConnector } from '../http/connector.js';
+import { connectionPhases, TimedConnector } from '../http/connector.js';
+import { proxyOf } from '../http/proxy.js';
 import { overResponseCap, responseTooLarge, WireError } from '../http/wire.js';
 import { TargetPolicy, type TargetPolicySettings } from '../target-policy.js';
 
@@ -31,6 +32,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
   const secure = url.protocol === 'https:';
   const connector = new TimedConnector({
     tls: target.tls,
+    proxy: proxyOf(target),
     resumeTlsSessions: false,
     alpn: ['http/1.1'],
     timeoutMs,
@@ -92,9 +94,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
               status: res.statusCode,
               newConnection: true,
               phases: {
-                ...(c.resolved !== undefined ? { resolve: c.resolved - c.start } : {}),
-                connect: c.connected! - (c.resolved ?? c.start),
-                ...(secure ? { tls: c.secured! - c.connected! } : {}),
+                ...connectionPhases(c),
                 processing: headersAt - sentAt,
                 transfer: end - headersAt,
                 total: end - start,

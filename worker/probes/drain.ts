@@ -19,6 +19,7 @@ import {
 } from '../http/body.js';
 import { TimedConnector } from '../http/connector.js';
 import type { TargetPolicy } from '../target-policy.js';
+import { proxyOf } from '../http/proxy.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import { TimedHttpClient } from '../http/timed-client.js';
 import type { Probe } from './probe.js';
@@ -171,6 +172,7 @@ async function http2Support(
   if (signal.aborted) return { checked: false, negotiated: null, note: 'not checked: the time bound was reached' };
   const connector = new TimedConnector({
     tls: job.target.tls,
+    proxy: proxyOf(job.target),
     resumeTlsSessions: false,
     alpn: ['h2', 'http/1.1'],
     timeoutMs: job.params.timeoutMs,

@@ -30,6 +30,7 @@ import type { TargetPolicy } from '../target-policy.js';
 import type { AltSvcLog } from '../http/alt-svc.js';
 import { H2WireTap, type HeaderBytes } from '../http/h2-wire-tap.js';
 import { h2Get, h2SessionOver } from '../http/h2-session.js';
+import { proxyOf } from '../http/proxy.js';
 import { describeBytes, http1RequestHead, readHttp1ResponseHead } from '../http/raw-http1.js';
 import { readWholeBody } from '../http/body.js';
 import { bounded, exchangeBound, WireError } from '../http/wire.js';
@@ -172,6 +173,7 @@ class Http2Run {
   private connector(alpn: string[]): TimedConnector {
     const connector = new TimedConnector({
       tls: this.job.target.tls,
+      proxy: proxyOf(this.job.target),
       resumeTlsSessions: false,
       alpn,
       timeoutMs: this.timeoutMs,

@@ -8,6 +8,7 @@ import { JOB_LIMITS } from '../../contracts/limits.js';
 import type { LoadDetails } from '../../contracts/probes/load.js';
 import { encodeHistogram, percentilesOf } from '../../common/latency-histogram.js';
 import { generateLoad, type LoadOutcome } from '../http/load-generator.js';
+import { proxyOf } from '../http/proxy.js';
 import { ResponseCheck } from '../http/response-checks.js';
 import type { Probe } from './probe.js';
 
@@ -19,6 +20,7 @@ export const runLoadProbe: Probe<'load'> = async (job, { signal, targetPolicy, a
     method: job.target.method,
     body: job.target.body,
     tls: job.target.tls,
+    proxy: proxyOf(job.target),
     mode: variant.mode,
     connections: params.connections,
     streams: params.streams,

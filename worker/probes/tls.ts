@@ -12,7 +12,8 @@ import type { JobOf } from '../../contracts/job.js';
 import { TLS_PROTOCOL_NAME, type CertificateInfo, type HandshakeSample } from '../../contracts/probes/tls.js';
 import { median, percentiles } from '../../common/stats.js';
 import { classifyError } from '../classify-error.js';
-import { TimedConnector, type ConnectionTimeline } from '../http/connector.js';
+import { connectionPhases, TimedConnector, type ConnectionTimeline } from '../http/connector.js';
+import { proxyOf } from '../http/proxy.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import type { TargetPolicy } from '../target-policy.js';
@@ -28,6 +29,7 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
   const port = Number(url.port) || 443;
   const connector = new TimedConnector({
     tls: job.target.tls,
+    proxy: proxyOf(job.target),
     resumeTlsSessions: params.resumption,
     alpn: params.alpn,
     timeoutMs: params.timeoutMs,
@@ -142,6 +144,7 @@ async function withoutClientCertificate(
   const { cert: _cert, key: _key, passphrase: _passphrase, ...tlsWithout } = job.target.tls!;
   const connector = new TimedConnector({
     tls: tlsWithout,
+    proxy: proxyOf(job.target),
     resumeTlsSessions: false,
     alpn: params.alpn,
     timeoutMs: params.timeoutMs,
@@ -173,12 +176,7 @@ async function withoutClientCertificate(
 }
 
 function handshakePhases(c: ConnectionTimeline): PhaseTimes {
-  return {
-    ...(c.resolved !== undefined ? { resolve: c.resolved - c.start } : {}),
-    connect: c.connected! - (c.resolved ?? c.start),
-    tls: c.secured! - c.connected!,
-    total: c.secured! - c.start,
-  };
+  return { ...connectionPhases(c), total: c.secured! - c.start };
 }
 
 /** Waits (bounded) until the connection has delivered a session to resume, unless it already has. */
