@@ -29,7 +29,7 @@ export interface NginxServerConfig {
   directives?: string[];
   /** Serve HTTPS with this certificate and key (PEM); with `clientCa`, ask clients for a
    * certificate it signed (`ssl_verify_client`: `on` requires one, `optional` takes one). */
-  tls?: { certPem: string; keyPem: string; clientCa?: string; verifyClient?: 'on' | 'optional' };
+  tls?: { certPem: string; keyPem: string; clientCa?: string; verifyClient?: 'on' | 'optional'; http2?: boolean };
 }
 
 export interface Nginx {
@@ -73,7 +73,7 @@ export async function startNginx(servers: NginxServerConfig[]): Promise<Nginx> {
       }
     }
     blocks.push(
-      `server { listen 127.0.0.1:${port}${server.tls ? ' ssl' : ''}; root ${root}; ${[...tls, ...(server.directives ?? [])].join(' ')} }`,
+      `server { listen 127.0.0.1:${port}${server.tls ? ' ssl' : ''}${server.tls?.http2 ? ' http2' : ''}; root ${root}; ${[...tls, ...(server.directives ?? [])].join(' ')} }`,
     );
   }
   await mkdir(path.join(prefix, 'tmp'));

@@ -356,6 +356,15 @@ const CHECK_LEVELS: RequestSupport['checks'][] = [
   'status, headers and body',
 ];
 
+/** What a target's checks ask for, by the least a probe must apply to hold them. */
+const ASKED_CHECKS: Record<RequestSupport['checks'], string> = {
+  'status, headers and body': 'body checks',
+  'status and headers': 'header checks',
+  status: 'exact status codes (200, not 2xx)',
+  'status classes': 'status checks',
+  none: '',
+};
+
 /** A target whose method, body or checks an experiment on it would not apply is refused, rather
  * than measured as if they held (a POST endpoint probed with GETs, a body check never made). */
 function reportUnappliedRequestSettings(
@@ -376,7 +385,7 @@ function reportUnappliedRequestSettings(
     const unapplied = [
       ...(asked.body && !support.body ? [`${asked.body}`] : []),
       ...(asked.checks && CHECK_LEVELS.indexOf(asked.checks) > CHECK_LEVELS.indexOf(support.checks)
-        ? [`checks on its ${asked.checks === 'status classes' ? 'status' : asked.checks}`]
+        ? [ASKED_CHECKS[asked.checks]]
         : []),
     ];
     if (unapplied.length === 0) continue;

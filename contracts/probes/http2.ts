@@ -68,7 +68,11 @@ export const http2Probe = defineProbe({
     /** Steps that failed (negotiation answers are results, not failures). */
     errors: z.array(probeErrorSchema.extend({ step: z.enum(HTTP2_STEPS) })),
   }),
-  request: () => ({ body: false, checks: 'none', why: "its requests are GETs, its own; not yet the target's" }),
+  request: () => ({
+    body: true,
+    checks: 'status',
+    why: 'it reads response heads off the wire (its h2c Upgrade attempt stays a GET)',
+  }),
   variants: (_params, target) => [{ scheme: schemeOf(target.url) }],
   // One HTTP/1.1 and 1 + repeats HTTP/2 requests, the h2c attempts, then `concurrent` requests over each protocol.
   demands: (params) => ({

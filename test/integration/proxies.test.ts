@@ -14,6 +14,8 @@ import { executeJob } from '../../worker/execute-job.js';
 import { noProxyMatches, proxyFromEnvironment } from '../../worker/http/proxy.js';
 import { jobsOf, writePlan } from '../helpers/plans.js';
 import { runCli } from '../helpers/repo.js';
+import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
+import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { needsTinyproxy, startTinyproxy, type Tinyproxy } from '../helpers/tinyproxy.js';
 
@@ -162,5 +164,39 @@ experiments: [{ probe: reuse, requests: 3, modes: [reused] }]
     } finally {
       await strict.stop();
     }
+  });
+
+  describe('a region whose worker is behind the proxy (its environment)', needsRedis, () => {
+    const prefix = testPrefix();
+    let worker: CliProcess;
+    before(async () => {
+      requireRedis();
+      worker = await startWorkerProcess('behind', TEST_REDIS_URL, prefix, [], { http_proxy: proxy.url, NO_PROXY: '' });
+    });
+    after(async () => {
+      await worker?.stop();
+      if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, prefix);
+    });
+
+    test("the worker's jobs tunnel through it, and the report shows the proxy phase", async () => {
+      const plan = await writePlan(`
+name: behind-proxy
+regions: [behind]
+targets: [{ name: http, url: "${lab.url('keepalive')}" }]
+experiments: [{ probe: reuse, requests: 3, modes: [new] }]
+`);
+      const json = path.join(tempDir('probefleet-proxy-'), 'run.json');
+      const before = (await proxy.connects()).length;
+      const { code, stderr } = await runCli(
+        ['run', plan, '--redis', TEST_REDIS_URL, '--prefix', prefix, '--json', json],
+        {
+          timeoutMs: 60_000,
+        },
+      );
+      assert.equal(code, 0, stderr);
+      const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
+      assert.ok(report.results[0].summary.phases.proxy, JSON.stringify(report.results[0].summary.phases));
+      assert.equal((await proxy.connects()).length - before, 3);
+    });
   });
 });

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { createLogger } from '../../common/log.js';
 import { runReportSchema, type ProbeResult, type ResultOf, type RunReport } from '../../contracts/result.js';
 import { startLab, type Lab } from '../../lab/index.js';
+import { createLabCa } from '../../lab/certs.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { needsNginx, startNginx, type Nginx } from '../helpers/nginx.js';
 import { jobsOf, writePlan } from '../helpers/plans.js';
@@ -154,6 +155,36 @@ experiments: [{ probe: load, modes: [reused], connections: 2, requests: 20, dura
     assert.equal(post.details?.completed, 20);
     const posts = (await nginx.accessLog()).filter((l) => l.request === 'POST /echo HTTP/1.1');
     assert.equal(posts.length - postsBefore, 20);
+  });
+});
+
+describe('the http2 probe sends the method and body on both protocols, and checks each status', needsNginx, () => {
+  let nginx: Nginx;
+  before(async () => {
+    const ca = await createLabCa();
+    nginx = await startNginx([
+      { files: {}, directives: NGINX_LOCATIONS, tls: { ...(await ca.issue({ hosts: ['127.0.0.1'] })), http2: true } },
+    ]);
+  });
+  after(() => nginx?.stop());
+
+  test('a POST over HTTP/2 and HTTP/1.1 reaches nginx; a 500 fails the job with RESPONSE_CHECK_FAILED', async () => {
+    const results = await run(`
+name: h2-post
+targets:
+  - { name: post, url: "${nginx.urls[0]}/echo", method: POST, body: "a=1", tls: { insecure: true }, checks: { status: [200] } }
+  - { name: error, url: "${nginx.urls[0]}/error", tls: { insecure: true } }
+experiments: [{ probe: http2, repeats: 2, concurrent: 4 }]
+`);
+    const post = byTarget(results, 'post') as ResultOf<'http2'>;
+    assert.equal(post.ok, true, JSON.stringify(post.error));
+    assert.equal(post.details?.alpn?.selected, 'h2');
+    const requests = (await nginx.accessLog()).map((l) => l.request);
+    assert.ok(requests.filter((r) => r === 'POST /echo HTTP/2.0').length >= 3 + 4, requests.join('\n'));
+    assert.ok(requests.includes('POST /echo HTTP/1.1'), 'the hand-written HTTP/1.1 request too');
+    const error = byTarget(results, 'error');
+    assert.equal(error.error?.code, 'RESPONSE_CHECK_FAILED');
+    assert.match(error.error!.message, /status 500, not 2xx/);
   });
 });
 

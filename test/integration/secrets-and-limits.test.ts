@@ -14,7 +14,7 @@ import { openFleet } from '../../coordinator/fleet.js';
 import { submitRun } from '../../coordinator/flow.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { executeJob } from '../../worker/execute-job.js';
-import { h2Get, h2SessionOver } from '../../worker/http/h2-session.js';
+import { h2Request, h2SessionOver } from '../../worker/http/h2-session.js';
 import { generateLoad } from '../../worker/http/load-generator.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
 import { captureLog } from '../helpers/logs.js';
@@ -161,9 +161,12 @@ experiments: [${experiment}]
     await new Promise((resolve) => socket.once('connect', resolve));
     const session = h2SessionOver(h2cUrl, socket);
     try {
-      await assert.rejects(h2Get(session, '/endless', {}, 20_000, AbortSignal.timeout(30_000)), {
-        code: 'EWIRE_TOO_LARGE',
-      });
+      await assert.rejects(
+        h2Request(session, { method: 'GET', path: '/endless', headers: {} }, 20_000, AbortSignal.timeout(30_000)),
+        {
+          code: 'EWIRE_TOO_LARGE',
+        },
+      );
     } finally {
       session.destroy();
     }

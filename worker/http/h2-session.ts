@@ -25,17 +25,19 @@ export function h2SessionOver(origin: string, socket: Duplex): http2.ClientHttp2
   return session;
 }
 
-/** One GET on `session`, body read to the end; rejects on stream or session failure, or after `timeoutMs`. */
-export function h2Get(
+/** One request on `session` (the target's method and body; GET without one), body read to the
+ * end; rejects on stream or session failure, or after `timeoutMs`. */
+export function h2Request(
   session: http2.ClientHttp2Session,
-  path: string,
-  headers: Record<string, string>,
+  request: { method: string; path: string; headers: Record<string, string>; body?: string },
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<H2Response> {
+  const { method, path, headers, body } = request;
   let stream: http2.ClientHttp2Stream;
   try {
-    stream = session.request({ ...headers, ':method': 'GET', ':path': path }, { endStream: true });
+    stream = session.request({ ...headers, ':method': method, ':path': path }, { endStream: body === undefined });
+    if (body !== undefined) stream.end(body);
   } catch (err) {
     return Promise.reject(err as Error);
   }
@@ -77,5 +79,5 @@ export function h2Get(
       ),
     );
   });
-  return bounded(work, timeoutMs, signal, `HTTP/2 GET ${path}`, () => stream.destroy());
+  return bounded(work, timeoutMs, signal, `HTTP/2 ${method} ${path}`, () => stream.destroy());
 }

@@ -17,6 +17,7 @@ import type http2 from 'node:http2';
 import type net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
+import type { ProbeError } from '../../contracts/common.js';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
@@ -29,7 +30,8 @@ import { TimedConnector } from '../http/connector.js';
 import type { TargetPolicy } from '../target-policy.js';
 import type { AltSvcLog } from '../http/alt-svc.js';
 import { H2WireTap, type HeaderBytes } from '../http/h2-wire-tap.js';
-import { h2Get, h2SessionOver } from '../http/h2-session.js';
+import { h2Request, h2SessionOver } from '../http/h2-session.js';
+import { ResponseCheck } from '../http/response-checks.js';
 import { proxyOf } from '../http/proxy.js';
 import { describeBytes, http1RequestHead, readHttp1ResponseHead } from '../http/raw-http1.js';
 import { readWholeBody } from '../http/body.js';
@@ -75,6 +77,11 @@ class Http2Run {
   private readonly port: number;
   private readonly path: string;
   private readonly headers: Record<string, string>;
+  /** The target's method and body, sent on both protocols. */
+  private readonly method: string;
+  private readonly body: string | undefined;
+  /** The target's checks, on each response's status. */
+  private readonly check: ResponseCheck;
   private readonly connectors: TimedConnector[] = [];
   private readonly errors: Details['errors'] = [];
   private requests = 0;
@@ -90,6 +97,9 @@ class Http2Run {
     this.secure = this.url.protocol === 'https:';
     this.port = Number(this.url.port) || (this.secure ? 443 : 80);
     this.path = this.url.pathname + this.url.search;
+    this.method = job.target.method ?? 'GET';
+    this.body = job.target.body;
+    this.check = new ResponseCheck(job.target.checks);
     this.headers = { ...BASE_HEADERS };
     for (const [name, value] of Object.entries(job.target.headers ?? {})) {
       if (!CONNECTION_HEADERS.has(name.toLowerCase())) this.headers[name.toLowerCase()] = value;
@@ -210,9 +220,34 @@ class Http2Run {
   /** One HTTP/2 request, counted; its failure is counted by the step, which knows whether it is one. */
   private async get(session: http2.ClientHttp2Session) {
     this.requests++;
-    const response = await h2Get(session, this.path, this.headers, this.timeoutMs, this.signal);
+    const response = await h2Request(
+      session,
+      {
+        method: this.method,
+        path: this.path,
+        headers: this.headers,
+        ...(this.body === undefined ? {} : { body: this.body }),
+      },
+      this.timeoutMs,
+      this.signal,
+    );
     this.altSvc.note(response.altSvc);
     return response;
+  }
+
+  /** A response whose status the target's checks refuse is a failed request of its step. */
+  private checked(step: Step, status: number): void {
+    const failure = this.check.failure(status);
+    if (!failure) return;
+    this.failedRequests++;
+    this.errors.push({ step, ...failure });
+  }
+
+  /** The target's body, with its length, for a hand-written HTTP/1.1 request. */
+  private get h1Headers(): Record<string, string> {
+    return this.body === undefined
+      ? this.headers
+      : { ...this.headers, 'content-length': String(Buffer.byteLength(this.body)) };
   }
 
   /** Step 2: the first request and the repeats over one HTTP/2 connection, header bytes from the frames. */
@@ -240,6 +275,7 @@ class Http2Run {
         }
         if (seq === 0 && !this.secure)
           priorKnowledge = { supported: true, answer: `answered HTTP/2 ${response.status}` };
+        this.checked('h2-headers', response.status);
         requests.push({ seq, status: response.status, ...tap.headerBytes(response.streamId) });
       }
     } finally {
@@ -267,12 +303,13 @@ class Http2Run {
     this.requests++;
     try {
       socket = await this.open(this.connector(['http/1.1']));
-      const head = http1RequestHead('GET', this.path, this.url.host, this.headers);
-      socket.write(head);
+      const head = http1RequestHead(this.method, this.path, this.url.host, this.h1Headers);
+      socket.write(this.body === undefined ? head : Buffer.concat([head, Buffer.from(this.body)]));
       const answer = await bounded(readHttp1ResponseHead(socket), this.timeoutMs, this.signal, 'HTTP/1.1 request', () =>
         socket?.destroy(),
       );
       this.altSvc.note(answer.headers['alt-svc']);
+      this.checked('h1-headers', answer.status);
       return { request: head.length, response: answer.headBytes };
     } catch (err) {
       this.failedRequests++;
@@ -359,14 +396,15 @@ class Http2Run {
         const bound = exchangeBound(this.timeoutMs, this.signal, () => answered);
         try {
           const response = await pool.request({
-            method: 'GET',
+            method: this.method,
             path: this.path,
             headers: this.headers,
+            ...(this.body === undefined ? {} : { body: this.body }),
             signal: bound.signal,
           });
           answered = true;
           await readWholeBody(response.body);
-          return null;
+          return this.check.failure(response.statusCode) ?? null;
         } catch (err) {
           return err;
         } finally {
@@ -397,7 +435,7 @@ class Http2Run {
       outcomes = await Promise.all(
         Array.from({ length: this.job.params.concurrent }, () =>
           this.get(open).then(
-            () => null,
+            (response) => this.check.failure(response.status) ?? null,
             (err: unknown) => err,
           ),
         ),
@@ -415,9 +453,18 @@ class Http2Run {
   private multiplexRun(step: Step, connector: TimedConnector, totalMs: number, outcomes: unknown[]): MultiplexRun {
     const failures = outcomes.filter((o) => o !== null);
     this.failedRequests += failures.length;
-    if (failures.length > 0) this.fail(step, failures[0]);
+    const [first] = failures;
+    // A response the checks refused is already a ProbeError; anything else was thrown.
+    if (failures.length > 0 && isProbeError(first)) this.errors.push({ step, ...first });
+    else if (failures.length > 0) this.fail(step, first);
     return { connectionsOpened: connector.connections.length, totalMs, errors: failures.length };
   }
+}
+
+function isProbeError(value: unknown): value is ProbeError {
+  return (
+    !(value instanceof Error) && typeof value === 'object' && value !== null && 'code' in value && 'message' in value
+  );
 }
 
 /** After a 101: the first frame about stream 1 (HEADERS when the server answers, RST_STREAM or GOAWAY when not). */
