@@ -29,10 +29,12 @@ function ok(result: ReuseResult | undefined) {
 }
 const totals = (result: ReuseResult | undefined) => answeredPhase(result?.details?.samples ?? [], 'total');
 
-/** How long each request on a new connection spent opening it: resolve + connect + TLS. */
+/** How long each request on a new connection spent opening it: resolve + connect (+ the proxy's CONNECT) + TLS. */
 function setupTimes(result: ReuseResult): number[] {
   return ok(result).flatMap(({ newConnection, phases }) =>
-    !newConnection || phases.connect === undefined ? [] : [(phases.resolve ?? 0) + phases.connect + (phases.tls ?? 0)],
+    !newConnection || phases.connect === undefined
+      ? []
+      : [(phases.resolve ?? 0) + phases.connect + (phases.proxy ?? 0) + (phases.tls ?? 0)],
   );
 }
 

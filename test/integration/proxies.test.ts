@@ -120,6 +120,9 @@ experiments: [{ probe: reuse, requests: 2, modes: [new] }]
     );
     const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
     assert.ok(report.results.find((r) => r.target === 'env')!.summary.phases.proxy);
+    assert.match(proxied.stdout, /Through a proxy: opening a connection, phase by phase/);
+    assert.match(proxied.stdout, /local\s+env\s+new\s+2\s+\S+ ms\s+\S+ ms\s+-\n/, 'http: no tls');
+    assert.doesNotMatch(proxied.stdout, /local\s+direct\s+new\s+2\s+\S+ ms\s+\S+ ms/);
     assert.equal(report.results.find((r) => r.target === 'direct')!.summary.phases.proxy, undefined);
 
     const excluded = await runCli(['run', plan], { env: { http_proxy: proxy.url, NO_PROXY: '127.0.0.1' } });

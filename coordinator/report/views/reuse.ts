@@ -2,6 +2,7 @@
 // target and mode, connections opened, the wall time of all requests, and the per-request spread.
 import type { ResultOf } from '../../../contracts/result.js';
 import type { BarChart, ReportSection } from '../document.js';
+import { median } from '../../../common/stats.js';
 import { formatMs } from '../format.js';
 import { barLabeller, byPlace, byTarget, errorsCell, nothingMeasured } from './place.js';
 
@@ -72,6 +73,40 @@ export function reuseView(results: ResultOf<'reuse'>[]): ReportSection {
           rows,
         },
       },
+      ...proxiedBlocks(results),
     ],
   };
+}
+
+/** Jobs whose connections went through a proxy: what opening one cost, phase by phase. */
+function proxiedBlocks(results: ResultOf<'reuse'>[]): ReportSection['blocks'] {
+  const proxied = inOrder(results).filter((r) => r.summary.phases.proxy && r.summary.connectionsOpened > 0);
+  if (proxied.length === 0) return [];
+  return [
+    {
+      kind: 'table',
+      title: 'Through a proxy: opening a connection, phase by phase (medians; proxy = the CONNECT round trip)',
+      table: {
+        headers: ['region', 'target', 'mode', 'new conns', 'connect', 'proxy', 'tls'],
+        align: 'lllrrrr',
+        rows: proxied.map((r) => [
+          r.region,
+          r.target,
+          modeWithClient(r),
+          String(r.summary.connectionsOpened),
+          formatMs(openedMedian(r, 'connect')),
+          formatMs(openedMedian(r, 'proxy')),
+          formatMs(openedMedian(r, 'tls')),
+        ]),
+      },
+    },
+  ];
+}
+
+/** The median of a phase over the requests that opened their connection (a reused one's is 0). */
+function openedMedian(r: ResultOf<'reuse'>, phase: 'connect' | 'proxy' | 'tls'): number | undefined {
+  const values = (r.details?.samples ?? []).flatMap((s) =>
+    s.newConnection && !s.error && s.phases[phase] !== undefined ? [s.phases[phase]] : [],
+  );
+  return values.length > 0 ? median(values) : undefined;
 }
