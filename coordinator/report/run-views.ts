@@ -48,7 +48,7 @@ export function costBlock(report: RunReport): ReportBlock {
   return {
     kind: 'table',
     title:
-      'New-connection cost = median(new) - median(reused), per request; its tail: p95 and p99 of the time new connections took to open (resolve + connect + TLS, and a proxy's CONNECT)',
+      'New-connection cost = median(new) - median(reused), per request; its tail: p95 and p99 of the time new connections took to open (resolve + connect + TLS, and any proxy CONNECT)',
     table: {
       headers: [
         'region',
