@@ -151,6 +151,26 @@ describe("the lab's mtls server (refuses in the handshake)", () => {
     for (const r of certified) assert.equal(r.ok, true, JSON.stringify(r.error));
   });
 
+  test('TLS 1.2 without a certificate: the handshake ends, and the message says a certificate may be wanted', async () => {
+    const [r] = await run(
+      `${target('')}experiments: [{ probe: tls, samples: 2, versions: ["1.2"], resumption: false }]\n`,
+    );
+    assert.equal(r.error?.code, 'TLS_HANDSHAKE_FAILED');
+    assert.match(
+      r.error!.message,
+      /a server that requires a client certificate ends a TLS 1\.2 handshake so when none is sent/,
+    );
+    const withIt = (await run(
+      `${target(`, cert: "${lab.clientCertFile}", key: "\${file:${lab.clientKeyFile}}"`)}experiments: [{ probe: tls, samples: 3, versions: ["1.2", "1.3"], resumption: false }]\n`,
+      'any',
+    )) as ResultOf<'tls'>[];
+    for (const r of withIt) assert.equal(r.ok, true, JSON.stringify(r.error));
+    // Without it the lab's server refuses a TLS 1.2 handshake: that cost cannot be had there, and the result says why.
+    const tls12 = withIt.find((r) => r.variant.version === '1.2')!;
+    assert.equal(tls12.details!.clientCertificate!.withoutError?.code, 'TLS_HANDSHAKE_FAILED');
+    assert.equal(tls12.details!.clientCertificate!.costMs, null);
+  });
+
   test('a worker reads ${file:...} secrets only under its PROBEFLEET_SECRET_FILE_DIRS', async () => {
     const yaml = `${target(`, cert: "${lab.clientCertFile}", key: "\${file:${lab.clientKeyFile}}"`)}experiments: [{ probe: reuse, requests: 1, modes: [reused] }]\n`;
     const [refused] = await run(yaml, ['/run/secrets']);

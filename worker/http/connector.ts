@@ -258,6 +258,19 @@ export class TimedConnector {
     }
   }
 
+  /**
+   * What a TLS 1.2 handshake that ended on one of these alerts may mean: a server that requires a
+   * client certificate ends it so when none is sent (OpenSSL-based servers: handshake_failure; Go:
+   * bad_certificate), and one that does not accept the one sent says so the same way. TLS 1.3 has
+   * an alert of its own (certificate_required: TLS_CLIENT_CERT_REQUIRED).
+   */
+  private clientCertificateHint(code: string | undefined): string {
+    if (code !== 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE' && code !== 'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE') return '';
+    return this.options.tls?.cert
+      ? ' (the server may not accept the client certificate given)'
+      : ' (a server that requires a client certificate ends a TLS 1.2 handshake so when none is sent: give tls.cert and tls.key)';
+  }
+
   /** Waits for `connect` (TCP) or `secureConnect` (TLS), bounded by the deadline. */
   private step<S extends net.Socket>(socket: S, phase: 'connect' | 'tls', deadline: ConnectDeadline): Promise<S> {
     const event = phase === 'tls' ? 'secureConnect' : 'connect';
@@ -267,7 +280,7 @@ export class TimedConnector {
         socket.destroy();
         reject(
           new ConnectError(
-            `${phase === 'tls' ? 'TLS handshake' : 'TCP connect'}: ${readableMessage(err.message)}`,
+            `${phase === 'tls' ? 'TLS handshake' : 'TCP connect'}: ${readableMessage(err.message)}${phase === 'tls' ? this.clientCertificateHint(err.code) : ''}`,
             err.code ?? 'ECONNECT',
             phase,
             { cause: err },
