@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { createLogger } from '../../common/log.js';
 import { runReportSchema, type ProbeResult, type ResultOf, type RunReport } from '../../contracts/result.js';
 import { startLab, type Lab } from '../../lab/index.js';
+import { runMetricsOf } from '../../metrics/run-metrics.js';
 import { createLabCa } from '../../lab/certs.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { needsNginx, startNginx, type Nginx } from '../helpers/nginx.js';
@@ -122,6 +123,15 @@ experiments: [{ probe: reuse, requests: 4, modes: [reused] }]
         'stopped after 3 failed requests in a row: response check failed: the body matches /log in/, which it must not',
       json: 'stopped after 3 failed requests in a row: response check failed: no x-request-id header (the check wants /./)',
       good: undefined,
+    });
+    // In the run's metrics, as blackbox_exporter's probe_success: 0 for a target whose check failed.
+    const [group] = runMetricsOf(report);
+    const success = (await group.registry.getMetricsAsJSON()).find((m) => m.name === 'probefleet_probe_success')!;
+    assert.deepEqual(Object.fromEntries(success.values.map((v) => [v.labels.target, v.value])), {
+      error: 0,
+      login: 0,
+      json: 0,
+      good: 1,
     });
     // A response that failed its check is an error sample: counted, and out of the timings.
     const error = byTarget(report.results, 'error');
