@@ -17,7 +17,7 @@ export const EXIT_BROKEN_PIPE = 128 + 13;
 export const EXIT_CODE_MEANINGS: [code: number, meaning: string][] = [
   [0, 'done; for run, every job has a result without an error'],
   [EXIT_FAILED, 'failed; for run, a job failed or has no result (stderr says how many and why)'],
-  [EXIT_BAD_INPUT, 'bad input: a plan that fails validation (nothing runs), unknown options, a bad file'],
+  [EXIT_BAD_INPUT, 'bad input: a plan that fails validation (nothing runs), an unknown option, a bad file or run id'],
   [EXIT_REGRESSED, 'compare --fail-on found a regression'],
   [EXIT_REDIS_UNREACHABLE, 'Redis did not answer within --redis-timeout'],
   [EXIT_INTERRUPTED, 'Ctrl-C (SIGINT): stopped; a distributed run goes on in the fleet'],

@@ -149,9 +149,17 @@ export const targetSchema = z.strictObject({
   /** An HTTP proxy the connections go through (CONNECT), `http://[user:${env:PASS}@]host:port`;
    * `none`: none, whatever the worker's HTTPS_PROXY says. Absent: the worker's environment decides, as for curl. */
   proxy: z
-    .union([z.literal('none'), httpUrlSchema])
-    .refine((value) => value === 'none' || value.startsWith('http://'), {
-      message: 'a proxy is an http:// URL (CONNECT over plain TCP to the proxy), or none',
+    .string()
+    .superRefine((value, ctx) => {
+      if (value === 'none') return;
+      if (!value.startsWith('http://'))
+        return void ctx.addIssue({
+          code: 'custom',
+          message:
+            'a proxy is an http:// URL (CONNECT over plain TCP to the proxy; https:// and socks proxies are not supported), or none',
+        });
+      for (const issue of httpUrlSchema.safeParse(value).error?.issues ?? [])
+        ctx.addIssue({ code: 'custom', message: issue.message });
     })
     .optional(),
 });

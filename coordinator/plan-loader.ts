@@ -203,7 +203,7 @@ async function readTargetFiles(
   /** The file's text, or undefined with its problem noted at the field that names it. */
   const read = async (named: string, fieldPath: (string | number)[], what: string, maxBytes: number) => {
     const resolved = path.resolve(path.dirname(file), named);
-    const shown = path.relative(process.cwd(), resolved);
+    const shown = path.relative(process.cwd(), resolved) || '.';
     try {
       const bytes = await readBoundedFile(resolved, maxBytes);
       const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);

@@ -21,9 +21,8 @@ import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { renderTable } from '../../coordinator/report/table.js';
-import { renderRunReport } from '../../coordinator/report/text.js';
 import { newRunId } from '../../coordinator/split.js';
-import { reportFileArgs, writeReportFiles } from './report-files.js';
+import { printRunReport, reportFileArgs } from './report-files.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 import { EXIT_BAD_INPUT } from '../exit-codes.js';
 import { plural } from '../../common/plural.js';
@@ -128,8 +127,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
         onRegion: (region, jobs) =>
           process.stderr.write(`region ${region.name} (RTT ${region.rttMs} ms): ${plural(jobs, 'job')}\n`),
       });
-      process.stdout.write(renderRunReport(report));
-      await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
+      await printRunReport(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
     } finally {
       await lab?.close();
       await regions.close();

@@ -6,6 +6,7 @@ import { printableJsonText } from '../../common/printable.js';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';
 import type { RunReport } from '../../contracts/result.js';
 import { renderCsvReport } from '../../coordinator/report/csv.js';
+import { renderRunReport } from '../../coordinator/report/text.js';
 import { renderHtmlReport } from '../../coordinator/report/html.js';
 import { renderMarkdownReport } from '../../coordinator/report/markdown.js';
 
@@ -13,7 +14,8 @@ export const reportFileArgs = <T>(y: Argv<T>) =>
   y
     .option('html', {
       type: 'string',
-      describe: 'write the report as one self-contained HTML page with charts (opens offline) to this file',
+      describe:
+        'write the report as one self-contained HTML page with charts (opens offline) to this file (- for stdout)',
     })
     .option('markdown', {
       type: 'string',
@@ -58,3 +60,15 @@ export const writeReportFiles = (report: RunReport, files: ReportFiles) => write
 
 /** Whether any report file was asked for. */
 export const wantsReportFiles = (files: ReportFiles) => Object.values(files).some(Boolean);
+
+/**
+ * The run's report: the text on stdout, then each file asked for. A format asked for on stdout
+ * (`--json -`) takes stdout alone, so what reads it (jq, a browser) gets one document: the text
+ * then goes to stderr, where a person still sees it.
+ */
+export async function printRunReport(report: RunReport, files: ReportFiles): Promise<void> {
+  const text = renderRunReport(report);
+  if (Object.values(files).includes('-')) process.stderr.write(text);
+  else process.stdout.write(text);
+  await writeReportFiles(report, files);
+}

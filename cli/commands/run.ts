@@ -22,13 +22,12 @@ import { JOB_LIMITS } from '../../contracts/limits.js';
 import { planSchema } from '../../contracts/plan.js';
 import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
-import { renderRunReport } from '../../coordinator/report/text.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
 import { redisArgs, redisTimeoutArg, redisUrlFrom, redisUrlSourceNote, withFleet } from './redis-args.js';
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
-import { reportFileArgs, writeReportFiles } from './report-files.js';
+import { printRunReport, reportFileArgs } from './report-files.js';
 import { createJobMetrics } from '../../metrics/job-metrics.js';
 import { MetricsPusher } from '../../metrics/pusher.js';
 import { pushRunMetrics } from '../../metrics/run-metrics.js';
@@ -50,7 +49,11 @@ const options = (y: Argv) =>
     ),
   )
     .positional('plan', { type: 'string', demandOption: true, describe: 'plan YAML file' })
-    .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
+    .option('json', {
+      type: 'string',
+      describe:
+        'write the full run (probefleet.run/v1) to this file (- for stdout; the text report then goes to stderr)',
+    })
     .option('run-id', {
       type: 'string',
       describe:
@@ -156,8 +159,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
         finishedAt: new Date(),
         results,
       });
-      process.stdout.write(renderRunReport(report));
-      await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
+      await printRunReport(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
       if (metrics?.pusher && !stop.signal.aborted) {
         const pushed = await metrics.pushRun(report);
         await metrics.pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
@@ -267,8 +269,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
       { retention },
     );
     if (!report) return;
-    process.stdout.write(renderRunReport(report));
-    await writeReportFiles(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
+    await printRunReport(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
     // The workers pushed their jobs' metrics; the run's last-run groups come from whoever finishes it.
     if (pushgateway) {
       const pusher = new MetricsPusher(pushgateway, log, new Registry());

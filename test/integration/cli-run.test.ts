@@ -201,10 +201,12 @@ describe('exit codes a scheduler can trust', () => {
     assert.doesNotMatch(stdout, /\s0$/m, 'no job reads as 0 errors');
   });
 
-  test('every job measured: exit 0 and no failure line', async () => {
-    const { code, stderr } = await runCli(['run', '--lab', await refusedPlan('lab:keepalive/')]);
+  test('every job measured: exit 0 and no failure line; --json - gives stdout to the JSON alone', async () => {
+    const { code, stdout, stderr } = await runCli(['run', '--lab', await refusedPlan('lab:keepalive/'), '--json', '-']);
     assert.equal(code, 0, stderr);
     assert.doesNotMatch(stderr, /jobs? failed/);
+    assert.equal(runReportSchema.parse(JSON.parse(stdout)).results.length, 2, 'stdout is one JSON document');
+    assert.match(stderr, /^run exit-codes-\S+ \(embedded\)/m, 'the text report went to stderr');
   });
 
   test('Ctrl-C: exit 130, the jobs stopped, not "failed"', async () => {

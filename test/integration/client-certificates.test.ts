@@ -151,24 +151,35 @@ describe("the lab's mtls server (refuses in the handshake)", () => {
     for (const r of certified) assert.equal(r.ok, true, JSON.stringify(r.error));
   });
 
-  test('TLS 1.2 without a certificate: the handshake ends, and the message says a certificate may be wanted', async () => {
-    const [r] = await run(
-      `${target('')}experiments: [{ probe: tls, samples: 2, versions: ["1.2"], resumption: false }]\n`,
-    );
-    assert.equal(r.error?.code, 'TLS_HANDSHAKE_FAILED');
+  test('the tls probe without a certificate: TLS 1.2 ends the handshake (the message says why it may), TLS 1.3 answers certificate_required', async () => {
+    const without = (await run(
+      `${target('')}experiments: [{ probe: tls, samples: 5, versions: ["1.2", "1.3"], resumption: false }]\n`,
+    )) as ResultOf<'tls'>[];
+    const [tls12, tls13] = ['1.2', '1.3'].map((v) => without.find((r) => r.variant.version === v)!);
+    assert.equal(tls12.error?.code, 'TLS_HANDSHAKE_FAILED');
     assert.match(
-      r.error!.message,
+      tls12.error!.message,
       /a server that requires a client certificate ends a TLS 1\.2 handshake so when none is sent/,
     );
+    // Not a handshake that succeeded: the refusal comes after it, and the probe waits for it once.
+    assert.equal(tls13.error?.code, 'TLS_CLIENT_CERT_REQUIRED', JSON.stringify(tls13.error));
+    assert.equal(tls13.summary.connectionsOpened, 1, 'asked once: a server that refused refuses every one');
+    assert.deepEqual(tls13.findings, [], 'no resumption advice from refused handshakes');
+
     const withIt = (await run(
       `${target(`, cert: "${lab.clientCertFile}", key: "\${file:${lab.clientKeyFile}}"`)}experiments: [{ probe: tls, samples: 3, versions: ["1.2", "1.3"], resumption: false }]\n`,
       'any',
     )) as ResultOf<'tls'>[];
-    for (const r of withIt) assert.equal(r.ok, true, JSON.stringify(r.error));
-    // Without it the lab's server refuses a TLS 1.2 handshake: that cost cannot be had there, and the result says why.
-    const tls12 = withIt.find((r) => r.variant.version === '1.2')!;
-    assert.equal(tls12.details!.clientCertificate!.withoutError?.code, 'TLS_HANDSHAKE_FAILED');
-    assert.equal(tls12.details!.clientCertificate!.costMs, null);
+    for (const r of withIt) {
+      assert.equal(r.ok, true, JSON.stringify(r.error));
+      // Without it the lab's server refuses: that cost cannot be had there, and the result says why.
+      const c = r.details!.clientCertificate!;
+      assert.equal(
+        c.withoutError?.code,
+        r.variant.version === '1.2' ? 'TLS_HANDSHAKE_FAILED' : 'TLS_CLIENT_CERT_REQUIRED',
+      );
+      assert.equal(c.costMs, null);
+    }
   });
 
   test('a worker reads ${file:...} secrets only under its PROBEFLEET_SECRET_FILE_DIRS', async () => {

@@ -174,6 +174,9 @@ export class TimedConnector {
         net.connect({ host: proxyAddress ?? address, port: proxy?.port ?? port, noDelay: true }),
         'connect',
         deadline,
+        proxy
+          ? ` to the proxy ${proxy.shown} (${proxy.from === 'plan' ? "the target's proxy" : "from this worker's environment"})`
+          : '',
       );
       timeline.connected = performance.now();
       timeline.remoteAddress = `${address}:${port}`;
@@ -220,7 +223,7 @@ export class TimedConnector {
       await this.step(tlsSocket, 'tls', deadline);
       timeline.secured = performance.now();
       tlsSocket.once('error', (err: NodeJS.ErrnoException) => {
-        if (err.code?.startsWith('ERR_SSL_')) timeline.tlsAlert = err;
+        timeline.tlsAlert = tlsAlertOf(err);
       });
       timeline.tls = {
         version: tlsSocket.getProtocol(),
@@ -272,7 +275,13 @@ export class TimedConnector {
   }
 
   /** Waits for `connect` (TCP) or `secureConnect` (TLS), bounded by the deadline. */
-  private step<S extends net.Socket>(socket: S, phase: 'connect' | 'tls', deadline: ConnectDeadline): Promise<S> {
+  private step<S extends net.Socket>(
+    socket: S,
+    phase: 'connect' | 'tls',
+    deadline: ConnectDeadline,
+    /** Where to, when it is not the target (" to the proxy ..."). */
+    to = '',
+  ): Promise<S> {
     const event = phase === 'tls' ? 'secureConnect' : 'connect';
     return new Promise((resolve, reject) => {
       const fail = (err: Error & { code?: string }) => {
@@ -280,7 +289,7 @@ export class TimedConnector {
         socket.destroy();
         reject(
           new ConnectError(
-            `${phase === 'tls' ? 'TLS handshake' : 'TCP connect'}: ${readableMessage(err.message)}${phase === 'tls' ? this.clientCertificateHint(err.code) : ''}`,
+            `${phase === 'tls' ? 'TLS handshake' : 'TCP connect'}${to}: ${readableMessage(err.message)}${phase === 'tls' ? this.clientCertificateHint(err.code) : ''}`,
             err.code ?? 'ECONNECT',
             phase,
             { cause: err },
@@ -352,6 +361,12 @@ export async function resolveChecked(policy: TargetPolicy, host: string): Promis
       { cause: err },
     );
   }
+}
+
+/** An error a TLS socket raised after its handshake, when it is a TLS alert (OpenSSL's code), with a readable message. */
+export function tlsAlertOf(err: NodeJS.ErrnoException | undefined): Error | undefined {
+  if (!err?.code?.startsWith('ERR_SSL_')) return undefined;
+  return Object.assign(new Error(`TLS: ${readableMessage(err.message)}`), { code: err.code });
 }
 
 /**

@@ -6,13 +6,13 @@
 // resumed one does not show it.
 import { performance } from 'node:perf_hooks';
 import type tls from 'node:tls';
-import type { PhaseTimes } from '../../contracts/common.js';
+import type { PhaseTimes, ProbeError } from '../../contracts/common.js';
 import { finding, type Finding } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { TLS_PROTOCOL_NAME, type CertificateInfo, type HandshakeSample } from '../../contracts/probes/tls.js';
 import { median, percentiles } from '../../common/stats.js';
 import { classifyError } from '../classify-error.js';
-import { connectionPhases, TimedConnector, type ConnectionTimeline } from '../http/connector.js';
+import { connectionPhases, TimedConnector, tlsAlertOf, type ConnectionTimeline } from '../http/connector.js';
 import { proxyOf } from '../http/proxy.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
@@ -39,8 +39,11 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
   // Written by the handshakes as they go.
   const seen = { certificate: null as CertificateInfo | null, longestSessionWaitMs: 0 };
 
+  /** A server that refused the client after a handshake (TLS 1.3's certificate_required) refuses every one: not asked again. */
+  let refusal: ProbeError | undefined;
   const handshake = async (seq: number): Promise<HandshakeSample> => {
     const kind = params.resumption && seq % 2 === 1 ? 'resumed' : 'full';
+    if (refusal) return refusedSample(seq, kind, false, refusal);
     if (kind === 'full') connector.forgetTlsSession();
     const sessionOffered = connector.hasTlsSession;
     const start = performance.now();
@@ -48,24 +51,22 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
     try {
       socket = (await connector.open(url.hostname, port, true)) as tls.TLSSocket;
     } catch (err) {
-      const failed = {
-        phases: { total: performance.now() - start },
-        tlsVersion: null,
-        alpn: null,
-        cipher: null,
-        error: classifyError(err),
-      };
-      return { seq, kind, sessionOffered, resumed: false, ...failed };
+      return refusedSample(seq, kind, sessionOffered, classifyError(err), performance.now() - start);
     }
-    // Nothing is sent on this socket; a late reset must not become an uncaught error.
-    socket.on('error', () => {});
+    // Nothing is sent on this socket; a late reset must not become an uncaught error, and a late
+    // TLS alert is the server's answer (below).
+    const refusedLate = lateRefusal(socket);
     const timeline = connector.connections.at(-1)!;
+    const waitMs = Math.min(params.timeoutMs, SESSION_WAIT_FLOOR_MS + 4 * (timeline.connected! - timeline.start));
     try {
       if (kind === 'full') {
         seen.certificate ??= readCertificate(socket);
         if (params.resumption) {
-          const waitMs = Math.min(params.timeoutMs, SESSION_WAIT_FLOOR_MS + 4 * (timeline.connected! - timeline.start));
           seen.longestSessionWaitMs = Math.max(seen.longestSessionWaitMs, waitMs);
+          await sessionArrival(socket, timeline, waitMs, signal);
+        } else if (seq === 0 && variant.version === '1.3') {
+          // A TLS 1.3 server refuses a client (one without the certificate it requires) after the
+          // client's side of the handshake is done: wait for that answer once, as for a ticket.
           await sessionArrival(socket, timeline, waitMs, signal);
         }
       }
@@ -73,6 +74,8 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
       // close_notify first: a server may drop a session from its cache when the connection just dies.
       socket.end(() => socket.destroy());
     }
+    refusal = refusedLate();
+    if (refusal) return refusedSample(seq, kind, sessionOffered, refusal, performance.now() - start);
     const info = timeline.tls!;
     return {
       seq,
@@ -151,15 +154,27 @@ async function withoutClientCertificate(
     tlsVersion: TLS_PROTOCOL_NAME[variant.version],
     policy,
   });
+  let refusal: ProbeError | undefined;
   const run = await runSequence(
     params.samples,
     signal,
     async (seq) => {
+      if (refusal) return { seq, phases: {}, error: refusal };
       try {
-        const socket = await connector.open(url.hostname, Number(url.port) || 443, true);
-        socket.on('error', () => {});
+        const socket = (await connector.open(url.hostname, Number(url.port) || 443, true)) as tls.TLSSocket;
+        const refusedLate = lateRefusal(socket);
+        const timeline = connector.connections.at(-1)!;
+        // As in the job's own handshakes: a TLS 1.3 server refuses after the handshake; asked once.
+        if (seq === 0 && variant.version === '1.3')
+          await sessionArrival(
+            socket,
+            timeline,
+            Math.min(params.timeoutMs, SESSION_WAIT_FLOOR_MS + 4 * (timeline.connected! - timeline.start)),
+            signal,
+          );
         socket.end(() => socket.destroy());
-        return { seq, phases: handshakePhases(connector.connections.at(-1)!) };
+        refusal = refusedLate();
+        return refusal ? { seq, phases: {}, error: refusal } : { seq, phases: handshakePhases(timeline) };
       } catch (err) {
         return { seq, phases: {}, error: classifyError(err) };
       }
@@ -172,6 +187,38 @@ async function withoutClientCertificate(
     withoutMs: percentiles(withoutMs) ?? null,
     costMs: withoutMs.length > 0 && withMs.length > 0 ? median(withMs) - median(withoutMs) : null,
     withoutError: run.stoppedEarly,
+  };
+}
+
+/** A handshake that did not measure: its error, and the time until it failed. */
+function refusedSample(
+  seq: number,
+  kind: HandshakeSample['kind'],
+  sessionOffered: boolean,
+  error: ProbeError,
+  totalMs?: number,
+): HandshakeSample {
+  return {
+    seq,
+    kind,
+    sessionOffered,
+    resumed: false,
+    phases: totalMs === undefined ? {} : { total: totalMs },
+    tlsVersion: null,
+    alpn: null,
+    cipher: null,
+    error,
+  };
+}
+
+/** Listens for a TLS alert that comes after the handshake (a late reset must not become an
+ * uncaught error either); the getter gives the alert as an error, undefined when none came. */
+function lateRefusal(socket: tls.TLSSocket): () => ProbeError | undefined {
+  let late: NodeJS.ErrnoException | undefined;
+  socket.on('error', (err: NodeJS.ErrnoException) => (late ??= err));
+  return () => {
+    const alert = tlsAlertOf(late);
+    return alert ? classifyError(alert) : undefined;
   };
 }
 

@@ -85,7 +85,8 @@ function proxiedBlocks(results: ResultOf<'reuse'>[]): ReportSection['blocks'] {
   return [
     {
       kind: 'table',
-      title: 'Through a proxy: opening a connection, phase by phase (medians; proxy = the CONNECT round trip)',
+      title:
+        'Through a proxy: opening a connection, phase by phase (medians over the requests that opened one; proxy = the CONNECT round trip)',
       table: {
         headers: ['region', 'target', 'mode', 'new conns', 'connect', 'proxy', 'tls'],
         align: 'lllrrrr',
