@@ -4,11 +4,10 @@
 // and so does the benchmark, as a target fast enough not to hide a client's own cost.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freeLoopbackPort } from './redis-server.js';
+import { freeLoopbackPort, loopbackPortAccepts } from './redis-server.js';
 
 export const NGINX = '/usr/sbin/nginx';
 
@@ -118,15 +117,7 @@ http {
   for (const port of ports) {
     for (;;) {
       if (child.exitCode !== null) await failStarting('exited while starting');
-      // Any answer on the port will do: a TCP connect, so HTTPS servers count too.
-      const answered = await new Promise<boolean>((resolve) => {
-        const socket = connect({ host: '127.0.0.1', port }, () => {
-          socket.destroy();
-          resolve(true);
-        });
-        socket.on('error', () => resolve(false));
-      });
-      if (answered) break;
+      if (await loopbackPortAccepts(port)) break;
       if (Date.now() > until) await failStarting(`did not answer on ${port} within 10 s`);
       await sleep(50);
     }

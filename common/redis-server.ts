@@ -26,6 +26,17 @@ export async function redisAnswers(url: string, caPem?: string): Promise<boolean
   }
 }
 
+/** Whether something accepts TCP connections on a port of 127.0.0.1 now (any server, HTTPS too). */
+export function loopbackPortAccepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
 /** A TCP port of 127.0.0.1 that was free a moment ago. */
 export async function freeLoopbackPort(): Promise<number> {
   const server = net.createServer();

@@ -2,10 +2,9 @@
 // in the foreground, stopped by its owner. Its log (LogLevel Connect) lists every CONNECT.
 import { spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freeLoopbackPort } from '../../common/redis-server.js';
+import { freeLoopbackPort, loopbackPortAccepts } from '../../common/redis-server.js';
 import { onPath } from './prometheus.js';
 import { tempDir } from './temp-dir.js';
 
@@ -48,14 +47,7 @@ export async function startTinyproxy(extra: string[] = []): Promise<Tinyproxy> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const until = Date.now() + 10_000;
   for (;;) {
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port }, () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.on('error', () => resolve(false));
-    });
-    if (up) break;
+    if (await loopbackPortAccepts(port)) break;
     if (child.exitCode !== null || Date.now() > until) throw new Error(`tinyproxy did not listen on ${port}`);
     await sleep(50);
   }
