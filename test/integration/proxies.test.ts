@@ -46,6 +46,28 @@ test('which proxy the environment names, as curl decides', () => {
   assert.ok(noProxyMatches('anything', '*'));
 });
 
+test("a proxy from the environment that cannot be used is the job's result, never a bypass or a crash", async () => {
+  const [job] = await jobsOf(
+    'name: bad-proxy\ntargets: [{ name: t, url: "http://127.0.0.1:9/" }]\nexperiments: [{ probe: reuse, requests: 1, modes: [reused] }]\n',
+  );
+  for (const [value, message] of [
+    ['http://[broken', /the proxy of this worker's environment is not a URL/],
+    ['socks5://127.0.0.1:1080', /only http:\/\/ proxies are supported/],
+  ] as const) {
+    const saved = process.env.http_proxy;
+    process.env.http_proxy = value;
+    try {
+      const result = await executeJob(job, { region: 'local', log });
+      assert.equal(result.error?.code, 'PROXY_REFUSED', value);
+      assert.match(result.error!.message, message);
+      assert.equal(result.summary.connectionsOpened, 0);
+    } finally {
+      if (saved === undefined) delete process.env.http_proxy;
+      else process.env.http_proxy = saved;
+    }
+  }
+});
+
 describe('through tinyproxy', needsTinyproxy, () => {
   let lab: Lab;
   let proxy: Tinyproxy;

@@ -1,5 +1,5 @@
 // Egress proxies: which proxy a target's connections go through (the plan's `proxy`, else the
-// worker's HTTPS_PROXY / HTTP_PROXY / NO_PROXY as curl reads them), and the CONNECT tunnel that
+// worker's HTTPS_PROXY / http_proxy / ALL_PROXY / NO_PROXY as curl reads them), and the CONNECT tunnel that
 // TimedConnector opens through it, timed as its own phase (`proxy`). Our own CONNECT rather than
 // undici's ProxyAgent: every probe's connections (node:http2, raw HTTP/1.1, the tls probe's bare
 // handshakes) go through one connector, and its round trip is a phase the ProxyAgent does not show
@@ -27,17 +27,25 @@ export class ProxyRefusedError extends Error {
 /** The most of a CONNECT answer's head read: a proxy's answer is a status line and a few headers. */
 const HEAD_BYTES = 16 * 1024;
 
-/** A proxy URL (http:// or https://, as curl takes them; an https proxy's own TLS is not supported) as settings. */
+/** A proxy URL as settings: http:// (or no scheme, as curl takes `host:port`); any other
+ * scheme, and a value that is no URL, is refused (ProxyRefusedError), never bypassed. */
 export function proxySettingsOf(value: string, from: ProxySettings['from']): ProxySettings {
-  const url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`);
+  const where = from === 'plan' ? "the target's proxy" : "the proxy of this worker's environment";
+  let url: URL;
+  let user: string;
+  let password: string;
+  try {
+    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`);
+    user = decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
+  } catch {
+    throw new ProxyRefusedError(`${where} is not a URL (http://host:port)`);
+  }
   if (url.protocol !== 'http:')
     throw new ProxyRefusedError(
-      `proxy ${url.protocol}//${url.host}: only http:// proxies are supported (CONNECT over plain TCP)`,
+      `${where}, ${url.protocol}//${url.host}: only http:// proxies are supported (CONNECT over plain TCP)`,
     );
-  const user = decodeURIComponent(url.username);
-  const authorization = user
-    ? `Basic ${Buffer.from(`${user}:${decodeURIComponent(url.password)}`).toString('base64')}`
-    : undefined;
+  const authorization = user ? `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` : undefined;
   return {
     host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: Number(url.port) || 80,
