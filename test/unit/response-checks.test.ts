@@ -38,6 +38,15 @@ test('headers: present and matching, names without case; a repeated header is it
   );
 });
 
+test('a header the check wants is one the response has, never one an object inherits', () => {
+  const c = check({ headers: { constructor: '.', __proto__: '.' } });
+  assert.match(c.failure(200, {})!.message, /no constructor header/);
+  const sent = Object.create(null);
+  sent.constructor = 'x';
+  sent.__proto__ = 'y';
+  assert.equal(c.failure(200, sent), undefined);
+});
+
 test('body: must match, must not match; the status is checked first', () => {
   const c = check({ bodyMatches: '"status":\\s*"ok"', bodyNotMatches: '(?i)sign in' });
   assert.equal(c.failure(200, {}, Buffer.from('{"status": "ok"}')), undefined);

@@ -51,7 +51,8 @@ export class ResponseCheck {
     if (!this.statusPasses(status)) return failed(`status ${status}, not ${this.statusText}`);
     if (headers) {
       for (const [name, expression] of this.headers) {
-        const value = headers[name];
+        // Own headers only: `constructor` is not a header an object inherits.
+        const value = Object.hasOwn(headers, name) ? headers[name] : undefined;
         if (value === undefined) return failed(`no ${name} header (the check wants /${expression.pattern()}/)`);
         const text = Array.isArray(value) ? value.join(', ') : String(value);
         if (!expression.matcher(text).find())

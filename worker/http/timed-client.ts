@@ -115,17 +115,19 @@ export class TimedHttpClient {
       Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
     );
     this.hostIsLiteral = /^[\d.]+$|^\[/.test(this.url.hostname);
-    this.proxied = options.target.proxy !== undefined;
+
     this.method = options.target.method ?? 'GET';
     this.body = options.target.body;
     this.check = new ResponseCheck(options.target.checks);
+    const proxy = proxyOf(options.target);
+    this.proxied = proxy !== undefined;
     this.connector = new TimedConnector({
       tls: options.target.tls,
       resumeTlsSessions: options.resumeTlsSessions ?? false,
       alpn: ['http/1.1'],
       timeoutMs: options.timeoutMs,
       policy: options.policy,
-      proxy: proxyOf(options.target),
+      proxy,
     });
     this.client = new Client(this.url.origin, {
       connect: this.connector.connect,
@@ -396,11 +398,12 @@ function saysClose(value: string | string[] | undefined): boolean {
 
 /** A raw header list as names in lower case, a repeated header's values joined as undici joins them. */
 function headersOf(rawHeaders: Buffer[]): CheckedHeaders {
-  const headers: Record<string, string> = {};
+  // No prototype: a server's header named `constructor` or `__proto__` is a header like any other.
+  const headers: Record<string, string> = Object.create(null);
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i].toString('latin1').toLowerCase();
     const value = rawHeaders[i + 1].toString('latin1');
-    headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+    headers[name] = Object.hasOwn(headers, name) ? `${headers[name]}, ${value}` : value;
   }
   return headers;
 }
