@@ -163,6 +163,18 @@ experiments: [{ probe: reuse, requests: 3, modes: [cold], client: curl }]
     assert.deepEqual((await proxy.connects()).slice(before), Array(3).fill(`127.0.0.1:${lab.servers.keepalive.port}`));
   });
 
+  test('a target whose responses fail their checks still shows what opening its connections cost', async () => {
+    const plan = await writePlan(`
+name: proxy-check
+targets: [{ name: missing, url: "${lab.url('keepalive', '/no-such-page')}", proxy: "${proxy.url}" }]
+experiments: [{ probe: reuse, requests: 2, modes: [new] }]
+`);
+    const { code, stdout, stderr } = await runCli(['run', plan]);
+    assert.equal(code, 1, stderr);
+    assert.match(stderr, /: 1 of 1 job failed: 1 RESPONSE_CHECK_FAILED/);
+    assert.match(stdout, /Through a proxy[^\n]*\n.*\n.*\n {2}local\s+missing\s+new\s+2\s+\S+ ms\s+\S+ ms\s+-\n/);
+  });
+
   test('the target policy judges the final target before the proxy sees anything', async () => {
     const plan = await writePlan(`
 name: proxy-policy

@@ -80,7 +80,7 @@ export function reuseView(results: ResultOf<'reuse'>[]): ReportSection {
 
 /** Jobs whose connections went through a proxy: what opening one cost, phase by phase. */
 function proxiedBlocks(results: ResultOf<'reuse'>[]): ReportSection['blocks'] {
-  const proxied = inOrder(results).filter((r) => r.summary.phases.proxy && r.summary.connectionsOpened > 0);
+  const proxied = inOrder(results).filter((r) => openedMedian(r, 'proxy') !== undefined);
   if (proxied.length === 0) return [];
   return [
     {
@@ -104,10 +104,13 @@ function proxiedBlocks(results: ResultOf<'reuse'>[]): ReportSection['blocks'] {
   ];
 }
 
-/** The median of a phase over the requests that opened their connection (a reused one's is 0). */
+/** The median of a phase over the requests that opened their connection (a reused one's is 0),
+ * a response that failed the target's checks included: its connection was opened all the same. */
 function openedMedian(r: ResultOf<'reuse'>, phase: 'connect' | 'proxy' | 'tls'): number | undefined {
   const values = (r.details?.samples ?? []).flatMap((s) =>
-    s.newConnection && !s.error && s.phases[phase] !== undefined ? [s.phases[phase]] : [],
+    s.newConnection && (!s.error || s.error.code === 'RESPONSE_CHECK_FAILED') && s.phases[phase] !== undefined
+      ? [s.phases[phase]]
+      : [],
   );
   return values.length > 0 ? median(values) : undefined;
 }
