@@ -334,7 +334,7 @@ export type Plan = Omit<z.output<typeof planSchema>, 'experiments'> & { experime
 
 /** What a target asks of its requests beyond a GET with a 2xx answer, as `RequestSupport` would
  * have to allow it; undefined fields ask nothing. */
-function requestSettingsOf(target: Target): { body?: string; checks?: RequestSupport['checks'] } {
+function requestSettingsOf(target: Target): { body?: string; checks?: AskedChecks } {
   const checks = target.checks;
   const reads = checks && (checksReadBody(checks) ? 'body' : checks.headers ? 'headers' : undefined);
   const exactStatus = checks?.status.some((s) => typeof s === 'number');
@@ -365,12 +365,14 @@ const CHECK_LEVELS: RequestSupport['checks'][] = [
 ];
 
 /** What a target's checks ask for, by the least a probe must apply to hold them. */
-const ASKED_CHECKS: Record<RequestSupport['checks'], string> = {
+/** The check levels a target can ask for ('none' is only what a probe may apply). */
+type AskedChecks = Exclude<RequestSupport['checks'], 'none'>;
+
+const ASKED_CHECKS: Record<AskedChecks, string> = {
   'status, headers and body': 'body checks',
   'status and headers': 'header checks',
   status: 'exact status codes (200, not 2xx)',
   'status classes': 'status checks',
-  none: '',
 };
 
 /** A target whose method, body or checks an experiment on it would not apply is refused, rather

@@ -57,7 +57,7 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
     // TLS alert is the server's answer (below).
     const refusedLate = lateRefusal(socket);
     const timeline = connector.connections.at(-1)!;
-    const waitMs = Math.min(params.timeoutMs, SESSION_WAIT_FLOOR_MS + 4 * (timeline.connected! - timeline.start));
+    const waitMs = sessionWaitMs(params.timeoutMs, timeline);
     try {
       if (kind === 'full') {
         seen.certificate ??= readCertificate(socket);
@@ -166,12 +166,7 @@ async function withoutClientCertificate(
         const timeline = connector.connections.at(-1)!;
         // As in the job's own handshakes: a TLS 1.3 server refuses after the handshake; asked once.
         if (seq === 0 && variant.version === '1.3')
-          await sessionArrival(
-            socket,
-            timeline,
-            Math.min(params.timeoutMs, SESSION_WAIT_FLOOR_MS + 4 * (timeline.connected! - timeline.start)),
-            signal,
-          );
+          await sessionArrival(socket, timeline, sessionWaitMs(params.timeoutMs, timeline), signal);
         socket.end(() => socket.destroy());
         refusal = refusedLate();
         return refusal ? { seq, phases: {}, error: refusal } : { seq, phases: handshakePhases(timeline) };
@@ -224,6 +219,12 @@ function lateRefusal(socket: tls.TLSSocket): () => ProbeError | undefined {
 
 function handshakePhases(c: ConnectionTimeline): PhaseTimes {
   return { ...connectionPhases(c), total: c.secured! - c.start };
+}
+
+/** How long to wait for what a server sends after the handshake (a ticket, an alert): four of
+ * the connection's TCP connects past SESSION_WAIT_FLOOR_MS, within the job's per-connection bound. */
+function sessionWaitMs(timeoutMs: number, timeline: ConnectionTimeline): number {
+  return Math.min(timeoutMs, SESSION_WAIT_FLOOR_MS + 4 * (timeline.connected! - timeline.start));
 }
 
 /** Waits (bounded) until the connection has delivered a session to resume, unless it already has. */
