@@ -7,6 +7,8 @@ export const EXIT_FAILED = 1;
 export const EXIT_BAD_INPUT = 2;
 /** `compare --fail-on`: the comparison found what it was told to fail on (a regression). */
 export const EXIT_REGRESSED = 3;
+/** `run`: every job has a result, and a value breached one of the plan's thresholds. */
+export const EXIT_THRESHOLD_BREACHED = 5;
 /** Redis did not answer within --redis-timeout (or was lost until the run's wait ended). */
 export const EXIT_REDIS_UNREACHABLE = 4;
 /** Ctrl-C (SIGINT) stopped the command: 128 + SIGINT, as a shell reports it. */
@@ -20,6 +22,10 @@ export const EXIT_CODE_MEANINGS: [code: number, meaning: string][] = [
   [EXIT_BAD_INPUT, 'bad input: a plan that fails validation (nothing runs), an unknown option, a bad file or run id'],
   [EXIT_REGRESSED, 'compare --fail-on found a regression'],
   [EXIT_REDIS_UNREACHABLE, 'Redis did not answer within --redis-timeout'],
+  [
+    EXIT_THRESHOLD_BREACHED,
+    "run: a value breached one of the plan's thresholds (the report says which; 1 wins when a job failed too)",
+  ],
   [EXIT_INTERRUPTED, 'Ctrl-C (SIGINT): stopped; a distributed run goes on in the fleet'],
   [EXIT_BROKEN_PIPE, 'the reader of stdout went away (probefleet plan expand PLAN | head)'],
 ];

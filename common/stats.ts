@@ -105,24 +105,13 @@ export function wilsonInterval(k: number, n: number): [number, number] {
   const denominator = 1 + z2 / n;
   const centre = (p + z2 / (2 * n)) / denominator;
   const half = (Z95 * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / denominator;
-  return [Math.max(0, centre - half), Math.min(1, centre + half)];
+  // Exactly 0 and 1 at the ends: rounding must not lift 0 of n above 0.
+  return [k === 0 ? 0 : Math.max(0, centre - half), k === n ? 1 : Math.min(1, centre + half)];
 }
 
 export interface Estimate {
   value: number;
   ci95: [number, number];
-}
-
-/**
- * after − before, from each one's own 95% interval (the MOVER method, Zou & Donner 2008; for
- * proportions with Wilson intervals it is Newcombe's hybrid score interval). For independent
- * estimates whose intervals may be asymmetric: quantiles, proportions near 0 or 1.
- */
-export function differenceInterval(before: Estimate, after: Estimate): { change: number; ci95: [number, number] } {
-  const change = after.value - before.value;
-  const lower = Math.hypot(after.value - after.ci95[0], before.ci95[1] - before.value);
-  const upper = Math.hypot(after.ci95[1] - after.value, before.value - before.ci95[0]);
-  return { change, ci95: [change - lower, change + upper] };
 }
 
 /** Above this many values the binomial is replaced by its normal approximation. */

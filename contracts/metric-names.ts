@@ -3,7 +3,8 @@
 // `_total`; labels are bounded (regions, states, outcomes), never run or job ids.
 
 import { PHASES, SEVERITIES } from './common.js';
-import { QUANTITY_IDS, VERDICTS } from './comparison.js';
+import { VERDICTS } from './comparison.js';
+import { QUANTITY_IDS } from './quantities.js';
 import { ACCEPT_ENCODINGS } from './probes/compression.js';
 import { DRAIN_MODES } from './probes/drain.js';
 import { PROBE_KINDS, type ProbeKind } from './probes/index.js';
@@ -285,13 +286,13 @@ export const COMPARISON_METRICS = {
   },
   verdict: {
     name: 'probefleet_comparison_verdict',
-    help: 'Verdict on each quantity of the last run against the run before it: 1 for the verdict it got (regressed, improved, unchanged), 0 for the others',
+    help: 'Verdict on each quantity of the last run against its baseline (the earlier runs of the plan): 1 for the verdict it got (regressed, improved, unchanged), 0 for the others',
     labels: ['target', 'probe', 'variant', 'quantity', 'verdict'],
     type: 'gauge',
   },
   relativeChange: {
     name: 'probefleet_comparison_relative_change',
-    help: 'Change of each quantity from the run before to the last run, as a share of its value before (0.5: 50% more); absent when that was 0',
+    help: 'Change of each quantity of the last run from its baseline median, as a share of that median (0.5: 50% more); absent when it was 0',
     labels: ['target', 'probe', 'variant', 'quantity'],
     type: 'gauge',
   },

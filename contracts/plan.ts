@@ -16,6 +16,7 @@ import {
 import { headerValueProblem, replaceUrlReferences, urlSecretsProblems, wholeReference } from './secrets.js';
 import { schemeOf, type RequestSupport, type Scheme } from './probes/define.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
+import { alertSettingsSchema, baselineSettingsSchema, thresholdName, thresholdSchema } from './thresholds.js';
 
 /**
  * An http:// or https:// URL: what a job carries. Its user:password part and query values may
@@ -249,6 +250,12 @@ export const planSchema = z
     /** Time bound of each job; a probe still running then stops and reports what it has. At most
      * JOB_LIMITS.durationSeconds, checked below so that the message names the cap. */
     jobTimeoutSeconds: z.int().min(1).meta({ maximum: JOB_LIMITS.durationSeconds }).default(300),
+    /** How many earlier runs each comparison of this plan's runs uses (docs/compare.md). */
+    baseline: baselineSettingsSchema.optional(),
+    /** Bounds on the run's quantities, checked by `run` and the coordinator (docs/thresholds.md). */
+    thresholds: z.array(thresholdSchema).max(100).optional(),
+    /** This plan's values for the alerts' fixed thresholds (`probefleet alerts`). */
+    alerts: alertSettingsSchema.optional(),
   })
   // Cross-references run even where the schema found problems, so a plan's mistakes come out in one
   // pass: each check takes only the parts that are well-formed on their own.
@@ -317,6 +324,7 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
   });
   reportRepeatedExperiments(targets, experiments, ctx);
   const known = new Set(names.filter((n): n is string => n !== undefined));
+  reportThresholdReferences(plan, regions, known, ctx);
   asArray(plan.experiments).forEach((experiment, i) => {
     asArray((experiment as { targets?: unknown } | null)?.targets).forEach((name, j) => {
       if (typeof name === 'string' && !known.has(name)) {
@@ -327,6 +335,47 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
         });
       }
     });
+  });
+}
+
+/** Thresholds name regions and targets the plan has, and go by distinct names. */
+function reportThresholdReferences(
+  plan: Record<string, unknown>,
+  regions: string[],
+  targets: Set<string>,
+  ctx: z.RefinementCtx,
+): void {
+  const declaredRegions = plan.regions === undefined ? ['local'] : regions;
+  const seen = new Map<string, number>();
+  asArray(plan.thresholds).forEach((raw, i) => {
+    const parsed = thresholdSchema.safeParse(raw);
+    if (!parsed.success) return;
+    const t = parsed.data;
+    t.regions?.forEach((region, j) => {
+      if (!declaredRegions.includes(region))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['thresholds', i, 'regions', j],
+          message: `unknown region "${region}" (regions: ${declaredRegions.join(', ')})`,
+        });
+    });
+    t.targets?.forEach((name, j) => {
+      if (!targets.has(name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['thresholds', i, 'targets', j],
+          message: `unknown target "${name}" (targets: ${[...targets].join(', ')})`,
+        });
+    });
+    const name = thresholdName(t);
+    const first = seen.get(name);
+    if (first === undefined) seen.set(name, i);
+    else
+      ctx.addIssue({
+        code: 'custom',
+        path: ['thresholds', i, 'name'],
+        message: `thresholds[${first}] goes by the name "${name}" too: give each a distinct name`,
+      });
   });
 }
 

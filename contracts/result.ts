@@ -7,6 +7,7 @@ import { jobIdSchema, runIdSchema } from './job.js';
 import { planSchema } from './plan.js';
 import { PROBE_KINDS, PROBES, type ProbeDetails, type ProbeKind, type ProbeVariant } from './probes/index.js';
 import { loadTotalSchema } from './probes/load.js';
+import { thresholdOutcomeSchema } from './thresholds.js';
 
 export const RESULT_SCHEMA = 'probefleet.result/v1';
 export const RUN_SCHEMA = 'probefleet.run/v1';
@@ -139,5 +140,7 @@ export const runReportSchema = z.strictObject({
   decisions: z.array(decisionSchema),
   /** Per load experiment and target, every region's histograms merged. */
   loadTotals: z.array(loadTotalSchema).default([]),
+  /** The plan's thresholds against this run (none when the plan has none). */
+  thresholds: thresholdOutcomeSchema.default({ checks: [], unchecked: [] }),
 });
 export type RunReport = Omit<z.output<typeof runReportSchema>, 'results'> & { results: ProbeResult[] };

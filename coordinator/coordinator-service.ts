@@ -1,5 +1,5 @@
 // `probefleet coordinator`, long-running: turns fired schedules into runs, turns each finished
-// flow into a stored run report compared with the previous run of its plan, stops waiting for
+// flow into a stored run report compared with the earlier runs of its plan, stops waiting for
 // regions at a run's deadline, and serves /metrics and /healthz. Whatever Redis does, /metrics
 // answers (from memory) and closing ends within a bound.
 import http from 'node:http';
@@ -20,7 +20,7 @@ import {
 } from '../common/redis.js';
 import { settlesWithin } from '../common/settle.js';
 import { FleetWorker, refuseUnreadable } from '../worker/fleet-worker.js';
-import { compareWithPrevious } from './compare/with-previous.js';
+import { compareWithBaseline } from './compare/with-baseline.js';
 import { createCoordinatorMetrics, type CoordinatorMetrics } from '../metrics/coordinator-metrics.js';
 import { MetricsPusher, type PushgatewaySettings } from '../metrics/pusher.js';
 import { pushRunMetrics } from '../metrics/run-metrics.js';
@@ -167,7 +167,7 @@ async function fireSchedule(fleet: Fleet, job: Job, maxJobs: number | undefined,
   return { runId: run.runId, jobs: run.jobs.length };
 }
 
-/** A run's children are done: its report, counted and pushed, and compared with the previous run. */
+/** A run's children are done: its report, counted and pushed, and compared with its baseline. */
 async function finish(
   fleet: Fleet,
   job: Job,
@@ -179,7 +179,7 @@ async function finish(
   metrics.recordRun(report);
   // Idempotent: the `run` command that waited for this run pushes the same stored report.
   if (pusher) await pushRunMetrics(pusher, report, log);
-  await compareWithPrevious(fleet.store, report, { log, ...(pusher ? { pusher } : {}) });
+  await compareWithBaseline(fleet.store, report, { log, ...(pusher ? { pusher } : {}) });
   const summary = summarizeReport(report);
   log.info({ ...summary, storedHere: stored }, 'run finished');
   return summary;

@@ -98,8 +98,11 @@ export class ReportStore {
       .slice(0, limit);
   }
 
-  /** The newest stored run of the same plan that started before this one and has a result; undefined for a plan's first. */
-  async previous(report: RunReport, scan = 200): Promise<RunReport | undefined> {
+  /**
+   * Up to `count` stored runs of the same plan that started before this one and have a result,
+   * newest first: the run's baseline. Empty for a plan's first run.
+   */
+  async previousRuns(report: RunReport, count: number, scan = 200): Promise<RunReport[]> {
     const ids = await this.redis.zrevrangebyscore(
       reportKeys.index(this.prefix),
       `(${Date.parse(report.startedAt)}`,
@@ -108,15 +111,17 @@ export class ReportStore {
       0,
       scan,
     );
-    if (ids.length === 0) return undefined;
+    if (ids.length === 0) return [];
     const rows = await this.redis.hmget(reportKeys.summaries(this.prefix), ...ids);
+    const found: RunReport[] = [];
     for (const [i, row] of rows.entries()) {
+      if (found.length >= count) break;
       const summary = row === null ? undefined : runSummarySchema.safeParse(JSON.parse(row)).data;
       if (summary?.plan !== report.plan.name || summary.ok + summary.errors === 0) continue;
-      const found = await this.get(ids[i]);
-      if (found) return found;
+      const run = await this.get(ids[i]);
+      if (run) found.push(run);
     }
-    return undefined;
+    return found;
   }
 
   /** Stores a run's comparison beside its report (same retention) unless one is stored; returns the stored one. */
@@ -126,7 +131,7 @@ export class ReportStore {
     return set === null ? ((await this.getComparison(comparison.after.runId)) ?? comparison) : comparison;
   }
 
-  /** The stored comparison of a run with the previous run of its plan. */
+  /** The stored comparison of a run with the earlier runs of its plan. */
   async getComparison(runId: string): Promise<RunComparison | undefined> {
     const text = await this.redis.get(reportKeys.comparison(this.prefix, runId));
     return text === null ? undefined : comparisonSchema.parse(JSON.parse(text));

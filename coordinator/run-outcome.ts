@@ -24,6 +24,20 @@ export function runOutcome(report: Pick<RunReport, 'results' | 'unfinishedJobs'>
   };
 }
 
+/** "2 of 12 threshold checks breached: tls-p95 (eu-west api tls 1.3: 212 > 150)"; undefined when none was. */
+export function breachedThresholdsLine(report: Pick<RunReport, 'thresholds'>): string | undefined {
+  const { checks } = report.thresholds;
+  const breached = checks.filter((c) => c.breached);
+  if (breached.length === 0) return undefined;
+  const shown = breached.slice(0, 5).map((c) => {
+    const bound = c.max !== null && c.value > c.max ? `> ${c.max}` : `< ${c.min}`;
+    const where = [c.region, c.target, c.probe, ...Object.values(c.variant).map(String)].join(' ');
+    return `${c.threshold} (${where}: ${Number(c.value.toPrecision(4))} ${bound})`;
+  });
+  const more = breached.length > shown.length ? `, and ${breached.length - shown.length} more` : '';
+  return `${breached.length} of ${plural(checks.length, 'threshold check')} breached: ${shown.join(', ')}${more}`;
+}
+
 /** "2 of 6 jobs failed: 1 CONNECTION_REFUSED, 1 TARGET_REFUSED_BY_POLICY"; undefined when none did. */
 export function failedJobsLine(outcome: RunOutcome): string | undefined {
   if (outcome.failed === 0) return undefined;

@@ -4,6 +4,7 @@ import { RUN_SCHEMA, type ProbeResult, type RunReport, type UnfinishedJob } from
 import { REDACTED, redactUrl } from '../contracts/secrets.js';
 import { canonicalJson } from '../common/job-signature.js';
 import { analyzeRun } from './analysis.js';
+import { checkThresholds } from './thresholds.js';
 
 /** A target as shown and stored outside the worker: header names without values (any may be a
  * credential), the URL without user:password and without referenced or credential query values. */
@@ -51,5 +52,6 @@ export function buildRunReport(run: {
     results: run.results,
     unfinishedJobs: run.unfinishedJobs ?? [],
     ...analyzeRun(run.results),
+    thresholds: checkThresholds(run.plan, run.results),
   };
 }

@@ -1,6 +1,7 @@
-// `probefleet compare BEFORE AFTER`: what changed between two runs (run JSON files, or stored run
-// ids with --redis), quantity by quantity, with a 95% interval and a verdict; `--previous` reads
-// the comparison the coordinator stored for a run. `--fail-on` turns regressions into exit code 3.
+// `probefleet compare EARLIER... AFTER`: what changed in a run against its baseline, the earlier
+// runs (run JSON files, or stored run ids with --redis), quantity by quantity, with a verdict and
+// its reason; `--previous` compares a stored run with the earlier stored runs of its plan (or
+// reads the comparison the coordinator stored). `--fail-on` turns regressions into exit code 3.
 import type { Argv, CommandModule } from 'yargs';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { createLogger } from '../../common/log.js';
@@ -12,7 +13,7 @@ import {
   renderComparisonMarkdown,
   renderComparisonText,
 } from '../../coordinator/compare/render.js';
-import { comparisonWithPrevious } from '../../coordinator/compare/with-previous.js';
+import { comparisonWithBaseline } from '../../coordinator/compare/with-baseline.js';
 import type { Fleet } from '../../coordinator/fleet.js';
 import { readRunFile } from '../../coordinator/report/run-file.js';
 import { EXIT_REGRESSED } from '../exit-codes.js';
@@ -23,15 +24,20 @@ import { printableJsonText } from '../../common/printable.js';
 
 const options = (y: Argv) =>
   redisArgs(y)
-    .positional('before', {
+    .positional('runs', {
       type: 'string',
-      describe: 'the earlier run: a run JSON (run --json), or with --redis a stored run id',
+      array: true,
+      describe:
+        'the earlier runs (the baseline), then the new run last: run JSONs (run --json), or with --redis stored run ids',
     })
-    .positional('after', { type: 'string', describe: 'the later run, the same way' })
     .option('previous', {
       type: 'boolean',
       describe:
-        'with --redis: compare one stored run (the newest when none is named) with the previous run of its plan',
+        'with --redis: compare one stored run (the newest when none is named) with the earlier stored runs of its plan',
+    })
+    .option('baseline', {
+      type: 'number',
+      describe: "with --previous: how many earlier runs make the baseline (default: the plan's baseline.runs, else 7)",
     })
     .option('fail-on', {
       type: 'string',
@@ -87,25 +93,46 @@ async function storedRun(fleet: Fleet, id: string): Promise<RunReport> {
   return report;
 }
 
+/** The earlier runs newest first, as the baseline takes them. */
+const newestFirst = (runs: RunReport[]) => [...runs].sort((a, b) => Date.parse(b.startedAt) - Date.parse(a.startedAt));
+
 async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunComparison> {
   const useRedis = redisUrlFrom(args) !== undefined;
+  const runs = args.runs ?? [];
+  if (args.baseline !== undefined && (!Number.isInteger(args.baseline) || args.baseline < 1 || args.baseline > 50))
+    throw new BadArgumentError(`--baseline: expected a number of earlier runs from 1 to 50, got ${args.baseline}`);
   if (args.previous) {
     if (!useRedis) throw new BadArgumentError('--previous reads stored runs: give --redis URL (or set REDIS_URL)');
-    if (args.after) throw new BadArgumentError('--previous takes one run id (or none for the newest stored run)');
-  } else if (!args.before || !args.after) {
-    throw new BadArgumentError('compare needs two runs: BEFORE and AFTER (or --redis --previous [RUN])');
+    if (runs.length > 1) throw new BadArgumentError('--previous takes one run id (or none for the newest stored run)');
+  } else {
+    if (runs.length < 2)
+      throw new BadArgumentError(
+        'compare needs the earlier runs and then the new one: EARLIER... AFTER (or --redis URL --previous [RUN])',
+      );
+    if (args.baseline !== undefined)
+      throw new BadArgumentError(
+        '--baseline counts stored runs for --previous; otherwise the baseline is the runs given before the last',
+      );
   }
+  const after = runs.length > 0 ? runs[runs.length - 1] : undefined;
+  const earlier = runs.slice(0, -1);
   if (!useRedis) {
-    const [before, after] = await Promise.all([readRunFile(args.before!), readRunFile(args.after!)]);
-    return compareRuns(before, after, { before: args.before!, after: args.after! });
+    const reports = await Promise.all(runs.map((file) => readRunFile(file)));
+    const sources = new Map(reports.map((r, i) => [r, runs[i]]));
+    const baseline = newestFirst(reports.slice(0, -1));
+    const afterReport = reports[reports.length - 1];
+    return compareRuns(baseline, afterReport, { baseline: baseline.map((r) => sources.get(r)!), after: after! });
   }
   const fleet = fleetOf(args, createLogger('compare', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
   try {
-    if (!args.previous) return compareRuns(await storedRun(fleet, args.before!), await storedRun(fleet, args.after!));
-    const id = args.before ?? (await fleet.store.list(1))[0]?.runId;
+    if (!args.previous) {
+      const baseline = newestFirst(await Promise.all(earlier.map((id) => storedRun(fleet, id))));
+      return compareRuns(baseline, await storedRun(fleet, after!));
+    }
+    const id = after ?? (await fleet.store.list(1))[0]?.runId;
     if (!id) throw new BadArgumentError('no stored runs (see: probefleet runs list)');
     const report = await storedRun(fleet, id);
-    const comparison = await comparisonWithPrevious(fleet.store, report);
+    const comparison = await comparisonWithBaseline(fleet.store, report, args.baseline);
     if (!comparison)
       throw new BadArgumentError(
         `run "${id}" is the first stored run of plan ${report.plan.name}: nothing to compare with`,
@@ -117,9 +144,9 @@ async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunCompari
 }
 
 export const compareCommand: CommandModule<object, ArgsOf<typeof options>> = {
-  command: 'compare [before] [after]',
+  command: 'compare [runs..]',
   describe:
-    'What changed between two runs: each quantity before and after, the change with its 95% interval, a verdict; findings that appeared or disappeared',
+    "What changed in a run against its baseline of earlier runs: each quantity's baseline and new value, a verdict and its reason; findings that appeared or disappeared",
   builder: options,
   handler: async (args) => {
     const failOn = args.failOn === undefined ? undefined : parseFailOn(args.failOn);

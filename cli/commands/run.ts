@@ -36,8 +36,8 @@ import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
 import { labArgs, labAtOf, startRunLab } from './lab-args.js';
 import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
 import { boundHeapGrowth } from '../../common/heap-growth.js';
-import { failedJobsLine, runOutcome } from '../../coordinator/run-outcome.js';
-import { EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED } from '../exit-codes.js';
+import { breachedThresholdsLine, failedJobsLine, runOutcome } from '../../coordinator/run-outcome.js';
+import { EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_THRESHOLD_BREACHED } from '../exit-codes.js';
 
 const options = (y: Argv) =>
   labArgs(
@@ -174,12 +174,16 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   },
 };
 
-/** A run with a job that failed or has no result did not do what was asked: exit 1, and say why in one line. */
+/** A run with a job that failed or has no result did not do what was asked: exit 1, and say why in
+ * one line; otherwise a breached threshold exits 5, said the same way. */
 function exitOnFailedJobs(report: RunReport): void {
-  const line = failedJobsLine(runOutcome(report));
-  if (!line) return;
-  process.stderr.write(`run ${report.runId}: ${line} (exit ${EXIT_FAILED})\n`);
-  process.exitCode = EXIT_FAILED;
+  const failed = failedJobsLine(runOutcome(report));
+  const breached = breachedThresholdsLine(report);
+  if (breached)
+    process.stderr.write(`run ${report.runId}: ${breached}${failed ? '' : ` (exit ${EXIT_THRESHOLD_BREACHED})`}\n`);
+  if (failed) process.stderr.write(`run ${report.runId}: ${failed} (exit ${EXIT_FAILED})\n`);
+  if (failed) process.exitCode = EXIT_FAILED;
+  else if (breached) process.exitCode = EXIT_THRESHOLD_BREACHED;
 }
 
 const LAB_HINT = 'run with --lab (starts one) or --lab-at HOST:PORT (one already running)';

@@ -1,42 +1,34 @@
-// Compares two runs: jobs are paired by what they are (region, target, probe, variant and
-// parameters: the job id without its run id), or, when the parameters changed, by region,
-// target, probe and variant alone (the change is named). Each pair's measures become quantities
-// with a change, a 95% interval and a verdict (rules.ts); the new-connection cost is compared
-// per region and target; findings that appeared or disappeared where both runs measured are
-// listed; and whatever the two runs do not share is named rather than silently dropped.
+// Compares a run with its baseline, the plan's earlier runs. Jobs are paired by what they are
+// (region, target, probe, variant and parameters: the job id without its run id), or, when the
+// parameters changed, by region, target, probe and variant alone (the change is named). Each
+// quantity of the new run, with its own 95% interval, is judged against the same quantity's
+// values in the earlier runs (rules.ts); the new-connection cost is compared per region and
+// target; findings that appeared or disappeared since the newest earlier run are listed; and
+// whatever the runs do not share is named rather than silently dropped.
 import {
   COMPARISON_SCHEMA,
-  QUANTITIES,
   type ComparedQuantity,
   type ComparedRun,
   type Difference,
   type FindingChange,
   type NotCompared,
-  type QuantityId,
   type RunComparison,
 } from '../../contracts/comparison.js';
+import { QUANTITIES, type QuantityId } from '../../contracts/quantities.js';
 import type { Finding } from '../../contracts/findings.js';
 import type { Experiment, Target } from '../../contracts/plan.js';
 import { PROBES, type ProbeKind } from '../../contracts/probes/index.js';
-import type { ProbeResult, ResultOf, RunReport, UnfinishedJob } from '../../contracts/result.js';
-import { decodeHistogram } from '../../common/latency-histogram.js';
+import type { ProbeResult, RunReport, UnfinishedJob } from '../../contracts/result.js';
+import { median } from '../../common/stats.js';
 import {
-  bootstrap,
-  differenceInterval,
-  percentile,
-  percentileInterval,
-  percentileRankInterval,
-  wilsonInterval,
-  type Estimate,
-} from '../../common/stats.js';
-import { answeredPhase } from '../samples.js';
-import { measuresOf, type HistogramMeasure, type Measure, type SampleMeasure } from './measures.js';
-import { judge, minChangeFor } from './rules.js';
-
-export const COMPARISON_RESAMPLES = 2000;
-export const COMPARISON_SEED = 0x5eed;
-/** Fewer per-request totals than this on either side: the new-connection cost is not compared. */
-const MIN_COST_SAMPLES = 6;
+  COMPARISON_RESAMPLES,
+  COMPARISON_SEED,
+  costOf,
+  valuesOfResult,
+  type ReuseResult,
+  type RunValue,
+} from '../run-quantities.js';
+import { BASELINE_RULE, baselineOf, judge, minChangeFor } from './rules.js';
 
 type Variant = Record<string, string | number | boolean>;
 
@@ -112,117 +104,14 @@ function pairJobs(before: RunJob[], after: RunJob[]) {
   return { pairs, onlyBefore, onlyAfter: [...afterPlaces.values()].flat() };
 }
 
-const relative = (change: number, before: number) => (before === 0 ? null : change / Math.abs(before));
+const relative = (change: number, center: number) => (center === 0 ? null : change / Math.abs(center));
 
-function quantityRow(
-  job: Pick<RunJob, 'region' | 'target' | 'probe' | 'variant'>,
-  quantity: QuantityId,
-  values: { before: number; after: number; n: ComparedQuantity['n'] },
-  change: number,
-  ci95: [number, number] | null,
-  interval: ComparedQuantity['interval'],
-  worse = QUANTITIES[quantity].better === 'higher' ? change < 0 : change > 0,
-): ComparedQuantity {
-  const minChange = minChangeFor(quantity, values.before);
-  return {
-    region: job.region,
-    target: job.target,
-    probe: job.probe,
-    variant: job.variant,
-    quantity,
-    before: values.before,
-    after: values.after,
-    n: values.n,
-    change,
-    relativeChange: relative(change, values.before),
-    ci95,
-    interval,
-    minChange,
-    ...judge(change, ci95, minChange, worse),
-  };
-}
-
-/** The fewest values whose p-th percentile has a distribution-free interval (p50: 6, p95: 72). */
-export function fewestValuesFor(p: number): number {
-  let n = 1;
-  while (!percentileRankInterval(n, p)) n++;
-  return n;
-}
-
-type Percentile = { name: 'p50' | 'p95'; at: number };
-const SAMPLE_PERCENTILES: Percentile[] = [
-  { name: 'p50', at: 50 },
-  { name: 'p95', at: 95 },
-];
-
-/** Each percentile of two runs' samples, from each run's own distribution-free interval. */
-function compareSamples(
-  job: RunJob,
-  before: SampleMeasure,
-  after: SampleMeasure,
-  notCompared: NotCompared[],
-): ComparedQuantity[] {
-  const [b, a] = [before.values, after.values].map((v) => Float64Array.from(v).sort());
-  const n = { before: b.length, after: a.length };
-  return SAMPLE_PERCENTILES.flatMap(({ name, at }) => {
-    const quantity = before.quantities[name];
-    const [eb, ea] = [percentileInterval(b, at), percentileInterval(a, at)];
-    if (!eb || !ea) {
-      notCompared.push({
-        ...whereOf(job),
-        quantity,
-        reason: `too few samples for a ${name} interval (${n.before} before, ${n.after} after; a ${name} needs ${fewestValuesFor(at)})`,
-      });
-      return [];
-    }
-    const { change, ci95 } = differenceInterval(eb, ea);
-    return [quantityRow(job, quantity, { before: eb.value, after: ea.value, n }, change, ci95, 'order-statistics')];
-  });
-}
-
-function histogramEstimate(measure: HistogramMeasure): (Estimate & { n: number }) | undefined {
-  const histogram = decodeHistogram(measure.histogram);
-  const n = histogram.totalCount;
-  const ranks = percentileRankInterval(n, measure.percentile);
-  if (!ranks) return undefined;
-  const at = (rank: number) => histogram.getValueAtPercentile((100 * rank) / n) / 1000;
-  return { value: histogram.getValueAtPercentile(measure.percentile) / 1000, ci95: [at(ranks[0]), at(ranks[1])], n };
-}
-
-/** The quantities of one measure present in both runs. */
-function compareMeasure(job: RunJob, before: Measure, after: Measure, notCompared: NotCompared[]): ComparedQuantity[] {
-  if (before.kind === 'samples' && after.kind === 'samples') return compareSamples(job, before, after, notCompared);
-  if (before.kind === 'share' && after.kind === 'share') {
-    const [b, a] = [before, after].map((m) => ({ value: m.count / m.of, ci95: wilsonInterval(m.count, m.of) }));
-    const { change, ci95 } = differenceInterval(b, a);
-    const values = { before: b.value, after: a.value, n: { before: before.of, after: after.of } };
-    return [quantityRow(job, before.key, values, change, ci95, 'newcombe')];
-  }
-  if (before.kind === 'histogram' && after.kind === 'histogram') {
-    const [b, a] = [histogramEstimate(before), histogramEstimate(after)];
-    if (!b || !a) {
-      const counts = `${decodeHistogram(before.histogram).totalCount} before, ${decodeHistogram(after.histogram).totalCount} after`;
-      notCompared.push({
-        ...whereOf(job),
-        quantity: before.key,
-        reason: `too few requests for an interval (${counts})`,
-      });
-      return [];
-    }
-    const { change, ci95 } = differenceInterval(b, a);
-    const values = { before: b.value, after: a.value, n: { before: b.n, after: a.n } };
-    return [quantityRow(job, before.key, values, change, ci95, 'order-statistics')];
-  }
-  if ((before.kind === 'exact' || before.kind === 'single') && before.kind === after.kind) {
-    const values = { before: before.value, after: after.value, n: null };
-    return [quantityRow(job, before.key, values, after.value - before.value, null, 'none')];
-  }
-  return [];
-}
-
-const quantitiesOf = (m: Measure): QuantityId[] =>
-  m.kind === 'samples' ? [m.quantities.p50, m.quantities.p95] : [m.key as QuantityId];
-const whereOf = (j: RunJob) => ({ region: j.region, target: j.target, probe: j.probe, variant: j.variant });
+const whereOf = (j: Pick<RunJob, 'region' | 'target' | 'probe' | 'variant'>) => ({
+  region: j.region,
+  target: j.target,
+  probe: j.probe,
+  variant: j.variant,
+});
 
 function failure(job: RunJob): string | undefined {
   if (job.unfinished)
@@ -231,82 +120,104 @@ function failure(job: RunJob): string | undefined {
   return error && !job.result?.ok ? `${error.code}: ${error.message}` : undefined;
 }
 
-function compareJob(before: RunJob, after: RunJob, quantities: ComparedQuantity[], notCompared: NotCompared[]): void {
-  const sides = [
-    { name: 'before', job: before },
-    { name: 'after', job: after },
-  ] as const;
-  if (!before.result || !after.result) {
-    const why = sides.flatMap(({ name, job }) => (job.result ? [] : [`${name}: ${failure(job)}`]));
-    notCompared.push({ ...whereOf(after), reason: why.join('; ') });
-    return;
-  }
-  const b = measuresOf(before.result);
-  const a = measuresOf(after.result);
-  // A job that failed measures little: say so once rather than per missing quantity.
-  const failed = sides.flatMap(({ name, job }) => (failure(job) ? [`${name}: ${failure(job)}`] : []));
-  if (failed.length > 0) notCompared.push({ ...whereOf(after), reason: `partly measured (${failed.join('; ')})` });
-  for (const [key, measure] of b) {
-    const other = a.get(key);
-    if (!other) {
-      if (failed.length === 0)
-        for (const quantity of quantitiesOf(measure))
-          notCompared.push({ ...whereOf(after), quantity, reason: 'measured only before' });
-      continue;
-    }
-    quantities.push(...compareMeasure(after, measure, other, notCompared));
-  }
-  if (failed.length === 0)
-    for (const [key, measure] of a)
-      if (!b.has(key))
-        for (const quantity of quantitiesOf(measure))
-          notCompared.push({ ...whereOf(after), quantity, reason: 'measured only after' });
+/** What the rule is given for one quantity: the new run's value, the earlier runs' values, newest first. */
+interface Compared {
+  where: ReturnType<typeof whereOf>;
+  quantity: QuantityId;
+  after: RunValue;
+  earlier: number[];
+  /** Whether the move the value made is for the worse; default from the quantity's direction. */
+  worse?: boolean;
 }
 
-type ReuseResult = ResultOf<'reuse'>;
+function quantityRow({ where, quantity, after, earlier, worse }: Compared): ComparedQuantity {
+  const baseline = baselineOf(earlier);
+  const change = after.value - baseline.median;
+  const worseByDirection = QUANTITIES[quantity].better === 'higher' ? change < 0 : change > 0;
+  return {
+    ...where,
+    quantity,
+    baseline,
+    after: after.value,
+    afterCi95: after.ci95,
+    n: after.n,
+    change,
+    relativeChange: relative(change, baseline.median),
+    interval: after.interval,
+    minChange: minChangeFor(quantity, baseline.median),
+    ...judge(quantity, baseline, after.value, after.ci95, worse ?? worseByDirection),
+  };
+}
 
-/** median(new) − median(reused) per region and target, where both runs have both modes. */
-function compareCosts(pairs: { before: RunJob; after: RunJob }[]): ComparedQuantity[] {
-  const places = new Map<string, Partial<Record<'reused' | 'new', { before: ReuseResult; after: ReuseResult }>>>();
-  for (const { before, after } of pairs) {
-    if (before.result?.probe !== 'reuse' || after.result?.probe !== 'reuse') continue;
-    const mode = after.result.variant.mode;
-    if (mode === 'cold') continue;
-    const key = `${after.region}\u0000${after.target}`;
-    places.set(key, { ...places.get(key), [mode]: { before: before.result, after: after.result } });
+/** The new run's jobs, each with its counterpart in every earlier run (undefined where that run lacks it). */
+interface JobHistory {
+  after: RunJob;
+  earlier: (RunJob | undefined)[];
+}
+
+/** The quantities of one job of the new run against the same job in the earlier runs. */
+function compareJob(history: JobHistory, rows: Compared[], notCompared: NotCompared[]): void {
+  const { after } = history;
+  const where = whereOf(after);
+  if (!after.result) {
+    notCompared.push({ ...where, reason: `after: ${failure(after)}` });
+    return;
   }
-  const rows: ComparedQuantity[] = [];
+  const earlier = history.earlier.map((job) => (job?.result ? valuesOfResult(job.result) : undefined));
+  const newest = history.earlier[0];
+  const failed = [
+    ...(failure(after) ? [`after: ${failure(after)}`] : []),
+    ...(newest && failure(newest) ? [`before: ${failure(newest)}`] : []),
+  ];
+  // A job that failed measures little: say so once rather than per missing quantity.
+  if (failed.length > 0) notCompared.push({ ...where, reason: `partly measured (${failed.join('; ')})` });
+  const own = valuesOfResult(after.result);
+  for (const [quantity, value] of own) {
+    const values = earlier.flatMap((run) => {
+      const v = run?.get(quantity);
+      return v && typeof v !== 'string' ? [v.value] : [];
+    });
+    if (typeof value === 'string') notCompared.push({ ...where, quantity, reason: value });
+    else if (values.length > 0) rows.push({ where, quantity, after: value, earlier: values });
+    else if (failed.length === 0) notCompared.push({ ...where, quantity, reason: 'measured only after' });
+  }
+  if (failed.length === 0 && earlier[0])
+    for (const quantity of earlier[0].keys())
+      if (!own.has(quantity)) notCompared.push({ ...where, quantity, reason: 'measured only before' });
+}
+
+/** The new-connection cost per region and target where the new run has both reuse modes. */
+function compareCosts(histories: JobHistory[]): Compared[] {
+  const places = new Map<string, Partial<Record<'reused' | 'new', JobHistory>>>();
+  for (const history of histories) {
+    const result = history.after.result;
+    if (result?.probe !== 'reuse' || result.variant.mode === 'cold') continue;
+    const key = `${result.region}\u0000${result.target}\u0000${result.variant.scheme}`;
+    places.set(key, { ...places.get(key), [result.variant.mode]: history });
+  }
+  const rows: Compared[] = [];
   for (const { reused, new: fresh } of places.values()) {
     if (!reused || !fresh) continue;
-    const totals = (r: ReuseResult) => answeredPhase(r.details?.samples ?? [], 'total');
-    const groups = [reused.before, fresh.before, reused.after, fresh.after].map(totals);
-    if (groups.some((g) => g.length < MIN_COST_SAMPLES)) continue;
-    const { estimate, ci95 } = bootstrap(
-      groups,
-      ([rb, nb, ra, na]) => {
-        const [mrb, mnb, mra, mna] = [rb, nb, ra, na].map((g) => percentile(g, 50));
-        return [mna - mra - (mnb - mrb), mra - mrb, mna - mnb];
-      },
-      COMPARISON_RESAMPLES,
-      COMPARISON_SEED,
-    );
-    const [change, reusedChange, newChange] = estimate;
-    const [mrb, mnb, mra, mna] = groups.map((g) => percentile(Float64Array.from(g).sort(), 50));
+    const after = costOf(reused.after.result as ReuseResult, fresh.after.result as ReuseResult, true);
+    if (!after) continue;
+    const earlier = reused.earlier.flatMap((r, i) => {
+      const n = fresh.earlier[i];
+      const cost = r?.result?.probe === 'reuse' && n?.result?.probe === 'reuse' && costOf(r.result, n.result, false);
+      return cost ? [cost] : [];
+    });
+    if (earlier.length === 0) continue;
     // The cost falls when new connections get cheaper and when reused requests get slower: the
-    // median that moved more says which.
-    const worse = Math.abs(reusedChange) > Math.abs(newChange) ? reusedChange > 0 : newChange > 0;
-    const job = { region: reused.after.region, target: reused.after.target, probe: 'reuse' as const };
-    rows.push(
-      quantityRow(
-        { ...job, variant: { scheme: reused.after.variant.scheme } },
-        'new_connection_cost',
-        { before: mnb - mrb, after: mna - mra, n: null },
-        change,
-        ci95[0],
-        'bootstrap',
-        worse,
-      ),
-    );
+    // median that moved more from its baseline says which.
+    const reusedMove = after.reusedMedian - median(earlier.map((c) => c.reusedMedian));
+    const newMove = after.newMedian - median(earlier.map((c) => c.newMedian));
+    const { region, target, variant } = reused.after;
+    rows.push({
+      where: { region, target, probe: 'reuse', variant: { scheme: variant.scheme } },
+      quantity: 'new_connection_cost',
+      after: after.value,
+      earlier: earlier.map((c) => c.value.value),
+      worse: Math.abs(reusedMove) > Math.abs(newMove) ? reusedMove > 0 : newMove > 0,
+    });
   }
   return rows;
 }
@@ -454,30 +365,57 @@ function byPlace(a: ComparedQuantity | NotCompared, b: ComparedQuantity | NotCom
   );
 }
 
+/** Where each run was read from: file names, or "redis". */
+export interface ComparisonSources {
+  baseline: string[];
+  after: string;
+}
+
+/**
+ * The new run (`after`) against its baseline: the plan's earlier runs, newest first. Findings and
+ * what the plans do not share are against the newest earlier run.
+ */
 export function compareRuns(
-  before: RunReport,
+  baseline: readonly RunReport[],
   after: RunReport,
-  sources: { before: string; after: string } = { before: 'redis', after: 'redis' },
+  sources?: ComparisonSources,
 ): RunComparison {
-  const { pairs, onlyBefore, onlyAfter } = pairJobs(jobsOf(before), jobsOf(after));
-  const quantities: ComparedQuantity[] = [];
+  const [newest] = baseline;
+  if (!newest) throw new RangeError('a comparison needs at least one earlier run');
+  const afterJobs = jobsOf(after);
+  const pairings = baseline.map((run) => pairJobs(jobsOf(run), afterJobs));
+  const histories: JobHistory[] = afterJobs.map((job) => ({
+    after: job,
+    earlier: pairings.map((p) => p.pairs.find((pair) => pair.after === job)?.before),
+  }));
+  const rows: Compared[] = [];
   const notCompared: NotCompared[] = [];
-  for (const pair of pairs) compareJob(pair.before, pair.after, quantities, notCompared);
-  quantities.push(...compareCosts(pairs));
-  for (const [side, jobs] of [
-    ['before', onlyBefore],
-    ['after', onlyAfter],
-  ] as const)
-    for (const job of jobs) notCompared.push({ ...whereOf(job), reason: `only in the ${side} run` });
-  quantities.sort(byPlace);
+  const { pairs, onlyBefore, onlyAfter } = pairings[0];
+  for (const history of histories) {
+    if (history.earlier.some(Boolean)) compareJob(history, rows, notCompared);
+    else notCompared.push({ ...whereOf(history.after), reason: 'only in the after run' });
+  }
+  for (const job of onlyBefore) notCompared.push({ ...whereOf(job), reason: 'only in the before run' });
+  rows.push(...compareCosts(histories));
+  const quantities = rows.map(quantityRow).sort(byPlace);
   notCompared.sort(byPlace);
-  const findings = findingChanges(before, after);
+  const findings = findingChanges(newest, after);
   const count = (verdict: ComparedQuantity['verdict']) => quantities.filter((q) => q.verdict === verdict).length;
+  const baselineRuns = baseline.map((run, i) => comparedRun(run, sources?.baseline[i] ?? 'redis'));
   return {
     schema: COMPARISON_SCHEMA,
-    before: comparedRun(before, sources.before),
-    after: comparedRun(after, sources.after),
-    method: { confidence: 0.95, resamples: COMPARISON_RESAMPLES, seed: COMPARISON_SEED },
+    before: baselineRuns[0],
+    baseline: baselineRuns,
+    after: comparedRun(after, sources?.after ?? 'redis'),
+    method: {
+      confidence: 0.95,
+      resamples: COMPARISON_RESAMPLES,
+      seed: COMPARISON_SEED,
+      minRuns: BASELINE_RULE.minRuns,
+      spreadK: BASELINE_RULE.spreadK,
+      grossAbsoluteFactor: BASELINE_RULE.grossAbsoluteFactor,
+      grossRatio: BASELINE_RULE.grossRatio,
+    },
     summary: {
       regressed: count('regressed'),
       improved: count('improved'),
@@ -487,7 +425,7 @@ export function compareRuns(
     },
     quantities,
     findings,
-    differences: differencesOf(before, after, pairs, onlyBefore, onlyAfter),
+    differences: differencesOf(newest, after, pairs, onlyBefore, onlyAfter),
     notCompared,
   };
 }

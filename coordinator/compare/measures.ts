@@ -3,7 +3,7 @@
 // load figures (a histogram, a throughput measured once). One function per probe, in a mapped
 // type over the probe kinds, so a new probe without one does not compile.
 import { PHASES, type Phase, type RequestSample } from '../../contracts/common.js';
-import type { HeaderBytesKind, QuantityId } from '../../contracts/comparison.js';
+import type { HeaderBytesKind, QuantityId } from '../../contracts/quantities.js';
 import type { ProbeKind } from '../../contracts/probes/index.js';
 import type { EncodedHistogram } from '../../contracts/probes/load.js';
 import type { ProbeResult, ResultOf, Summary } from '../../contracts/result.js';

@@ -39,36 +39,42 @@ function sections(c: RunComparison): ComparisonSection[] {
     },
     {
       id: 'findings',
-      heading: 'Findings that appeared or disappeared',
-      empty: 'The same findings in both runs (where both measured).',
+      heading: 'Findings that appeared or disappeared since the run before',
+      empty: 'The same findings as in the run before (where both measured).',
       table: findingChangesTable(c),
       badges: [1],
     },
     {
       id: 'differences',
-      heading: 'What the two runs do not share',
-      empty: 'The two runs measured the same things the same way.',
+      heading: 'What this run and the run before do not share',
+      empty: 'Both runs measured the same things the same way.',
       table: differencesTable(c),
     },
     {
       id: 'quantities',
       heading: 'Every compared quantity',
-      empty: 'No quantity was measured by both runs.',
+      empty: 'No quantity of the new run was measured by an earlier run.',
       table: quantityTable(c),
       badges: [9],
     },
     {
       id: 'not-compared',
       heading: 'Not compared',
-      empty: 'Everything one run measured, the other did too.',
+      empty: 'Everything the new run measured, the earlier runs did too.',
       table: notComparedTable(c),
     },
   ];
 }
 
+/** "the 7 earlier runs up to RUN", "the earlier run RUN". */
+const baselineTitle = (c: RunComparison) =>
+  c.baseline.length === 1
+    ? `the earlier run ${c.before.runId}`
+    : `the ${c.baseline.length} earlier runs up to ${c.before.runId}`;
+
 export function renderComparisonText(comparison: RunComparison): string {
   const c = shown(comparison);
-  const out = [`compare ${c.before.runId} -> ${c.after.runId}`];
+  const out = [`compare ${c.after.runId} with ${baselineTitle(c)}`];
   for (const [name, value] of comparisonFacts(c)) out.push(`  ${name}: ${value}`);
   for (const s of sections(c)) out.push('', s.heading, s.table.rows.length > 0 ? tableAsText(s.table) : `  ${s.empty}`);
   return `${out.join('\n')}\n`;
@@ -77,7 +83,7 @@ export function renderComparisonText(comparison: RunComparison): string {
 export function renderComparisonMarkdown(comparison: RunComparison): string {
   const c = shown(comparison);
   const out = [
-    `# probefleet comparison: ${escapeMarkdown(c.before.runId)} → ${escapeMarkdown(c.after.runId)}`,
+    `# probefleet comparison: ${escapeMarkdown(c.after.runId)} with ${escapeMarkdown(baselineTitle(c))}`,
     comparisonFacts(c)
       .map(([name, value]) => `- **${name}**: ${escapeMarkdown(value)}`)
       .join('\n'),
@@ -112,11 +118,11 @@ export function renderComparisonHtml(comparison: RunComparison): string {
       }
   }
   return renderHtmlPage({
-    title: `probefleet: ${c.before.runId} → ${c.after.runId}`,
+    title: `probefleet: ${c.after.runId} with ${baselineTitle(c)}`,
     heading: `probefleet comparison: ${c.after.plan}`,
-    description: `What changed from run ${c.before.runId} to run ${c.after.runId}.`,
+    description: `What changed in run ${c.after.runId} against ${baselineTitle(c)}.`,
     facts: comparisonFacts(c),
     parts,
-    footer: `Made by probefleet from the two run JSONs (${c.schema}); intervals from each run's per-request samples.`,
+    footer: `Made by probefleet from the run JSONs (${c.schema}); the new run's intervals from its per-request samples.`,
   });
 }

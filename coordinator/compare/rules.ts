@@ -1,14 +1,16 @@
-// The verdict rule: a change is `regressed` or `improved` only when its whole 95% interval lies
-// beyond the quantity's minimum change, which is both an absolute amount and a share of the
-// value before. The absolute part keeps loopback's
-// microsecond jitter, and a busy machine's, from being called a regression; the relative part
-// scales it to slow links. docs/compare.md has the table and how it was chosen.
-import { QUANTITIES, type QuantityId, type Verdict } from '../../contracts/comparison.js';
+// The baseline rule: a quantity of the new run is `regressed` or `improved` only when it lies
+// beyond the night-to-night spread of the same quantity over the plan's earlier runs *and* the
+// change from their median is at least the quantity's minimum effect. With too little history
+// the spread is unknown, and only a change beyond any plausible noise counts.
+// docs/compare.md has the rule, its constants and why they were chosen.
+import type { Verdict, VerdictReason } from '../../contracts/comparison.js';
+import { QUANTITIES, type QuantityId } from '../../contracts/quantities.js';
+import { median } from '../../common/stats.js';
 
 export interface MinChange {
   /** In the quantity's unit (ms, bytes, a share 0..1, requests/s). */
   absolute: number;
-  /** Of |before|. */
+  /** Of |baseline median|. */
   relative: number;
 }
 
@@ -28,25 +30,90 @@ export function minChangeRule(quantity: QuantityId): MinChange {
   return { absolute: 0, relative: 0.25 };
 }
 
-export function minChangeFor(quantity: QuantityId, before: number): number {
+export function minChangeFor(quantity: QuantityId, center: number): number {
   const rule = minChangeRule(quantity);
-  return Math.max(rule.absolute, rule.relative * Math.abs(before));
+  return Math.max(rule.absolute, rule.relative * Math.abs(center));
+}
+
+/** The constants of the rule, as the comparison JSON records them. */
+export const BASELINE_RULE = {
+  /** Earlier runs a baseline holds unless told otherwise. */
+  defaultRuns: 7,
+  /** Fewer earlier runs than this: their spread says nothing yet. */
+  minRuns: 3,
+  /** The band reaches this many scaled MADs from the baseline median (and at least over every earlier run). */
+  spreadK: 3,
+  /** With too little history, a change counts only when it is this many times the absolute minimum effect... */
+  grossAbsoluteFactor: 5,
+  /** ...and the value at least doubled (or at most halved). */
+  grossRatio: 2,
+} as const;
+
+/** 1.4826 × MAD estimates the standard deviation of normal data; robust to one bad night. */
+const MAD_TO_SIGMA = 1.4826;
+
+export interface Baseline {
+  /** The earlier runs' values, newest first. */
+  values: number[];
+  median: number;
+  /** 1.4826 × the median absolute deviation of the values from their median. */
+  spread: number;
+  /** What night-to-night noise reaches: median ± k·spread, widened to cover every earlier value. Null below minRuns. */
+  band: [number, number] | null;
+}
+
+export function baselineOf(values: number[]): Baseline {
+  const center = median(values);
+  const spread = MAD_TO_SIGMA * median(values.map((v) => Math.abs(v - center)));
+  const reach = BASELINE_RULE.spreadK * spread;
+  const band: [number, number] | null =
+    values.length < BASELINE_RULE.minRuns
+      ? null
+      : [Math.min(center - reach, ...values), Math.max(center + reach, ...values)];
+  return { values, median: center, spread, band };
 }
 
 export interface Judgement {
   verdict: Verdict;
-  reason: 'material' | 'within-noise' | 'below-minimum';
+  reason: VerdictReason;
+}
+
+/** The smallest distance from the baseline median that counts as beyond any plausible noise. */
+export function grossChangeFor(quantity: QuantityId, center: number, upwards: boolean): number {
+  const absolute = BASELINE_RULE.grossAbsoluteFactor * minChangeRule(quantity).absolute;
+  // Doubled: the distance is |center|; halved: half of it.
+  const relative = Math.abs(center) * (upwards ? BASELINE_RULE.grossRatio - 1 : 1 - 1 / BASELINE_RULE.grossRatio);
+  return Math.max(absolute, relative, minChangeFor(quantity, center));
 }
 
 /**
- * Regressed or improved when the whole 95% interval of the change lies beyond the minimum change
- * (so the change is at least the minimum, with 95% confidence, one-sided 97.5%); without an
- * interval, when the change itself is at least the minimum. `worse`: whether this change makes
- * things worse (from the quantity's direction; for the new-connection cost, from the side that moved).
+ * The verdict on the new run's value (`after`, with its own 95% interval when it has one) against
+ * its baseline. What counts is the edge of the new run's interval nearest the baseline median: the
+ * run's own noise cannot make a change. `worse`: whether a move in the direction the value moved
+ * makes things worse (from the quantity's direction; for the new-connection cost, from the side
+ * that moved).
  */
-export function judge(change: number, ci95: [number, number] | null, minChange: number, worse: boolean): Judgement {
-  if (ci95 && ci95[0] <= 0 && ci95[1] >= 0) return { verdict: 'unchanged', reason: 'within-noise' };
-  const nearest = ci95 ? Math.min(Math.abs(ci95[0]), Math.abs(ci95[1])) : Math.abs(change);
-  if (change === 0 || nearest < minChange) return { verdict: 'unchanged', reason: 'below-minimum' };
-  return { verdict: worse ? 'regressed' : 'improved', reason: 'material' };
+export function judge(
+  quantity: QuantityId,
+  baseline: Baseline,
+  after: number,
+  afterCi95: [number, number] | null,
+  worse: boolean,
+): Judgement {
+  const center = baseline.median;
+  const [lo, hi] = afterCi95 ?? [after, after];
+  if (lo <= center && hi >= center) return { verdict: 'unchanged', reason: 'within-spread' };
+  const upwards = lo > center;
+  const nearest = upwards ? lo : hi;
+  const distance = Math.abs(nearest - center);
+  const changed: Verdict = worse ? 'regressed' : 'improved';
+  if (!baseline.band) {
+    return distance >= grossChangeFor(quantity, center, upwards)
+      ? { verdict: changed, reason: 'beyond-any-noise' }
+      : { verdict: 'unchanged', reason: 'too-little-history' };
+  }
+  const [bandLow, bandHigh] = baseline.band;
+  if (upwards ? nearest <= bandHigh : nearest >= bandLow) return { verdict: 'unchanged', reason: 'within-spread' };
+  if (distance < minChangeFor(quantity, center)) return { verdict: 'unchanged', reason: 'below-minimum' };
+  return { verdict: changed, reason: 'beyond-baseline' };
 }

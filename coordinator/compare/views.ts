@@ -1,19 +1,13 @@
 // What a comparison report shows, apart from how: facts, tables and the before/after charts,
 // built once and rendered as terminal text, Markdown and HTML (render.ts) with the run report's
 // building blocks (coordinator/report/document.ts).
-import {
-  QUANTITIES,
-  type ComparedQuantity,
-  type ComparedRun,
-  type Difference,
-  type QuantityId,
-  type QuantityUnit,
-  type RunComparison,
-} from '../../contracts/comparison.js';
+import type { ComparedQuantity, ComparedRun, Difference, RunComparison } from '../../contracts/comparison.js';
+import { QUANTITIES, type QuantityId, type QuantityUnit } from '../../contracts/quantities.js';
 import { FINDINGS } from '../../contracts/findings.js';
 import type { BarChart, Table } from '../report/document.js';
 import { formatCount, formatMs } from '../report/format.js';
 import { variantText } from './compare-runs.js';
+import { grossChangeFor } from './rules.js';
 
 export function formatValue(value: number, unit: QuantityUnit): string {
   switch (unit) {
@@ -35,11 +29,22 @@ export function formatChange(value: number, unit: QuantityUnit): string {
   return `${sign}${unit === 'share' ? `${(size * 100).toFixed(1)} pp` : formatValue(size, unit)}`;
 }
 
+/** The new run's own 95% interval. */
 const intervalText = (q: ComparedQuantity) => {
-  if (!q.ci95) return QUANTITIES[q.quantity].unit === 'per_second' ? 'measured once' : 'exact';
+  if (!q.afterCi95) return QUANTITIES[q.quantity].unit === 'per_second' ? 'measured once' : 'exact';
   const unit = QUANTITIES[q.quantity].unit;
-  return `${formatChange(q.ci95[0], unit)} .. ${formatChange(q.ci95[1], unit)}`;
+  return `${formatValue(q.afterCi95[0], unit)} .. ${formatValue(q.afterCi95[1], unit)}`;
 };
+
+/** The baseline's median and, with enough history, the band night-to-night noise reaches. */
+const baselineText = (q: ComparedQuantity) => {
+  const unit = QUANTITIES[q.quantity].unit;
+  const band = q.baseline.band;
+  const spread = band ? `, ${formatValue(band[0], unit)} .. ${formatValue(band[1], unit)}` : '';
+  return `${formatValue(q.baseline.median, unit)} (${runsText(q.baseline.values.length)}${spread})`;
+};
+
+const runsText = (n: number) => `${n} earlier run${n === 1 ? '' : 's'}`;
 
 /** " (+12%)"; beyond ±999% the percentage says little ("44 ms from 0.04 ms"), so it is capped. */
 const relativeText = (q: ComparedQuantity) => {
@@ -49,16 +54,24 @@ const relativeText = (q: ComparedQuantity) => {
   return ` (${percent > 0 ? '+' : ''}${percent.toFixed(0)}%)`;
 };
 
-/** Why the verdict is what it is: the interval against no change and against the minimum change. */
+/** Why the verdict is what it is, in the rule's words (docs/compare.md "The baseline rule"). */
 export function reasonText(q: ComparedQuantity): string {
-  const least = `the minimum change, ${formatValue(q.minChange, QUANTITIES[q.quantity].unit)}`;
+  const unit = QUANTITIES[q.quantity].unit;
+  const minimum = formatValue(q.minChange, unit);
+  const history = runsText(q.baseline.values.length);
+  const upwards = q.change > 0;
+  const gross = formatValue(grossChangeFor(q.quantity, q.baseline.median, upwards), unit);
   switch (q.reason) {
-    case 'within-noise':
-      return 'the interval includes no change';
+    case 'beyond-baseline':
+      return `beyond baseline: outside its spread, and at least the minimum effect, ${minimum}`;
+    case 'beyond-any-noise':
+      return `beyond any plausible noise: ${history}, but ${gross} or more away`;
+    case 'within-spread':
+      return q.baseline.band ? 'within night-to-night spread' : "within the run's own noise";
     case 'below-minimum':
-      return q.ci95 ? `the interval reaches below ${least}` : `below ${least}`;
-    case 'material':
-      return q.ci95 ? `the whole interval beyond ${least}` : `at least ${least}`;
+      return `below minimum effect, ${minimum}`;
+    case 'too-little-history':
+      return `${history}: not enough to judge (only ${gross} or more would count)`;
   }
 }
 
@@ -68,14 +81,17 @@ const runText = (run: ComparedRun) =>
 export function comparisonFacts(c: RunComparison): [string, string][] {
   const s = c.summary;
   return [
-    ['before', runText(c.before)],
     ['after', runText(c.after)],
+    ['before', runText(c.before)],
+    ['baseline', `${runsText(c.baseline.length)}, newest first: ${c.baseline.map((r) => r.runId).join(', ')}`],
     ['verdicts', `${s.regressed} regressed, ${s.improved} improved, ${s.unchanged} unchanged`],
-    ['findings', `${s.findingsAppeared} appeared, ${s.findingsDisappeared} disappeared`],
+    ['findings', `${s.findingsAppeared} appeared, ${s.findingsDisappeared} disappeared (since ${c.before.runId})`],
     [
       'rule',
-      'regressed or improved when the whole 95% interval of the change lies beyond the minimum change for its ' +
-        'quantity (docs/compare.md); unchanged otherwise',
+      `regressed or improved when the run's 95% interval lies beyond the night-to-night spread of its ${c.method.minRuns} or ` +
+        `more earlier runs (their median ± ${c.method.spreadK} scaled MADs, widened to every earlier value) and the change is ` +
+        'at least the minimum effect; with fewer earlier runs, only when the value doubled or halved and moved ' +
+        `${c.method.grossAbsoluteFactor} times the absolute minimum (docs/compare.md)`,
     ],
   ];
 }
@@ -93,18 +109,20 @@ export function changedTable(c: RunComparison): Table {
         Math.abs(b.relativeChange ?? Number.POSITIVE_INFINITY) - Math.abs(a.relativeChange ?? Number.POSITIVE_INFINITY),
     );
   return {
-    headers: ['verdict', 'where', 'quantity', 'before', 'after', 'change', '95% CI of the change'],
-    align: 'lllrrrr',
+    headers: ['verdict', 'where', 'quantity', 'baseline', 'after', 'change', "after's 95% CI", 'why'],
+    align: 'lllrrrrl',
+    wrap: [0, 0, 0, 0, 0, 0, 0, 50],
     rows: changed.map((q) => {
       const unit = QUANTITIES[q.quantity].unit;
       return [
         q.verdict,
         where(q),
         QUANTITIES[q.quantity].label,
-        formatValue(q.before, unit),
+        baselineText(q),
         formatValue(q.after, unit),
         `${formatChange(q.change, unit)}${relativeText(q)}`,
         intervalText(q),
+        reasonText(q),
       ];
     }),
   };
@@ -118,14 +136,15 @@ export function quantityTable(c: RunComparison): Table {
       'probe',
       'variant',
       'quantity',
-      'before',
+      'baseline',
       'after',
       'change',
-      '95% CI of the change',
+      "after's 95% CI",
       'verdict',
       'why',
     ],
     align: 'lllllrrrrll',
+    wrap: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 50],
     rows: c.quantities.map((q) => {
       const unit = QUANTITIES[q.quantity].unit;
       return [
@@ -134,7 +153,7 @@ export function quantityTable(c: RunComparison): Table {
         q.probe,
         variantText(q.variant),
         QUANTITIES[q.quantity].label,
-        formatValue(q.before, unit),
+        baselineText(q),
         formatValue(q.after, unit),
         `${formatChange(q.change, unit)}${relativeText(q)}`,
         intervalText(q),
@@ -214,15 +233,20 @@ export function beforeAfterChart(c: RunComparison, region: string): BarChart {
   const rows = c.quantities.filter((q) => q.region === region && CHARTED.includes(q.quantity));
   return {
     id: 'before-after',
-    title: `Before and after, from ${region}`,
+    title: `Baseline and after, from ${region}`,
     description:
-      'The headline times of each target and probe in the two runs: new-connection cost, median request time, ' +
-      'median TLS handshakes, load latency. The verdict beside the after bar follows the rule above.',
+      "The headline times of each target and probe: the baseline's median and the new run's value for " +
+      'new-connection cost, median request time, median TLS handshakes, load latency. The verdict beside the after bar follows the rule above.',
     unit: 'ms',
     groups: rows.map((q) => ({
       label: `${q.target} ${q.probe} ${variantText(q.variant)}: ${QUANTITIES[q.quantity].label}`,
       bars: [
-        { label: 'before', series: 'before', value: q.before, text: formatValue(q.before, 'ms') },
+        {
+          label: 'baseline',
+          series: 'before',
+          value: q.baseline.median,
+          text: formatValue(q.baseline.median, 'ms'),
+        },
         {
           label: 'after',
           series: 'after',

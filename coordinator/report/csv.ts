@@ -30,6 +30,11 @@ export const CSV_COLUMNS = [
   'p95_ms',
   'p99_ms',
   'phase_samples',
+  'threshold',
+  'quantity',
+  'value',
+  'min',
+  'max',
 ] as const;
 
 type CsvRow = Partial<Record<(typeof CSV_COLUMNS)[number], string | number>>;
@@ -87,6 +92,20 @@ export function renderCsvReport(run: RunReport): string {
       error: u.reason,
     });
   }
+  for (const c of report.thresholds.checks)
+    rows.push({
+      run_id: report.runId,
+      region: c.region,
+      target: c.target,
+      probe: c.probe,
+      variant: variantField(c.variant),
+      status: c.breached ? 'breached' : 'within',
+      threshold: c.threshold,
+      quantity: c.quantity,
+      value: c.value,
+      min: c.min ?? undefined,
+      max: c.max ?? undefined,
+    });
   const lines = [CSV_COLUMNS.join(','), ...rows.map((row) => CSV_COLUMNS.map((c) => csvField(row[c])).join(','))];
   return `${lines.join('\r\n')}\r\n`;
 }

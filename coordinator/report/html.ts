@@ -16,6 +16,8 @@ import {
   costBlock,
   h3Block,
   decisionTable,
+  hasThresholds,
+  thresholdsTable,
   findingsTable,
   probeSections,
   unfinishedTable,
@@ -158,6 +160,14 @@ function parts(report: RunReport): Part[] {
           )
         : html`<p>No decisions: the run found nothing to change.</p>`,
   });
+  if (hasThresholds(report))
+    out.push({
+      id: 'thresholds',
+      title: 'Thresholds',
+      body: renderTableHtml(thresholdsTable(report), "The plan's thresholds against this run", {
+        cell: (i, text) => (i === 0 ? badge(text) : text),
+      }),
+    });
   return out;
 }
 

@@ -12,6 +12,8 @@ import {
   costBlock,
   h3Block,
   decisionTable,
+  hasThresholds,
+  thresholdsTable,
   findingsTable,
   probeSections,
   unfinishedTable,
@@ -93,5 +95,6 @@ export function renderMarkdownReport(run: RunReport): string {
       ? tableMarkdown(decisionTable(report))
       : 'No decisions: the run found nothing to change.',
   );
+  if (hasThresholds(report)) out.push('## Thresholds', tableMarkdown(thresholdsTable(report)));
   return `${out.join('\n\n')}\n`;
 }

@@ -1,7 +1,7 @@
 // What was run, in a few name/value lines: the head of the HTML and Markdown reports.
 import { SEVERITIES } from '../../contracts/common.js';
 import type { RunReport } from '../../contracts/result.js';
-import { failedJobsLine, runOutcome } from '../run-outcome.js';
+import { breachedThresholdsLine, failedJobsLine, runOutcome } from '../run-outcome.js';
 import { orderedRegions } from './run-views.js';
 
 const seconds = (from: string, to: string) => `${((Date.parse(to) - Date.parse(from)) / 1000).toFixed(1)} s`;
@@ -23,6 +23,16 @@ export function reportFacts(report: RunReport): [string, string][] {
     ],
     ['started', `${report.startedAt} (took ${seconds(report.startedAt, report.finishedAt)})`],
     ['jobs', failedJobsLine(outcome) ?? `${jobs}: all succeeded`],
+    ...(report.thresholds.checks.length + report.thresholds.unchecked.length > 0
+      ? [
+          [
+            'thresholds',
+            breachedThresholdsLine(report) ??
+              `${report.thresholds.checks.length} checks, none breached` +
+                (report.thresholds.unchecked.length > 0 ? `; ${report.thresholds.unchecked.length} not checked` : ''),
+          ] as [string, string],
+        ]
+      : []),
     [
       'findings',
       report.findings.length === 0

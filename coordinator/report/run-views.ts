@@ -7,6 +7,7 @@ import type { Comparison, ProbeResult, ResultOf, RunReport } from '../../contrac
 import type { BarChart, ReportBlock, ReportSection, Table } from './document.js';
 import { fewestValuesToShow } from '../../common/stats.js';
 import { formatMs } from './format.js';
+import { thresholdQuantitySpec } from '../../contracts/thresholds.js';
 import { REPORT_VIEWS } from './views/index.js';
 import { h3Advertisements } from '../analysis-alt-svc.js';
 
@@ -244,6 +245,37 @@ export function findingsTable(report: RunReport): Table {
       `${f.target} from ${f.region}`,
       f.evidence,
     ]),
+  };
+}
+
+export const hasThresholds = (report: RunReport) =>
+  report.thresholds.checks.length + report.thresholds.unchecked.length > 0;
+
+/** The plan's thresholds against the run: every check (breached first), then what was not checked and why. */
+export function thresholdsTable(report: RunReport): Table {
+  const { checks, unchecked } = report.thresholds;
+  const bound = (c: (typeof checks)[number]) =>
+    [c.min !== null ? `>= ${c.min}` : '', c.max !== null ? `<= ${c.max}` : ''].filter(Boolean).join(' and ');
+  const unit = (c: (typeof checks)[number]) => thresholdQuantitySpec(c.quantity).unit;
+  const value = (c: (typeof checks)[number]) =>
+    unit(c) === 'ms' ? formatMs(c.value) : unit(c) === 'share' ? `${(c.value * 100).toFixed(2)}%` : String(c.value);
+  return {
+    headers: ['', 'threshold', 'quantity', 'where', 'value', 'bound'],
+    align: 'lllllr',
+    rows: [
+      ...[...checks]
+        .sort((a, b) => Number(b.breached) - Number(a.breached))
+        .map((c) => [
+          c.breached ? 'breached' : 'ok',
+          c.threshold,
+          thresholdQuantitySpec(c.quantity).label,
+          [c.region, c.target, c.probe, ...Object.values(c.variant).map(String)].join(' '),
+          value(c),
+          bound(c),
+        ]),
+      ...unchecked.map((u) => ['not checked', u.threshold, '', u.where, '', u.reason]),
+    ],
+    wrap: [0, 0, 0, 40, 0, 50],
   };
 }
 

@@ -10,6 +10,8 @@ import {
   costByRegionTitle,
   costBlock,
   decisionTable,
+  hasThresholds,
+  thresholdsTable,
   h3Block,
   probeSections,
   retriedReason,
@@ -60,5 +62,6 @@ export function renderRunReport(run: RunReport): string {
   if (report.decisions.length > 0) {
     out.push('', 'Decision table', tableAsText(decisionTable(report)));
   }
+  if (hasThresholds(report)) out.push('', 'Thresholds', tableAsText(thresholdsTable(report)));
   return `${out.join('\n')}\n`;
 }

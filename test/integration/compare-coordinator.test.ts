@@ -32,7 +32,7 @@ await runAlone('realtime');
 const log = createLogger('test', 'silent');
 const REGION = 'eu-west';
 
-describe('the coordinator compares each run with the previous run of its plan', needsRedis, () => {
+describe('the coordinator compares each run with the earlier runs of its plan', needsRedis, () => {
   const prefix = testPrefix();
   const redisArgs = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
   let lab: Lab;
@@ -102,7 +102,7 @@ experiments: [{ probe: reuse, requests: ${requests}, modes: [reused, new] }]
     if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, prefix);
   });
 
-  test("a plan's first run has nothing to compare with; each later one is compared with the run before it of the same plan", async () => {
+  test("a plan's first run has nothing to compare with; each later one with the earlier runs of the same plan", async () => {
     assert.equal(comparisons.get(ids.first), undefined);
     assert.equal(comparisons.get(ids.other), undefined, 'the first run of plan "other"');
     const second = comparisons.get(ids.second)!;
@@ -110,6 +110,11 @@ experiments: [{ probe: reuse, requests: ${requests}, modes: [reused, new] }]
     assert.deepEqual([second.before.source, second.after.source], ['redis', 'redis']);
     const nagle = comparisons.get(ids.nagle)!;
     assert.deepEqual([nagle.before.runId, nagle.after.runId], [ids.second, ids.nagle], 'not the other plan in between');
+    assert.deepEqual(
+      nagle.baseline.map((r) => r.runId),
+      [ids.second, ids.first],
+      'the baseline: every earlier run of the plan, newest first',
+    );
     assert.ok(second.quantities.length > 10, `${second.quantities.length} quantities`);
     const first = await runCli(['compare', ...redisArgs, '--previous', ids.first]);
     assert.equal(first.code, 2);
@@ -144,10 +149,17 @@ experiments: [{ probe: reuse, requests: ${requests}, modes: [reused, new] }]
     const newest = await runCli(['compare', ...redisArgs, '--previous', '--json=-']);
     assert.equal(newest.code, 0, newest.stderr);
     assert.equal(JSON.parse(newest.stdout).after.runId, ids.nagle);
-    // Any two stored runs, by id (computed now, the same way).
-    const byIds = await runCli(['compare', ids.second, ids.nagle, ...redisArgs, '--json=-']);
+    // Stored runs by id, the new one last (computed now, the same way).
+    const byIds = await runCli(['compare', ids.first, ids.second, ids.nagle, ...redisArgs, '--json=-']);
     assert.equal(byIds.code, 0, byIds.stderr);
     assert.deepEqual(JSON.parse(byIds.stdout), comparisons.get(ids.nagle));
+    // --baseline makes a new comparison with that many earlier runs.
+    const one = await runCli(['compare', ...redisArgs, '--previous', ids.nagle, '--baseline', '1', '--json=-']);
+    assert.equal(one.code, 0, one.stderr);
+    assert.deepEqual(
+      comparisonSchema.parse(JSON.parse(one.stdout)).baseline.map((r) => r.runId),
+      [ids.second],
+    );
     const missing = await runCli(['compare', ids.second, 'nightly-404', ...redisArgs]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /no stored run "nightly-404"/);

@@ -8,20 +8,15 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { RequestSample } from '../../contracts/common.js';
-import type { QuantityId } from '../../contracts/comparison.js';
+import type { QuantityId } from '../../contracts/quantities.js';
 import { RESULT_SCHEMA, type ProbeResult, type RunReport } from '../../contracts/result.js';
-import {
-  differenceInterval,
-  percentileInterval,
-  percentileRankInterval,
-  prng,
-  wilsonInterval,
-} from '../../common/stats.js';
+import { percentileInterval, percentileRankInterval, prng, wilsonInterval } from '../../common/stats.js';
 import { encodeHistogram, newLatencyHistogram, recordMs } from '../../common/latency-histogram.js';
-import { compareRuns, fewestValuesFor } from '../../coordinator/compare/compare-runs.js';
+import { compareRuns } from '../../coordinator/compare/compare-runs.js';
+import { fewestValuesFor } from '../../coordinator/run-quantities.js';
 import { renderComparisonHtml, renderComparisonMarkdown } from '../../coordinator/compare/render.js';
 import { reasonText } from '../../coordinator/compare/views.js';
-import { judge, minChangeFor, minChangeRule } from '../../coordinator/compare/rules.js';
+import { baselineOf, judge, minChangeFor, minChangeRule } from '../../coordinator/compare/rules.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { splitPlan } from '../../coordinator/split.js';
@@ -31,18 +26,13 @@ const close = (actual: number, expected: number, digits = 4) =>
   assert.ok(Math.abs(actual - expected) < 10 ** -digits, `${actual} ≈ ${expected}`);
 
 describe('intervals', () => {
-  test('Wilson: 0 of 10 is 0 to 27.8%; Newcombe: 56/70 vs 48/80 differ by 0.2 (0.0524 to 0.3339)', () => {
+  test('Wilson: 0 of 10 is 0 to 27.8%; 56 of 70 is 69.2% to 87.7%', () => {
     const [lo, hi] = wilsonInterval(0, 10);
     assert.equal(lo, 0);
     close(hi, 0.2775);
-    // Newcombe (1998), Statistics in Medicine 17:873, example (a), method 10.
-    const { change, ci95 } = differenceInterval(
-      { value: 48 / 80, ci95: wilsonInterval(48, 80) },
-      { value: 56 / 70, ci95: wilsonInterval(56, 70) },
-    );
-    close(change, 0.2);
-    close(ci95[0], 0.0524);
-    close(ci95[1], 0.3339);
+    const [lo2, hi2] = wilsonInterval(56, 70);
+    close(lo2, 0.6918, 3);
+    close(hi2, 0.877, 3);
   });
 
   test('percentile ranks from the binomial: a median of 200 between the 86th and 115th, a p95 needs 72 values', () => {
@@ -79,22 +69,153 @@ describe('intervals', () => {
   });
 });
 
-describe('the verdict rule', () => {
-  const cases: [string, number, [number, number] | null, number, boolean, string][] = [
-    ['interval spans zero', 5, [-1, 11], 1, true, 'unchanged within-noise'],
-    ['real but inside the minimum', 0.5, [0.3, 0.7], 1, true, 'unchanged below-minimum'],
-    ['real, interval reaches inside the minimum', 3, [0.5, 5], 1, true, 'unchanged below-minimum'],
-    ['the whole interval beyond the minimum, worse', 3, [2, 4], 1, true, 'regressed material'],
-    ['the whole interval beyond the minimum, better', -3, [-4, -2], 1, false, 'improved material'],
-    ['no interval (bytes): at the minimum counts', 16, null, 16, true, 'regressed material'],
-    ['no interval: under the minimum', 15, null, 16, true, 'unchanged below-minimum'],
-    ['no change at all', 0, null, 0, true, 'unchanged below-minimum'],
+describe('the baseline rule', () => {
+  const steady = [10, 10.2, 9.8, 10.1, 9.9, 10, 10.3];
+  const noisy = [10, 14, 9, 13, 11, 15, 10];
+  const cases: [string, QuantityId, number[], number, [number, number] | null, boolean, string][] = [
+    ['inside the band', 'phase_total_p50', steady, 10.3, [10.2, 10.4], true, 'unchanged within-spread'],
+    [
+      "the run's own interval reaches the median",
+      'phase_total_p50',
+      steady,
+      13,
+      [9.9, 16],
+      true,
+      'unchanged within-spread',
+    ],
+    [
+      'beyond the band and the minimum effect, worse',
+      'phase_total_p50',
+      steady,
+      13,
+      [12.8, 13.2],
+      true,
+      'regressed beyond-baseline',
+    ],
+    [
+      'beyond the band and the minimum effect, better',
+      'phase_total_p50',
+      steady,
+      7,
+      [6.8, 7.2],
+      false,
+      'improved beyond-baseline',
+    ],
+    [
+      'beyond the band, under the minimum effect (2 ms: 20% of 10 ms)',
+      'phase_total_p50',
+      steady,
+      11.5,
+      [11.4, 11.6],
+      true,
+      'unchanged below-minimum',
+    ],
+    [
+      'above every earlier run, within 3 scaled MADs of a noisy history',
+      'phase_total_p50',
+      noisy,
+      16.5,
+      [16.2, 16.8],
+      true,
+      'unchanged within-spread',
+    ],
+    [
+      'exact bytes: the band is the one value; 20 B and 20% counts',
+      'header_bytes_h1_response',
+      [100, 100, 100],
+      120,
+      null,
+      true,
+      'regressed beyond-baseline',
+    ],
+    [
+      'exact bytes: 10 B is under the minimum (16 B)',
+      'header_bytes_h1_response',
+      [100, 100, 100],
+      110,
+      null,
+      true,
+      'unchanged below-minimum',
+    ],
+    [
+      '1 earlier run: +3 ms is not enough to judge',
+      'phase_total_p50',
+      [10],
+      13,
+      [12.8, 13.2],
+      true,
+      'unchanged too-little-history',
+    ],
+    [
+      '1 earlier run: +14 ms (more than doubled, over 5 ms) is beyond any noise',
+      'phase_total_p50',
+      [10],
+      25,
+      [24, 26],
+      true,
+      'regressed beyond-any-noise',
+    ],
+    [
+      '2 earlier runs: halved by 5.9 ms is beyond any noise',
+      'phase_total_p50',
+      [10, 10.4],
+      4,
+      [3.9, 4.1],
+      false,
+      'improved beyond-any-noise',
+    ],
+    [
+      "the issue's twin pair: 0.03 -> 2.86 ms new-connection cost after 1 run",
+      'new_connection_cost',
+      [0.03],
+      2.86,
+      [2.43, 3.35],
+      true,
+      'unchanged too-little-history',
+    ],
+    [
+      "the issue's twin pair: 5.16 -> 3.70 ms after 1 run",
+      'new_connection_cost',
+      [5.16],
+      3.7,
+      [3.5, 3.86],
+      false,
+      'unchanged too-little-history',
+    ],
+    [
+      'a Nagle stall after 1 run: 0.17 -> 43.9 ms',
+      'phase_total_p50',
+      [0.17],
+      43.9,
+      [43.7, 44],
+      true,
+      'regressed beyond-any-noise',
+    ],
+    [
+      'keep-alive lost after 1 run: 1% -> 100% of requests open a connection',
+      'connections_per_request',
+      [0.01],
+      1,
+      [0.96, 1],
+      true,
+      'regressed beyond-any-noise',
+    ],
   ];
-  for (const [name, change, ci, min, worse, expected] of cases)
+  for (const [name, quantity, earlier, after, ci, worse, expected] of cases)
     test(name, () => {
-      const { verdict, reason } = judge(change, ci, min, worse);
+      const { verdict, reason } = judge(quantity, baselineOf(earlier), after, ci, worse);
       assert.equal(`${verdict} ${reason}`, expected);
     });
+
+  test('the band: median ± 3 scaled MADs, widened to every earlier value; none below 3 runs', () => {
+    const b = baselineOf([10, 10.2, 9.8, 10.1, 9.9, 10, 10.3]);
+    close(b.median, 10);
+    close(b.spread, 1.4826 * 0.1);
+    close(b.band![0], 10 - 3 * 1.4826 * 0.1);
+    close(b.band![1], 10 + 3 * 1.4826 * 0.1);
+    assert.deepEqual(baselineOf([10, 10, 10, 14]).band, [10, 14], 'one night far out widens the band to it');
+    assert.equal(baselineOf([10, 11]).band, null);
+  });
 
   test('minimum changes: a millisecond and a fifth for medians, 2 ms and 30% for tails; bytes, shares', () => {
     const table: [QuantityId, number, number][] = [
@@ -115,27 +236,27 @@ describe('the verdict rule', () => {
   });
 });
 
-test('every verdict says why, in the words of its rule: a +37% change below the minimum is not silently "unchanged"', () => {
-  const row = (change: number, ci95: [number, number] | null, minChange: number) => {
-    const q = {
-      ...{
-        region: 'local',
-        target: 'http',
-        probe: 'reuse' as const,
-        variant: {},
-        quantity: 'phase_total_p50' as const,
-      },
-      ...{ before: 0.81, after: 0.81 + change, n: null, change, relativeChange: change / 0.81, ci95, minChange },
-      ...{ interval: ci95 ? ('order-statistics' as const) : ('none' as const) },
-      ...judge(change, ci95, minChange, change > 0),
-    };
-    return reasonText(q);
+test('every verdict says why, in the words of its rule', () => {
+  const row = (earlier: number[], after: number, ci95: [number, number] | null) => {
+    const baseline = baselineOf(earlier);
+    const change = after - baseline.median;
+    return reasonText({
+      ...{ region: 'local', target: 'http', probe: 'reuse', variant: {}, quantity: 'phase_total_p50' },
+      ...{ baseline, after, afterCi95: ci95, n: null, change, relativeChange: change / baseline.median },
+      ...{ interval: ci95 ? 'order-statistics' : 'none', minChange: minChangeFor('phase_total_p50', baseline.median) },
+      ...judge('phase_total_p50', baseline, after, ci95, change > 0),
+    });
   };
-  assert.equal(row(0.3, [0.2, 0.4], 1), 'the interval reaches below the minimum change, 1.00 ms');
-  assert.equal(row(0.3, [-0.1, 0.7], 1), 'the interval includes no change');
-  assert.equal(row(3, [2, 4], 1), 'the whole interval beyond the minimum change, 1.00 ms');
-  assert.equal(row(3, null, 1), 'at least the minimum change, 1.00 ms');
-  assert.equal(row(0.5, null, 1), 'below the minimum change, 1.00 ms');
+  const steady = [10, 10.2, 9.8, 10.1, 9.9, 10, 10.3];
+  assert.equal(
+    row(steady, 13, [12.8, 13.2]),
+    'beyond baseline: outside its spread, and at least the minimum effect, 2.00 ms',
+  );
+  assert.equal(row(steady, 10.3, [10.2, 10.4]), 'within night-to-night spread');
+  assert.equal(row(steady, 11.5, [11.4, 11.6]), 'below minimum effect, 2.00 ms');
+  assert.equal(row([10], 13, [12.8, 13.2]), '1 earlier run: not enough to judge (only 10.0 ms or more would count)');
+  assert.equal(row([10], 25, [24, 26]), 'beyond any plausible noise: 1 earlier run, but 10.0 ms or more away');
+  assert.equal(row([10], 11, [9, 12]), "within the run's own noise");
 });
 
 test("docs/compare.md's walkthrough: its sed moves the example plan's http target to the Nagle path, and nothing else", async () => {
@@ -151,12 +272,12 @@ test("docs/compare.md's walkthrough: its sed moves the example plan's http targe
 
 test('docs/compare.md states the minimum changes rules.ts applies', async () => {
   const page = await readFile(path.join(REPO_ROOT, 'docs/compare.md'), 'utf8');
-  const docs = page.slice(page.indexOf('## The verdict rule'), page.indexOf('## Plans that do not match'));
+  const docs = page.slice(page.indexOf('## The baseline rule'), page.indexOf('## Plans that do not match'));
   const row = (start: string) =>
     docs.split('\n').find((line) => line.startsWith(`| ${start}`)) ?? `(no row "${start}")`;
   const both = (id: QuantityId, unit: string) => {
     const { absolute, relative } = minChangeRule(id);
-    return `${absolute} ${unit} and ${relative * 100}% of before`;
+    return `${absolute} ${unit} and ${relative * 100}% of the baseline median`;
   };
   assert.match(row('medians of time'), new RegExp(`\\| ${both('phase_total_p50', 'ms')} \\|$`));
   assert.match(row('tails of time'), new RegExp(`\\| ${both('load_latency_p99', 'ms')} \\|$`));
@@ -168,7 +289,7 @@ test('docs/compare.md states the minimum changes rules.ts applies', async () => 
   );
   assert.match(
     row('load throughput'),
-    new RegExp(`\\| ${minChangeRule('load_throughput').relative * 100}% of before \\|$`),
+    new RegExp(`\\| ${minChangeRule('load_throughput').relative * 100}% of the baseline median \\|$`),
   );
 });
 
@@ -228,10 +349,20 @@ targets: [{ name: api, url: "https://127.0.0.1:9/" }]
 experiments: [{ probe: reuse, requests: 100, modes: [reused, new] }]
 `;
 
+/** Three earlier runs 2% apart, newest first: enough history for a band. */
+const earlierRuns = (
+  planText: string,
+  totals: Parameters<typeof runOf>[2],
+  extra?: (result: ProbeResult) => ProbeResult,
+): Promise<RunReport[]> =>
+  Promise.all(
+    [1, 1.02, 0.98].map((f, i) => runOf(`before-${i}`, planText, (job) => totals(job).map((v) => v * f), extra)),
+  );
+
 describe('compareRuns on known samples', () => {
   const cost = async (before: Record<string, number>, after: Record<string, number>) => {
     const c = compareRuns(
-      await runOf('before', REUSE_PLAN, ({ mode }) => around(before[mode!])),
+      await earlierRuns(REUSE_PLAN, ({ mode }) => around(before[mode!])),
       await runOf('after', REUSE_PLAN, ({ mode }) => around(after[mode!])),
     );
     const row = (quantity: QuantityId, mode?: string) =>
@@ -239,10 +370,11 @@ describe('compareRuns on known samples', () => {
     return { c, row };
   };
 
-  test('the same samples twice: every quantity unchanged, its interval around zero', async () => {
+  test('the same samples as the earlier runs: every quantity unchanged, within their spread', async () => {
     const { c } = await cost({ reused: 1, new: 5 }, { reused: 1, new: 5 });
     assert.ok(c.quantities.length >= 7, `${c.quantities.length} quantities`);
-    for (const q of c.quantities) assert.equal(`${q.verdict} ${q.reason}`, 'unchanged within-noise', q.quantity);
+    assert.equal(c.baseline.length, 3);
+    for (const q of c.quantities) assert.equal(`${q.verdict} ${q.reason}`, 'unchanged within-spread', q.quantity);
     assert.deepEqual(c.differences, []);
     assert.deepEqual(c.notCompared, []);
   });
@@ -265,19 +397,19 @@ describe('compareRuns on known samples', () => {
   test('loopback-sized changes are not regressions: 0.4 ms to 0.8 ms is real, and under the minimum', async () => {
     const { row } = await cost({ reused: 0.4, new: 1 }, { reused: 0.8, new: 1 });
     const total = row('phase_total_p50', 'reused');
-    assert.ok(total.ci95![0] > 0, 'outside the noise');
+    assert.ok(total.afterCi95![0] > total.baseline.band![1], 'outside the spread');
     assert.equal(`${total.verdict} ${total.reason}`, 'unchanged below-minimum');
   });
 
-  test('a connection per request where one was reused: connections per request regressed (share, Newcombe)', async () => {
+  test('a connection per request where one was reused: connections per request regressed (share, Wilson)', async () => {
     const plan = REUSE_PLAN.replace('modes: [reused, new]', 'modes: [reused]');
     const closing = (r: ProbeResult): ProbeResult => ({ ...r, summary: { ...r.summary, connectionsOpened: 100 } });
     const c = compareRuns(
-      await runOf('before', plan, () => around(1)),
+      await earlierRuns(plan, () => around(1)),
       await runOf('after', plan, () => around(1), closing),
     );
     const q = c.quantities.find((x) => x.quantity === 'connections_per_request')!;
-    assert.equal(q.interval, 'newcombe');
+    assert.equal(q.interval, 'wilson');
     assert.equal(q.verdict, 'regressed');
     assert.ok(Math.abs(q.change - 0.99) < 1e-9);
   });
@@ -337,7 +469,7 @@ experiments:
               },
       }) as ProbeResult;
     const c = compareRuns(
-      await runOf('before', plan, () => [], details(150, 5000, 2)),
+      await earlierRuns(plan, () => [], details(150, 5000, 2)),
       await runOf('after', plan, () => [], details(158, 3000, 20)),
     );
     const q = (id: QuantityId) => c.quantities.find((x) => x.quantity === id)!;
@@ -347,13 +479,13 @@ experiments:
       'unchanged below-minimum',
     );
     assert.equal(q('load_throughput').verdict, 'regressed');
-    assert.equal(q('load_throughput').ci95, null);
+    assert.equal(q('load_throughput').afterCi95, null);
     assert.equal(`${q('load_latency_p99').verdict} ${q('load_latency_p99').interval}`, 'regressed order-statistics');
-    close(q('load_latency_p99').before, 2 * (0.5 + 0.99), 1);
+    close(q('load_latency_p99').baseline.median, 2 * (0.5 + 0.99), 1);
   });
 
   test('a job without a result in one run is named, with why, and not compared', async () => {
-    const before = await runOf('before', REUSE_PLAN, () => around(1));
+    const before = await earlierRuns(REUSE_PLAN, () => around(1));
     const after = await runOf('after', REUSE_PLAN, () => around(1));
     const lost = after.results.find((r) => r.probe === 'reuse' && r.variant.mode === 'new')!;
     after.results = after.results.filter((r) => r !== lost);
@@ -380,7 +512,7 @@ experiments:
   test('strings from the runs stay text in HTML and Markdown', async () => {
     const hostile = '</td><script>alert(1)</script><img src=x onerror=alert(2)> | *x* [y](http://127.0.0.1:9/)';
     const c = compareRuns(
-      await runOf('before', REUSE_PLAN, () => around(1)),
+      await earlierRuns(REUSE_PLAN, () => around(1)),
       await runOf('after', REUSE_PLAN, () => around(1)),
     );
     c.differences.push({ kind: 'target-url', where: 'api', before: hostile, after: hostile });

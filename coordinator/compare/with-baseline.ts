@@ -1,0 +1,67 @@
+// Each run against its baseline, the earlier runs of its plan: the coordinator compares every run
+// it finishes, stores the comparison beside the report and pushes its verdicts; `compare
+// --previous` reads it.
+import type { RunComparison } from '../../contracts/comparison.js';
+import type { RunReport } from '../../contracts/result.js';
+import type { Logger } from '../../common/log.js';
+import type { MetricsPusher } from '../../metrics/pusher.js';
+import type { ReportStore } from '../report-store.js';
+import { compareRuns } from './compare-runs.js';
+import { pushComparisonMetrics } from '../../metrics/comparison-metrics.js';
+import { BASELINE_RULE } from './rules.js';
+
+/** How many earlier runs a run's baseline holds: the plan's `baseline.runs`, else the rule's default. */
+export const baselineRunsOf = (report: RunReport) => report.plan.baseline?.runs ?? BASELINE_RULE.defaultRuns;
+
+/**
+ * The stored comparison of a run, else one made now from the earlier stored runs of its plan
+ * (`runs` of them; asking for a number always makes a new one); undefined for a plan's first run.
+ * Reads only.
+ */
+export async function comparisonWithBaseline(
+  store: ReportStore,
+  report: RunReport,
+  runs?: number,
+): Promise<RunComparison | undefined> {
+  if (runs === undefined) {
+    const stored = await store.getComparison(report.runId);
+    if (stored) return stored;
+  }
+  const baseline = await store.previousRuns(report, runs ?? baselineRunsOf(report));
+  return baseline.length > 0 ? compareRuns(baseline, report) : undefined;
+}
+
+/** The coordinator's step after a run's report is stored: compare, store, push. Idempotent (the
+ * first stored comparison wins, and is pushed again); never throws, since the run itself is done. */
+export async function compareWithBaseline(
+  store: ReportStore,
+  report: RunReport,
+  options: { log: Logger; pusher?: MetricsPusher },
+): Promise<RunComparison | undefined> {
+  const { log, pusher } = options;
+  try {
+    const made = await comparisonWithBaseline(store, report);
+    if (!made) {
+      log.info(
+        { runId: report.runId, plan: report.plan.name },
+        'first stored run of the plan: nothing to compare with',
+      );
+      return undefined;
+    }
+    const comparison = await store.saveComparisonIfAbsent(made);
+    log.info(
+      {
+        runId: report.runId,
+        previous: comparison.before.runId,
+        baselineRuns: comparison.baseline.length,
+        ...comparison.summary,
+      },
+      comparison.summary.regressed > 0 ? 'compared with the baseline: regressions' : 'compared with the baseline',
+    );
+    if (pusher) await pushComparisonMetrics(pusher, comparison, log);
+    return comparison;
+  } catch (err) {
+    log.error({ err: (err as Error).message, runId: report.runId }, 'cannot compare the run with its baseline');
+    return undefined;
+  }
+}

@@ -1,0 +1,97 @@
+// A plan's thresholds against a run: each threshold's quantity, wherever the run measured it
+// (region, target, probe and variant, filtered as the threshold says), checked against its max
+// and min. The values are the ones a comparison judges (run-quantities.ts), so a threshold and a
+// verdict never disagree on what the run measured.
+import type { Plan } from '../contracts/plan.js';
+import type { ProbeResult } from '../contracts/result.js';
+import { thresholdName, type Threshold, type ThresholdCheck, type ThresholdOutcome } from '../contracts/thresholds.js';
+import { costOf, valuesOfResult, type ReuseResult, type RunValue } from './run-quantities.js';
+
+interface MeasuredValue {
+  where: Pick<ThresholdCheck, 'region' | 'target' | 'probe' | 'variant'>;
+  /** The value, or why the run has none (too few samples). */
+  value: RunValue | string;
+}
+
+/** The threshold's quantity in one result (the new-connection cost is per region and target, below). */
+function valueIn(threshold: Threshold, result: ProbeResult): RunValue | string | undefined {
+  const values = valuesOfResult(result);
+  if (threshold.quantity !== 'success_ratio') return values.get(threshold.quantity);
+  const errors = values.get('error_rate');
+  return errors === undefined || typeof errors === 'string'
+    ? errors
+    : { ...errors, value: 1 - errors.value, ci95: errors.ci95 && [1 - errors.ci95[1], 1 - errors.ci95[0]] };
+}
+
+function costs(results: ProbeResult[]): MeasuredValue[] {
+  const reuse = results.filter((r): r is ReuseResult => r.probe === 'reuse' && r.variant.mode !== 'cold');
+  return reuse.flatMap((reused) => {
+    if (reused.variant.mode !== 'reused') return [];
+    const fresh = reuse.find(
+      (r) =>
+        r.variant.mode === 'new' &&
+        r.region === reused.region &&
+        r.target === reused.target &&
+        r.variant.scheme === reused.variant.scheme,
+    );
+    const cost = fresh && costOf(reused, fresh, false);
+    if (!fresh) return [];
+    const where = { region: reused.region, target: reused.target, probe: 'reuse' as const };
+    return [
+      {
+        where: { ...where, variant: { scheme: reused.variant.scheme } },
+        value: cost ? cost.value : 'too few answered requests for a new-connection cost',
+      },
+    ];
+  });
+}
+
+const applies = (t: Threshold, r: Pick<ProbeResult, 'region' | 'target' | 'probe'>) =>
+  (!t.regions || t.regions.includes(r.region)) &&
+  (!t.targets || t.targets.includes(r.target)) &&
+  (!t.probes || t.probes.includes(r.probe));
+
+const whereText = (w: MeasuredValue['where']) =>
+  [w.region, w.target, w.probe, ...Object.values(w.variant).map(String)].join(' ');
+
+export function checkThresholds(plan: Pick<Plan, 'thresholds'>, results: ProbeResult[]): ThresholdOutcome {
+  const outcome: ThresholdOutcome = { checks: [], unchecked: [] };
+  const runCosts = costs(results);
+  for (const t of plan.thresholds ?? []) {
+    const name = thresholdName(t);
+    const measured: MeasuredValue[] =
+      t.quantity === 'new_connection_cost'
+        ? runCosts.filter((c) => applies(t, c.where))
+        : results
+            .filter((r) => applies(t, r))
+            .flatMap((r) => {
+              const value = valueIn(t, r);
+              return value === undefined
+                ? []
+                : [{ where: { region: r.region, target: r.target, probe: r.probe, variant: r.variant }, value }];
+            });
+    if (measured.length === 0)
+      outcome.unchecked.push({
+        threshold: name,
+        where: [t.regions?.join(', '), t.targets?.join(', '), t.probes?.join(', ')].filter(Boolean).join(' ') || 'any',
+        reason: `no result of this run measured ${t.quantity} there`,
+      });
+    for (const { where, value } of measured) {
+      if (typeof value === 'string') {
+        outcome.unchecked.push({ threshold: name, where: whereText(where), reason: value });
+        continue;
+      }
+      const breached = (t.max !== undefined && value.value > t.max) || (t.min !== undefined && value.value < t.min);
+      outcome.checks.push({
+        threshold: name,
+        quantity: t.quantity,
+        ...where,
+        value: value.value,
+        max: t.max ?? null,
+        min: t.min ?? null,
+        breached,
+      });
+    }
+  }
+  return outcome;
+}
