@@ -31,6 +31,7 @@ const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   demo: async () => (await import('./commands/demo.js')).demoCommand,
   report: async () => (await import('./commands/report.js')).reportCommand,
   compare: async () => (await import('./commands/compare.js')).compareCommand,
+  alerts: async () => (await import('./commands/alerts.js')).alertsCommand,
 };
 
 /**

@@ -221,6 +221,18 @@ export const RUN_METRICS = {
     labels: ['target', 'tls_version', 'handshake', 'quantile'],
     type: 'gauge',
   },
+  thresholdValue: {
+    name: 'probefleet_threshold_value',
+    help: "The last run's value of each quantity a threshold of the plan bounds, in base units (seconds, a ratio, bytes, per second); the alerts of probefleet alerts PLAN compare it with the threshold",
+    labels: ['threshold', 'quantity', 'target', 'probe', 'variant'],
+    type: 'gauge',
+  },
+  thresholdBreached: {
+    name: 'probefleet_threshold_breached',
+    help: 'Whether that value breached its threshold in the last run: 1 breached, 0 within',
+    labels: ['threshold', 'quantity', 'target', 'probe', 'variant'],
+    type: 'gauge',
+  },
   certExpiry: {
     name: 'probefleet_tls_cert_expiry_timestamp_seconds',
     help: "When the target's certificate expires (notAfter, Unix time), as seen in the last run",

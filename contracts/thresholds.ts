@@ -80,7 +80,7 @@ export const alertSettingsSchema = z.strictObject({
   failureRatio: z.number().min(0).max(1).optional(),
   certificateExpiryDays: positive.optional(),
 });
-export type AlertSettings = typeof ALERT_DEFAULTS;
+export type AlertSettings = { [K in keyof typeof ALERT_DEFAULTS]: number };
 
 /** One threshold against one value the run measured. */
 export const thresholdCheckSchema = z.strictObject({

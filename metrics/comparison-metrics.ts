@@ -1,7 +1,7 @@
 // A comparison's verdicts as metrics: one registry per region of either run, pushed as the
 // `compare` group {plan, region}, which replaces the previous comparison's. A region only the run
 // before had still gets its group replaced (with the timestamp alone), so a verdict from an older
-// comparison never lingers. The alert "regressed with confidence" reads these (dashboards/src/alerts.ts).
+// comparison never lingers. The alert "regressed beyond baseline" reads these (dashboards/src/alerts.ts).
 import { Registry } from 'prom-client';
 import { VERDICTS, type ComparedQuantity, type RunComparison } from '../contracts/comparison.js';
 import { COMPARISON_METRICS } from '../contracts/metric-names.js';

@@ -10,6 +10,8 @@ import { PROBE_METRIC_MAPPINGS, type RunRecorder } from './probe-mappings.js';
 import { metricsOf } from './prom.js';
 import type { MetricsPusher } from './pusher.js';
 import type { Logger } from '../common/log.js';
+import { thresholdQuantitySpec } from '../contracts/thresholds.js';
+import { variantLabel } from './comparison-metrics.js';
 
 export interface RegionRunMetrics {
   plan: string;
@@ -46,6 +48,20 @@ function regionRegistry(report: RunReport, region: string): Registry {
   const unfinished = report.unfinishedJobs.filter((u) => u.region === region);
 
   record('lastRun', {}, Date.parse(report.finishedAt) / 1000);
+
+  for (const c of report.thresholds.checks) {
+    if (c.region !== region) continue;
+    const labels = {
+      threshold: c.threshold,
+      quantity: c.quantity,
+      target: c.target,
+      probe: c.probe,
+      variant: variantLabel(c.variant),
+    };
+    const unit = thresholdQuantitySpec(c.quantity).unit;
+    record('thresholdValue', labels, unit === 'ms' ? c.value / 1000 : c.value);
+    record('thresholdBreached', labels, c.breached ? 1 : 0);
+  }
 
   const jobCounts = new Map<string, Record<(typeof JOB_OUTCOMES)[number], number>>();
   const countOf = (probe: string) =>
