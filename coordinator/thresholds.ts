@@ -34,8 +34,8 @@ function costs(results: ProbeResult[]): MeasuredValue[] {
         r.target === reused.target &&
         r.variant.scheme === reused.variant.scheme,
     );
-    const cost = fresh && costOf(reused, fresh, false);
     if (!fresh) return [];
+    const cost = costOf(reused, fresh, false);
     const where = { region: reused.region, target: reused.target, probe: 'reuse' as const };
     return [
       {
