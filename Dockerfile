@@ -22,7 +22,8 @@ COPY coordinator coordinator
 COPY worker worker
 COPY lab lab
 COPY regions regions
-# Only the shipped code: tsconfig's other folders (tests, benchmarks, dashboards/src) are absent.
+COPY dashboards/src dashboards/src
+# Only the shipped code: tsconfig's other folders (tests, benchmarks) are absent.
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
@@ -45,6 +46,7 @@ COPY --from=build /app/dist/metrics dist/metrics
 COPY --from=build /app/dist/contracts dist/contracts
 COPY --from=build /app/dist/lab dist/lab
 COPY --from=build /app/dist/regions dist/regions
+COPY --from=build /app/dist/dashboards/src dist/dashboards/src
 COPY examples examples
 COPY regions/delay/nfq-delay.c regions/delay/nfq-delay.c
 # The demo's Prometheus loads the alert rules.

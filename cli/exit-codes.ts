@@ -22,10 +22,7 @@ export const EXIT_CODE_MEANINGS: [code: number, meaning: string][] = [
   [EXIT_BAD_INPUT, 'bad input: a plan that fails validation (nothing runs), an unknown option, a bad file or run id'],
   [EXIT_REGRESSED, 'compare --fail-on found a regression'],
   [EXIT_REDIS_UNREACHABLE, 'Redis did not answer within --redis-timeout'],
-  [
-    EXIT_THRESHOLD_BREACHED,
-    "run: a value breached one of the plan's thresholds (the report says which; 1 wins when a job failed too)",
-  ],
+  [EXIT_THRESHOLD_BREACHED, 'run: a value breached a threshold of the plan (1 wins when a job also failed)'],
   [EXIT_INTERRUPTED, 'Ctrl-C (SIGINT): stopped; a distributed run goes on in the fleet'],
   [EXIT_BROKEN_PIPE, 'the reader of stdout went away (probefleet plan expand PLAN | head)'],
 ];

@@ -247,7 +247,10 @@ experiments:
   assert.ok(a.report.findings.some((f) => f.code === 'SERVER_CLOSES_EVERY_CONNECTION'));
   assert.deepEqual(c.findings, []);
   const text = await runCli(['compare', a.file, b.file]);
-  assert.match(text.stdout, /What the two runs do not share\n.*\n.*\n\s+plan name\s+plan\s+mismatch-a\s+mismatch-b/);
+  assert.match(
+    text.stdout,
+    /What this run and the run before do not share\n.*\n.*\n\s+plan name\s+plan\s+mismatch-a\s+mismatch-b/,
+  );
 });
 
 describe('bad input: exit 2, naming the file and the field; nothing written', () => {
@@ -286,7 +289,7 @@ describe('bad input: exit 2, naming the file and the field; nothing written', ()
       /plan\.yaml: not JSON/,
     ],
     ['a file that is not there', async () => [path.join(dir, 'missing.json'), good], /missing\.json: cannot read/],
-    ['one run only', async () => [good], /compare needs two runs: BEFORE and AFTER/],
+    ['one run only', async () => [good], /compare needs the earlier runs and then the new one: EARLIER\.\.\. AFTER/],
     [
       '--fail-on that means nothing',
       async () => [good, good, '--fail-on', 'slower'],
