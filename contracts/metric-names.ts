@@ -4,7 +4,7 @@
 
 import { PHASES, SEVERITIES } from './common.js';
 import { VERDICTS } from './comparison.js';
-import { QUANTITY_IDS } from './quantities.js';
+import { THRESHOLD_QUANTITY_IDS } from './thresholds.js';
 import { ACCEPT_ENCODINGS } from './probes/compression.js';
 import { DRAIN_MODES } from './probes/drain.js';
 import { PROBE_KINDS, type ProbeKind } from './probes/index.js';
@@ -350,10 +350,10 @@ export interface ProbeMetricLabels {
   run: Partial<Record<RunMetric, readonly string[]>>;
 }
 
-/** Produced by every probe's results. */
+/** Produced by every probe's results (findings and thresholds only where a run has them). */
 export const COMMON_PROBE_METRICS = {
   job: ['jobs', 'lastRun', 'lastSuccess'],
-  run: ['lastRun', 'lastRunJobs', 'probeSuccess', 'findings'],
+  run: ['lastRun', 'lastRunJobs', 'probeSuccess', 'findings', 'thresholdValue', 'thresholdBreached'],
 } as const satisfies { job: readonly ProbeJobMetric[]; run: readonly RunMetric[] };
 
 const REQUEST_METRICS_WITH_MODE = {
@@ -434,6 +434,7 @@ export const LABEL_VALUES: Record<string, readonly string[] | string> = {
   persistence: REDIS_PERSISTENCE,
   variant:
     'the compared job\'s variant values joined by "/" ("reused/http", "1.3", "closed/reused"): closed sets per probe',
-  quantity: QUANTITY_IDS,
+  quantity: THRESHOLD_QUANTITY_IDS,
+  threshold: "the plan's threshold names (a threshold's name, else its quantity)",
   verdict: VERDICTS,
 };
