@@ -12,6 +12,7 @@ export const FRAME_TYPE = {
   HEADERS: 0x1,
   RST_STREAM: 0x3,
   SETTINGS: 0x4,
+  PUSH_PROMISE: 0x5,
   GOAWAY: 0x7,
   CONTINUATION: 0x9,
 } as const;

@@ -31,6 +31,7 @@ export const LAB_ROLES = {
   'h2-goaway': 'https',
   'h2-rst': 'https',
   'decompression-bomb': 'http',
+  'h2-push-reset': 'http',
   'echo-headers': 'http',
   'escape-cert': 'https',
 } as const satisfies Record<string, Scheme>;

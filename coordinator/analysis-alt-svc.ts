@@ -4,6 +4,7 @@
 // probefleet does not speak QUIC: a probe of HTTP/3 itself waits for a Node release with node:quic.
 import { finding, type Finding } from '../contracts/findings.js';
 import type { ProbeResult } from '../contracts/result.js';
+import { deltaSeconds, percentDecoded, portNumber } from '../common/target-values.js';
 
 /** One alternative an Alt-Svc value offers for HTTP/3 (h3, or a draft such as h3-29). */
 export interface H3Advertisement {
@@ -29,20 +30,26 @@ function alternatives(value: string): string[] {
   return value.match(/(?:[^,"]|"[^"]*")+/g) ?? [];
 }
 
-/** The HTTP/3 alternatives of one Alt-Svc value (`clear` and other protocols give none). */
+/**
+ * The HTTP/3 alternatives of one Alt-Svc value (`clear` and other protocols give none). A value
+ * is what a server sent: an alternative that cannot be read (a malformed escape, a port out of
+ * range) is left out, and a max age too large to store is the largest delta-seconds there is.
+ */
 export function parseH3AltSvc(value: string): Omit<H3Advertisement, 'region' | 'target' | 'value' | 'probes'>[] {
   return alternatives(value).flatMap((alt) => {
     const m = ALT_VALUE.exec(alt);
-    if (!m || !/^h3(-\w+)?$/i.test(decodeURIComponent(m[1]))) return [];
+    const protocol = m ? percentDecoded(m[1])?.toLowerCase() : undefined;
+    if (!m || !protocol || !/^h3(-\w+)?$/.test(protocol)) return [];
     const authority = /^(.*):(\d+)$/.exec(m[2]);
-    if (!authority) return [];
+    const port = authority ? portNumber(authority[2]) : null;
+    if (!authority || port === null) return [];
     const ma = /;\s*ma\s*=\s*"?(\d+)"?/i.exec(m[3]);
     return [
       {
-        protocol: decodeURIComponent(m[1]).toLowerCase(),
+        protocol,
         host: authority[1],
-        port: Number(authority[2]),
-        maxAgeSeconds: ma ? Number(ma[1]) : DEFAULT_MAX_AGE_SECONDS,
+        port,
+        maxAgeSeconds: (ma && deltaSeconds(ma[1])) ?? DEFAULT_MAX_AGE_SECONDS,
       },
     ];
   });

@@ -15,6 +15,7 @@ import { echoHeadersServer } from './servers/echo-headers.js';
 import { escapeCertServer } from './servers/escape-cert.js';
 import { expiredCertServer } from './servers/expired-cert.js';
 import { h2GoawayServer } from './servers/h2-goaway.js';
+import { h2PushResetServer } from './servers/h2-push-reset.js';
 import { h2RstServer } from './servers/h2-rst.js';
 import { h2Server } from './servers/h2.js';
 import { h2cServer } from './servers/h2c.js';
@@ -61,6 +62,7 @@ export const LAB_SERVERS = [
   h2GoawayServer,
   h2RstServer,
   decompressionBombServer,
+  h2PushResetServer,
   echoHeadersServer,
   escapeCertServer,
 ] as const satisfies readonly LabServerSpec[];

@@ -6,6 +6,8 @@ import { apiProducts, apiRequests, corsMisconfigured } from './cors-routes.js';
 import { jsonNewline, large, trickle } from './drain-routes.js';
 
 const HELLO = Buffer.from('hello from the probefleet lab\n');
+/** The preload the /early-hints route announces, in its 103 and again in its 200. */
+export const EARLY_HINTS_LINK = '</style.css>; rel=preload; as=style';
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -34,6 +36,25 @@ const routes: Record<string, Route> = {
   '/large': large,
   '/trickle': trickle,
   '/json-newline': jsonNewline,
+  // 103 Early Hints before the 200, as CDNs send them: the final head is not the first one.
+  '/early-hints': (_req, res) => {
+    res.writeEarlyHints({ link: EARLY_HINTS_LINK });
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': HELLO.length, link: EARLY_HINTS_LINK });
+    res.end(HELLO);
+  },
+  // Any Alt-Svc value a server might send, from ?value=: what the probes and the report make of
+  // malformed ones. A value Node will not send as a header (CR, LF) is a 400.
+  '/alt-svc': (req, res) => {
+    const value = new URL(req.url ?? '/', 'http://lab').searchParams.get('value') ?? '';
+    try {
+      res.setHeader('alt-svc', value);
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain', 'content-length': 0 }).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': HELLO.length });
+    res.end(HELLO);
+  },
   // Answers after ?ms= milliseconds (at most 10 s): a slow backend, for latency under load.
   '/delay': (req, res) => {
     const ms = Math.min(Number(new URL(req.url ?? '/', 'http://lab').searchParams.get('ms')) || 0, 10_000);

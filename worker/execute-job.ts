@@ -6,7 +6,7 @@ import type { ProbeError } from '../contracts/common.js';
 import { jobPayloadSchema, type JobOf, type JobPayload } from '../contracts/job.js';
 import { capsExceeded, type JobDemands } from '../contracts/limits.js';
 import { PROBES, type ProbeKind } from '../contracts/probes/index.js';
-import { RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/result.js';
+import { probeResultSchema, RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/result.js';
 import { formatIssuePath } from '../common/issue-path.js';
 import type { Logger } from '../common/log.js';
 import { settledByBound } from '../common/settle.js';
@@ -151,15 +151,33 @@ export async function executeCheckedJob(job: JobPayload, options: ExecuteOptions
     findings: outcome.findings,
     altSvc: altSvc.values,
   } as ResultOf<ProbeKind> as ProbeResult;
+  const checked = checkedResult(result);
+  if (checked !== result) logOf().error({ error: checked.error }, 'probe result refused by the result schema');
   // Every job at debug (`--log-level debug`), as blackbox_exporter logs its probes; one that
   // failed at info. A line per job was ~10% of a worker's CPU at 1,000 one-request jobs/s, and
   // the jobs are counted in the metrics and listed in the report anyway.
   logAt(
-    result.ok ? 'debug' : 'info',
-    { ok: result.ok, error: result.error?.code, requests: result.summary.requests },
+    checked.ok ? 'debug' : 'info',
+    { ok: checked.ok, error: checked.error?.code, requests: checked.summary.requests },
     'probe finished',
   );
-  return result;
+  return checked;
+}
+
+/**
+ * The result as the schema takes it, checked where it is made: a value no reader could take
+ * back (a non-finite number from a server's header, a date that is no date) would otherwise be
+ * stored and make the whole run unreadable. A result the schema refuses keeps its place and
+ * timing, loses its details, and says which field was refused.
+ */
+function checkedResult(result: ProbeResult): ProbeResult {
+  const parsed = probeResultSchema.safeParse(result);
+  if (parsed.success) return result;
+  const { summary, details, findings, error } = notRun({
+    code: 'INTERNAL_ERROR',
+    message: `probe ${result.probe} made a result the result schema refuses (${describeIssues(parsed.error)}); its measurements are dropped`,
+  });
+  return { ...result, ok: false, summary, details, findings, error, altSvc: [] } as ResultOf<ProbeKind> as ProbeResult;
 }
 
 async function runProbe<K extends ProbeKind>(

@@ -100,8 +100,8 @@ export const compressionProbe = defineProbe({
     zstdLevels: levels(1, 22, [1, 3, 19]),
     /** Compress and decompress runs per level for the medians; each level stops after about a second. */
     repetitions: z.int().min(1).max(200).default(20),
-    /** Link speeds of the link model, in MB/s (10^6 bytes per second). */
-    linkSpeedsMBps: z.array(z.number().positive().max(100_000)).min(1).max(10).default([1, 100]),
+    /** Link speeds of the link model, in MB/s (10^6 bytes per second); at least 1 kB/s, so that a transfer time is a number. */
+    linkSpeedsMBps: z.array(z.number().min(0.001).max(100_000)).min(1).max(10).default([1, 100]),
     /** Bodies under this many bytes are "tiny": compressing them adds bytes. */
     tinyBytes: z
       .int()

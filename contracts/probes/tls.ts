@@ -32,10 +32,11 @@ export const certificateSchema = z.strictObject({
   /** e.g. "CN=localhost" */
   subject: z.string(),
   issuer: z.string(),
-  notBefore: z.iso.datetime(),
-  notAfter: z.iso.datetime(),
-  /** Days from the handshake to `notAfter`; negative once expired. */
-  daysLeft: z.number(),
+  /** null when the certificate's date is no date (a month 13, a year past 275760): what the server sent is data, not a failure. */
+  notBefore: z.iso.datetime().nullable(),
+  notAfter: z.iso.datetime().nullable(),
+  /** Days from the handshake to `notAfter`; negative once expired; null when `notAfter` is. */
+  daysLeft: z.number().nullable(),
   /** Why the certificate would have been refused, when the target's `tls.insecure` let the handshake through. */
   verifyError: z.string().nullable(),
 });

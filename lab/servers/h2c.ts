@@ -8,7 +8,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { encodeFrame, FRAME_FLAG, FRAME_TYPE, FrameReader, goawayFrame, H2_PREFACE } from '../../common/h2-frames.js';
-import { handleLabRequest, LAB_PATHS } from '../routes.js';
+import { EARLY_HINTS_LINK, handleLabRequest, LAB_PATHS } from '../routes.js';
 import type { LabServerSpec } from '../server-spec.js';
 import { handleLabH2Request } from './h2.js';
 
@@ -30,12 +30,12 @@ export const h2cServer: LabServerSpec<'h2c'> = {
     const h2 = http2.createServer(handleLabH2Request);
     const h1 = http.createServer({ keepAliveTimeout: 60_000 }, handleLabRequest);
     h1.on('upgrade', answerUpgrade);
-    return net.createServer((socket) => routeByPreface(socket, h1, h2));
+    return net.createServer((socket) => routeByPreface(socket, h1, (s) => h2.emit('connection', s)));
   },
 };
 
 /** Reads until the first bytes are, or cannot be, the HTTP/2 preface, then hands the socket over with them. */
-function routeByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void {
+export function routeByPreface(socket: net.Socket, h1: http.Server, h2: (socket: net.Socket) => void): void {
   socket.on('error', () => socket.destroy());
   let seen = Buffer.alloc(0);
   const onData = (chunk: Buffer) => {
@@ -47,7 +47,7 @@ function routeByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Serv
     socket.pause();
     socket.unshift(seen);
     if (preface) {
-      h2.emit('connection', socket);
+      h2(socket);
     } else {
       h1.emit('connection', socket);
       // The HTTP/1.1 server reads the socket natively from here on; the bytes put back must flow as 'data' first.
@@ -64,8 +64,10 @@ function answerUpgrade(req: IncomingMessage, stream: Duplex, head: Buffer): void
     socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     return;
   }
-  const known = LAB_PATHS.includes((req.url ?? '/').split('?')[0]);
+  const path = (req.url ?? '/').split('?')[0];
+  const known = LAB_PATHS.includes(path);
   const body = known ? UPGRADED_BODY : Buffer.from('not found\n');
+  if (path === '/early-hints') socket.write(`HTTP/1.1 103 Early Hints\r\nLink: ${EARLY_HINTS_LINK}\r\n\r\n`);
   socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n');
   socket.write(
     Buffer.concat([

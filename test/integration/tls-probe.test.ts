@@ -72,7 +72,7 @@ describe('tls probe', () => {
       assert.equal(d.certificate?.issuer, 'CN=probefleet lab CA');
       assert.equal(d.certificate?.verifyError, null);
       assert.equal(d.certNotAfter, d.certificate?.notAfter);
-      assert.ok(d.certificate!.daysLeft > 29 && d.certificate!.daysLeft <= 30, String(d.certificate!.daysLeft));
+      assert.ok(d.certificate!.daysLeft! > 29 && d.certificate!.daysLeft! <= 30, String(d.certificate!.daysLeft));
       assert.deepEqual(r.findings, [], 'a 30-day certificate is not flagged at the default 21 days');
     }
     assert.equal(lab.servers.https.connectionsAccepted() - accepted, 40, 'the server counted the same connections');
@@ -151,7 +151,7 @@ describe('tls probe', () => {
     const [r] = results;
     assert.equal(r.ok, true);
     assert.equal(r.details?.certificate?.verifyError, 'CERT_HAS_EXPIRED');
-    assert.ok(r.details!.certificate!.daysLeft < 0);
+    assert.ok(r.details!.certificate!.daysLeft! < 0);
     assert.deepEqual(
       r.findings.map((f) => [f.code, f.severity]),
       [['CERT_EXPIRED', 'critical']],

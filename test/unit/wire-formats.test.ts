@@ -66,6 +66,26 @@ describe('HTTP/1.1 heads', () => {
     assert.deepEqual([...head.rest], [0, 0, 0, 4]);
   });
 
+  test('interim heads (103 Early Hints, 100 Continue) are read past and counted; 101 is final', async () => {
+    const hints = 'HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload; as=style\r\n\r\n';
+    const cont = 'HTTP/1.1 100 Continue\r\n\r\n';
+    const final = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n';
+    const socket = new PassThrough();
+    const reading = readHttp1ResponseHead(socket);
+    socket.write(hints.slice(0, 20));
+    socket.write(hints.slice(20) + cont + final.slice(0, 5));
+    socket.write(`${final.slice(5)}ok`);
+    const head = await reading;
+    assert.equal(head.status, 200);
+    assert.equal(head.headBytes, hints.length + cont.length + final.length);
+    assert.equal(head.rest.toString(), 'ok');
+
+    const upgrade = new PassThrough();
+    const upgrading = readHttp1ResponseHead(upgrade);
+    upgrade.write(`${hints}HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n`);
+    assert.equal((await upgrading).status, 101);
+  });
+
   test('an answer that is not HTTP/1.x, or no answer at all, is an error with a code', async () => {
     const binary = new PassThrough();
     const notHttp = readHttp1ResponseHead(binary);

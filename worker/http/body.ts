@@ -3,6 +3,7 @@
 // whether the connection can carry the next request (see TimedRequestOptions.consumeBody).
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
+import { JsonScanner } from './json-scanner.js';
 import { CheckedBody } from './response-checks.js';
 
 export type ResponseBody = Dispatcher.ResponseData['body'];
@@ -125,56 +126,26 @@ export async function drainBody(
 const MAX_JSON_BYTES = 16 << 20;
 
 /**
- * Reads until one JSON object or array is complete, parses it, and closes the body without
- * reading further, like Go's json.Decoder: whatever follows the closing bracket (a trailing
- * newline) is left unread. `bytes` counts the body up to and including the closing bracket.
+ * Reads until one JSON object or array is complete, checking it is JSON as it arrives, and
+ * closes the body without reading further, like Go's json.Decoder: whatever follows the closing
+ * bracket (a trailing newline) is left unread. `bytes` counts the body up to and including the
+ * closing bracket. Nothing is parsed into objects, so a hostile body costs one pass over it.
  */
 export async function decodeJsonValue(body: ResponseBody): Promise<BodyRead> {
-  const parts: Buffer[] = [];
-  let depth = 0;
-  let started = false;
-  let inString = false;
-  let escaped = false;
-  let length = 0;
+  const scanner = new JsonScanner();
   const iterator = body[Symbol.asyncIterator]();
-  for (;;) {
-    const next = await iterator.next();
-    if (next.done)
-      throw new UnexpectedBodyError(
-        started ? 'the body ended inside a JSON value' : 'the body holds no JSON object or array',
-      );
-    const chunk = next.value as Buffer;
-    for (let i = 0; i < chunk.length; i++) {
-      const c = chunk[i];
-      if (!started) {
-        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
-        if (c !== 0x7b && c !== 0x5b)
-          throw new UnexpectedBodyError('the body does not start with a JSON object or array');
-        started = true;
-      }
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (c === 0x5c) escaped = true;
-        else if (c === 0x22) inString = false;
-      } else if (c === 0x22) inString = true;
-      else if (c === 0x7b || c === 0x5b) depth++;
-      else if (c === 0x7d || c === 0x5d) depth--;
-      if (started && depth === 0) {
-        parts.push(chunk.subarray(0, i + 1));
-        length += i + 1;
-        const text = Buffer.concat(parts, length).toString('utf8');
-        try {
-          JSON.parse(text);
-        } catch (err) {
-          throw new UnexpectedBodyError(`the body is not valid JSON: ${(err as Error).message}`);
-        }
-        // The decoder is done: stop reading, as a client that only wanted the value would.
-        closeBody(body);
-        return { bytes: length };
-      }
+  for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+    scanner.feed(next.value as Buffer);
+    if (scanner.problem) throw new UnexpectedBodyError(`the body is not a JSON object or array: ${scanner.problem}`);
+    if (scanner.done) {
+      // The decoder is done: stop reading, as a client that only wanted the value would.
+      closeBody(body);
+      return { bytes: scanner.consumed };
     }
-    parts.push(chunk);
-    length += chunk.length;
-    if (length > MAX_JSON_BYTES) throw new UnexpectedBodyError(`JSON value larger than ${MAX_JSON_BYTES} bytes`);
+    if (scanner.consumed > MAX_JSON_BYTES)
+      throw new UnexpectedBodyError(`JSON value larger than ${MAX_JSON_BYTES} bytes`);
   }
+  throw new UnexpectedBodyError(
+    scanner.started ? 'the body ended inside a JSON value' : 'the body holds no JSON object or array',
+  );
 }

@@ -17,10 +17,12 @@ export interface H2Response {
  * A client session on `socket` (already connected, TLS done if https). `origin` gives
  * `:scheme` and `:authority`; no connection is made from it. Session errors reach the
  * requests through their streams, so the session's own `error` event is only kept from
- * crashing the process.
+ * crashing the process. Push is off, as in browsers and curl: a server that pushes anyway
+ * commits a connection error (PROTOCOL_ERROR, RFC 9113 §8.4), which is what those clients see
+ * too; with push on, a pushed stream the server then resets would be an uncaught 'error'.
  */
 export function h2SessionOver(origin: string, socket: Duplex): http2.ClientHttp2Session {
-  const session = http2.connect(origin, { createConnection: () => socket });
+  const session = http2.connect(origin, { createConnection: () => socket, settings: { enablePush: false } });
   session.on('error', () => {});
   return session;
 }

@@ -16,7 +16,7 @@ export interface Http1ResponseHead {
   status: number;
   /** Lower-case names; repeated fields joined with ", ". */
   headers: Record<string, string>;
-  /** The head on the wire, status line to the blank line included. */
+  /** The head on the wire, status line to the blank line included, with the interim heads before it. */
   headBytes: number;
   /** What arrived after the head in the same reads (body, or the first HTTP/2 frames after a 101). */
   rest: Buffer;
@@ -42,13 +42,16 @@ export function http1RequestHead(method: string, path: string, host: string, hea
 }
 
 /**
- * Reads from `socket` up to the end of one response head. Rejects with EWIRE_CLOSED when the
+ * Reads from `socket` up to the end of one final response head: interim 1xx heads (100
+ * Continue, 103 Early Hints) are counted and read past, as curl counts them; 101 Switching
+ * Protocols is final for this purpose, as what follows it is no longer HTTP/1.1. Rejects with EWIRE_CLOSED when the
  * peer closes first, EWIRE_HEAD_TOO_LARGE past MAX_HEAD_BYTES and EWIRE_MALFORMED when what
  * arrives is not an HTTP/1.x head; the caller bounds it in time (wire.ts `bounded`).
  */
 export function readHttp1ResponseHead(socket: Duplex): Promise<Http1ResponseHead> {
   return new Promise((resolve, reject) => {
     let received: Buffer = Buffer.alloc(0);
+    let interimBytes = 0;
     const done = (err: Error | null, head?: Http1ResponseHead) => {
       socket.off('data', onData);
       socket.off('end', onEnd);
@@ -59,27 +62,35 @@ export function readHttp1ResponseHead(socket: Duplex): Promise<Http1ResponseHead
     };
     const onData = (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
-      const end = received.indexOf(HEAD_END);
-      if (end === -1) {
-        if (received.length > MAX_HEAD_BYTES)
-          done(new WireError(`response head longer than ${MAX_HEAD_BYTES} bytes`, 'EWIRE_HEAD_TOO_LARGE'));
-        else if (!/^HTTP\/\d/.test(received.subarray(0, 8).toString('latin1')) && received.length >= 8) {
-          done(new WireError(`not an HTTP/1.x response: ${describeBytes(received)}`, 'EWIRE_MALFORMED'));
+      for (;;) {
+        const end = received.indexOf(HEAD_END);
+        if (end === -1) {
+          if (interimBytes + received.length > MAX_HEAD_BYTES)
+            done(new WireError(`response head longer than ${MAX_HEAD_BYTES} bytes`, 'EWIRE_HEAD_TOO_LARGE'));
+          else if (!/^HTTP\/\d/.test(received.subarray(0, 8).toString('latin1')) && received.length >= 8) {
+            done(new WireError(`not an HTTP/1.x response: ${describeBytes(received)}`, 'EWIRE_MALFORMED'));
+          }
+          return;
         }
-        return;
-      }
-      socket.pause();
-      try {
-        done(
-          null,
-          parseHead(
+        let head: Http1ResponseHead;
+        try {
+          head = parseHead(
             received.subarray(0, end).toString('latin1'),
             end + HEAD_END.length,
             received.subarray(end + HEAD_END.length),
-          ),
-        );
-      } catch (err) {
-        done(err as Error);
+          );
+        } catch (err) {
+          done(err as Error);
+          return;
+        }
+        if (head.status >= 100 && head.status < 200 && head.status !== 101) {
+          interimBytes += head.headBytes;
+          received = head.rest;
+          continue;
+        }
+        socket.pause();
+        done(null, { ...head, headBytes: interimBytes + head.headBytes });
+        return;
       }
     };
     const onEnd = () =>

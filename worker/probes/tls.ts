@@ -18,6 +18,7 @@ import { runSequence, summarize } from '../http/sequence.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import type { TargetPolicy } from '../target-policy.js';
 import type { Probe } from './probe.js';
+import { dateMs, isoDate } from '../../common/target-values.js';
 
 const DAY_MS = 86_400_000;
 /** A session ticket comes about one round trip after the handshake; TCP connect took one. This is the least we wait. */
@@ -260,13 +261,13 @@ function distinguishedName(name: tls.Certificate | undefined): string {
 function readCertificate(socket: tls.TLSSocket): CertificateInfo | null {
   const cert = socket.getPeerCertificate();
   if (!cert?.valid_to) return null;
-  const notAfter = new Date(cert.valid_to);
+  const notAfter = isoDate(dateMs(cert.valid_to));
   return {
     subject: distinguishedName(cert.subject),
     issuer: distinguishedName(cert.issuer),
-    notBefore: new Date(cert.valid_from).toISOString(),
-    notAfter: notAfter.toISOString(),
-    daysLeft: Math.round(((notAfter.getTime() - Date.now()) / DAY_MS) * 10) / 10,
+    notBefore: isoDate(dateMs(cert.valid_from)),
+    notAfter,
+    daysLeft: notAfter === null ? null : Math.round(((Date.parse(notAfter) - Date.now()) / DAY_MS) * 10) / 10,
     verifyError: socket.authorized ? null : String(socket.authorizationError ?? 'not authorized'),
   };
 }
@@ -320,7 +321,7 @@ function findingsOf(
 
   const cert = details.certificate;
   const thresholdDays = job.params.certExpiryWarningDays;
-  if (cert && cert.daysLeft < thresholdDays) {
+  if (cert?.notAfter && cert.daysLeft !== null && cert.daysLeft < thresholdDays) {
     const day = cert.notAfter.slice(0, 10);
     const whole = Math.floor(Math.abs(cert.daysLeft));
     const days = `${whole} day${whole === 1 ? '' : 's'}`;

@@ -5,8 +5,10 @@ import type { Bar, BarChart, ReportSection } from '../document.js';
 import { formatMs } from '../format.js';
 import { barLabeller, byPlace, byTarget, errorsCell, nothingMeasured } from './place.js';
 
-function certExpiry(notAfter: string | null, daysLeft: number | undefined): string {
-  if (!notAfter || daysLeft === undefined) return '-';
+function certExpiry(certificate: { notAfter: string | null; daysLeft: number | null } | null | undefined): string {
+  if (!certificate) return '-';
+  const { notAfter, daysLeft } = certificate;
+  if (notAfter === null || daysLeft === null) return 'unreadable date';
   return `${notAfter.slice(0, 10)} (${Math.floor(daysLeft)} d)`;
 }
 
@@ -73,7 +75,7 @@ export function tlsView(results: ResultOf<'tls'>[]): ReportSection {
       formatMs(d?.resumedHandshakeMs?.p50),
       formatMs(d?.resumptionSavingMs ?? undefined),
       d?.resumption ? `${d.resumption.resumed}/${d.resumption.attempted}` : '-',
-      certExpiry(d?.certNotAfter ?? null, d?.certificate?.daysLeft),
+      certExpiry(d?.certificate),
       // The count: a failed job's code and message are in "Jobs that did not finish cleanly".
       errorsCell(r),
     ];
