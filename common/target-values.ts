@@ -35,9 +35,12 @@ export function dateMs(text: string | undefined): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
-/** The ISO form of a date in ms (the result schema's form); null when it has none (beyond year 275760). */
+/** The latest date an ISO timestamp of four-digit years holds (X.509's GeneralizedTime ends there too). */
+const LAST_ISO_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** The ISO form of a date in ms (the result schema's form); null when it has none (before year 0, after 9999). */
 export function isoDate(ms: number | null): string | null {
-  if (ms === null || !Number.isFinite(ms)) return null;
-  const date = new Date(ms);
-  return Number.isNaN(date.getTime()) ? null : date.toISOString();
+  if (ms === null || !Number.isFinite(ms) || ms > LAST_ISO_MS || ms < Date.parse('0000-01-01T00:00:00.000Z'))
+    return null;
+  return new Date(ms).toISOString();
 }
