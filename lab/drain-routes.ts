@@ -1,5 +1,6 @@
 // Bodies for the drain probe: what a client that leaves a body unread runs into.
-//   /large?bytes=N            N bytes (default 1 MiB, at most 64 MiB) with Content-Length
+//   /large?bytes=N&random=R   N bytes (default 1 MiB, at most 64 MiB) with Content-Length; with R=1
+//                             incompressible ones from the seeded generator, else a repeated pattern
 //   /trickle?bytes=N&chunk=C&intervalMs=T
 //                             N bytes (default 64 KiB) sent C bytes (1 KiB) every T ms (20):
 //                             a slow body that a capped drain must abandon, not wait for
@@ -7,7 +8,7 @@
 //                             with D > 0 the newline follows D ms later, so a decoder that stops
 //                             at the closing brace leaves it on the wire
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { largeBody } from './content.js';
+import { largeBody, randomBytes } from './content.js';
 import { intParam, sendText } from './route-helpers.js';
 
 const MAX_BYTES = 64 << 20;
@@ -33,10 +34,10 @@ function params<K extends string>(
 }
 
 export function large(req: IncomingMessage, res: ServerResponse): void {
-  const p = params(req, res, { bytes: [1 << 20, 0, MAX_BYTES] });
+  const p = params(req, res, { bytes: [1 << 20, 0, MAX_BYTES], random: [0, 0, 1] });
   if (!p) return;
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': p.bytes });
-  res.end(largeBody(p.bytes));
+  res.end(p.random ? randomBytes(p.bytes) : largeBody(p.bytes));
 }
 
 export function trickle(req: IncomingMessage, res: ServerResponse): void {

@@ -54,7 +54,11 @@ function gzipSize(library: Library, body: Buffer, level: number, window?: { wind
 }
 
 /** The levels of each library whose size matches the server's encoded body: exact sizes if any, else within SIZE_TOLERANCE. */
-export async function identifyServerGzip(decoded: Buffer, encodedBytes: number): Promise<ServerGzip> {
+export async function identifyServerGzip(
+  decoded: Buffer,
+  encodedBytes: number,
+  signal: AbortSignal,
+): Promise<ServerGzip> {
   if (decoded.length > MAX_IDENTIFY_BYTES)
     return { encodedBytes, matches: [], exact: false, unknownReason: `the body is over ${MAX_IDENTIFY_BYTES} bytes` };
   const candidates: { library: Library; level: number; bytes: number }[] = [];
@@ -68,6 +72,8 @@ export async function identifyServerGzip(decoded: Buffer, encodedBytes: number):
       );
       for (const bytes of sizes) candidates.push({ library, level, bytes });
       await yieldToEventLoop();
+      if (signal.aborted)
+        return { encodedBytes, matches: [], exact: false, unknownReason: "stopped at the job's time bound" };
     }
   }
   const exact = candidates.filter((c) => c.bytes === encodedBytes);

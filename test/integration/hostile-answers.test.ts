@@ -1,23 +1,29 @@
 // Answers that once stopped a run, each through `probefleet run` as a user runs it: the run ends
 // with its report, the saved JSON reads back, and the job keeps what it measured. A server push
 // the server resets, malformed and oversized Alt-Svc values, 103 Early Hints before the response
-// and the h2c upgrade, a certificate whose date is no date, a body of nested brackets.
+// and the h2c upgrade, a certificate whose date is no date; and the level table's CPU work on an
+// incompressible body, under a job bound of one second.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 // @peculiar/x509 needs the Reflect metadata API loaded first, as lab/certs.ts does.
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { runReportSchema, type ProbeResult, type ResultOf, type RunReport } from '../../contracts/result.js';
+import { createLogger } from '../../common/log.js';
 import { createLabCa } from '../../lab/certs.js';
-import { writePlan } from '../helpers/plans.js';
+import { startLab } from '../../lab/index.js';
+import { executeJob } from '../../worker/execute-job.js';
+import { jobsOf, writePlan } from '../helpers/plans.js';
 import { runCli } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const dir = tempDir('probefleet-hostile-answers-');
+const log = createLogger('test', 'silent');
 
 /** Runs `plan` embedded with the lab; the run's exit code, stderr and its JSON report, read back through the schema. */
 async function runWithLab(name: string, plan: string): Promise<{ code: number; stderr: string; report: RunReport }> {
@@ -127,5 +133,33 @@ experiments: [{ probe: tls, samples: 3, versions: ["1.3"], resumption: false }]
     assert.equal(result.details!.certificate?.notAfter, null);
     const text = await runCli(['report', path.join(dir, 'bad-date.json')]);
     assert.match(text.stdout, /unreadable date/);
+  });
+});
+
+describe('CPU work on what a target sent stays under the job bound', () => {
+  test('the level table of 4 MiB of random bytes with brotli 11: the job ends near its 1 s bound, the event loop never waits on it', async () => {
+    const lab = await startLab({ log });
+    try {
+      const [job] = await jobsOf(`
+name: level-table
+jobTimeoutSeconds: 1
+targets: [{ name: random, url: "${lab.url('keepalive')}large?bytes=4194304&random=1" }]
+experiments: [{ probe: compression, encodings: [identity], requests: 1, brotliLevels: [11], gzipLevels: [9], zstdLevels: [19] }]
+`);
+      const lag = monitorEventLoopDelay({ resolution: 10 });
+      lag.enable();
+      const started = performance.now();
+      const result = await executeJob(job, { region: job.region, log });
+      const tookMs = performance.now() - started;
+      lag.disable();
+      assert.equal(result.error?.code, 'DEADLINE_EXCEEDED', result.error?.message);
+      assert.ok(tookMs < 1000 + 1500, `the job took ${Math.round(tookMs)} ms for a 1 s bound`);
+      // brotli 11 on 4 MiB is 10 s of one synchronous call: on the event loop it would be all of it.
+      assert.ok(lag.max / 1e6 < 1000, `the event loop waited ${Math.round(lag.max / 1e6)} ms at most`);
+      const details = (result as ResultOf<'compression'>).details;
+      assert.ok(details?.encodings[0].decodedBytes === 4 << 20, 'what was measured before the bound is kept');
+    } finally {
+      await lab.close();
+    }
   });
 });

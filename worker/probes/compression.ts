@@ -4,16 +4,12 @@
 // decode is timed on its own), builds the level table of the HTTP performance lecture
 // (docs/probes.md#sources) on the decoded body, and models identity against each encoding at the
 // plan's link speeds.
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
 import {
   codingUnavailable,
-  compress,
   CONTENT_CODINGS,
   decodeCapped,
-  decompress,
   isContentCoding,
-  type ContentCoding,
   type DecodeOutcome,
 } from '../../common/content-coding.js';
 import { median } from '../../common/stats.js';
@@ -23,7 +19,9 @@ import type { JobOf } from '../../contracts/job.js';
 import type { AcceptEncoding, EncodingRow, LevelRow } from '../../contracts/probes/compression.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import { fmtBytes, fmtMs } from '../format.js';
+import { runCpuTask } from '../cpu-thread.js';
 import { identifyServerGzip } from '../gzip-levels.js';
+import type { LevelTableTask } from '../level-table.js';
 import { collectBody } from '../http/body.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import { TimedHttpClient, type TimedExchange } from '../http/timed-client.js';
@@ -36,9 +34,7 @@ type Details = ProbeDetails<'compression'>;
 const MAX_BODY_BYTES = 32 << 20;
 /** The level table compresses at most this much of the body: brotli 11 takes seconds per MiB. */
 const MAX_TABLE_BYTES = 4 << 20;
-/** Each level of the table stops after this long once it has MIN_LEVEL_RUNS runs (or after one run three times as long). */
-const LEVEL_BUDGET_MS = 1000;
-const MIN_LEVEL_RUNS = 3;
+const LEVEL_TABLE_MODULE = new URL('../level-table.js', import.meta.url);
 
 interface Observation {
   status: number;
@@ -216,8 +212,9 @@ export const runCompressionProbe: Probe<'compression'> = async (job, { signal, t
 
   const encodings = asked.map((e) => encodingRow(e, seen.get(e)!));
   const input = pickLevelTableInput(encodings, bodies);
-  const levelTable = input ? await buildLevelTable(input.body, input.contentType, params, signal) : null;
-  const serverGzip = await serverGzipOf(encodings, bodies);
+  const table = input ? await buildLevelTable(input.body, input.contentType, params, signal) : null;
+  const levelTable = table?.table ?? null;
+  const serverGzip = await serverGzipOf(encodings, bodies, signal);
   const details: Details = {
     encodings,
     unavailable,
@@ -237,6 +234,7 @@ export const runCompressionProbe: Probe<'compression'> = async (job, { signal, t
     error:
       decodeStop ??
       run.stoppedEarly ??
+      table?.stopped ??
       (asked.length === 0
         ? {
             code: 'INVALID_JOB',
@@ -256,65 +254,35 @@ function pickLevelTableInput(
   return row ? { body: bodies.get(row.acceptEncoding)!, contentType: row.contentType } : undefined;
 }
 
-/** Median time of `fn`, over `repetitions` runs or until the budget is spent (at least MIN_LEVEL_RUNS). */
-async function timeRuns<T>(
-  repetitions: number,
-  signal: AbortSignal,
-  fn: () => T,
-): Promise<{ medianMs: number; runs: number; last: T }> {
-  const times: number[] = [];
-  const start = performance.now();
-  let last!: T;
-  while (times.length < repetitions) {
-    const t = performance.now();
-    last = fn();
-    times.push(performance.now() - t);
-    const elapsed = performance.now() - start;
-    if (
-      signal.aborted ||
-      (elapsed > LEVEL_BUDGET_MS && (times.length >= MIN_LEVEL_RUNS || elapsed > 3 * LEVEL_BUDGET_MS))
-    )
-      break;
-    // Compression is synchronous CPU work: let timers and sockets (a worker's lock renewals) run.
-    await yieldToEventLoop();
-  }
-  return { medianMs: median(times), runs: times.length, last };
-}
-
+/** The level table on `input`, in a thread the job's bound stops (worker/level-table.ts): the rows
+ * measured by then, and why it stopped short when it did. */
 async function buildLevelTable(
   input: Buffer,
   contentType: string | null,
   params: JobOf<'compression'>['params'],
   signal: AbortSignal,
-): Promise<NonNullable<Details['levelTable']>> {
-  const levels: Record<ContentCoding, number[]> = {
-    gzip: params.gzipLevels,
-    br: params.brotliLevels,
-    zstd: params.zstdLevels,
+): Promise<{ table: NonNullable<Details['levelTable']>; stopped?: ProbeError }> {
+  const levels = { gzip: params.gzipLevels, br: params.brotliLevels, zstd: params.zstdLevels };
+  const task: LevelTableTask = { input, levels, repetitions: params.repetitions };
+  const { parts, stopped } = await runCpuTask<LevelRow>(LEVEL_TABLE_MODULE, 'level-table', task, signal);
+  const table = { inputBytes: input.length, contentType, rows: parts };
+  if (!stopped) return { table };
+  const asked = CONTENT_CODINGS.filter((c) => !codingUnavailable(c)).reduce((n, c) => n + levels[c].length, 0);
+  const where = `the level table stopped at ${stopped} after ${parts.length} of ${asked} levels`;
+  return {
+    table,
+    stopped: signal.aborted
+      ? { code: 'DEADLINE_EXCEEDED', message: where }
+      : { code: 'INTERNAL_ERROR', message: where },
   };
-  const table: LevelRow[] = [];
-  for (const coding of CONTENT_CODINGS) {
-    if (codingUnavailable(coding)) continue;
-    for (const level of levels[coding]) {
-      if (signal.aborted) break;
-      const packed = await timeRuns(params.repetitions, signal, () => compress(coding, input, level));
-      const unpacked = await timeRuns(packed.runs, signal, () => decompress(coding, packed.last, input.length));
-      table.push({
-        coding,
-        level,
-        bytes: packed.last.length,
-        ratio: packed.last.length / input.length,
-        compressMs: packed.medianMs,
-        decompressMs: unpacked.medianMs,
-        runs: Math.min(packed.runs, unpacked.runs),
-      });
-    }
-  }
-  return { inputBytes: input.length, contentType, rows: table };
 }
 
 /** The server's gzip level, from its gzip answer's size and decoded body (worker/gzip-levels.ts). */
-async function serverGzipOf(rows: EncodingRow[], bodies: Map<AcceptEncoding, Buffer>): Promise<Details['serverGzip']> {
+async function serverGzipOf(
+  rows: EncodingRow[],
+  bodies: Map<AcceptEncoding, Buffer>,
+  signal: AbortSignal,
+): Promise<Details['serverGzip']> {
   const served = rows.find((r) => compressed(r) && r.contentEncoding?.toLowerCase() === 'gzip');
   const decoded = served && bodies.get(served.acceptEncoding);
   if (!served || !decoded) return null;
@@ -326,7 +294,7 @@ async function serverGzipOf(rows: EncodingRow[], bodies: Map<AcceptEncoding, Buf
       exact: false,
       unknownReason: `the body is over ${decoded.length} bytes`,
     };
-  return identifyServerGzip(decoded, served.encodedBytes);
+  return identifyServerGzip(decoded, served.encodedBytes, signal);
 }
 
 /** Identity against each distinct encoding served: server compression + transfer + decode. */
