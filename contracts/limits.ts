@@ -37,6 +37,8 @@ export const PLAN_LIMITS = {
   stringChars: 8192,
   /** Lists and mappings inside each other; a plan needs 4 (the plan, its targets, a target, its headers). */
   nestingDepth: 32,
+  /** Items in any one list or mapping of a plan, checked before the schema reads them (the longest a plan may hold is 255). */
+  collectionItems: 1_000,
   /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise.
    * Submitting 100,000 now fits in a few hundred MB (bench/README.md); the default stays, because
    * the rest of a run still holds every job at once: the parent's data lists them all, and the

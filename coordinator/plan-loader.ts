@@ -45,9 +45,19 @@ export interface PlanProblem {
 export class PlanError extends BadInputError {
   override name = 'PlanError';
   constructor(readonly problems: PlanProblem[]) {
-    super(problems.map(formatProblem).join('\n'));
+    super(
+      [
+        ...problems.slice(0, MAX_PROBLEM_LINES).map(formatProblem),
+        ...(problems.length > MAX_PROBLEM_LINES
+          ? [`... and ${problems.length - MAX_PROBLEM_LINES} more problems (the first ${MAX_PROBLEM_LINES} are shown)`]
+          : []),
+      ].join('\n'),
+    );
   }
 }
+
+/** A plan error names at most this many problems: past them, one line says how many more there are. */
+const MAX_PROBLEM_LINES = 50;
 
 /** One line of a plan error; a URL or header value it quotes is shown with control characters escaped. */
 export function formatProblem(p: PlanProblem): string {
@@ -147,18 +157,14 @@ const MULTIPLE_DOCUMENTS = 'YAML: a plan is one document; this file has more (a 
  */
 function composeOne(text: string, file: string, lineCounter: LineCounter): Document {
   const tokens = [...new Parser(lineCounter.addNewLine).parse(text)];
-  const tooDeep = firstTooDeep(tokens, PLAN_LIMITS.nestingDepth);
-  if (tooDeep !== undefined) {
-    const { line, col } = lineCounter.linePos(tooDeep);
-    throw new PlanError([
-      {
-        file,
-        line,
-        column: col,
-        field: '',
-        message: `YAML: lists and mappings nested more than ${PLAN_LIMITS.nestingDepth} deep (the limit; a plan needs 4)`,
-      },
-    ]);
+  const tooBig = firstTooBig(tokens, PLAN_LIMITS.nestingDepth, PLAN_LIMITS.collectionItems);
+  if (tooBig !== undefined) {
+    const { line, col } = lineCounter.linePos(tooBig.offset);
+    const message =
+      tooBig.problem === 'deep'
+        ? `YAML: lists and mappings nested more than ${PLAN_LIMITS.nestingDepth} deep (the limit; a plan needs 4)`
+        : `YAML: a list or mapping of more than ${PLAN_LIMITS.collectionItems.toLocaleString('en-US')} items (the limit; the longest list a plan may hold is its 100 targets)`;
+    throw new PlanError([{ file, line, column: col, field: '', message }]);
   }
   const [doc, second] = new Composer({ uniqueKeys: true }).compose(tokens, true, text.length);
   if (second) {
@@ -168,17 +174,32 @@ function composeOne(text: string, file: string, lineCounter: LineCounter): Docum
   return doc;
 }
 
-/** The offset of the first list or mapping nested deeper than `limit`, walking the tokens without recursion. */
-function firstTooDeep(tokens: CST.Token[], limit: number): number | undefined {
-  let first: number | undefined;
+/**
+ * The first list or mapping (by offset) nested deeper than `depthLimit` or holding more than
+ * `itemLimit` items, walking the tokens without recursion: the schema reads neither, so a list of
+ * 300,000 items is one problem here, not 300,000 from the schema (or its stack overflowing).
+ */
+function firstTooBig(
+  tokens: CST.Token[],
+  depthLimit: number,
+  itemLimit: number,
+): { offset: number; problem: 'deep' | 'long' } | undefined {
+  let first: { offset: number; problem: 'deep' | 'long' } | undefined;
+  const found = (offset: number, problem: 'deep' | 'long') => {
+    if (!first || offset < first.offset) first = { offset, problem };
+  };
   const stack: [CST.Token | undefined, number][] = tokens.map((token) => [token, 0]);
   for (let next = stack.pop(); next; next = stack.pop()) {
     const [token, depth] = next;
     if (!token) continue;
     const collection = token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection';
     const here = collection ? depth + 1 : depth;
-    if (here > limit) {
-      first = Math.min(first ?? token.offset, token.offset);
+    if (here > depthLimit) {
+      found(token.offset, 'deep');
+      continue;
+    }
+    if (collection && token.items.length > itemLimit) {
+      found(token.offset, 'long');
       continue;
     }
     if (token.type === 'document') stack.push([token.value, here]);

@@ -104,6 +104,34 @@ describe('plan limits', () => {
     assert.equal(stderr, `${file('flow.yaml')}:2:${10 + limit - 1}: ${message}\n`);
   });
 
+  test('a list of 300,000 modes (600 KB): one problem at the list, exit 2 (it was a stack overflow, exit 1)', async () => {
+    const modes = Array.from({ length: 300_000 }, () => 'x').join(',');
+    await writeFile(
+      file('long-list.yaml'),
+      `name: long\ntargets: [{ name: a, url: "http://127.0.0.1:9/" }]\nexperiments:\n  - probe: reuse\n    modes: [${modes}]\n`,
+    );
+    const { code, stdout, stderr } = await runCli(['plan', 'validate', file('long-list.yaml')]);
+    assert.equal(code, 2);
+    assert.equal(stdout, '');
+    assert.equal(
+      stderr,
+      `${file('long-list.yaml')}:5:12: YAML: a list or mapping of more than 1,000 items (the limit; the longest list a plan may hold is its 100 targets)\n`,
+    );
+  });
+
+  test('many problems: the first 50 lines, then how many more', async () => {
+    const modes = Array.from({ length: 900 }, (_, i) => `m${i}`).join(',');
+    await writeFile(
+      file('many-problems.yaml'),
+      `name: many\ntargets: [{ name: a, url: "http://127.0.0.1:9/" }]\nexperiments:\n  - probe: reuse\n    modes: [${modes}]\n`,
+    );
+    const { code, stderr } = await runCli(['plan', 'validate', file('many-problems.yaml')]);
+    assert.equal(code, 2);
+    const lines = stderr.trimEnd().split('\n');
+    assert.ok(lines.length <= 51, `${lines.length} lines`);
+    assert.match(lines.at(-1)!, /^\.\.\. and \d+ more problems \(the first 50 are shown\)$/);
+  });
+
   test('a string (or a key) over the length limit is refused at its field, before the schema', async () => {
     const long = 'x'.repeat(PLAN_LIMITS.stringChars + 1);
     await writeFile(file('long.yaml'), `name: long\ndescription: ${long}\n${VALID_TAIL}`);
