@@ -1,19 +1,30 @@
-import { realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 
 /**
  * Writes through a temporary file and a rename, so a reader never sees half a file. A destination
  * that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is written in place: a
  * rename would replace the device with a file (as root, /dev/null itself). A symbolic link is
- * followed, so the file it names is replaced, not the link.
+ * followed, so the file it names is replaced, not the link. A write that fails (a full disk)
+ * leaves no temporary file behind, and its error names the file that was not written.
  */
 export async function writeFileAtomic(file: string, data: string): Promise<void> {
   const target = await realpath(file).catch(() => file);
   const existing = await stat(target).catch(() => undefined);
-  if (existing && !existing.isFile()) {
-    await writeFile(target, data);
-    return;
+  try {
+    if (existing && !existing.isFile()) {
+      await writeFile(target, data);
+      return;
+    }
+    const tmp = `${target}.${process.pid}.tmp`;
+    try {
+      await writeFile(tmp, data);
+      await rename(tmp, target);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  } catch (err) {
+    const { code, message } = err as NodeJS.ErrnoException;
+    throw Object.assign(new Error(`cannot write ${file}: ${message}`, { cause: err }), { code });
   }
-  const tmp = `${target}.${process.pid}.tmp`;
-  await writeFile(tmp, data);
-  await rename(tmp, target);
 }

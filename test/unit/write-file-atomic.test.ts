@@ -3,7 +3,7 @@
 // replaced /dev/null with a regular file).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { lstat, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -50,4 +50,25 @@ test('a symbolic link stays a link, and the file it names is replaced', async ()
   await writeFileAtomic(link, 'new');
   assert.ok((await lstat(link)).isSymbolicLink(), 'still a link');
   assert.equal(await readFile(real, 'utf8'), 'new');
+});
+
+test('a full disk: the error names the file, and neither it nor a temporary file is left', async (t) => {
+  if (process.getuid?.() !== 0) {
+    if (process.env.CI) assert.fail('CI runs as root: a small tmpfs is the full disk here');
+    t.skip('needs root to mount a small tmpfs (run as root, as CI does)');
+    return;
+  }
+  const full = path.join(dir, 'full');
+  await mkdir(full);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16k', 'tmpfs', full]);
+  try {
+    const file = path.join(full, 'run.html');
+    await assert.rejects(writeFileAtomic(file, 'x'.repeat(1 << 20)), {
+      code: 'ENOSPC',
+      message: new RegExp(`^cannot write ${file}: ENOSPC`),
+    });
+    assert.deepEqual(await readdir(full), []);
+  } finally {
+    execFileSync('umount', [full]);
+  }
 });
