@@ -89,6 +89,8 @@ export const ERROR_CODES = [
    * character beyond Latin-1 in a header value): the job sent nothing. */
   'SECRET_INVALID',
   'INVALID_JOB',
+  /** The job killed the process running it twice: its worker was lost, then a process of its own died running it again. */
+  'KILLED_WORKER',
   'INTERNAL_ERROR',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

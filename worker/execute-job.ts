@@ -43,7 +43,7 @@ const HOST = hostname();
 /** How long a probe may take to return what it has once its time bound (or the worker's
  * shutdown) stopped it: a probe stops at once, but a step of synchronous CPU work (brotli 11 on
  * 4 MiB in the level table) ends first. */
-const TIME_BOUND_GRACE_MS = 10_000;
+export const TIME_BOUND_GRACE_MS = 10_000;
 
 export function parseJobPayload(payload: unknown): JobPayload {
   const parsed = jobPayloadSchema.safeParse(payload);
@@ -133,24 +133,7 @@ export async function executeCheckedJob(job: JobPayload, options: ExecuteOptions
     clearTimeout(timer);
     shutdown?.removeEventListener('abort', onShutdown);
   }
-  const result = {
-    schema: RESULT_SCHEMA,
-    jobId: job.jobId,
-    runId: job.runId,
-    region: job.region,
-    target: job.target.name,
-    probe: job.probe,
-    variant: job.variant,
-    ok: outcome.error === null,
-    error: outcome.error,
-    startedAt,
-    finishedAt: new Date().toISOString(),
-    worker: { host: HOST, pid: process.pid, region: options.region },
-    summary: outcome.summary,
-    details: outcome.details,
-    findings: outcome.findings,
-    altSvc: altSvc.values,
-  } as ResultOf<ProbeKind> as ProbeResult;
+  const result = resultOf(job, options.region, startedAt, outcome, altSvc.values);
   const checked = checkedResult(result);
   if (checked !== result) logOf().error({ error: checked.error }, 'probe result refused by the result schema');
   // Every job at debug (`--log-level debug`), as blackbox_exporter logs its probes; one that
@@ -162,6 +145,38 @@ export async function executeCheckedJob(job: JobPayload, options: ExecuteOptions
     'probe finished',
   );
   return checked;
+}
+
+function resultOf(
+  job: JobPayload,
+  region: string,
+  startedAt: string,
+  outcome: ProbeOutcome<ProbeKind>,
+  altSvc: string[],
+): ProbeResult {
+  return {
+    schema: RESULT_SCHEMA,
+    jobId: job.jobId,
+    runId: job.runId,
+    region: job.region,
+    target: job.target.name,
+    probe: job.probe,
+    variant: job.variant,
+    ok: outcome.error === null,
+    error: outcome.error,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    worker: { host: HOST, pid: process.pid, region },
+    summary: outcome.summary,
+    details: outcome.details,
+    findings: outcome.findings,
+    altSvc,
+  } as ResultOf<ProbeKind> as ProbeResult;
+}
+
+/** The result of a job that could not run or whose run left nothing to report, measured by this process. */
+export function failedResult(job: JobPayload, region: string, startedAt: Date, error: ProbeError): ProbeResult {
+  return resultOf(job, region, startedAt.toISOString(), notRun(error), []);
 }
 
 /**

@@ -16,6 +16,7 @@ import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
 import { describeIssues, executeCheckedJob, InvalidJobError, parseJobPayload } from './execute-job.js';
+import { executeJobIsolated } from './isolated-job.js';
 import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
 import { RESULTS_RETURNED, RESULTS_SAVED_EVERY_MS, RunResults } from './run-results.js';
 import type { JobObserver, WorkerJobOutcome } from '../metrics/job-metrics.js';
@@ -64,6 +65,8 @@ export interface RegionWorker {
    * answer, they cannot be put back ('abandoned'): their locks expire and the stall check of
    * another worker returns them. Ends within `graceMs` + about 10 s whatever Redis does. */
   close(graceMs: number): Promise<CloseOutcome>;
+  /** The probe jobs running now: what a crash of the worker would be named after. */
+  probeJobsRunning(): string[];
 }
 
 /**
@@ -98,6 +101,7 @@ function batchProcessor(
   queueName: string,
   handingBack: AbortSignal,
   runResults: RunResults,
+  inFlight: Set<string>,
 ) {
   const { region, log, observer } = options;
   // Two parameters: BullMQ makes an AbortController per job only for processors that declare a
@@ -129,6 +133,7 @@ function batchProcessor(
             )
           : new Map();
       const deadline = Date.parse(batch.deadline);
+      const lostBefore = job.stalledCounter > 0;
       let savedAt = Date.now();
       for (const [i, probeJob] of batch.jobs.entries()) {
         if (saved.has(probeJob.jobId)) continue;
@@ -143,13 +148,34 @@ function batchProcessor(
         observer?.started();
         running = true;
         // Settles by the job's time bound (plus a grace for a probe that overruns it); a job for
-        // another region is refused (InvalidJobError).
-        const result = await executeCheckedJob(probeJob, {
-          region,
-          log,
-          signal: handingBack,
-          targetPolicy: options.targetPolicy,
-        });
+        // another region is refused (InvalidJobError). A batch whose worker was lost may hold the
+        // job that killed it: each of its jobs runs in a process of its own, so that job kills at
+        // most that process (a KILLED_WORKER result), and each result is saved as it comes.
+        if (lostBefore)
+          log.warn(
+            {
+              jobId: job.id,
+              probeJobId: probeJob.jobId,
+              target: probeJob.target.name,
+              workersLost: job.stalledCounter,
+            },
+            "running in a process of its own: this batch's last worker was lost while running it",
+          );
+        inFlight.add(probeJob.jobId);
+        const result = lostBefore
+          ? await executeJobIsolated(probeJob, {
+              region,
+              log,
+              signal: handingBack,
+              policy: options.targetPolicy.settings,
+            })
+          : await executeCheckedJob(probeJob, {
+              region,
+              log,
+              signal: handingBack,
+              targetPolicy: options.targetPolicy,
+            });
+        inFlight.delete(probeJob.jobId);
         if (handingBack.aborted) {
           // Shutting down: this measurement was cut short; another worker measures it again, and
           // the batch's jobs not yet run.
@@ -163,7 +189,7 @@ function batchProcessor(
         running = false;
         // Taken again after its worker was lost: the report says so.
         unsaved.push(job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result);
-        if (Date.now() - savedAt >= RESULTS_SAVED_EVERY_MS) {
+        if (lostBefore || Date.now() - savedAt >= RESULTS_SAVED_EVERY_MS) {
           await saveResults();
           savedAt = Date.now();
         }
@@ -196,7 +222,8 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   const retention = options.retention ?? DEFAULT_RETENTION;
   // Its worker's connection, once the worker below exists (a batch starts after that).
   const runResults = new RunResults(() => worker.getBackend().client, options.prefix, retention.jobs.maxAgeSeconds);
-  const processor = batchProcessor(options, queueName, handingBack.signal, runResults);
+  const inFlight = new Set<string>();
+  const processor = batchProcessor(options, queueName, handingBack.signal, runResults, inFlight);
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
   const keepFailed = bullmqKeep(retention.jobs);
   const worker = new FleetWorker(queueName, processor, {
@@ -234,6 +261,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
 
   return {
     ready,
+    probeJobsRunning: () => [...inFlight],
     async close(graceMs) {
       // With nothing in flight there is nothing to wait for but Redis saying goodbye.
       if (await settlesWithin(worker.close(), worker.held > 0 ? graceMs : LEAVE_MS)) return 'drained';

@@ -113,6 +113,15 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       targetPolicy,
       ...(jobKey ? { jobKey } : {}),
     });
+    // A job that crashes the process is named in its last line; its batch comes back (the stall
+    // check) and runs each job in a process of its own, so it cannot take a second worker down.
+    process.on('uncaughtException', (err) => {
+      log.fatal(
+        { err, probeJobs: worker.probeJobsRunning() },
+        'the worker crashed while running these probe jobs; their batch goes back to the queue',
+      );
+      process.exit(1);
+    });
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));

@@ -1,0 +1,75 @@
+// A probe job run in a process of its own: how a worker contains a job that may kill the process
+// running it. Used for the jobs of a batch whose last worker was lost while running it (killed,
+// crashed, out of memory): one of them may be what killed it, and it must not take this worker
+// down too. If the separate process dies, the job's result says that it killed its worker, and
+// the batch goes on with its next job.
+import { spawn } from 'node:child_process';
+import type { JobPayload } from '../contracts/job.js';
+import { probeResultSchema, type ProbeResult } from '../contracts/result.js';
+import type { Logger } from '../common/log.js';
+import { failedResult, TIME_BOUND_GRACE_MS } from './execute-job.js';
+import type { TargetPolicySettings } from './target-policy.js';
+
+const ENTRY = new URL('./isolated-job-entry.js', import.meta.url);
+/** Past its job's bound and the probe's grace, the separate process gets this long to answer before it is killed. */
+const EXIT_SLACK_MS = 5_000;
+
+/** What the separate process reads on stdin. */
+export interface IsolatedJobInput {
+  job: JobPayload;
+  region: string;
+  policy: TargetPolicySettings;
+  logLevel: string;
+}
+
+export interface IsolatedJobOptions {
+  region: string;
+  policy: TargetPolicySettings;
+  log: Logger;
+  /** The worker's shutdown: the separate process is stopped. */
+  signal: AbortSignal;
+}
+
+/** Runs `job` in a new Node process and returns its result, or a KILLED_WORKER result when that process died without one. */
+export function executeJobIsolated(job: JobPayload, options: IsolatedJobOptions): Promise<ProbeResult> {
+  const startedAt = new Date();
+  const child = spawn(process.execPath, [ENTRY.pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const input: IsolatedJobInput = {
+    job,
+    region: options.region,
+    policy: options.policy,
+    logLevel: options.log.level,
+  };
+  child.stdin.on('error', () => {});
+  child.stdin.end(JSON.stringify(input));
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const onAbort = () => child.kill('SIGTERM');
+  options.signal.addEventListener('abort', onAbort, { once: true });
+  const timer = setTimeout(() => child.kill('SIGKILL'), job.timeLimitMs + TIME_BOUND_GRACE_MS + EXIT_SLACK_MS);
+  return new Promise((resolve) => {
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      options.signal.removeEventListener('abort', onAbort);
+      const answer = Buffer.concat(chunks).toString('utf8');
+      const parsed = code === 0 ? safeResult(answer) : undefined;
+      if (parsed) return resolve(parsed);
+      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      resolve(
+        failedResult(job, options.region, startedAt, {
+          code: 'KILLED_WORKER',
+          message: `the job killed the process running it: its worker was lost while running this batch, and run again alone in a process of its own, that process ${how} before it answered; not retried again`,
+        }),
+      );
+    });
+  });
+}
+
+function safeResult(text: string): ProbeResult | undefined {
+  try {
+    const parsed = probeResultSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
