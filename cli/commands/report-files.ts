@@ -4,6 +4,7 @@
 import type { Argv } from 'yargs';
 import { printableJsonText } from '../../common/printable.js';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';
+import { EXIT_INTERRUPTED } from '../exit-codes.js';
 import type { RunReport } from '../../contracts/result.js';
 import { renderCsvReport } from '../../coordinator/report/csv.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
@@ -41,11 +42,13 @@ const RENDERERS: Record<keyof ReportFiles, (report: RunReport) => string> = {
   csv: renderCsvReport,
 };
 
-/** Writes each asked-for format, in the renderers' order (atomically: a reader never sees half a file). */
+/** Writes each asked-for format, in the renderers' order (atomically: a reader never sees half a
+ * file); `written` hears of each as it is done. */
 export async function writeRenderedFiles<T, F extends string>(
   value: T,
   files: Partial<Record<F, string>>,
   renderers: Record<F, (value: T) => string>,
+  written: (format: F) => void = () => {},
 ): Promise<void> {
   for (const format of Object.keys(renderers) as F[]) {
     const file = files[format];
@@ -53,10 +56,15 @@ export async function writeRenderedFiles<T, F extends string>(
     const content = renderers[format](value);
     if (file === '-') process.stdout.write(content);
     else await writeFileAtomic(file, content);
+    written(format);
   }
 }
 
-export const writeReportFiles = (report: RunReport, files: ReportFiles) => writeRenderedFiles(report, files, RENDERERS);
+export const writeReportFiles = (
+  report: RunReport,
+  files: ReportFiles,
+  written?: (format: keyof ReportFiles) => void,
+) => writeRenderedFiles(report, files, RENDERERS, written);
 
 /** Whether any report file was asked for. */
 export const wantsReportFiles = (files: ReportFiles) => Object.values(files).some(Boolean);
@@ -66,9 +74,42 @@ export const wantsReportFiles = (files: ReportFiles) => Object.values(files).som
  * (`--json -`) takes stdout alone, so what reads it (jq, a browser) gets one document: the text
  * then goes to stderr, where a person still sees it.
  */
-export async function printRunReport(report: RunReport, files: ReportFiles): Promise<void> {
+export async function printRunReport(
+  report: RunReport,
+  files: ReportFiles,
+  written?: (format: keyof ReportFiles) => void,
+): Promise<void> {
   const text = renderRunReport(report);
   if (Object.values(files).includes('-')) process.stderr.write(text);
   else process.stdout.write(text);
-  await writeReportFiles(report, files);
+  await writeReportFiles(report, files, written);
+}
+
+/**
+ * Ctrl-C for a command that ends by writing report files: the first stops the work (`stop`,
+ * saying `stopping` when given) and the report is still printed and written; a second quits at once, saying which of the
+ * files asked for were not written (never silently without them). `written` is told of each
+ * file as it is done; `dispose` removes the handler.
+ */
+export function interruptible(stop: AbortController, files: ReportFiles, stopping?: string) {
+  const pending = new Set(
+    (Object.keys(files) as (keyof ReportFiles)[]).filter((format) => files[format] && files[format] !== '-'),
+  );
+  const onSigint = () => {
+    if (!stop.signal.aborted) {
+      stop.abort();
+      if (stopping) process.stderr.write(`${stopping} (Ctrl-C again to quit at once without it)\n`);
+      return;
+    }
+    const notWritten = [...pending].map((format) => `--${format} ${files[format]}`);
+    process.stderr.write(
+      `second Ctrl-C: quitting at once${notWritten.length > 0 ? `; not written: ${notWritten.join(', ')}` : ''}\n`,
+    );
+    process.exit(EXIT_INTERRUPTED);
+  };
+  process.on('SIGINT', onSigint);
+  return {
+    written: (format: keyof ReportFiles) => pending.delete(format),
+    dispose: () => process.off('SIGINT', onSigint),
+  };
 }

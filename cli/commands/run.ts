@@ -27,7 +27,7 @@ import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
 import { redisArgs, redisTimeoutArg, redisUrlFrom, redisUrlSourceNote, withFleet } from './redis-args.js';
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
-import { printRunReport, reportFileArgs } from './report-files.js';
+import { interruptible, printRunReport, reportFileArgs } from './report-files.js';
 import { createJobMetrics } from '../../metrics/job-metrics.js';
 import { MetricsPusher } from '../../metrics/pusher.js';
 import { pushRunMetrics } from '../../metrics/run-metrics.js';
@@ -136,8 +136,8 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
       : undefined;
 
     const stop = new AbortController();
-    const interrupt = () => stop.abort();
-    process.once('SIGINT', interrupt);
+    const files = { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv };
+    const interrupt = interruptible(stop, files, 'stopping the run: its report follows');
     let lab: Lab | undefined;
     try {
       if (args.lab) lab = await startRunLab(args.labPort, log);
@@ -159,7 +159,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
         finishedAt: new Date(),
         results,
       });
-      await printRunReport(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
+      await printRunReport(report, files, interrupt.written);
       if (metrics?.pusher && !stop.signal.aborted) {
         const pushed = await metrics.pushRun(report);
         await metrics.pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
@@ -168,7 +168,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
       if (stop.signal.aborted) process.exitCode = EXIT_INTERRUPTED;
       else exitOnFailedJobs(report);
     } finally {
-      process.off('SIGINT', interrupt);
+      interrupt.dispose();
       await lab?.close();
     }
   },
@@ -229,8 +229,8 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
   const pushgateway = pushgatewaySettingsOf(args);
   const retention = retentionOf(args);
   const stop = new AbortController();
-  const interrupt = () => stop.abort();
-  process.once('SIGINT', interrupt);
+  const files = { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv };
+  const interrupt = interruptible(stop, files);
   let lab: Lab | undefined;
   try {
     if (args.lab) lab = await startRunLab(args.labPort, log);
@@ -273,7 +273,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
       { retention },
     );
     if (!report) return;
-    await printRunReport(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
+    await printRunReport(report, files, interrupt.written);
     // The workers pushed their jobs' metrics; the run's last-run groups come from whoever finishes it.
     if (pushgateway) {
       const pusher = new MetricsPusher(pushgateway, log, new Registry());
@@ -283,7 +283,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
     }
     exitOnFailedJobs(report);
   } finally {
-    process.off('SIGINT', interrupt);
+    interrupt.dispose();
     await lab?.close();
   }
 }

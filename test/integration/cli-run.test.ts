@@ -219,6 +219,25 @@ describe('exit codes a scheduler can trust', () => {
     assert.equal(await run.stop('SIGINT'), 130, run.stderr());
     assert.doesNotMatch(run.stderr(), /jobs? failed/);
   });
+
+  test('a second Ctrl-C at once: exit 130, and --json is written or named as not written, never skipped silently', async () => {
+    const plan = await writePlan(
+      'name: interrupted\ntargets: [{ name: http, url: "lab:keepalive/" }]\n' +
+        'experiments: [{ probe: reuse, requests: 10000, modes: [new] }]\n',
+    );
+    const json = path.join(tempDir('probefleet-ctrl-c-'), 'run.json');
+    const run = spawnCli(['run', '--lab', plan, '--log-level', 'debug', '--json', json], { REDIS_URL: '' });
+    await run.waitFor(/"msg":"probe starting"/, 60_000);
+    run.child.kill('SIGINT');
+    await run.waitFor(/stopping the run: its report follows \(Ctrl-C again to quit at once without it\)/);
+    assert.equal(await run.stop('SIGINT'), 130, run.stderr());
+    const written = await readFile(json, 'utf8').then(
+      (text) => runReportSchema.parse(JSON.parse(text)),
+      () => undefined,
+    );
+    if (!written)
+      assert.match(run.stderr(), new RegExp(`second Ctrl-C: quitting at once; not written: --json ${json}`));
+  });
 });
 
 test('--help ends with every exit code, and the README lists the same ones', async () => {
