@@ -4,6 +4,7 @@
 //   /trickle?bytes=N&chunk=C&intervalMs=T
 //                             N bytes (default 64 KiB) sent C bytes (1 KiB) every T ms (20):
 //                             a slow body that a capped drain must abandon, not wait for
+//   /json-nested?depth=N      one JSON array nested N deep (default 2^20: 2 MiB): a decoder's worst case
 //   /json-newline?delayMs=D   a small JSON object and a trailing newline, like Go's json.Encoder;
 //                             with D > 0 the newline follows D ms later, so a decoder that stops
 //                             at the closing brace leaves it on the wire
@@ -38,6 +39,16 @@ export function large(req: IncomingMessage, res: ServerResponse): void {
   if (!p) return;
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': p.bytes });
   res.end(p.random ? randomBytes(p.bytes) : largeBody(p.bytes));
+}
+
+/** JSON nested `depth` deep, as one value of `bytes` bytes at most: a decoder's worst case (16 MB of brackets). */
+export function jsonNested(req: IncomingMessage, res: ServerResponse): void {
+  const p = params(req, res, { depth: [1 << 20, 1, MAX_BYTES / 2] });
+  if (!p) return;
+  const body = Buffer.alloc(2 * p.depth, '[');
+  body.fill(']', p.depth);
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+  res.end(body);
 }
 
 export function trickle(req: IncomingMessage, res: ServerResponse): void {

@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ASSET_PATHS, serveAsset } from './compression-routes.js';
 import { apiProducts, apiRequests, corsMisconfigured } from './cors-routes.js';
-import { jsonNewline, large, trickle } from './drain-routes.js';
+import { jsonNested, jsonNewline, large, trickle } from './drain-routes.js';
 
 const HELLO = Buffer.from('hello from the probefleet lab\n');
 /** The preload the /early-hints route announces, in its 103 and again in its 200. */
@@ -36,6 +36,7 @@ const routes: Record<string, Route> = {
   '/large': large,
   '/trickle': trickle,
   '/json-newline': jsonNewline,
+  '/json-nested': jsonNested,
   // 103 Early Hints before the 200, as CDNs send them: the final head is not the first one.
   '/early-hints': (_req, res) => {
     res.writeEarlyHints({ link: EARLY_HINTS_LINK });
