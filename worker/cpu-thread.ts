@@ -27,7 +27,7 @@ export function runCpuTask<Part>(
   if (signal.aborted) return Promise.resolve({ parts, stopped: "the job's time bound" });
   return new Promise((resolve) => {
     const thread = new Worker(moduleUrl, {
-      workerData: { task, input },
+      workerData: { cpuTask: task, input },
       resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
     });
     let settled = false;

@@ -5,7 +5,6 @@
 // and the levels whose size matches the server's encoded body are the server's. GZIP_LEVEL_WASTE
 // is then judged from the server's own measured time to first byte, not from this machine's CPU.
 import { performance } from 'node:perf_hooks';
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import zlib from 'node:zlib';
 import pako from 'pako';
 import type { RequestSample } from '../contracts/common.js';
@@ -53,12 +52,13 @@ function gzipSize(library: Library, body: Buffer, level: number, window?: { wind
   return pako.deflateRaw(body, { level: level as PakoLevel, ...window }).length + GZIP_FRAME_BYTES;
 }
 
-/** The levels of each library whose size matches the server's encoded body: exact sizes if any, else within SIZE_TOLERANCE. */
-export async function identifyServerGzip(
-  decoded: Buffer,
-  encodedBytes: number,
-  signal: AbortSignal,
-): Promise<ServerGzip> {
+/**
+ * The levels of each library whose size matches the server's encoded body: exact sizes if any,
+ * else within SIZE_TOLERANCE; for a level above 6, level 6's size and CPU beside it. Up to 27
+ * compressions of up to 4 MiB, synchronous: it runs in the compression probe's CPU thread
+ * (worker/cpu-tasks.ts), which the job's bound stops.
+ */
+export function identifyServerGzip(decoded: Buffer, encodedBytes: number): ServerGzip {
   if (decoded.length > MAX_IDENTIFY_BYTES)
     return { encodedBytes, matches: [], exact: false, unknownReason: `the body is over ${MAX_IDENTIFY_BYTES} bytes` };
   const candidates: { library: Library; level: number; bytes: number }[] = [];
@@ -71,9 +71,6 @@ export async function identifyServerGzip(
           : [gzipSize(library, decoded, level)],
       );
       for (const bytes of sizes) candidates.push({ library, level, bytes });
-      await yieldToEventLoop();
-      if (signal.aborted)
-        return { encodedBytes, matches: [], exact: false, unknownReason: "stopped at the job's time bound" };
     }
   }
   const exact = candidates.filter((c) => c.bytes === encodedBytes);
@@ -82,6 +79,7 @@ export async function identifyServerGzip(
   const distinct = matches.filter(
     (m, i) => matches.findIndex((o) => o.library === m.library && o.level === m.level) === i,
   );
+  const lowest = distinct.length > 0 ? distinct.reduce((a, b) => (b.level < a.level ? b : a)) : undefined;
   return {
     encodedBytes,
     matches: distinct,
@@ -89,6 +87,14 @@ export async function identifyServerGzip(
     ...(distinct.length === 0
       ? {
           unknownReason: `no level of ${Object.values(GZIP_LIBRARIES).join(' or ')} gives ${encodedBytes} B within ${SIZE_TOLERANCE * 100}%`,
+        }
+      : {}),
+    ...(lowest && lowest.level > 6
+      ? {
+          level6: {
+            bytes: gzipSize(lowest.library, decoded, 6),
+            cpuFactor: cpuFactorOverLevel6(lowest.library, decoded, lowest.level),
+          },
         }
       : {}),
   };
@@ -129,11 +135,11 @@ function cpuFactorOverLevel6(library: Library, body: Buffer, level: number): num
 export function gzipLevelWaste(
   where: { region: string; target: string; probe: string },
   server: ServerGzip,
-  decoded: Buffer,
   samples: (RequestSample & { acceptEncoding: AcceptEncoding })[],
   rows: EncodingRow[],
 ): Finding | undefined {
-  if (server.matches.length === 0 || Math.min(...server.matches.map((m) => m.level)) <= 6) return undefined;
+  if (!server.level6 || server.matches.length === 0 || Math.min(...server.matches.map((m) => m.level)) <= 6)
+    return undefined;
   const gzipRow = rows.find((r) => r.acceptEncoding === 'gzip');
   const identityRow = rows.find((r) => r.acceptEncoding === 'identity' && r.contentEncoding === null);
   if (!gzipRow || !identityRow) return undefined;
@@ -146,9 +152,8 @@ export function gzipLevelWaste(
   const extra = medianDifference(identity, gzip);
   if (extra.ci95[0] <= 0) return undefined; // pre-compressed, or too close to call
   const { library, level, bytes } = server.matches.reduce((a, b) => (b.level < a.level ? b : a));
-  const level6Bytes = gzipSize(library, decoded, 6);
+  const { bytes: level6Bytes, cpuFactor } = server.level6;
   const saving = (level6Bytes - bytes) / level6Bytes;
-  const cpuFactor = cpuFactorOverLevel6(library, decoded, level);
   if (cpuFactor < WASTE_CPU_FACTOR || saving > WASTE_MAX_SAVING) return undefined;
   return finding(
     'GZIP_LEVEL_WASTE',

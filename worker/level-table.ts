@@ -1,9 +1,9 @@
 // The compression probe's level table: the decoded body compressed and decompressed at each
 // level asked for, medians of several runs. Synchronous CPU work of up to seconds per level
-// (brotli 11 on 4 MiB), so it runs in a thread of its own (worker/cpu-thread.ts) that the job's
-// time bound can stop; a row is sent as each level completes, so what was measured survives.
+// (brotli 11 on 4 MiB), so it runs in the compression probe's CPU thread (worker/cpu-tasks.ts),
+// which the job's time bound can stop; each row is handed on as its level completes, so what was
+// measured survives.
 import { performance } from 'node:perf_hooks';
-import { parentPort, workerData } from 'node:worker_threads';
 import {
   codingUnavailable,
   compress,
@@ -58,11 +58,4 @@ export function measureLevels({ input, levels, repetitions }: LevelTableTask, on
       });
     }
   }
-}
-
-// Started as a thread by cpu-thread.ts: measure, send each row, then say it is done.
-if (parentPort && workerData?.task === 'level-table') {
-  const port = parentPort;
-  measureLevels(workerData.input as LevelTableTask, (row) => port.postMessage({ row }));
-  port.postMessage({ done: true });
 }

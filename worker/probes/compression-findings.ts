@@ -11,8 +11,6 @@ export interface CompressionFindingInput {
   details: ProbeDetails<'compression'>;
   /** The plan's `tinyBytes`: bodies under it are too small to compress. */
   tinyBytes: number;
-  /** The decoded gzip body (at most the level table's cap), when one came back. */
-  gzipBody?: Buffer;
 }
 
 const TEXT_TYPE = /^(text\/|application\/([\w.+-]*\+)?(json|javascript|xml)|image\/svg\+xml)/i;
@@ -115,10 +113,8 @@ export const noCompressionForText: FindingRule<CompressionFindingInput> = ({ det
 };
 
 /** GZIP_LEVEL_WASTE: the server's own gzip level is high and costs it time (worker/gzip-levels.ts). */
-export const serverGzipLevelWaste: FindingRule<CompressionFindingInput> = ({ details, gzipBody }, where) =>
-  details.serverGzip && gzipBody
-    ? gzipLevelWaste(where, details.serverGzip, gzipBody, details.samples, details.encodings)
-    : undefined;
+export const serverGzipLevelWaste: FindingRule<CompressionFindingInput> = ({ details }, where) =>
+  details.serverGzip ? gzipLevelWaste(where, details.serverGzip, details.samples, details.encodings) : undefined;
 
 export const COMPRESSION_RULES: readonly FindingRule<CompressionFindingInput>[] = [
   compressionWithoutVary,

@@ -16,11 +16,11 @@ import { median } from '../../common/stats.js';
 import type { ProbeError } from '../../contracts/common.js';
 import { applyRules } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
-import type { AcceptEncoding, EncodingRow, LevelRow } from '../../contracts/probes/compression.js';
+import type { AcceptEncoding, EncodingRow, LevelRow, ServerGzip } from '../../contracts/probes/compression.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import { fmtBytes, fmtMs } from '../format.js';
 import { runCpuTask } from '../cpu-thread.js';
-import { identifyServerGzip } from '../gzip-levels.js';
+import { CPU_TASKS_MODULE, type ServerGzipTask } from '../cpu-tasks.js';
 import type { LevelTableTask } from '../level-table.js';
 import { collectBody } from '../http/body.js';
 import { runSequence, summarize } from '../http/sequence.js';
@@ -34,7 +34,6 @@ type Details = ProbeDetails<'compression'>;
 const MAX_BODY_BYTES = 32 << 20;
 /** The level table compresses at most this much of the body: brotli 11 takes seconds per MiB. */
 const MAX_TABLE_BYTES = 4 << 20;
-const LEVEL_TABLE_MODULE = new URL('../level-table.js', import.meta.url);
 
 interface Observation {
   status: number;
@@ -228,7 +227,7 @@ export const runCompressionProbe: Probe<'compression'> = async (job, { signal, t
     details,
     findings: applyRules(
       COMPRESSION_RULES,
-      { details, tinyBytes: params.tinyBytes, gzipBody: bodies.get('gzip') },
+      { details, tinyBytes: params.tinyBytes },
       { region: job.region, target: job.target.name, probe: job.probe },
     ),
     error:
@@ -264,7 +263,7 @@ async function buildLevelTable(
 ): Promise<{ table: NonNullable<Details['levelTable']>; stopped?: ProbeError }> {
   const levels = { gzip: params.gzipLevels, br: params.brotliLevels, zstd: params.zstdLevels };
   const task: LevelTableTask = { input, levels, repetitions: params.repetitions };
-  const { parts, stopped } = await runCpuTask<LevelRow>(LEVEL_TABLE_MODULE, 'level-table', task, signal);
+  const { parts, stopped } = await runCpuTask<LevelRow>(CPU_TASKS_MODULE, 'level-table', task, signal);
   const table = { inputBytes: input.length, contentType, rows: parts };
   if (!stopped) return { table };
   const asked = CONTENT_CODINGS.filter((c) => !codingUnavailable(c)).reduce((n, c) => n + levels[c].length, 0);
@@ -294,7 +293,11 @@ async function serverGzipOf(
       exact: false,
       unknownReason: `the body is over ${decoded.length} bytes`,
     };
-  return identifyServerGzip(decoded, served.encodedBytes, signal);
+  const task: ServerGzipTask = { decoded, encodedBytes: served.encodedBytes };
+  const { parts, stopped } = await runCpuTask<ServerGzip>(CPU_TASKS_MODULE, 'server-gzip', task, signal);
+  return (
+    parts[0] ?? { encodedBytes: served.encodedBytes, matches: [], exact: false, unknownReason: `stopped at ${stopped}` }
+  );
 }
 
 /** Identity against each distinct encoding served: server compression + transfer + decode. */
