@@ -262,7 +262,8 @@ const cases: Case[] = [
     }),
     expected: {
       code: 'GZIP_LEVEL_WASTE',
-      evidence: /level 9 \(2,000 B, zlib 1\.2.*adds 4\.00 ms.*level 6 sends 2,050 B \(2\.4% more\) for 4\.0x less CPU here/,
+      evidence:
+        /level 9 \(2,000 B, zlib 1\.2.*adds 4\.00 ms.*level 6 sends 2,050 B \(2\.4% more\) for 4\.0x less CPU here/,
       data: {
         serverLevel: 9,
         library: 'zlib',

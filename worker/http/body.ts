@@ -56,7 +56,7 @@ export function closeBody(body: ResponseBody): void {
 
 export function contentLength(head: ResponseHead): number | undefined {
   const value = Number(head.headers['content-length']);
-  return Number.isInteger(value) && value >= 0 ? value : undefined;
+  return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
 /** The whole body in memory, up to `maxBytes`. */
