@@ -89,7 +89,7 @@ export const ERROR_CODES = [
    * character beyond Latin-1 in a header value): the job sent nothing. */
   'SECRET_INVALID',
   'INVALID_JOB',
-  /** The job killed the process running it twice: its worker was lost, then a process of its own died running it again. */
+  /** The job killed its worker: the worker running it was lost, and a process of its own running it again died too. */
   'KILLED_WORKER',
   'INTERNAL_ERROR',
 ] as const;

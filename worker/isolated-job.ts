@@ -54,11 +54,11 @@ export function executeJobIsolated(job: JobPayload, options: IsolatedJobOptions)
       const answer = Buffer.concat(chunks).toString('utf8');
       const parsed = code === 0 ? safeResult(answer) : undefined;
       if (parsed) return resolve(parsed);
-      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      const how = signal ? `killed by ${signal}` : `exit code ${code}`;
       resolve(
         failedResult(job, options.region, startedAt, {
           code: 'KILLED_WORKER',
-          message: `the job killed the process running it: its worker was lost while running this batch, and run again alone in a process of its own, that process ${how} before it answered; not retried again`,
+          message: `killed its worker: the worker running this batch was lost while running it; run again alone in a process of its own, the job ended that process too (${how} before it answered); not retried again`,
         }),
       );
     });

@@ -91,6 +91,6 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused], timeoutMs: 2000 }]
     assert.ok(!workers.some((w) => w.pid === killed[1]), 'the second kill took a process of its own, not a worker');
     const survivor = workers.find((w) => !dead.includes(w))!;
     assert.match(survivor.stderr(), /"probeJobId":"[^"]*killer[^"]*".*running in a process of its own/);
-    assert.match(renderRunReport(report), /killer reuse[^\n]*KILLED_WORKER/);
+    assert.match(renderRunReport(report), /killer reuse[^\n]*KILLED_WORKER killed its worker/);
   });
 });
