@@ -53,7 +53,8 @@ export function executeJobIsolated(job: JobPayload, options: IsolatedJobOptions)
       options.signal.removeEventListener('abort', onAbort);
       const answer = Buffer.concat(chunks).toString('utf8');
       const parsed = code === 0 ? safeResult(answer) : undefined;
-      if (parsed) return resolve(parsed);
+      // Measured by this worker, in a process of its own: the worker is what the report names.
+      if (parsed) return resolve({ ...parsed, worker: { ...parsed.worker, pid: process.pid } });
       const how = signal ? `killed by ${signal}` : `exit code ${code}`;
       resolve(
         failedResult(job, options.region, startedAt, {

@@ -168,7 +168,6 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
       if (stop.signal.aborted) process.exitCode = EXIT_INTERRUPTED;
       else exitOnFailedJobs(report);
     } finally {
-      interrupt.dispose();
       await lab?.close();
     }
   },
@@ -283,7 +282,6 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
     }
     exitOnFailedJobs(report);
   } finally {
-    interrupt.dispose();
     await lab?.close();
   }
 }
