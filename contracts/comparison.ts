@@ -26,7 +26,9 @@ export const INTERVAL_METHODS = ['bootstrap', 'wilson', 'order-statistics', 'non
  * effect), `within-spread` (inside what the earlier runs, or the run's own interval, reach),
  * `below-minimum` (outside the spread, but smaller than the minimum effect), `too-little-history`
  * (fewer earlier runs than the rule needs), `beyond-any-noise` (too little history, but the
- * value at least doubled or halved, and by at least 5 times the absolute minimum).
+ * value at least doubled or halved, and by at least 5 times the absolute minimum),
+ * `machine-busy` (a change of a time no larger than the worker's own wait for a CPU during the
+ * job could have made it: what the machine added cannot be told from the target).
  */
 export const VERDICT_REASONS = [
   'beyond-baseline',
@@ -34,6 +36,7 @@ export const VERDICT_REASONS = [
   'within-spread',
   'below-minimum',
   'too-little-history',
+  'machine-busy',
 ] as const;
 export type VerdictReason = (typeof VERDICT_REASONS)[number];
 

@@ -42,7 +42,14 @@ function resultSchemaFor<K extends ProbeKind>(kind: K) {
     startedAt: isoTime,
     finishedAt: isoTime,
     /** Which worker ran the job. */
-    worker: z.strictObject({ host: z.string(), pid: z.int(), region: nameSchema }),
+    worker: z.strictObject({
+      host: z.string(),
+      pid: z.int(),
+      region: nameSchema,
+      /** How long the worker's measuring thread waited for a CPU during the job (Linux's run_delay), ms:
+       * what a busy machine added to the job's times. Absent where the kernel does not say. */
+      cpuWaitMs: z.number().nonnegative().optional(),
+    }),
     /** Distributed runs: times a worker took this job and was lost (killed or hung: its lock
      * expired) before this worker took it again and measured it whole. Absent: never. */
     workersLost: z.int().positive().optional(),

@@ -85,11 +85,13 @@ export function nagleStall(reused: ReuseResult, fresh: ReuseResult | undefined):
   const freshMedian = freshTotals.length >= 2 ? median(freshTotals) : undefined;
   const controls = [first, freshMedian].filter((c): c is number => c !== undefined && c < stalled - CONTROL_MARGIN_MS);
   if (controls.length === 0) return undefined;
-  const transfer = median(later.flatMap((s) => (s.phases.transfer === undefined ? [] : [s.phases.transfer])));
+  // A client that reports no transfer phase (curl's cold mode can) gives none: said, not computed.
+  const transfers = later.flatMap((s) => (s.phases.transfer === undefined ? [] : [s.phases.transfer]));
+  const transfer = transfers.length > 0 ? median(transfers) : undefined;
   return finding(
     'NAGLE_DELAYED_ACK_STALL',
     { region: reused.region, target: reused.target, probe: 'reuse' },
-    `reused requests took a median ${ms(stalled)} (of which transfer ${ms(transfer)}), ${atTimer.length} of ${later.length} ` +
+    `reused requests took a median ${ms(stalled)}${transfer === undefined ? '' : ` (of which transfer ${ms(transfer)})`}, ${atTimer.length} of ${later.length} ` +
       `at the delayed-ACK timer (${DELAYED_ACK_MS.min}-${DELAYED_ACK_MS.max} ms) for bodies of ${Math.round(bodyBytes)} B, ` +
       `against ${[
         ...(first !== undefined && first < stalled - CONTROL_MARGIN_MS
@@ -101,7 +103,7 @@ export function nagleStall(reused: ReuseResult, fresh: ReuseResult | undefined):
       ].join(' and ')}: the body waits for the client's delayed ACK`,
     {
       reusedMedianMs: stalled,
-      reusedTransferMedianMs: transfer,
+      ...(transfer === undefined ? {} : { reusedTransferMedianMs: transfer }),
       requestsAtTimer: atTimer.length,
       reusedRequests: later.length,
       bodyBytes: Math.round(bodyBytes),

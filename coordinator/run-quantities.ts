@@ -88,7 +88,8 @@ export function valuesOfResult(result: ProbeResult): Map<QuantityId, RunValue | 
 
 export type ReuseResult = ResultOf<'reuse'>;
 
-/** One run's new-connection cost, median(new) − median(reused), with the two medians it is made of. */
+/** One run's new-connection cost, median(new) − median(reused), with the two medians it is made of
+ * and the fewer of the two modes' samples. */
 export function costOf(reused: ReuseResult, fresh: ReuseResult, withInterval: boolean) {
   const totals = (r: ReuseResult) => answeredPhase(r.details?.samples ?? [], 'total');
   const groups = [totals(reused), totals(fresh)];
@@ -99,5 +100,5 @@ export function costOf(reused: ReuseResult, fresh: ReuseResult, withInterval: bo
         .ci95[0]
     : null;
   const value: RunValue = { value: newMedian - reusedMedian, ci95, n: null, interval: 'bootstrap' };
-  return { value, reusedMedian, newMedian };
+  return { value, reusedMedian, newMedian, samples: Math.min(...groups.map((g) => g.length)) };
 }

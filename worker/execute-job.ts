@@ -7,6 +7,7 @@ import { jobPayloadSchema, type JobOf, type JobPayload } from '../contracts/job.
 import { capsExceeded, type JobDemands } from '../contracts/limits.js';
 import { PROBES, type ProbeKind } from '../contracts/probes/index.js';
 import { probeResultSchema, RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/result.js';
+import { cpuWaitNs } from '../common/cpu-wait.js';
 import { formatIssuePath } from '../common/issue-path.js';
 import type { Logger } from '../common/log.js';
 import { settledByBound } from '../common/settle.js';
@@ -99,6 +100,7 @@ export async function executeCheckedJob(job: JobPayload, options: ExecuteOptions
   else shutdown?.addEventListener('abort', onShutdown, { once: true });
   const signal = bound.signal;
   const startedAt = new Date().toISOString();
+  const waitedBefore = cpuWaitNs();
   logAt('debug', { variant: job.variant }, 'probe starting');
   const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
   const altSvc = new AltSvcLog();
@@ -133,7 +135,10 @@ export async function executeCheckedJob(job: JobPayload, options: ExecuteOptions
     clearTimeout(timer);
     shutdown?.removeEventListener('abort', onShutdown);
   }
+  const waitedAfter = cpuWaitNs();
   const result = resultOf(job, options.region, startedAt, outcome, altSvc.values);
+  if (waitedBefore !== null && waitedAfter !== null)
+    result.worker.cpuWaitMs = Math.max(0, waitedAfter - waitedBefore) / 1e6;
   const checked = checkedResult(result);
   if (checked !== result) logOf().error({ error: checked.error }, 'probe result refused by the result schema');
   // Every job at debug (`--log-level debug`), as blackbox_exporter logs its probes; one that

@@ -28,7 +28,7 @@ import {
   type ReuseResult,
   type RunValue,
 } from '../run-quantities.js';
-import { BASELINE_RULE, baselineOf, judge, minChangeFor } from './rules.js';
+import { BASELINE_RULE, baselineOf, cpuWaitReach, judge, minChangeFor, starved, withCpuWait } from './rules.js';
 
 type Variant = Record<string, string | number | boolean>;
 
@@ -128,9 +128,11 @@ interface Compared {
   earlier: number[];
   /** Whether the move the value made is for the worse; default from the quantity's direction. */
   worse?: boolean;
+  /** How far the new run's worker's wait for a CPU could have moved the value (rules.ts cpuWaitReach). */
+  waitReach: number;
 }
 
-function quantityRow({ where, quantity, after, earlier, worse }: Compared): ComparedQuantity {
+function quantityRow({ where, quantity, after, earlier, worse, waitReach }: Compared): ComparedQuantity {
   const baseline = baselineOf(earlier);
   const change = after.value - baseline.median;
   const worseByDirection = QUANTITIES[quantity].better === 'higher' ? change < 0 : change > 0;
@@ -145,7 +147,7 @@ function quantityRow({ where, quantity, after, earlier, worse }: Compared): Comp
     relativeChange: relative(change, baseline.median),
     interval: after.interval,
     minChange: minChangeFor(quantity, baseline.median),
-    ...judge(quantity, baseline, after.value, after.ci95, worse ?? worseByDirection),
+    ...withCpuWait(judge(quantity, baseline, after.value, after.ci95, worse ?? worseByDirection), change, waitReach),
   };
 }
 
@@ -164,6 +166,7 @@ function compareJob(history: JobHistory, rows: Compared[], notCompared: NotCompa
     return;
   }
   const earlier = history.earlier.map((job) => (job?.result ? valuesOfResult(job.result) : undefined));
+  const waitOf = (job: RunJob | undefined) => job?.result?.worker.cpuWaitMs ?? 0;
   const newest = history.earlier[0];
   const failed = [
     ...(failure(after) ? [`after: ${failure(after)}`] : []),
@@ -173,18 +176,25 @@ function compareJob(history: JobHistory, rows: Compared[], notCompared: NotCompa
   if (failed.length > 0) notCompared.push({ ...where, reason: `partly measured (${failed.join('; ')})` });
   const own = valuesOfResult(after.result);
   for (const [quantity, value] of own) {
-    const values = earlier.flatMap((run) => {
+    // A value an earlier run measured on a starved worker is no part of the night-to-night spread.
+    const values = earlier.flatMap((run, i) => {
       const v = run?.get(quantity);
-      return v && typeof v !== 'string' ? [v.value] : [];
+      if (!v || typeof v === 'string') return [];
+      return starved(quantity, cpuWaitReach(quantity, v.n, waitOf(history.earlier[i]))) ? [] : [v.value];
     });
+    const waitReach = typeof value === 'string' ? 0 : cpuWaitReach(quantity, value.n, waitOf(after));
     if (typeof value === 'string') notCompared.push({ ...where, quantity, reason: value });
-    else if (values.length > 0) rows.push({ where, quantity, after: value, earlier: values });
+    else if (values.length > 0) rows.push({ where, quantity, after: value, earlier: values, waitReach });
     else if (failed.length === 0) notCompared.push({ ...where, quantity, reason: 'measured only after' });
   }
   if (failed.length === 0 && earlier[0])
     for (const quantity of earlier[0].keys())
       if (!own.has(quantity)) notCompared.push({ ...where, quantity, reason: 'measured only before' });
 }
+
+/** The new-connection cost is a difference of two medians: either job's wait can move it. */
+const costWaitReach = (reused: ProbeResult, fresh: ProbeResult, samples: number) =>
+  cpuWaitReach('new_connection_cost', samples, (reused.worker.cpuWaitMs ?? 0) + (fresh.worker.cpuWaitMs ?? 0));
 
 /** The new-connection cost per region and target where the new run has both reuse modes. */
 function compareCosts(histories: JobHistory[]): Compared[] {
@@ -202,8 +212,9 @@ function compareCosts(histories: JobHistory[]): Compared[] {
     if (!after) continue;
     const earlier = reused.earlier.flatMap((r, i) => {
       const n = fresh.earlier[i];
-      const cost = r?.result?.probe === 'reuse' && n?.result?.probe === 'reuse' && costOf(r.result, n.result, false);
-      return cost ? [cost] : [];
+      if (r?.result?.probe !== 'reuse' || n?.result?.probe !== 'reuse') return [];
+      const cost = costOf(r.result, n.result, false);
+      return cost && !starved('new_connection_cost', costWaitReach(r.result, n.result, cost.samples)) ? [cost] : [];
     });
     if (earlier.length === 0) continue;
     // The cost falls when new connections get cheaper and when reused requests get slower: the
@@ -217,6 +228,7 @@ function compareCosts(histories: JobHistory[]): Compared[] {
       after: after.value,
       earlier: earlier.map((c) => c.value.value),
       worse: Math.abs(reusedMove) > Math.abs(newMove) ? reusedMove > 0 : newMove > 0,
+      waitReach: costWaitReach(reused.after.result!, fresh.after.result!, after.samples),
     });
   }
   return rows;

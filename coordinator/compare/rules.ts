@@ -49,6 +49,27 @@ export const BASELINE_RULE = {
   grossRatio: 2,
 } as const;
 
+/**
+ * How far a worker's wait for a CPU during a job (`waitMs`, Linux's run_delay) can have moved a
+ * time the job measured: a p-th percentile of n samples moves by d only when about (1 − p)·n of
+ * them each took d longer, which takes a wait of d·(1 − p)·n at least. 0 for what is not a time.
+ */
+export function cpuWaitReach(quantity: QuantityId, n: number | null, waitMs: number): number {
+  if (QUANTITIES[quantity].unit !== 'ms' || waitMs <= 0) return 0;
+  const p = Number(/_p(\d+)$/.exec(quantity)?.[1] ?? 50) / 100;
+  return waitMs / Math.max(1, (1 - p) * (n ?? 1));
+}
+
+/** A value whose worker's wait could have moved it by its quantity's minimum effect: it says more about the machine than the target. */
+export const starved = (quantity: QuantityId, reach: number) => reach > 0 && reach >= minChangeRule(quantity).absolute;
+
+/** A change that the worker's wait for a CPU could have made by itself is not a change of the target. */
+export function withCpuWait(judgement: Judgement, change: number, reach: number): Judgement {
+  return judgement.verdict !== 'unchanged' && Math.abs(change) <= reach
+    ? { verdict: 'unchanged', reason: 'machine-busy' }
+    : judgement;
+}
+
 /** 1.4826 × MAD estimates the standard deviation of normal data; robust to one bad night. */
 const MAD_TO_SIGMA = 1.4826;
 

@@ -72,6 +72,8 @@ export function reasonText(q: ComparedQuantity): string {
       return `below minimum effect, ${minimum}`;
     case 'too-little-history':
       return `${history}: not enough to judge (only ${gross} or more would count)`;
+    case 'machine-busy':
+      return "machine busy: the worker's own wait for a CPU during the job could have made this change";
   }
 }
 

@@ -1,11 +1,12 @@
 // Whatever a target answers, a run still ends in a report that reads back. One real run of every
 // probe against the lab gives real results; each case then puts generated target answers into
-// them (Alt-Svc values, certificate names and dates, server header values, response statuses and
-// body sizes), checks them with the result schema as a worker does, and sends them through the
+// them (Alt-Svc values, certificate names and dates, server header values, response statuses,
+// body sizes, phases a client did not time), checks them with the result schema as a worker does, and sends them through the
 // analysis, every report format and JSON, and back through the report schema.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
+import { PHASES } from '../../contracts/common.js';
 import { probeResultSchema, runReportSchema, type ProbeResult } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { runEmbedded } from '../../coordinator/embedded-runner.js';
@@ -45,7 +46,15 @@ const isoOrNull = fc.option(
 /** Each result with generated answers where the target's answers go. */
 function withAnswers(
   results: ProbeResult[],
-  answers: { altSvc: string[]; name: string; notAfter: string | null; status: number; bytes: number },
+  answers: {
+    altSvc: string[];
+    name: string;
+    notAfter: string | null;
+    status: number;
+    bytes: number;
+    dropped: string[];
+    total: number | null;
+  },
 ): unknown[] {
   return results.map((r) => {
     const copy = structuredClone(r) as Record<string, unknown> & ProbeResult;
@@ -61,9 +70,16 @@ function withAnswers(
       };
       details.certNotAfter = answers.notAfter;
     }
-    for (const sample of (details?.samples as { status?: number; bodyBytes?: number }[] | undefined) ?? []) {
+    for (const sample of (details?.samples as
+      | { status?: number; bodyBytes?: number; newConnection?: boolean; phases?: Record<string, number> }[]
+      | undefined) ?? []) {
       if (typeof sample.status === 'number') sample.status = answers.status;
       if (typeof sample.bodyBytes === 'number') sample.bodyBytes = answers.bytes;
+      // A client that times fewer phases (curl's cold mode, a request cut short).
+      for (const phase of answers.dropped) delete sample.phases?.[phase];
+      // Every reused request the same time (a server at the delayed-ACK timer gives 40 ms each).
+      if (answers.total !== null && sample.phases?.total !== undefined && !sample.newConnection)
+        sample.phases.total = answers.total;
     }
     return copy;
   });
@@ -89,6 +105,10 @@ test('generated target answers: the results validate, and the report renders in 
         notAfter: isoOrNull,
         status: fc.integer({ min: 100, max: 599 }),
         bytes: fc.nat({ max: 2 ** 40 }),
+        dropped: fc.subarray([...PHASES]),
+        total: fc.option(
+          fc.oneof(fc.double({ min: 39, max: 45, noNaN: true }), fc.double({ min: 0, max: 1e5, noNaN: true })),
+        ),
       }),
       (answers) => {
         const generated = withAnswers(results, answers).map((r) => probeResultSchema.parse(r));

@@ -16,7 +16,15 @@ import { compareRuns } from '../../coordinator/compare/compare-runs.js';
 import { fewestValuesFor } from '../../coordinator/run-quantities.js';
 import { renderComparisonHtml, renderComparisonMarkdown } from '../../coordinator/compare/render.js';
 import { reasonText } from '../../coordinator/compare/views.js';
-import { baselineOf, judge, minChangeFor, minChangeRule } from '../../coordinator/compare/rules.js';
+import {
+  baselineOf,
+  cpuWaitReach,
+  judge,
+  minChangeFor,
+  minChangeRule,
+  starved,
+  withCpuWait,
+} from '../../coordinator/compare/rules.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { splitPlan } from '../../coordinator/split.js';
@@ -236,6 +244,24 @@ describe('the baseline rule', () => {
   });
 });
 
+test("the worker's wait for a CPU: how far it can move a percentile, and the changes it explains", () => {
+  // A p50 of 100 samples moves by d only if ~50 samples each took d longer: 500 ms of wait reach 10 ms.
+  close(cpuWaitReach('phase_total_p50', 100, 500), 10);
+  close(cpuWaitReach('phase_total_p95', 100, 25), 5);
+  close(cpuWaitReach('handshake_full_p95', 10, 4), 4, 9);
+  assert.equal(cpuWaitReach('encoded_bytes_gzip', 100, 500), 0, 'bytes are not moved by a wait');
+  assert.equal(cpuWaitReach('phase_total_p50', 100, 0), 0);
+  const regressed = { verdict: 'regressed', reason: 'beyond-baseline' } as const;
+  assert.deepEqual(withCpuWait(regressed, 8.2, 10), { verdict: 'unchanged', reason: 'machine-busy' });
+  assert.deepEqual(withCpuWait(regressed, 40, 10), regressed, 'a Nagle stall is beyond what the wait explains');
+  assert.deepEqual(withCpuWait({ verdict: 'unchanged', reason: 'within-spread' }, 1, 10), {
+    verdict: 'unchanged',
+    reason: 'within-spread',
+  });
+  assert.equal(starved('phase_total_p50', 1), true, 'a wait that reaches the minimum effect (1 ms)');
+  assert.equal(starved('phase_total_p50', 0.05), false);
+});
+
 test('every verdict says why, in the words of its rule', () => {
   const row = (earlier: number[], after: number, ci95: [number, number] | null) => {
     const baseline = baselineOf(earlier);
@@ -257,6 +283,14 @@ test('every verdict says why, in the words of its rule', () => {
   assert.equal(row([10], 13, [12.8, 13.2]), '1 earlier run: not enough to judge (only 10.0 ms or more would count)');
   assert.equal(row([10], 25, [24, 26]), 'beyond any plausible noise: 1 earlier run, but 10.0 ms or more away');
   assert.equal(row([10], 11, [9, 12]), "within the run's own noise");
+  assert.equal(
+    reasonText({
+      ...{ region: 'local', target: 'http', probe: 'reuse', variant: {}, quantity: 'phase_total_p50' },
+      ...{ baseline: baselineOf(steady), after: 13, afterCi95: [12.8, 13.2], n: 100, change: 3, relativeChange: 0.3 },
+      ...{ interval: 'order-statistics', minChange: 2, verdict: 'unchanged', reason: 'machine-busy' },
+    }),
+    "machine busy: the worker's own wait for a CPU during the job could have made this change",
+  );
 });
 
 test("docs/compare.md's walkthrough: its sed moves the example plan's http target to the Nagle path, and nothing else", async () => {
@@ -392,6 +426,24 @@ describe('compareRuns on known samples', () => {
     assert.equal(row('phase_total_p50', 'reused').verdict, 'regressed');
     assert.equal(row('new_connection_cost').verdict, 'regressed');
     assert.equal(row('phase_total_p50', 'new').verdict, 'unchanged');
+  });
+
+  test("a starved worker: a change its wait for a CPU explains is 'machine busy'; one it does not, still regressed", async () => {
+    const waited = (ms: number) => (r: ProbeResult) => ({ ...r, worker: { ...r.worker, cpuWaitMs: ms } });
+    const before = await earlierRuns(REUSE_PLAN, ({ mode }) => around(mode === 'new' ? 2 : 1));
+    const slower = (reused: number) => (job: { mode?: string }) => around(job.mode === 'new' ? 2 : reused);
+    // Reused requests 8 ms slower at the median, with 500 ms of wait over 100 requests: 10 ms explained.
+    const starvedRun = compareRuns(before, await runOf('after', REUSE_PLAN, slower(9), waited(500)));
+    const row = (c: typeof starvedRun) =>
+      c.quantities.find((q) => q.quantity === 'phase_total_p50' && q.variant.mode === 'reused')!;
+    assert.equal(`${row(starvedRun).verdict} ${row(starvedRun).reason}`, 'unchanged machine-busy');
+    // 40 ms slower with the same wait: beyond it.
+    const stalled = compareRuns(before, await runOf('after', REUSE_PLAN, slower(41), waited(500)));
+    assert.equal(`${row(stalled).verdict} ${row(stalled).reason}`, 'regressed beyond-baseline');
+    // An earlier run that starved leaves the baseline: two runs left, too few for a band.
+    const starvedBefore = [before[0], await runOf('before-x', REUSE_PLAN, slower(9), waited(500)), before[2]];
+    const fine = compareRuns(starvedBefore, await runOf('after', REUSE_PLAN, slower(1)));
+    assert.equal(row(fine).baseline.values.length, 2);
   });
 
   test('loopback-sized changes are not regressions: 0.4 ms to 0.8 ms is real, and under the minimum', async () => {
