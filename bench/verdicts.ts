@@ -116,6 +116,8 @@ try {
     const history: RunReport[] = [];
     for (let i = 0; i < baselineRuns; i++) history.unshift(await run(UNCHANGED, `baseline-${i}`));
     let quantities = 0;
+    let machineBusy = 0;
+    const notCompared = new Map<string, number>();
     const falseAlarms: string[] = [];
     const found = REGRESSIONS.map(() => ({ found: 0, quantities: new Map<string, number>() }));
     const trials = Math.max(twins, regressionRuns);
@@ -132,11 +134,13 @@ try {
         const twin = await run(UNCHANGED, `twin-${i}`);
         const c = compareRuns(baseline, twin);
         quantities += c.quantities.length;
+        machineBusy += c.quantities.filter((q) => q.reason === 'machine-busy').length;
+        for (const n of c.notCompared) notCompared.set(n.reason, (notCompared.get(n.reason) ?? 0) + 1);
         falseAlarms.push(...changed(c).map((q) => `twin ${i}: ${describe(q)}`));
         history.unshift(twin);
       }
     }
-    return { quantities, falseAlarms, found };
+    return { quantities, machineBusy, notCompared, falseAlarms, found };
   });
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
   const setting =
@@ -147,6 +151,8 @@ try {
     `${setting}; baseline ${baselineRuns} runs; ${minutes} min`,
     `twin runs: ${twins}, false alarms: ${summary.falseAlarms.length} of ${summary.quantities} quantities (${new Set(summary.falseAlarms.map((a) => a.split(':')[0])).size} twin runs with one)`,
     ...summary.falseAlarms.map((a) => `  ${a}`),
+    `twin quantities not judged, machine busy (the worker's wait for a CPU explains the change): ${summary.machineBusy}`,
+    `twin quantities not compared: ${[...summary.notCompared.values()].reduce((a, b) => a + b, 0)}${[...summary.notCompared].map(([reason, n]) => `; ${n} ${reason}`).join('')}`,
     ...REGRESSIONS.map((r, k) => {
       const top = [...summary.found[k].quantities.entries()]
         .sort((a, b) => b[1] - a[1])

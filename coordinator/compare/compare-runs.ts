@@ -28,7 +28,7 @@ import {
   type ReuseResult,
   type RunValue,
 } from '../run-quantities.js';
-import { BASELINE_RULE, baselineOf, cpuWaitReach, judge, minChangeFor, starved, withCpuWait } from './rules.js';
+import { BASELINE_RULE, baselineOf, cpuWaitReach, judge, minChangeFor, withCpuWait } from './rules.js';
 
 type Variant = Record<string, string | number | boolean>;
 
@@ -128,8 +128,9 @@ interface Compared {
   earlier: number[];
   /** Whether the move the value made is for the worse; default from the quantity's direction. */
   worse?: boolean;
-  /** How far the new run's worker's wait for a CPU could have moved the value (rules.ts cpuWaitReach). */
-  waitReach: number;
+  /** How far the new run's worker's wait for a CPU could have moved the value, and the earlier
+   * runs' (rules.ts cpuWaitReach), one for each of `earlier`. */
+  waitReach: { after: number; earlier: number[] };
 }
 
 function quantityRow({ where, quantity, after, earlier, worse, waitReach }: Compared): ComparedQuantity {
@@ -147,7 +148,13 @@ function quantityRow({ where, quantity, after, earlier, worse, waitReach }: Comp
     relativeChange: relative(change, baseline.median),
     interval: after.interval,
     minChange: minChangeFor(quantity, baseline.median),
-    ...withCpuWait(judge(quantity, baseline, after.value, after.ci95, worse ?? worseByDirection), change, waitReach),
+    ...withCpuWait(
+      quantity,
+      judge(quantity, baseline, after.value, after.ci95, worse ?? worseByDirection),
+      change,
+      waitReach.after,
+      median(waitReach.earlier),
+    ),
   };
 }
 
@@ -176,16 +183,21 @@ function compareJob(history: JobHistory, rows: Compared[], notCompared: NotCompa
   if (failed.length > 0) notCompared.push({ ...where, reason: `partly measured (${failed.join('; ')})` });
   const own = valuesOfResult(after.result);
   for (const [quantity, value] of own) {
-    // A value an earlier run measured on a starved worker is no part of the night-to-night spread.
-    const values = earlier.flatMap((run, i) => {
+    const measured = earlier.flatMap((run, i) => {
       const v = run?.get(quantity);
-      if (!v || typeof v === 'string') return [];
-      return starved(quantity, cpuWaitReach(quantity, v.n, waitOf(history.earlier[i]))) ? [] : [v.value];
+      return v && typeof v !== 'string'
+        ? [{ value: v.value, reach: cpuWaitReach(quantity, v.n, waitOf(history.earlier[i])) }]
+        : [];
     });
-    const waitReach = typeof value === 'string' ? 0 : cpuWaitReach(quantity, value.n, waitOf(after));
+    const values = measured.map((m) => m.value);
     if (typeof value === 'string') notCompared.push({ ...where, quantity, reason: value });
-    else if (values.length > 0) rows.push({ where, quantity, after: value, earlier: values, waitReach });
-    else if (failed.length === 0) notCompared.push({ ...where, quantity, reason: 'measured only after' });
+    else if (values.length > 0) {
+      const waitReach = {
+        after: cpuWaitReach(quantity, value.n, waitOf(after)),
+        earlier: measured.map((m) => m.reach),
+      };
+      rows.push({ where, quantity, after: value, earlier: values, waitReach });
+    } else if (failed.length === 0) notCompared.push({ ...where, quantity, reason: 'measured only after' });
   }
   if (failed.length === 0 && earlier[0])
     for (const quantity of earlier[0].keys())
@@ -214,7 +226,7 @@ function compareCosts(histories: JobHistory[]): Compared[] {
       const n = fresh.earlier[i];
       if (r?.result?.probe !== 'reuse' || n?.result?.probe !== 'reuse') return [];
       const cost = costOf(r.result, n.result, false);
-      return cost && !starved('new_connection_cost', costWaitReach(r.result, n.result, cost.samples)) ? [cost] : [];
+      return cost ? [{ ...cost, reach: costWaitReach(r.result, n.result, cost.samples) }] : [];
     });
     if (earlier.length === 0) continue;
     // The cost falls when new connections get cheaper and when reused requests get slower: the
@@ -228,7 +240,10 @@ function compareCosts(histories: JobHistory[]): Compared[] {
       after: after.value,
       earlier: earlier.map((c) => c.value.value),
       worse: Math.abs(reusedMove) > Math.abs(newMove) ? reusedMove > 0 : newMove > 0,
-      waitReach: costWaitReach(reused.after.result!, fresh.after.result!, after.samples),
+      waitReach: {
+        after: costWaitReach(reused.after.result!, fresh.after.result!, after.samples),
+        earlier: earlier.map((c) => c.reach),
+      },
     });
   }
   return rows;

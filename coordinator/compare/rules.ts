@@ -60,11 +60,21 @@ export function cpuWaitReach(quantity: QuantityId, n: number | null, waitMs: num
   return waitMs / Math.max(1, (1 - p) * (n ?? 1));
 }
 
-/** A value whose worker's wait could have moved it by its quantity's minimum effect: it says more about the machine than the target. */
-export const starved = (quantity: QuantityId, reach: number) => reach > 0 && reach >= minChangeRule(quantity).absolute;
-
-/** A change that the worker's wait for a CPU could have made by itself is not a change of the target. */
-export function withCpuWait(judgement: Judgement, change: number, reach: number): Judgement {
+/**
+ * A change the workers' waits for a CPU could have made by themselves is not a change of the
+ * target: a time goes up when the new run's worker waited (`afterReach`), down when the earlier
+ * runs' did (`earlierReach`, the median of their reaches); the new-connection cost, a difference,
+ * moves either way with either.
+ */
+export function withCpuWait(
+  quantity: QuantityId,
+  judgement: Judgement,
+  change: number,
+  afterReach: number,
+  earlierReach: number,
+): Judgement {
+  const reach =
+    quantity === 'new_connection_cost' ? Math.max(afterReach, earlierReach) : change > 0 ? afterReach : earlierReach;
   return judgement.verdict !== 'unchanged' && Math.abs(change) <= reach
     ? { verdict: 'unchanged', reason: 'machine-busy' }
     : judgement;
