@@ -4,6 +4,7 @@
 // down too. If the separate process dies, the job's result says that it killed its worker, and
 // the batch goes on with its next job.
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { JobPayload } from '../contracts/job.js';
 import { probeResultSchema, type ProbeResult } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
@@ -33,7 +34,7 @@ export interface IsolatedJobOptions {
 /** Runs `job` in a new Node process and returns its result, or a KILLED_WORKER result when that process died without one. */
 export function executeJobIsolated(job: JobPayload, options: IsolatedJobOptions): Promise<ProbeResult> {
   const startedAt = new Date();
-  const child = spawn(process.execPath, [ENTRY.pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [fileURLToPath(ENTRY)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const input: IsolatedJobInput = {
     job,
     region: options.region,
@@ -46,7 +47,12 @@ export function executeJobIsolated(job: JobPayload, options: IsolatedJobOptions)
   child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
   const onAbort = () => child.kill('SIGTERM');
   options.signal.addEventListener('abort', onAbort, { once: true });
-  const timer = setTimeout(() => child.kill('SIGKILL'), job.timeLimitMs + TIME_BOUND_GRACE_MS + EXIT_SLACK_MS);
+  const limitMs = job.timeLimitMs + TIME_BOUND_GRACE_MS + EXIT_SLACK_MS;
+  let overran = false;
+  const timer = setTimeout(() => {
+    overran = true;
+    child.kill('SIGKILL');
+  }, limitMs);
   return new Promise((resolve) => {
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -55,6 +61,13 @@ export function executeJobIsolated(job: JobPayload, options: IsolatedJobOptions)
       const parsed = code === 0 ? safeResult(answer) : undefined;
       // Measured by this worker, in a process of its own: the worker is what the report names.
       if (parsed) return resolve({ ...parsed, worker: { ...parsed.worker, pid: process.pid } });
+      if (overran)
+        return resolve(
+          failedResult(job, options.region, startedAt, {
+            code: 'DEADLINE_EXCEEDED',
+            message: `its process of its own did not answer within ${limitMs} ms of starting (the job's bound and its grace): stopped`,
+          }),
+        );
       const how = signal ? `killed by ${signal}` : `exit code ${code}`;
       resolve(
         failedResult(job, options.region, startedAt, {

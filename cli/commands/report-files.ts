@@ -87,10 +87,10 @@ export async function printRunReport(
 
 /**
  * Ctrl-C for a command that ends by writing report files: the first stops the work (`stop`,
- * saying `stopping` when given) and the report is still printed and written; a second quits at once, saying which of the
- * files asked for were not written (never silently without them). `written` is told of each
- * file as it is done. It stays until the process ends: a Ctrl-C after the files are written
- * still ends it with EXIT_INTERRUPTED, not by the signal.
+ * saying `stopping` when given) and the report is still printed and written; a second quits at
+ * once, saying which of the files asked for were not written (never silently without them).
+ * `written` is told of each file as it is done. The handler stays until the process ends: a
+ * Ctrl-C after the files are written still ends it with EXIT_INTERRUPTED, not by the signal.
  */
 export function interruptible(stop: AbortController, files: ReportFiles, stopping?: string) {
   const pending = new Set(
