@@ -163,7 +163,7 @@ function composeOne(text: string, file: string, lineCounter: LineCounter): Docum
     const message =
       tooBig.problem === 'deep'
         ? `YAML: lists and mappings nested more than ${PLAN_LIMITS.nestingDepth} deep (the limit; a plan needs 4)`
-        : `YAML: a list or mapping of more than ${PLAN_LIMITS.collectionItems.toLocaleString('en-US')} items (the limit; the longest list a plan may hold is its 100 targets)`;
+        : `YAML: a list or mapping of more than ${PLAN_LIMITS.collectionItems.toLocaleString('en-US')} items (the limit; a plan holds at most 100 targets and 50 experiments)`;
     throw new PlanError([{ file, line, column: col, field: '', message }]);
   }
   const [doc, second] = new Composer({ uniqueKeys: true }).compose(tokens, true, text.length);

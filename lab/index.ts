@@ -1,5 +1,6 @@
 // The lab target: reference servers for every probe, on loopback. `probefleet lab` runs it
 // from the command line; tests start it on port 0 and read how many connections it accepted.
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -157,11 +158,15 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
 
   const started: { server: net.Server; sockets: Set<net.Socket> }[] = [];
   const servers = {} as Record<LabServerName, RunningLabServer>;
+  // A process that ends at once (a second Ctrl-C) never awaits close: its files (the client key among them) go anyway.
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  process.once('exit', removeDir);
   const close = async () => {
     for (const { server, sockets } of started) {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+    process.off('exit', removeDir);
     await rm(dir, { recursive: true, force: true });
   };
 

@@ -68,6 +68,13 @@ export function executeJobIsolated(job: JobPayload, options: IsolatedJobOptions)
             message: `its process of its own did not answer within ${limitMs} ms of starting (the job's bound and its grace): stopped`,
           }),
         );
+      if (code === 0)
+        return resolve(
+          failedResult(job, options.region, startedAt, {
+            code: 'INTERNAL_ERROR',
+            message: 'its process of its own ended without a result this worker could read',
+          }),
+        );
       const how = signal ? `killed by ${signal}` : `exit code ${code}`;
       resolve(
         failedResult(job, options.region, startedAt, {

@@ -52,7 +52,10 @@ experiments: [{ probe: http2, repeats: 1, concurrent: 2, timeoutMs: 2000 }]
     );
     assert.equal(code, 0, stderr);
     const details = (only(report, 'http2') as ResultOf<'http2'>).details!;
-    assert.match(details.h2cPriorKnowledge?.answer ?? '', /protocol error/);
+    assert.match(
+      details.h2cPriorKnowledge?.answer ?? '',
+      /^protocol error: answered HTTP\/2 frames SETTINGS, PUSH_PROMISE on stream 1, RST_STREAM on stream 2/,
+    );
   });
 
   test('Alt-Svc with a malformed escape, a port out of range and a max age of 400 digits', async () => {

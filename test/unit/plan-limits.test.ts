@@ -115,7 +115,7 @@ describe('plan limits', () => {
     assert.equal(stdout, '');
     assert.equal(
       stderr,
-      `${file('long-list.yaml')}:5:12: YAML: a list or mapping of more than 1,000 items (the limit; the longest list a plan may hold is its 100 targets)\n`,
+      `${file('long-list.yaml')}:5:12: YAML: a list or mapping of more than 1,000 items (the limit; a plan holds at most 100 targets and 50 experiments)\n`,
     );
   });
 

@@ -136,7 +136,7 @@ export async function decodeJsonValue(body: ResponseBody): Promise<BodyRead> {
   const iterator = body[Symbol.asyncIterator]();
   for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
     scanner.feed(next.value as Buffer);
-    if (scanner.problem) throw new UnexpectedBodyError(`the body is not a JSON object or array: ${scanner.problem}`);
+    if (scanner.problem) throw new UnexpectedBodyError(`JSON decoding stopped: ${scanner.problem}`);
     if (scanner.done) {
       // The decoder is done: stop reading, as a client that only wanted the value would.
       closeBody(body);

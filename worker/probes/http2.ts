@@ -292,7 +292,7 @@ class Http2Run {
     if (code === 'RESPONSE_TIMEOUT') return `no answer within ${this.timeoutMs} ms`;
     if (firstBytes.length === 0 && (code === 'SOCKET_CLOSED' || code === 'CONNECTION_RESET'))
       return 'closed the connection without an answer';
-    if (firstBytes.length > 0 && code === 'HTTP2_ERROR') return `protocol error: answered ${describeBytes(firstBytes)}`;
+    if (firstBytes.length > 0 && code === 'HTTP2_ERROR') return `protocol error: answered ${framesOrBytes(firstBytes)}`;
     return `${code}: ${message}`;
   }
 
@@ -484,6 +484,16 @@ function firstFrameOfStreamOne(socket: net.Socket, alreadyRead: Buffer): Promise
     reader.feed(alreadyRead);
     socket.resume();
   });
+}
+
+/** What a server answered, as the HTTP/2 frames it holds when it holds whole frames ("SETTINGS, PUSH_PROMISE on stream 1, ..."), else as bytes. */
+function framesOrBytes(bytes: Buffer): string {
+  const frames: string[] = [];
+  new FrameReader((f) => {
+    const name = Object.entries(FRAME_TYPE).find(([, t]) => t === f.type)?.[0] ?? `type ${f.type}`;
+    frames.push(f.streamId ? `${name} on stream ${f.streamId}` : name);
+  }).feed(bytes);
+  return frames.length > 0 ? `HTTP/2 frames ${frames.join(', ')} (${bytes.length} bytes)` : describeBytes(bytes);
 }
 
 function frameName(type: number): string {
