@@ -165,7 +165,7 @@ try {
     ...summary.falseAlarms.map((a) => `  ${a}`),
     `twin quantities not judged, machine busy (the worker's wait for a CPU explains the change): ${summary.machineBusy}`,
     `twin quantities not compared: ${[...summary.notCompared.values()].reduce((a, b) => a + b, 0)}${[...summary.notCompared].map(([reason, n]) => `; ${n} ${reason}`).join('')}`,
-    ...REGRESSIONS.map((r, k) => {
+    ...REGRESSIONS.flatMap((r, k) => {
       const top = [...summary.found[k].quantities.entries()]
         .sort((a, b) => b[1] - a[1])
         .slice(0, 4)
@@ -175,7 +175,7 @@ try {
         `regression "${r.name}": found in ${summary.found[k].found} of ${regressionRuns} runs (regressed quantities: ${top || 'none'})`,
         ...summary.found[k].missed.slice(0, 5).map((m) => `  missed ${m}`),
       ];
-    }).flat(),
+    }),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   if (values.markdown)
