@@ -53,6 +53,7 @@ test('a symbolic link stays a link, and the file it names is replaced', async ()
 });
 
 test('a full disk: the error names the file, and neither it nor a temporary file is left', async (t) => {
+  // Skipped outside CI without root: mounting the tmpfs that stands for a full disk needs root.
   if (process.getuid?.() !== 0) {
     if (process.env.CI) assert.fail('CI runs as root: a small tmpfs is the full disk here');
     t.skip('needs root to mount a small tmpfs (run as root, as CI does)');
