@@ -139,6 +139,13 @@ export async function pingWithin(client: Redis, timeoutMs: number): Promise<bool
   return answer === 'PONG';
 }
 
+/** Now on Redis's clock (TIME): the one clock every process of a fleet shares, so run deadlines
+ * do not depend on the machines' clocks agreeing. */
+export async function redisNow(client: Redis): Promise<Date> {
+  const [seconds, micros] = await client.time();
+  return new Date(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000));
+}
+
 /** The URL with its password replaced, for logs and messages. */
 export function redactRedisUrl(url: string): string {
   return url.replace(/^([a-z]+:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');

@@ -17,6 +17,7 @@ import type { JobRef, RunReport } from '../contracts/result.js';
 import { RUN_JOB_SCHEMA, type RunJobData } from '../contracts/run-job.js';
 import { BadInputError } from '../common/bad-input.js';
 import { signData } from '../common/job-signature.js';
+import { redisNow } from '../common/redis.js';
 import type { Fleet } from './fleet.js';
 import type { LoadedPlan } from './loaded-plan.js';
 import { runDataOf } from './run-finisher.js';
@@ -231,7 +232,8 @@ export async function submitRun(
     };
     return { runId, jobs, data, added: false, report };
   }
-  const now = options.now ?? new Date();
+  // Redis's clock, not this machine's: workers measure the deadline against the same one.
+  const now = options.now ?? (await redisNow(fleet.client));
   const deadlineSeconds = options.deadlineSeconds ?? defaultDeadlineSeconds(jobs, loaded.plan.jobTimeoutSeconds);
   const data: RunJobData = {
     schema: RUN_JOB_SCHEMA,

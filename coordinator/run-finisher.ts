@@ -14,6 +14,7 @@ import {
   type UnfinishedJob,
 } from '../contracts/result.js';
 import { expiredJobNoteSchema, runJobDataSchema, type ExpiredJobNote, type RunJobData } from '../contracts/run-job.js';
+import { redisNow } from '../common/redis.js';
 import type { Fleet } from './fleet.js';
 import { buildRunReport } from './run-report.js';
 
@@ -214,8 +215,9 @@ async function notesOn(fleet: Fleet, keys: string[]): Promise<Map<string, Expire
  * queues (and so from the parent's dependencies), after noting, for each of their jobs, what became
  * of those a worker had taken. Batches a worker is running still finish, each job within its own
  * time bound. Idempotent; returns how many jobs it removed. */
-export async function expireRunIfDue(fleet: Fleet, parent: Job, data: RunJobData, now = Date.now()): Promise<number> {
-  if (now < Date.parse(data.deadline)) return 0;
+export async function expireRunIfDue(fleet: Fleet, parent: Job, data: RunJobData, now?: number): Promise<number> {
+  // On Redis's clock, as the deadline was set: a coordinator whose clock is off expires on time.
+  if ((now ?? (await redisNow(fleet.client)).getTime()) < Date.parse(data.deadline)) return 0;
   const pending = await pendingChildren(parent);
   if (pending.length === 0) return 0;
   const batches = batchesById(data);

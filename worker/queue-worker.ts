@@ -132,7 +132,8 @@ function batchProcessor(
               batch.jobs.map((j) => j.jobId),
             )
           : new Map();
-      const deadline = Date.parse(batch.deadline);
+      // The deadline is on Redis's clock: measured against it, not against this machine's.
+      const deadline = Date.parse(batch.deadline) - (await runResults.redisClockAheadMs());
       const lostBefore = job.stalledCounter > 0;
       let savedAt = Date.now();
       for (const [i, probeJob] of batch.jobs.entries()) {

@@ -20,6 +20,8 @@ import { probeResultSchema, type ProbeResult } from '../contracts/result.js';
  * mid-batch costs about this much measuring, plus the job it was running. */
 export const RESULTS_SAVED_EVERY_MS = 1_000;
 
+const REDIS_TIME_COMMAND = 'probefleetRedisTime';
+
 /** Results a batch may return rather than save (see above). */
 export const RESULTS_RETURNED = 1;
 
@@ -63,8 +65,27 @@ export class RunResults {
     ]);
   }
 
+  /**
+   * How far Redis's clock is ahead of this machine's, in ms (negative: behind), from one TIME
+   * read at the midpoint of its round trip. A run's deadline is an instant on Redis's clock (the
+   * submitter reads it there), so a worker whose own clock is fast or slow still stops a batch at
+   * the run's deadline, not minutes early or late.
+   */
+  async redisClockAheadMs(): Promise<number> {
+    const client = await this.connected();
+    const sentAt = Date.now();
+    const [seconds, micros] = (await client.runCommand(REDIS_TIME_COMMAND, [])) as [string, string];
+    const answeredAt = Date.now();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - (sentAt + answeredAt) / 2;
+  }
+
   private async connected(): Promise<RedisClient> {
-    this.client ??= await this.connection();
+    if (!this.client) {
+      const client = await this.connection();
+      // BullMQ's client type has no TIME; a one-line script reads it (allowed in scripts since Redis 5).
+      client.defineCommand(REDIS_TIME_COMMAND, { numberOfKeys: 0, lua: "return redis.call('TIME')", readOnly: true });
+      this.client = client;
+    }
     return this.client;
   }
 }

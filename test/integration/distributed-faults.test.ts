@@ -3,6 +3,7 @@
 // Redis restarted mid-run (a redis-server of the test's own, append-only). Workers and
 // coordinators are the real CLI in their own processes.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,6 +46,8 @@ const FAST_STALL = ['--stall-timeout-seconds', String(STALL_TIMEOUT_SECONDS)];
  * the bound (what the broken 61 s of a 30 s setting was) still fails.
  */
 const PICK_UP_SLACK_MS = 3_000;
+/** Debian's libfaketime: LD_PRELOADed, it moves a process's wall clock. */
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 /** Two jobs in region a: a slow one (reused requests to the Nagle endpoint wait ~40 ms each) first, then a quick one. */
 function slowPlan(lab: Lab, name: string, slowRequests: number): string {
@@ -238,6 +241,26 @@ experiments:
     );
     const quick = report.unfinishedJobs.find((u) => u.target === 'quick');
     assert.match(quick?.reason ?? '', /^no worker of region "a" took it before the run's deadline/);
+  });
+
+  test("a worker whose clock is 10 minutes fast runs the run's jobs: the deadline is on Redis's clock, not the worker's", async (t) => {
+    if (!existsSync(LIBFAKETIME)) {
+      if (process.env.CI === 'true') assert.fail(`${LIBFAKETIME} is missing: run bash test/services/ensure.sh`);
+      return t.skip(`no ${LIBFAKETIME}: apt-get install libfaketime (bash test/services/ensure.sh)`);
+    }
+    const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix, [], {
+      LD_PRELOAD: LIBFAKETIME,
+      FAKETIME: '+10m',
+      // Timers and durations stay true: only the wall clock is off, as on a machine without NTP.
+      FAKETIME_DONT_FAKE_MONOTONIC: '1',
+    });
+    processes.push(worker);
+    const loaded = await parsePlan(slowPlan(lab, 'skewed-clock', 2), 'inline.yaml');
+    // Six minutes to the deadline: on the worker's clock it passed four minutes ago.
+    const run = await submitRun(fleet, loaded, 'skewed-clock-run', { deadlineSeconds: 360 });
+    await everyJobOnce(fleet, run);
+    assert.doesNotMatch(worker.stderr(), /run deadline passed/);
+    assert.equal(await worker.stop(), 0); // region a's next tests want workers of their own
   });
 
   test('SIGTERM while a job runs: the worker hands the job back within its grace period and exits 0; another worker finishes it', async () => {

@@ -57,6 +57,8 @@ done
 [[ -e /usr/include/libnetfilter_queue/libnetfilter_queue.h ]] || missing+=(libnetfilter-queue-dev)
 [[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || missing+=(fonts-dejavu-core)
 [[ -x /usr/bin/python3 ]] || missing+=(python3)
+# Clock skew: a worker run under libfaketime, its clock minutes off the fleet's.
+[[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ]] || missing+=(libfaketime)
 if ((${#missing[@]} > 0)); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
