@@ -230,11 +230,15 @@ describe('exit codes a scheduler can trust', () => {
     await run.waitFor(/"msg":"probe starting"/, 60_000);
     run.child.kill('SIGINT');
     await run.waitFor(/stopping the run: its report follows \(Ctrl-C again to quit at once without it\)/);
-    assert.equal(await run.stop('SIGINT'), 130, run.stderr());
+    const code = await run.stop('SIGINT');
     const written = await readFile(json, 'utf8').then(
       (text) => runReportSchema.parse(JSON.parse(text)),
       () => undefined,
     );
+    // A run cut by the first Ctrl-C may be done and tearing down (Node's signal handlers already
+    // gone) when the second arrives: it then ends by SIGINT, which a shell shows as 130, and only
+    // once its report is written whole.
+    if (code !== 130) assert.ok(written && run.child.signalCode === 'SIGINT', `exit ${code}:\n${run.stderr()}`);
     if (!written)
       assert.match(run.stderr(), new RegExp(`second Ctrl-C: quitting at once; not written: --json ${json}`));
   });
