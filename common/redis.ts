@@ -142,8 +142,12 @@ export async function pingWithin(client: Redis, timeoutMs: number): Promise<bool
 /** Now on Redis's clock (TIME): the one clock every process of a fleet shares, so run deadlines
  * do not depend on the machines' clocks agreeing. */
 export async function redisNow(client: Redis): Promise<Date> {
-  const [seconds, micros] = await client.time();
-  return new Date(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000));
+  return new Date(msOfRedisTime(await client.time()));
+}
+
+/** Milliseconds since the epoch from a TIME reply (seconds, microseconds). */
+export function msOfRedisTime([seconds, micros]: readonly (string | number)[]): number {
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
 /** The URL with its password replaced, for logs and messages. */

@@ -15,6 +15,7 @@
 import type { RedisClient } from 'bullmq';
 import { reportKeys } from '../contracts/queues.js';
 import { probeResultSchema, type ProbeResult } from '../contracts/result.js';
+import { msOfRedisTime } from '../common/redis.js';
 
 /** A batch's finished jobs are saved at most this often (and always at its end): a worker lost
  * mid-batch costs about this much measuring, plus the job it was running. */
@@ -74,9 +75,8 @@ export class RunResults {
   async redisClockAheadMs(): Promise<number> {
     const client = await this.connected();
     const sentAt = Date.now();
-    const [seconds, micros] = (await client.runCommand(REDIS_TIME_COMMAND, [])) as [string, string];
-    const answeredAt = Date.now();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - (sentAt + answeredAt) / 2;
+    const redisMs = msOfRedisTime(await client.runCommand(REDIS_TIME_COMMAND, []));
+    return redisMs - (sentAt + Date.now()) / 2;
   }
 
   private async connected(): Promise<RedisClient> {

@@ -246,6 +246,7 @@ experiments:
   test("a worker whose clock is 10 minutes fast runs the run's jobs: the deadline is on Redis's clock, not the worker's", async (t) => {
     if (!existsSync(LIBFAKETIME)) {
       if (process.env.CI === 'true') assert.fail(`${LIBFAKETIME} is missing: run bash test/services/ensure.sh`);
+      // Outside CI a machine may lack it; the skip says how to get it.
       return t.skip(`no ${LIBFAKETIME}: apt-get install libfaketime (bash test/services/ensure.sh)`);
     }
     const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix, [], {
