@@ -9,7 +9,8 @@ export const EXIT_BAD_INPUT = 2;
 export const EXIT_REGRESSED = 3;
 /** `run`: every job has a result, and a value breached one of the plan's thresholds. */
 export const EXIT_THRESHOLD_BREACHED = 5;
-/** Redis did not answer within --redis-timeout (or was lost until the run's wait ended). */
+/** Redis did not answer within --redis-timeout (or was lost until the run's wait ended), or it is
+ * full (maxmemory reached under policy noeviction: writes refused). */
 export const EXIT_REDIS_UNREACHABLE = 4;
 /** Ctrl-C (SIGINT) stopped the command: 128 + SIGINT, as a shell reports it. */
 export const EXIT_INTERRUPTED = 128 + 2;
@@ -21,7 +22,7 @@ export const EXIT_CODE_MEANINGS: [code: number, meaning: string][] = [
   [EXIT_FAILED, 'failed; for run, a job failed or has no result (stderr says how many and why)'],
   [EXIT_BAD_INPUT, 'bad input: a plan that fails validation (nothing runs), an unknown option, a bad file or run id'],
   [EXIT_REGRESSED, 'compare --fail-on found a regression'],
-  [EXIT_REDIS_UNREACHABLE, 'Redis did not answer within --redis-timeout'],
+  [EXIT_REDIS_UNREACHABLE, 'Redis did not answer within --redis-timeout, or is full (maxmemory, noeviction)'],
   [EXIT_THRESHOLD_BREACHED, 'run: a value breached a threshold of the plan (1 wins when a job also failed)'],
   [EXIT_INTERRUPTED, 'Ctrl-C (SIGINT): stopped; a distributed run goes on in the fleet'],
   [EXIT_BROKEN_PIPE, 'the reader of stdout went away (probefleet plan expand PLAN | head)'],

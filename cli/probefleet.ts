@@ -4,6 +4,7 @@ import { hideBin } from 'yargs/helpers';
 import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
 import { RedisUnreachableError } from '../common/redis.js';
+import { RedisFullError } from '../common/redis-errors.js';
 import { withStdoutDashesJoined } from './commands/args.js';
 import {
   EXIT_BAD_INPUT,
@@ -89,7 +90,7 @@ try {
   if (err instanceof BadInputError) {
     process.stderr.write(`${shown(err.message)}\n`);
     process.exitCode = EXIT_BAD_INPUT;
-  } else if (err instanceof RedisUnreachableError) {
+  } else if (err instanceof RedisUnreachableError || err instanceof RedisFullError) {
     process.stderr.write(`probefleet: ${shown(err.message)}\n`);
     process.exitCode = EXIT_REDIS_UNREACHABLE;
   } else {

@@ -109,11 +109,18 @@ const REPEAT_EVERY_MS = 60_000;
  * A listener is needed anyway: an 'error' event without one would end the process.
  * Returns the last error seen, for messages.
  */
-export function warnOnRedisErrors(source: ErrorSource, log: Logger, what: string): () => string | undefined {
+export function warnOnRedisErrors(
+  source: ErrorSource,
+  log: Logger,
+  what: string,
+  /** Told of every error, repeats included (metrics/redis-metrics.ts counts them). */
+  count?: (err: Error) => void,
+): () => string | undefined {
   let last: string | undefined;
   let loggedAt = 0;
   let repeats = 0;
   source.on('error', (err) => {
+    count?.(err);
     const message = err.message || String(err);
     const now = Date.now();
     if (message === last && now - loggedAt < REPEAT_EVERY_MS) {
@@ -137,6 +144,13 @@ export async function pingWithin(client: Redis, timeoutMs: number): Promise<bool
   );
   await settlesWithin(ping, timeoutMs);
   return answer === 'PONG';
+}
+
+/** Replicas connected to the Redis behind the client (INFO replication), for a write to wait for:
+ * 0 when it has none, and when INFO is refused (an ACL without it: then nothing is waited for). */
+export async function connectedReplicas(client: Pick<Redis, 'info'>): Promise<number> {
+  const info = await client.info('replication').catch(() => '');
+  return Number(/^connected_slaves:(\d+)\s*$/m.exec(info)?.[1] ?? 0);
 }
 
 /** Now on Redis's clock (TIME): the one clock every process of a fleet shares, so run deadlines

@@ -336,6 +336,19 @@ export const PUSH_METRICS = {
   },
 } as const satisfies Record<string, TypedMetricSpec>;
 
+/** Served on /metrics by the processes that wait out Redis's troubles (worker and coordinator). */
+export const REDIS_METRICS = {
+  errors: {
+    name: 'probefleet_redis_errors_total',
+    help: 'Errors from Redis, by kind: oom (Redis full: maxmemory reached under policy noeviction, writes refused), readonly (a replica answered a write, as after a failover), connection (lost or refused), other',
+    labels: ['kind'],
+    type: 'counter',
+  },
+} as const satisfies Record<string, TypedMetricSpec>;
+
+/** Kinds of probefleet_redis_errors_total (common/redis-errors.ts tells them apart). */
+export const REDIS_ERROR_KINDS = ['oom', 'readonly', 'connection', 'other'] as const;
+
 /** Outcomes of probefleet_worker_jobs_total. */
 export const WORKER_JOB_OUTCOMES = ['completed', 'failed', 'handed_back'] as const;
 
@@ -432,6 +445,7 @@ export const LABEL_VALUES: Record<string, readonly string[] | string> = {
   group: Object.keys(PUSH_GROUPS),
   state: QUEUE_STATES,
   persistence: REDIS_PERSISTENCE,
+  kind: REDIS_ERROR_KINDS,
   variant:
     'the compared job\'s variant values joined by "/" ("reused/http", "1.3", "closed/reused"): closed sets per probe',
   quantity: THRESHOLD_QUANTITY_IDS,

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { JOB_NAMES, reportKeys, RUNS_QUEUE } from '../contracts/queues.js';
 import { bullmqKeep } from '../contracts/retention.js';
 import { scheduledRunDataSchema } from '../contracts/run-job.js';
@@ -18,6 +18,7 @@ import {
   pingWithin,
   warnOnRedisErrors,
 } from '../common/redis.js';
+import { Backoff, describeFull, isFull, isRedisFull, redisMemory } from '../common/redis-errors.js';
 import { settlesWithin } from '../common/settle.js';
 import { FleetWorker, refuseUnreadable } from '../worker/fleet-worker.js';
 import { compareWithBaseline } from './compare/with-baseline.js';
@@ -70,10 +71,36 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
   const metrics = createCoordinatorMetrics(fleet, knownRegions, log);
   const pusher = options.pushgateway ? new MetricsPusher(options.pushgateway, log, metrics.registry) : undefined;
 
-  const worker = runsWorker(fleet, log, async (job: Job) => {
-    if (job.name === JOB_NAMES.scheduledRun) return fireSchedule(fleet, job, options.maxJobs, log);
-    if (job.name === JOB_NAMES.run) return finish(fleet, job, metrics, pusher, log);
-    throw new UnrecoverableError(`unexpected job "${job.name}" in queue ${RUNS_QUEUE}`);
+  // Runs jobs Redis was too full for, by job id: tried again later (backing off), and said on /healthz.
+  const refused = new Map<string, { backoff: Backoff; problem: string }>();
+  const worker = runsWorker(fleet, log, metrics, async (job: Job, token: string | undefined) => {
+    try {
+      const done = await (async () => {
+        if (job.name === JOB_NAMES.scheduledRun) return fireSchedule(fleet, job, options.maxJobs, log);
+        if (job.name === JOB_NAMES.run) return finish(fleet, job, metrics, pusher, log);
+        throw new UnrecoverableError(`unexpected job "${job.name}" in queue ${RUNS_QUEUE}`);
+      })();
+      refused.delete(job.id ?? '');
+      return done;
+    } catch (err) {
+      if (!isRedisFull(err)) {
+        refused.delete(job.id ?? '');
+        throw err;
+      }
+      // Failing it would end the run without a stored report (or skip the firing): it waits
+      // instead, and is done once Redis has room.
+      metrics.redisError(err);
+      const entry = refused.get(job.id ?? '') ?? { backoff: new Backoff(), problem: '' };
+      const delayMs = entry.backoff.failed();
+      entry.problem = `${job.name} ${job.id}: ${(err as Error).message}`;
+      refused.set(job.id ?? '', entry);
+      log.warn(
+        { jobId: job.id, name: job.name, err: (err as Error).message, retryInMs: delayMs },
+        'Redis is full: trying again later',
+      );
+      await job.moveToDelayed(Date.now() + delayMs, token);
+      throw new DelayedError();
+    }
   });
 
   const stop = new AbortController();
@@ -87,7 +114,13 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
     }
   })();
 
-  const server = await serveEndpoints(options.listen, metrics, () => healthy(fleet, worker));
+  const server = await serveEndpoints(options.listen, metrics, () =>
+    healthy(
+      fleet,
+      worker,
+      [...refused.values()].map((r) => r.problem),
+    ),
+  );
   const { port } = server.address() as AddressInfo;
   const host = options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host;
   const url = `http://${host}:${port}`;
@@ -111,12 +144,17 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
 }
 
 /** The worker of the `runs` queue: fired schedules and finished flows. */
-function runsWorker(fleet: Fleet, log: Logger, handle: (job: Job) => Promise<unknown>): FleetWorker {
+function runsWorker(
+  fleet: Fleet,
+  log: Logger,
+  metrics: CoordinatorMetrics,
+  handle: (job: Job, token: string | undefined) => Promise<unknown>,
+): FleetWorker {
   const worker = new FleetWorker(
     RUNS_QUEUE,
-    async (job: Job) => {
+    async (job: Job, token: string | undefined) => {
       refuseUnreadable(job, log);
-      return handle(job);
+      return handle(job, token);
     },
     {
       connection: bullmqWorkerConnection(fleet.redis),
@@ -132,7 +170,7 @@ function runsWorker(fleet: Fleet, log: Logger, handle: (job: Job) => Promise<unk
   worker.on('failed', (job, err) =>
     log.error({ jobId: job?.id, name: job?.name, reason: err.message }, 'runs job failed'),
   );
-  warnOnRedisErrors(worker, log, 'coordinator');
+  warnOnRedisErrors(worker, log, 'coordinator', metrics.redisError);
   return worker;
 }
 
@@ -282,7 +320,20 @@ async function warnUnlessPersistent(
   return found.persistence;
 }
 
-async function healthy(fleet: Fleet, worker: FleetWorker): Promise<string | undefined> {
+/** Why the coordinator cannot do its work, or undefined: Redis does not answer, or refuses its
+ * writes as full (runs are not finished, schedules do not fire); `refused`: jobs Redis was too full for. */
+async function healthy(fleet: Fleet, worker: FleetWorker, refused: string[]): Promise<string | undefined> {
   if (!worker.isRunning()) return 'the runs worker is not running';
-  return (await pingWithin(fleet.client, 1_000)) ? undefined : 'redis does not answer';
+  if (!(await pingWithin(fleet.client, 1_000))) return 'redis does not answer';
+  let memory;
+  await settlesWithin(
+    redisMemory(fleet.client).then((m) => (memory = m)),
+    1_000,
+  );
+  const problems = [
+    ...(memory && isFull(memory) ? [`${describeFull(memory)}: writes are refused`] : []),
+    ...(worker.takeProblem ? [worker.takeProblem] : []),
+    ...refused,
+  ];
+  return problems.length > 0 ? problems.join('\n') : undefined;
 }

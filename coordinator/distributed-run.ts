@@ -1,18 +1,27 @@
 // `probefleet run PLAN --redis URL`: waits for a submitted run's flow, showing progress per
-// region, stops waiting for regions at the run's deadline, and returns the stored report. The
-// wait is bounded whatever Redis does: outages are waited out until the run's end (runEndOf).
+// region (jobs done, and jobs lost: not in Redis), adds again what a failover lost when it can,
+// stops waiting for regions at the run's deadline, and returns the stored report (or, when Redis is
+// too full to store it, the report as built). The wait is bounded whatever Redis does: outages are
+// waited out until the run's end (runEndOf).
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Job } from 'bullmq';
 import type { RunReport } from '../contracts/result.js';
 import type { RunJobData } from '../contracts/run-job.js';
 import type { Logger } from '../common/log.js';
+import { Backoff, isRedisFull } from '../common/redis-errors.js';
 import type { Fleet } from './fleet.js';
+import type { Completion } from './flow.js';
 import type { RegionProgress } from './region-progress.js';
-import { expireRunIfDue, finishRun, pendingByRegion, RunDataError } from './run-finisher.js';
+import { expireRunIfDue, finishRun, ReportNotStoredError, RunDataError, storeReport } from './run-finisher.js';
+import { countJobs, readRunState } from './run-state.js';
 
 /** Past the deadline, a job a worker took just before it still has its own time bound to finish
  * (jobTimeoutSeconds), plus this: the worker's grace on that bound (10 s), or the lock of a worker
  * lost at that moment (half the stall timeout: 15 s by default), and a margin. */
 export const RUN_END_SLACK_SECONDS = 30;
+
+/** Times a wait adds lost batches again before it leaves them to the deadline. */
+const REPAIRS = 3;
 
 /** When waiting for the run ends, whatever happens: the deadline, one job's time bound, the slack. */
 export function runEndOf(data: RunJobData): Date {
@@ -25,6 +34,14 @@ export interface WaitOptions {
   /** Stops waiting (the run goes on in the fleet). */
   signal?: AbortSignal;
   pollMs?: number;
+  /** A line for the user: batches lost and added again, a report Redis is too full to store. */
+  notice?: (line: string) => void;
+  /** Adds again what Redis lost of the run (the submitter's completeRun); without it, lost jobs are
+   * reported as such when the run ends. */
+  repair?: () => Promise<Completion>;
+  /** How long a report that Redis is too full to store is tried again before it is returned
+   * unstored. @defaultValue 10000 */
+  storeWithinMs?: number;
 }
 
 /** Waiting ended at the run's end with jobs still pending while Redis answered. */
@@ -45,11 +62,22 @@ export function jobsPerRegion(data: RunJobData): Map<string, number> {
  */
 export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOptions): Promise<RunReport | undefined> {
   const { log, progress, signal } = options;
+  const notice = options.notice ?? ((line: string) => log.warn(line));
   const totals = jobsPerRegion(data);
   const end = runEndOf(data);
   let lastProblem = '';
   let unreachableSince: Date | undefined;
   let pendingNow = new Map<string, number>();
+  let repairs = 0;
+  /** Adds what is missing again, while repairs are left; false when none are. */
+  const repair = async (what: string): Promise<boolean> => {
+    if (!options.repair || repairs >= REPAIRS) return false;
+    repairs++;
+    notice(`run ${data.runId}: ${what}; adding it again (${repairs} of ${REPAIRS})`);
+    const { added, batches } = await options.repair();
+    notice(`run ${data.runId}: added ${added} of ${batches} batches again`);
+    return true;
+  };
   try {
     while (!signal?.aborted) {
       if (Date.now() > end.getTime()) {
@@ -70,32 +98,52 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
         );
       }
       try {
-        const parent = await fleet.runs.getJob(data.runId);
-        if (!parent) {
+        const state = await readRunState(fleet, data);
+        if (!state.parent) {
           const stored = await fleet.store.get(data.runId);
           if (stored) return stored;
-          throw new RunDataError(`run ${data.runId} is no longer in Redis and has no stored report`);
+          // Lost with its batches (a failover to a replica that had not received them).
+          if (state.pastDeadline || !(await repair('its parent job is no longer in Redis')))
+            throw new RunDataError(`run ${data.runId} is no longer in Redis and has no stored report`);
+          continue;
         }
-        if ((await parent.getState()) !== 'waiting-children') {
+        const parent = await fleet.runs.getJob(data.runId);
+        if (!parent) continue; // gone since the transaction: finished, and read as such next time
+        if (!state.waiting) {
           progress.update(totals); // nothing is pending any more
-          return (await finishRun(fleet, parent)).report;
+          return await finished(fleet, parent, options, notice);
         }
-        pendingNow = await pendingByRegion(fleet, parent, data);
-        progress.update(new Map([...totals].map(([region, total]) => [region, total - (pendingNow.get(region) ?? 0)])));
-        const removed = await expireRunIfDue(fleet, parent, data);
-        if (removed > 0)
-          log.warn(
-            { runId: data.runId, jobs: removed, deadline: data.deadline },
-            'deadline passed: jobs no worker took are reported as not run',
+        const counts = await countJobs(fleet, data, state);
+        const lost = new Map([...counts].map(([region, count]) => [region, count.lost]));
+        pendingNow = new Map([...counts].map(([region, count]) => [region, count.pending + count.lost]));
+        progress.update(new Map([...counts].map(([region, count]) => [region, count.done])), lost);
+        const lostJobs = [...lost.values()].reduce((sum, n) => sum + n, 0);
+        if (lostJobs > 0 || (state.gated && !state.pastDeadline))
+          await repair(
+            lostJobs > 0
+              ? `${lostJobs} of its jobs are not in Redis (lost: a failover, or a restart without persistence)`
+              : 'its submission gate is back in Redis (a failover lost its removal)',
           );
+        if (state.pastDeadline) {
+          const removed = await expireRunIfDue(fleet, parent, data, state.now);
+          if (removed > 0)
+            log.warn(
+              { runId: data.runId, jobs: removed, deadline: data.deadline },
+              'deadline passed: jobs no worker took are reported as not run',
+            );
+        }
         lastProblem = '';
         unreachableSince = undefined;
       } catch (err) {
         if (err instanceof RunDataError) throw err;
-        // Redis restarting or unreachable: keep waiting; the fleet's state is in Redis, not here.
+        // Redis restarting, unreachable or full: keep waiting; the fleet's state is in Redis, not here.
         unreachableSince ??= new Date();
         const problem = (err as Error).message;
-        if (problem !== lastProblem) log.warn({ err: problem }, 'cannot read the run from Redis; retrying');
+        if (problem !== lastProblem)
+          log.warn(
+            { err: problem },
+            isRedisFull(err) ? 'Redis is full; retrying' : 'cannot read the run from Redis; retrying',
+          );
         lastProblem = problem;
       }
       await sleep(options.pollMs ?? 500, undefined, { signal }).catch(() => {});
@@ -104,4 +152,38 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
   } finally {
     progress.done();
   }
+}
+
+/** The finished run's report, stored; when Redis is too full to store it, tried again (backing off)
+ * for `storeWithinMs`, then returned as built. */
+async function finished(
+  fleet: Fleet,
+  parent: Job,
+  options: WaitOptions,
+  notice: (line: string) => void,
+): Promise<RunReport> {
+  const withinMs = options.storeWithinMs ?? 10_000;
+  let notStored: ReportNotStoredError;
+  try {
+    return (await finishRun(fleet, parent)).report;
+  } catch (err) {
+    if (!(err instanceof ReportNotStoredError)) throw err;
+    notStored = err;
+  }
+  const { report } = notStored;
+  notice(`run ${report.runId}: cannot store its report: ${notStored.message}; trying again for ${withinMs / 1000} s`);
+  const until = Date.now() + withinMs;
+  const backoff = new Backoff(500, 5_000);
+  while (Date.now() + backoff.failed() <= until && !options.signal?.aborted) {
+    await backoff.wait(options.signal);
+    try {
+      return (await storeReport(fleet, report)).report;
+    } catch (err) {
+      if (!isRedisFull(err)) throw err;
+    }
+  }
+  notice(
+    `run ${report.runId}: its report is not stored (Redis is still full); here it is as built. A coordinator stores it once Redis has room (probefleet runs show ${report.runId})`,
+  );
+  return report;
 }

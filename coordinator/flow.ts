@@ -6,10 +6,16 @@
 // 100,000 children is one transaction built whole in memory (1.65 GB, 6–7k jobs/s); a BullMQ job
 // per probe job costs Redis one add script each (~17k jobs/s); batches of probe jobs cost it one
 // per batch (docs/architecture.md). Ids are deterministic (coordinator/split.ts, batchesOf), so
-// submitting the same run again adds nothing, and a submit cut off halfway (its gate still there)
-// is completed by the next; submitting another plan under an existing run id is refused.
-import type { FlowJob } from 'bullmq';
-import { JOB_NAMES, jobKey, regionQueueName, reportKeys, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
+// submitting the same run again adds nothing twice; submitting another plan under an existing run
+// id is refused.
+//
+// A submit is done when Redis holds the parent and every batch (or its result) and the gate is
+// gone, confirmed by Redis's replicas (WAIT), so that a failover right after loses none of it. It
+// checks that, and adds what is missing: a submit cut off (Redis full, a connection lost), or writes
+// a failover lost, is completed by the next submit of the same run id, which says what it added.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FlowJob, FlowProducer, Queue } from 'bullmq';
+import { JOB_NAMES, reportKeys, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
 import { batchesOf, PROBE_BATCH_SCHEMA, type BatchOf, type JobPayload, type ProbeBatch } from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Plan } from '../contracts/plan.js';
@@ -17,11 +23,13 @@ import type { JobRef, RunReport } from '../contracts/result.js';
 import { RUN_JOB_SCHEMA, type RunJobData } from '../contracts/run-job.js';
 import { BadInputError } from '../common/bad-input.js';
 import { signData } from '../common/job-signature.js';
-import { redisNow } from '../common/redis.js';
+import { connectedReplicas, redisNow } from '../common/redis.js';
+import { isRedisFull, redisErrorKind, redisFullError } from '../common/redis-errors.js';
 import type { Fleet } from './fleet.js';
 import type { LoadedPlan } from './loaded-plan.js';
 import { runDataOf } from './run-finisher.js';
 import { planDifferences, redactPlan } from './run-report.js';
+import { readRunState } from './run-state.js';
 import { splitPlan } from './split.js';
 
 /** Transient failures (not a target's error, which is a result) are retried this often. */
@@ -124,22 +132,34 @@ export function batchJobOf(batch: BatchOf<JobPayload>, run: RunOfBatches, prefix
   };
 }
 
-/**
- * Adds a run's jobs under its parent in batches of the run's `jobsPerBatch`, then removes the run's
- * gate. Batches already done (on the parent) are left out: a batch removed once complete would
- * otherwise be added, and run, again. Batches still waiting are not added twice (fixed ids).
- */
-export async function addRunJobs(fleet: Fleet, run: RunOfBatches, jobs: JobPayload[]): Promise<void> {
-  const { runId } = run;
-  const parentKey = jobKey(fleet.prefix, RUNS_QUEUE, runId);
-  const [processed, failed] = await Promise.all([
-    fleet.client.hkeys(`${parentKey}:processed`),
-    fleet.client.hkeys(`${parentKey}:failed`),
-  ]);
-  const done = new Set([...processed, ...failed]);
+/** Rounds of adding what is missing and checking that it is there, before a submit gives up: a
+ * failover in the middle of one costs a round. */
+const SUBMIT_ROUNDS = 3;
+/** Between rounds: a failover's gap, for the connections to find the new primary. */
+const ROUND_PAUSE_MS = 1_000;
+/** How long a submit waits for Redis's replicas to confirm its writes (WAIT), at most. */
+const REPLICA_WAIT_MS = 5_000;
+
+/** What completing a run did. */
+export interface Completion {
+  /** Batches this call added. */
+  added: number;
+  /** The run's batches. */
+  batches: number;
+  /** When Redis's replicas did not all confirm the writes in time: a failover now could lose them. */
+  unconfirmed?: { acked: number; replicas: number; waitedMs: number };
+}
+
+/** A submit that could not get every batch of its run into Redis; the run id completes it later. */
+export class SubmitIncompleteError extends Error {
+  override name = 'SubmitIncompleteError';
+}
+
+/** Adds batches under the run's parent: a few Queue.addBulk calls in flight per region. Returns the
+ * queues it wrote to. */
+async function addBatches(fleet: Fleet, run: RunOfBatches, batches: BatchOf<JobPayload>[]): Promise<Queue[]> {
   const byRegion = new Map<string, BatchOf<JobPayload>[]>();
-  for (const batch of batchesOf(jobs, run.jobsPerBatch)) {
-    if (done.has(jobKey(fleet.prefix, regionQueueName(batch.region), batch.id))) continue;
+  for (const batch of batches) {
     const regionBatches = byRegion.get(batch.region);
     if (regionBatches) regionBatches.push(batch);
     else byRegion.set(batch.region, [batch]);
@@ -159,12 +179,106 @@ export async function addRunJobs(fleet: Fleet, run: RunOfBatches, jobs: JobPaylo
     }
     await Promise.all(inFlight);
   } catch (err) {
-    // The gate stays: the run waits for a submit that completes it (or for its deadline).
     await Promise.allSettled(inFlight);
     throw err;
   }
-  // Every job is in: without its gate, the parent goes on once they are done (at once if they are).
-  await fleet.submissionsQueue().remove(runId);
+  return [...byRegion.keys()].map((region) => fleet.regionQueue(region));
+}
+
+/**
+ * Waits (WAIT) until Redis's replicas hold every write of these connections, within
+ * REPLICA_WAIT_MS (less than a bounded command's timeout); undefined when they all did or there
+ * are none, else how many did. WAIT counts a connection's own writes, hence one per writer.
+ */
+async function confirmOnReplicas(fleet: Fleet, writers: (Queue | FlowProducer)[]): Promise<Completion['unconfirmed']> {
+  if (writers.length === 0) return undefined;
+  const replicas = await connectedReplicas(fleet.client);
+  if (replicas === 0) return undefined;
+  const waitedMs = Math.min(REPLICA_WAIT_MS, (fleet.redis.commandTimeoutMs ?? Infinity) * 0.8);
+  const acked = await Promise.all(
+    writers.map(async (writer) =>
+      Number(await (await writer.getBackend().client).runCommand('wait', [replicas, Math.round(waitedMs)])),
+    ),
+  );
+  const least = Math.min(...acked);
+  return least < replicas ? { acked: least, replicas, waitedMs } : undefined;
+}
+
+/**
+ * Makes Redis hold the whole run: its parent (added again, gate and all, if a failover lost it),
+ * each batch not pending and not done (a batch removed once complete is on the parent, and is not
+ * added and run again), and no gate; then checks it is so, after Redis's replicas confirmed it, and
+ * does another round if not (a failover meanwhile). Past the run's deadline no batch is added: the
+ * run has stopped waiting for them. `beforeWrite` is called once, before the first write.
+ * RedisFullError when Redis is full; SubmitIncompleteError when the rounds run out.
+ */
+export async function completeRun(
+  fleet: Fleet,
+  data: RunJobData,
+  jobs: JobPayload[],
+  beforeWrite: () => void = () => {},
+): Promise<Completion> {
+  const batches = new Map(batchesOf(jobs, data.jobsPerBatch).map((batch) => [batch.id, batch]));
+  let added = 0;
+  let unconfirmed: Completion['unconfirmed'];
+  let lastProblem = 'the run is not whole in Redis after its writes';
+  let writing = false;
+  const write = () => {
+    if (!writing) beforeWrite();
+    writing = true;
+  };
+  for (let round = 0; round < SUBMIT_ROUNDS; round++) {
+    try {
+      let state = await readRunState(fleet, data);
+      const writers: (Queue | FlowProducer)[] = [];
+      if (!state.parent) {
+        // Over meanwhile (its report stored, its parent gone): nothing to add.
+        if (await fleet.store.get(data.runId)) return { added, batches: batches.size };
+        write();
+        await fleet.flows.add(runParentOf(data));
+        writers.push(fleet.flows);
+        state = await readRunState(fleet, data);
+      }
+      const missing = state.pastDeadline ? [] : state.missing.flatMap((batch) => batches.get(batch.id) ?? []);
+      if (missing.length > 0) {
+        write();
+        writers.push(...(await addBatches(fleet, data, missing)));
+        added += missing.length;
+      }
+      if (state.gated) {
+        write();
+        // Every batch is in (those added above were acknowledged first, and a replica receives
+        // writes in order): without its gate, the parent goes on once they are done.
+        await fleet.submissionsQueue().remove(data.runId);
+        writers.push(fleet.submissionsQueue());
+      }
+      if (writers.length === 0) return { added, batches: batches.size };
+      unconfirmed = await confirmOnReplicas(fleet, writers);
+      const after = await readRunState(fleet, data);
+      if (after.parent && !after.gated && (after.pastDeadline || after.missing.length === 0))
+        return { added, batches: batches.size, ...(unconfirmed ? { unconfirmed } : {}) };
+      lastProblem = !after.parent
+        ? 'its parent job is gone again'
+        : `${after.missing.length} of ${batches.size} batches are missing${after.gated ? ' and its gate is back' : ''}`;
+    } catch (err) {
+      if (isRedisFull(err)) {
+        const state = await readRunState(fleet, data).catch(() => undefined);
+        const inRedis = state ? `${batches.size - state.missing.length} of ${batches.size} batches are in Redis` : '';
+        throw await redisFullError(
+          fleet.client,
+          `run ${data.runId} is not fully submitted${inRedis ? ` (${inRedis})` : ''}`,
+        );
+      }
+      // A failover under way (a connection lost, a replica refusing writes): the next round finds
+      // what the new primary holds. Anything else is not Redis's doing.
+      if (redisErrorKind(err) === 'other') throw err;
+      lastProblem = (err as Error).message;
+    }
+    await sleep(ROUND_PAUSE_MS);
+  }
+  throw new SubmitIncompleteError(
+    `run ${data.runId} is not fully submitted after ${SUBMIT_ROUNDS} rounds (last: ${lastProblem})`,
+  );
 }
 
 export interface SubmittedRun {
@@ -172,8 +286,10 @@ export interface SubmittedRun {
   jobs: JobPayload[];
   /** The run as submitted (for a run that is over, as its report tells it). */
   data: RunJobData;
-  /** False when a run with this id was already there (nothing was added). */
+  /** True when this call created the run; false when a run with this id was there. */
   added: boolean;
+  /** What this call added of the run's batches (all of them for a new run). */
+  completion: Completion;
   /** The stored report, when a run with this id is over. */
   report?: RunReport;
 }
@@ -192,6 +308,11 @@ function refuseOtherPlan(runId: string, theirs: Plan, ours: Plan, since: string)
   );
 }
 
+/**
+ * Submits the run, or completes the run already under this id (same plan only); returns once Redis
+ * holds all of it (completeRun). `beforeWrite` is called once before the first write: a caller
+ * names the run there, so that a submit cut off can be completed with its id.
+ */
 export async function submitRun(
   fleet: Fleet,
   loaded: LoadedPlan,
@@ -201,6 +322,7 @@ export async function submitRun(
     now?: Date;
     /** @defaultValue jobsPerBatchFor(the run's jobs) */
     jobsPerBatch?: number;
+    beforeWrite?: () => void;
   } = {},
 ): Promise<SubmittedRun> {
   const jobs = splitPlan(loaded, runId);
@@ -208,9 +330,9 @@ export async function submitRun(
   if (existing) {
     const data = runDataOf(existing);
     refuseOtherPlan(runId, data.plan, loaded.plan, `submitted ${data.submittedAt}`);
-    // Its gate still there: the submit that added it stopped before all jobs were in.
-    if (await fleet.submissionsQueue().getJob(runId)) await addRunJobs(fleet, data, jobs);
-    return { runId, jobs, data, added: false };
+    // A submit cut off, or writes a failover lost: what is missing is added now.
+    const completion = await completeRun(fleet, data, jobs, options.beforeWrite);
+    return { runId, jobs, data, added: false, completion };
   }
   const report = await fleet.store.get(runId);
   if (report) {
@@ -230,7 +352,7 @@ export async function submitRun(
       })),
       jobsPerBatch: 1, // a run that is over: its batches are done with
     };
-    return { runId, jobs, data, added: false, report };
+    return { runId, jobs, data, added: false, completion: { added: 0, batches: data.jobs.length }, report };
   }
   // Redis's clock, not this machine's: workers measure the deadline against the same one.
   const now = options.now ?? (await redisNow(fleet.client));
@@ -244,11 +366,17 @@ export async function submitRun(
     jobs: jobs.map(jobRefOf),
     jobsPerBatch: options.jobsPerBatch ?? jobsPerBatchFor(jobs),
   };
-  await fleet.client.sadd(reportKeys.regions(fleet.prefix), ...loaded.plan.regions);
-  // A Queue writes its settings (QUEUE_EVENTS_KEPT) to Redis as it opens; getVersion() waits for
-  // that write, so the regions' queues have them before their jobs arrive.
-  await Promise.all(loaded.plan.regions.map((region) => fleet.regionQueue(region).getVersion()));
-  await fleet.flows.add(runParentOf(data));
-  await addRunJobs(fleet, data, jobs);
-  return { runId, jobs, data, added: true };
+  options.beforeWrite?.();
+  try {
+    await fleet.client.sadd(reportKeys.regions(fleet.prefix), ...loaded.plan.regions);
+    // A Queue writes its settings (QUEUE_EVENTS_KEPT) to Redis as it opens; getVersion() waits for
+    // that write, so the regions' queues have them before their jobs arrive.
+    await Promise.all(loaded.plan.regions.map((region) => fleet.regionQueue(region).getVersion()));
+  } catch (err) {
+    if (isRedisFull(err))
+      throw await redisFullError(fleet.client, `run ${runId} is not submitted (nothing of it is in Redis)`);
+    throw err;
+  }
+  // The parent (with its gate) goes first, then the batches: completeRun adds what is missing.
+  return { runId, jobs, data, added: true, completion: await completeRun(fleet, data, jobs) };
 }

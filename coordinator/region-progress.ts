@@ -1,8 +1,8 @@
 // Progress of a distributed run per region, on stderr: one line redrawn in place on a
 // terminal; otherwise a line whenever the counts change, at most every few seconds.
 export interface RegionProgress {
-  /** Jobs done per region out of the region's total. */
-  update(done: Map<string, number>): void;
+  /** Jobs done per region out of the region's total, and those lost (not in Redis: a failover). */
+  update(done: Map<string, number>, lost?: Map<string, number>): void;
   done(): void;
 }
 
@@ -12,12 +12,17 @@ export function regionProgressFor(
   totals: Map<string, number>,
   stream: NodeJS.WriteStream = process.stderr,
 ): RegionProgress {
-  const line = (done: Map<string, number>) =>
-    [...totals].map(([region, total]) => `${region} ${done.get(region) ?? 0}/${total}`).join('  ');
+  const line = (done: Map<string, number>, lost = new Map<string, number>()) =>
+    [...totals]
+      .map(([region, total]) => {
+        const missing = lost.get(region) ?? 0;
+        return `${region} ${done.get(region) ?? 0}/${total}${missing > 0 ? ` (${missing} lost)` : ''}`;
+      })
+      .join('  ');
   if (stream.isTTY) {
     return {
-      update: (done) =>
-        stream.write(`\r\x1b[2K${`jobs done per region: ${line(done)}`.slice(0, (stream.columns || 80) - 1)}`),
+      update: (done, lost) =>
+        stream.write(`\r\x1b[2K${`jobs done per region: ${line(done, lost)}`.slice(0, (stream.columns || 80) - 1)}`),
       done: () => stream.write('\r\x1b[2K'),
     };
   }
@@ -31,8 +36,8 @@ export function regionProgressFor(
     printedAt = Date.now();
   };
   return {
-    update(done) {
-      latest = line(done);
+    update(done, lost) {
+      latest = line(done, lost);
       if (Date.now() - printedAt >= PLAIN_EVERY_MS) print();
     },
     done: print,

@@ -9,6 +9,7 @@ import { DEFAULT_RETENTION, type Keep } from '../contracts/retention.js';
 import { runSummarySchema, type RunSummary } from '../contracts/run-job.js';
 import { RUN_SCHEMA } from '../contracts/result.js';
 import { comparisonSchema, type RunComparison } from '../contracts/comparison.js';
+import { isRedisFull, redisFullError } from '../common/redis-errors.js';
 
 export function summarizeReport(report: RunReport): RunSummary {
   return {
@@ -37,25 +38,47 @@ export class ReportStore {
   ) {}
 
   /** Stores the report unless one is already stored for its run; returns the stored one.
-   * Two processes may finish the same run (the `run` command and the coordinator): the first wins. */
+   * Two processes may finish the same run (the `run` command and the coordinator): the first wins.
+   * RedisFullError when Redis refuses it as full (a big report can be refused while small writes
+   * still pass: Redis counts the command's own bytes); calling again once it has room completes it. */
   async saveIfAbsent(report: RunReport): Promise<{ report: RunReport; stored: boolean }> {
-    const key = reportKeys.report(this.prefix, report.runId);
-    const ttl = this.keep.maxAgeSeconds;
-    const set = await this.redis.set(key, JSON.stringify(report), 'EX', ttl, 'NX');
-    if (set === null) {
-      const existing = await this.get(report.runId);
-      if (existing) return { report: existing, stored: false };
-      // Expired between the two calls: store ours.
-      await this.redis.set(key, JSON.stringify(report), 'EX', ttl);
+    const text = JSON.stringify(report);
+    try {
+      const key = reportKeys.report(this.prefix, report.runId);
+      const ttl = this.keep.maxAgeSeconds;
+      const set = await this.redis.set(key, text, 'EX', ttl, 'NX');
+      if (set === null) {
+        const existing = await this.get(report.runId);
+        if (existing) {
+          // Stored by a call that could not list it (Redis filled up in between): list it now.
+          if ((await this.redis.zscore(reportKeys.index(this.prefix), existing.runId)) === null)
+            await this.listReport(existing);
+          return { report: existing, stored: false };
+        }
+        // Expired between the two calls: store ours.
+        await this.redis.set(key, text, 'EX', ttl);
+      }
+      await this.listReport(report);
+      await this.prune();
+      return { report, stored: true };
+    } catch (err) {
+      if (!isRedisFull(err)) throw err;
+      throw await redisFullError(
+        this.redis,
+        `cannot store the report of run ${report.runId} (${Math.ceil(text.length / 1024)} KiB)`,
+      );
     }
-    const index = reportKeys.index(this.prefix);
-    await this.redis
+  }
+
+  /** Puts a stored report in the index and the summaries (`runs list`). */
+  private async listReport(report: RunReport): Promise<void> {
+    const replies = await this.redis
       .multi()
-      .zadd(index, Date.parse(report.startedAt), report.runId)
+      .zadd(reportKeys.index(this.prefix), Date.parse(report.startedAt), report.runId)
       .hset(reportKeys.summaries(this.prefix), report.runId, JSON.stringify(summarizeReport(report)))
       .exec();
-    await this.prune();
-    return { report, stored: true };
+    const failure = replies?.find(([err]) => err)?.[0];
+    if (failure) throw failure;
   }
 
   /** Removes reports past the age bound (their keys expired already; the index and summaries

@@ -4,7 +4,6 @@
 // was lost). Whoever finishes a run (the coordinator processing the parent job, or
 // the `run` command that submitted it) calls the same code, and the first stored report wins.
 import type { Job } from 'bullmq';
-import { batchesOf, type BatchOf } from '../contracts/job.js';
 import { JOB_STALLS_RETRIED, jobKey, parseJobKey, reportKeys } from '../contracts/queues.js';
 import {
   probeResultSchema,
@@ -15,11 +14,26 @@ import {
 } from '../contracts/result.js';
 import { expiredJobNoteSchema, runJobDataSchema, type ExpiredJobNote, type RunJobData } from '../contracts/run-job.js';
 import { redisNow } from '../common/redis.js';
+import { RedisFullError } from '../common/redis-errors.js';
 import type { Fleet } from './fleet.js';
 import { buildRunReport } from './run-report.js';
+import { batchesById } from './run-state.js';
 
 export class RunDataError extends Error {
   override name = 'RunDataError';
+}
+
+/** The run's report is built but Redis is too full to store it: the report is here, to be stored
+ * again later (the coordinator) or shown anyway (the `run` command). */
+export class ReportNotStoredError extends RedisFullError {
+  override name = 'ReportNotStoredError';
+
+  constructor(
+    cause: RedisFullError,
+    readonly report: RunReport,
+  ) {
+    super(cause.message);
+  }
 }
 
 /** BullMQ's failedReason for a job whose worker was lost more than JOB_STALLS_RETRIED times
@@ -33,10 +47,13 @@ export function runDataOf(parent: Job): RunJobData {
   return parsed.data;
 }
 
-/** Why a job of the run has no result, from what was known of it at the deadline. */
+/** Why a job of the run has no result, from what was known of it at the deadline. Every batch the
+ * deadline took off has a note; a batch with none was not in Redis to take off. */
 function notRunReason(ref: JobRef, note: ExpiredJobNote | undefined, deadline: string): string {
   const before = `before the run's deadline (${deadline})`;
-  if (!note) return `no worker of region "${ref.region}" took it ${before}`;
+  if (!note)
+    return 'its batch was not in Redis: the write that added it was lost (a failover to a replica that had not received it, or a restart without persistence), or the submit that was to add it was cut off and not completed (probefleet run PLAN --run-id RUN completes it)';
+  if (!note.takenAt) return `no worker of region "${ref.region}" took it ${before}`;
   const worker = note.takenBy ? `its worker (${note.takenBy})` : 'its worker';
   if (note.workersLost > 0) {
     const times = note.workersLost > 1 ? ` ${note.workersLost} times` : '';
@@ -45,11 +62,6 @@ function notRunReason(ref: JobRef, note: ExpiredJobNote | undefined, deadline: s
   if (note.failedAttempts > 0)
     return `it failed ${note.failedAttempts} time(s) (last: ${note.lastError ?? 'no reason given'}) and was waiting to be retried at the run's deadline (${deadline})`;
   return `${worker} took it${note.takenAt ? ` at ${note.takenAt}` : ''} and it had not finished ${before}`;
-}
-
-/** The run's batches by id, as its submit cut them. */
-function batchesById(data: RunJobData): Map<string, BatchOf<JobRef>> {
-  return new Map(batchesOf(data.jobs, data.jobsPerBatch).map((batch) => [batch.id, batch]));
 }
 
 /** Each job's result, from the values the workers saved (worker/run-results.ts) and those a
@@ -138,7 +150,8 @@ export async function collectRun(
   return { results, unfinishedJobs };
 }
 
-/** Builds the run's report and stores it, unless it is stored already; returns the stored one. */
+/** Builds the run's report and stores it, unless it is stored already; returns the stored one.
+ * ReportNotStoredError (with the report) when Redis is too full to store it. */
 export async function finishRun(
   fleet: Fleet,
   parent: Job,
@@ -157,12 +170,20 @@ export async function finishRun(
     results,
     unfinishedJobs,
   });
-  const saved = await fleet.store.saveIfAbsent(report);
+  return storeReport(fleet, report);
+}
+
+/** Stores a run's report unless one is stored (the first wins: that one is returned), then drops
+ * what it was built from. ReportNotStoredError (with the report) when Redis is too full for it. */
+export async function storeReport(fleet: Fleet, report: RunReport): Promise<{ report: RunReport; stored: boolean }> {
+  const saved = await fleet.store.saveIfAbsent(report).catch((err: unknown) => {
+    throw err instanceof RedisFullError ? new ReportNotStoredError(err, report) : err;
+  });
   // The results and notes are in the report now (the first report stored wins, so they are done with).
   if (saved.stored)
     await fleet.client.del(
-      reportKeys.results(fleet.prefix, data.runId),
-      reportKeys.expiredJobs(fleet.prefix, data.runId),
+      reportKeys.results(fleet.prefix, report.runId),
+      reportKeys.expiredJobs(fleet.prefix, report.runId),
     );
   return saved;
 }
@@ -179,8 +200,8 @@ async function pendingChildren(parent: Job): Promise<string[]> {
   return keys;
 }
 
-/** What became of the pending children that a worker has taken before and that no worker holds
- * now: those the deadline removes (never-taken ones need no note). By batch id. */
+/** What became of the pending children that no worker holds now: those the deadline removes (a
+ * note with no `takenAt` for one never taken). By batch id. */
 async function notesOn(fleet: Fleet, keys: string[]): Promise<Map<string, ExpiredJobNote>> {
   const read = fleet.client.pipeline();
   const children = keys.flatMap((key) => {
@@ -196,7 +217,11 @@ async function notesOn(fleet: Fleet, keys: string[]): Promise<Map<string, Expire
   children.forEach((jobId, i) => {
     const [fields, locked, activeAt] = replies.slice(3 * i, 3 * i + 3).map((reply) => reply?.[1]);
     const [processedOn, takenBy, stalls, failed, lastError] = (fields ?? []) as (string | null)[];
-    if (!processedOn || locked === 1) return;
+    if (locked === 1) return;
+    if (!processedOn) {
+      notes.set(jobId, { workersLost: 0, failedAttempts: 0 });
+      return;
+    }
     // In the active list without a lock: its worker is gone, and no stall check has put the job
     // back in the queue yet (none runs without a live worker of the region).
     const lostNow = activeAt !== null && activeAt !== undefined ? 1 : 0;
@@ -237,15 +262,4 @@ export async function expireRunIfDue(fleet: Fleet, parent: Job, data: RunJobData
   }
   await parent.removeUnprocessedChildren();
   return jobsIn(pending) - jobsIn(await pendingChildren(parent));
-}
-
-/** Jobs of the run not done yet, per region (from the parent's pending dependencies: keys only). */
-export async function pendingByRegion(fleet: Fleet, parent: Job, data: RunJobData): Promise<Map<string, number>> {
-  const batches = batchesById(data);
-  const pending = new Map<string, number>();
-  for (const key of await pendingChildren(parent)) {
-    const batch = batches.get(parseJobKey(fleet.prefix, key)?.jobId ?? '');
-    if (batch) pending.set(batch.region, (pending.get(batch.region) ?? 0) + batch.jobs.length);
-  }
-  return pending;
 }

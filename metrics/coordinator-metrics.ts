@@ -1,6 +1,6 @@
 // The coordinator's own metrics, on a registry of its own (never prom-client's global one):
-// queue depths and connected workers per region, whether Redis answers and persists, and the
-// outcomes, durations and lost workers of the runs it finished. Names and labels:
+// queue depths and connected workers per region, whether Redis answers and persists, the errors
+// Redis gave it, and the outcomes, durations and lost workers of the runs it finished. Names and labels:
 // contracts/metric-names.ts. A scrape never waits for Redis: queue depths are read in the
 // background (refresh), within a bound, and /metrics serves the last reading.
 import type { Queue } from 'bullmq';
@@ -10,6 +10,7 @@ import type { RunReport } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { metricsOf } from './prom.js';
+import { countRedisErrors, type RedisErrorCounter } from './redis-metrics.js';
 
 export type RedisPersistence = (typeof REDIS_PERSISTENCE)[number];
 
@@ -21,6 +22,8 @@ export interface CoordinatorMetrics {
    * and probefleet_redis_up is 0. */
   refresh(boundMs: number): Promise<void>;
   setPersistence(persistence: RedisPersistence): void;
+  /** Counts an error from Redis (probefleet_redis_errors_total). */
+  redisError: RedisErrorCounter;
 }
 
 /** What the metrics read of the fleet (coordinator/fleet.ts `Fleet`): named here so that metrics/
@@ -50,6 +53,7 @@ export function createCoordinatorMetrics(
     runDuration: duration,
   } = metricsOf(M, registry);
   redisUp.set(0);
+  const redisError = countRedisErrors(registry);
 
   const show = (reading: QueueReading | undefined) => {
     queueJobs.reset();
@@ -65,6 +69,7 @@ export function createCoordinatorMetrics(
 
   return {
     registry,
+    redisError,
     async refresh(boundMs) {
       reading ??= (async () => {
         const byRegion: QueueReading = new Map();

@@ -1,11 +1,12 @@
 // The BullMQ Worker that every long-running process of a fleet runs (a region's worker, the
-// coordinator's worker of the runs queue), with two things BullMQ leaves to us: job data that
-// cannot be read fails at once instead of hanging in `active`, and closing ends whatever Redis
-// does.
+// coordinator's worker of the runs queue), with three things BullMQ leaves to us: job data that
+// cannot be read fails at once instead of hanging in `active`, taking jobs backs off while Redis
+// refuses it, and closing ends whatever Redis does.
 import { UnrecoverableError, Worker, type Job, type JobJson } from 'bullmq';
 import type { JobFailureCode } from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Logger } from '../common/log.js';
+import { Backoff, redisErrorKind } from '../common/redis-errors.js';
 import { settlesWithin } from '../common/settle.js';
 
 /** How long each step of leaving without Redis may take: BullMQ's close, cutting the connections. */
@@ -25,6 +26,38 @@ export function refuseUnreadable(job: Job, log: Logger): void {
 export class FleetWorker extends Worker {
   /** Jobs taken and not yet recorded as done in Redis (recording a result needs Redis too). */
   held = 0;
+  /** Why taking jobs backs off now (Redis refused the last take), or undefined. */
+  takeProblem: string | undefined;
+  private readonly takes = new Backoff();
+  /** Aborted as closing starts: a take waiting out its backoff stops waiting. */
+  private leaving: AbortController | undefined;
+
+  /**
+   * Taking a job is a write (BullMQ's moveToActive script). When Redis refuses it (full, or a
+   * replica after a failover), BullMQ asks again at once: thousands of failing scripts a second
+   * and a busy CPU. Here each try after a refusal waits, 1 s doubling up to 30 s, until one
+   * succeeds. A lost connection is not a refusal: BullMQ waits for the reconnect itself.
+   */
+  protected override async moveToActive(token: string, name?: string): Promise<Job> {
+    if (!this.leaving) {
+      const leaving = new AbortController();
+      this.once('closing', () => leaving.abort());
+      this.leaving = leaving;
+    }
+    await this.takes.wait(this.leaving.signal);
+    try {
+      const job = await super.moveToActive(token, name);
+      this.takes.succeeded();
+      this.takeProblem = undefined;
+      return job;
+    } catch (err) {
+      if (redisErrorKind(err) !== 'connection') {
+        const waitMs = this.takes.failed();
+        this.takeProblem = `Redis refused to hand out a job (${(err as Error).message}); trying again every ${waitMs / 1000} s`;
+      }
+      throw err;
+    }
+  }
 
   override async processJob(job: Job, token: string, fetchNext?: () => boolean): ReturnType<Worker['processJob']> {
     this.held++;

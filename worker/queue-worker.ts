@@ -53,6 +53,8 @@ export interface RegionWorkerOptions {
   targetPolicy: TargetPolicy;
   /** With a key, only jobs signed with it run (common/job-signature.ts); without, none are checked. */
   jobKey?: string;
+  /** Told of every error the worker's Redis connections meet (metrics/redis-metrics.ts). */
+  onRedisError?: (err: Error) => void;
 }
 
 export type CloseOutcome = 'drained' | 'handed-back' | 'abandoned';
@@ -67,6 +69,8 @@ export interface RegionWorker {
   close(graceMs: number): Promise<CloseOutcome>;
   /** The probe jobs running now: what a crash of the worker would be named after. */
   probeJobsRunning(): string[];
+  /** Why the worker cannot take jobs now (Redis refuses them: full, say), or undefined: its /healthz. */
+  problem(): string | undefined;
 }
 
 /**
@@ -250,7 +254,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
       'job stalled: the worker running it was lost (killed, hung or cut off from Redis); it is back in the queue',
     ),
   );
-  warnOnRedisErrors(worker, log, 'worker');
+  warnOnRedisErrors(worker, log, 'worker', options.onRedisError);
 
   const ready = worker.waitUntilReady().then(() => {
     log.info(
@@ -263,6 +267,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   return {
     ready,
     probeJobsRunning: () => [...inFlight],
+    problem: () => worker.takeProblem,
     async close(graceMs) {
       // With nothing in flight there is nothing to wait for but Redis saying goodbye.
       if (await settlesWithin(worker.close(), worker.held > 0 ? graceMs : LEAVE_MS)) return 'drained';

@@ -10,7 +10,7 @@ import { createLogger } from '../../common/log.js';
 import type { Lab } from '../../lab/index.js';
 import { jobsPerRegion, RUN_END_SLACK_SECONDS, runEndOf, waitForRun } from '../../coordinator/distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../../coordinator/embedded-runner.js';
-import { DEADLINE_SLACK_SECONDS, submitRun } from '../../coordinator/flow.js';
+import { completeRun, DEADLINE_SLACK_SECONDS, submitRun, type SubmittedRun } from '../../coordinator/flow.js';
 import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
@@ -24,7 +24,14 @@ import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
-import { redisArgs, redisTimeoutArg, redisUrlFrom, redisUrlSourceNote, withFleet } from './redis-args.js';
+import {
+  redisArgs,
+  redisTimeoutArg,
+  redisTimeoutMsOf,
+  redisUrlFrom,
+  redisUrlSourceNote,
+  withFleet,
+} from './redis-args.js';
 import { retentionArgs, retentionOf } from './retention-args.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { interruptible, printRunReport, reportFileArgs } from './report-files.js';
@@ -239,21 +246,46 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
       log,
       async (fleet): Promise<RunReport | undefined> => {
         const runId = args.runId ?? newRunId(loaded.plan.name);
-        const submitted = await submitRun(fleet, loaded, runId, {
-          ...(args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {}),
-          ...(args.jobsPerBatch !== undefined ? { jobsPerBatch: args.jobsPerBatch } : {}),
-        });
         const where = `${redactRedisUrl(fleet.redis.url)}${redisUrlSourceNote(args)} (prefix ${fleet.prefix})`;
+        const say = (line: string) => process.stderr.write(`${line}\n`);
+        let writing = false;
+        let submitted: SubmittedRun;
+        try {
+          submitted = await submitRun(fleet, loaded, runId, {
+            ...(args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {}),
+            ...(args.jobsPerBatch !== undefined ? { jobsPerBatch: args.jobsPerBatch } : {}),
+            // Named before anything is written: a submit cut off is completed with this id.
+            beforeWrite: () => {
+              writing = true;
+              say(`run ${runId}: submitting to ${where}`);
+            },
+          });
+        } catch (err) {
+          if (writing && err instanceof Error)
+            err.message += `; run ${runId} may be in Redis in part: the same command with --run-id ${runId} completes it`;
+          throw err;
+        }
         if (submitted.report) {
-          process.stderr.write(`run ${runId} is over (same plan: nothing added); its report as stored in ${where}\n`);
+          say(`run ${runId} is over (same plan: nothing added); its report as stored in ${where}`);
           if (args.detach) process.stdout.write(`${runId}\n`);
           return args.detach ? undefined : submitted.report;
         }
+        const { completion } = submitted;
         const regions = [...jobsPerRegion(submitted.data)].map(([region, n]) => `${region} ${n}`).join(', ');
-        process.stderr.write(
-          `run ${runId} ${submitted.added ? 'submitted' : 'already submitted: nothing added'} to ${where}; ` +
-            `jobs per region: ${regions}; ${submitted.data.jobsPerBatch} per BullMQ job; deadline ${submitted.data.deadline}; waiting until ${runEndOf(submitted.data).toISOString()} at most\n`,
+        const what = submitted.added
+          ? `run ${runId} submitted to ${where}`
+          : completion.added > 0
+            ? `completed run ${runId}: added ${completion.added} of ${completion.batches} batches to ${where}`
+            : `run ${runId} already submitted: nothing added to ${where}`;
+        say(
+          `${what}; jobs per region: ${regions}; ${submitted.data.jobsPerBatch} per BullMQ job; deadline ${submitted.data.deadline}; waiting until ${runEndOf(submitted.data).toISOString()} at most`,
         );
+        if (completion.unconfirmed) {
+          const { acked, replicas, waitedMs } = completion.unconfirmed;
+          say(
+            `run ${runId}: Redis's replicas did not confirm its jobs in time (${acked} of ${replicas} within ${waitedMs / 1000} s): a failover now could lose some; ${args.detach ? `the same command with --run-id ${runId} adds them again` : 'this command adds them again if it does'}`,
+          );
+        }
         if (args.detach) {
           process.stdout.write(`${runId}\n`);
           return undefined;
@@ -262,9 +294,12 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
           log,
           progress: regionProgressFor(jobsPerRegion(submitted.data)),
           signal: stop.signal,
+          notice: say,
+          repair: () => completeRun(fleet, submitted.data, submitted.jobs),
+          storeWithinMs: redisTimeoutMsOf(args),
         });
         if (!waited) {
-          process.stderr.write(`stopped waiting; the run goes on in the fleet: probefleet runs show ${runId}\n`);
+          say(`stopped waiting; the run goes on in the fleet: probefleet runs show ${runId}`);
           process.exitCode = EXIT_INTERRUPTED;
         }
         return waited;

@@ -10,6 +10,7 @@ import { DEFAULT_STALL_TIMEOUT_SECONDS, startRegionWorker } from '../../worker/q
 import { warmUpRequestPath } from '../../worker/warm-up.js';
 import { createJobMetrics } from '../../metrics/job-metrics.js';
 import { serveMetrics } from '../../metrics/metrics-server.js';
+import { countRedisErrors } from '../../metrics/redis-metrics.js';
 import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
 import { jobKeyOf, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
 import { retentionArgs, retentionOf } from './retention-args.js';
@@ -45,7 +46,7 @@ const options = (y: Argv) =>
     .option('metrics-port', {
       type: 'number',
       describe:
-        "serve this worker's own metrics (jobs, push failures, process) on /metrics at this port; 0: any free port, logged (default: $PROBEFLEET_METRICS_PORT, else not served)",
+        "serve this worker's own metrics (jobs, Redis errors, push failures, process) on /metrics at this port, and /healthz (503 while Redis refuses it jobs); 0: any free port, logged (default: $PROBEFLEET_METRICS_PORT, else not served)",
     })
     .option('metrics-host', {
       type: 'string',
@@ -86,9 +87,12 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
         { pushgateway: metrics.pusher.url, intervalSeconds: args.pushgatewayIntervalSeconds },
         'pushing probe metrics while jobs finish',
       );
+    const countRedisError = countRedisErrors(metrics.registry);
+    // The worker starts after the server (warming up comes first): until then, nothing is wrong.
+    let problem = (): string | undefined => undefined;
     const metricsServer =
       metricsPort !== undefined
-        ? await serveMetrics(metrics.registry, { host: args.metricsHost, port: metricsPort })
+        ? await serveMetrics(metrics.registry, { host: args.metricsHost, port: metricsPort }, () => problem())
         : undefined;
     if (metricsServer) log.info({ metrics: `${metricsServer.url}/metrics` }, 'serving /metrics');
     log.info(targetPolicy.settings, 'target policy: private and link-local addresses refused unless allowed');
@@ -112,7 +116,9 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       observer: metrics,
       targetPolicy,
       ...(jobKey ? { jobKey } : {}),
+      onRedisError: countRedisError,
     });
+    problem = worker.problem;
     // A job that crashes the process is named in its last line; its batch comes back (the stall
     // check) and runs each job in a process of its own, so it cannot take a second worker down.
     process.on('uncaughtException', (err) => {

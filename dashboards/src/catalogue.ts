@@ -11,6 +11,7 @@ import {
   PROBE_METRICS,
   PUSH_GROUPS,
   PUSH_METRICS,
+  REDIS_METRICS,
   RUN_METRICS,
   WORKER_METRICS,
   type TypedMetricSpec,
@@ -26,7 +27,7 @@ export const SOURCES = {
   'push:compare': `pushed by the coordinator when it compares a run with the previous run of its plan, group {job="${PUSH_GROUPS.compare.job}", ${PUSH_GROUPS.compare.key.join(', ')}}, replaced by the next comparison`,
   'scrape:worker': '/metrics of probefleet worker --metrics-port, with prom-client process_* and nodejs_* metrics',
   'scrape:coordinator': '/metrics of probefleet coordinator, with prom-client process_* and nodejs_* metrics',
-  'scrape:worker,coordinator': `/metrics of the worker and of the coordinator; also pushed by \`probefleet run\` (which serves no /metrics) in group {job="${PUSH_GROUPS.cli.job}", ${PUSH_GROUPS.cli.key.join(', ')}}, cumulative`,
+  'scrape:worker,coordinator': `/metrics of the worker and of the coordinator; the push failures also pushed by \`probefleet run\` (which serves no /metrics) in group {job="${PUSH_GROUPS.cli.job}", ${PUSH_GROUPS.cli.key.join(', ')}}, cumulative`,
 } as const;
 export type Source = keyof typeof SOURCES;
 
@@ -95,6 +96,7 @@ export function buildCatalogue(): Catalogue {
     ),
     ...Object.values<TypedMetricSpec>(WORKER_METRICS).map((s) => metric(s, 'scrape:worker')),
     ...Object.values<TypedMetricSpec>(PUSH_METRICS).map((s) => metric(s, 'scrape:worker,coordinator')),
+    ...Object.values<TypedMetricSpec>(REDIS_METRICS).map((s) => metric(s, 'scrape:worker,coordinator')),
     ...Object.values<TypedMetricSpec>(COORDINATOR_METRICS).map((s) => metric(s, 'scrape:coordinator')),
   ];
   return { schema: CATALOGUE_SCHEMA, sources: SOURCES, labels: LABEL_VALUES, metrics, probes };

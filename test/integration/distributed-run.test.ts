@@ -12,7 +12,7 @@ import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { waitForRun } from '../../coordinator/distributed-run.js';
-import { addRunJobs, batchJobOf, jobRefOf, runParentOf, submitRun } from '../../coordinator/flow.js';
+import { completeRun, batchJobOf, jobRefOf, runParentOf, submitRun } from '../../coordinator/flow.js';
 import { splitPlan } from '../../coordinator/split.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { renderHtmlReport } from '../../coordinator/report/html.js';
@@ -484,7 +484,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
       await parsePlan(planYaml(lab, 'same-twice', ['idle']), 'inline.yaml'),
       'same-run-1',
     );
-    await addRunJobs(fleet, existing.data, existing.jobs);
+    await completeRun(fleet, existing.data, existing.jobs);
     assert.deepEqual(await counted(), before);
 
     // A submit cut off after the run's parent and some of its jobs: its gate holds the parent,
