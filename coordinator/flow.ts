@@ -263,10 +263,13 @@ export async function completeRun(
     } catch (err) {
       if (isRedisFull(err)) {
         const state = await readRunState(fleet, data).catch(() => undefined);
-        const inRedis = state ? `${batches.size - state.missing.length} of ${batches.size} batches are in Redis` : '';
         throw await redisFullError(
           fleet.client,
-          `run ${data.runId} is not fully submitted${inRedis ? ` (${inRedis})` : ''}`,
+          !state
+            ? `run ${data.runId} is not fully submitted`
+            : state.parent
+              ? `run ${data.runId} is not fully submitted (${batches.size - state.missing.length} of ${batches.size} batches are in Redis)`
+              : `run ${data.runId} is not submitted (nothing of it is in Redis)`,
         );
       }
       // A failover under way (a connection lost, a replica refusing writes): the next round finds
