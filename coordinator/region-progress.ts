@@ -1,5 +1,6 @@
 // Progress of a distributed run per region, on stderr: one line redrawn in place on a
-// terminal; otherwise a line whenever the counts change, at most every few seconds.
+// terminal; otherwise a line whenever the counts change, at most every few seconds (at once when
+// the jobs found lost change).
 export interface RegionProgress {
   /** Jobs done per region out of the region's total, and those lost (not in Redis: a failover). */
   update(done: Map<string, number>, lost?: Map<string, number>): void;
@@ -29,6 +30,7 @@ export function regionProgressFor(
   let printed = '';
   let latest = '';
   let printedAt = 0;
+  let lostPrinted = 0;
   const print = () => {
     if (latest === printed) return;
     stream.write(`jobs done per region: ${latest}\n`);
@@ -36,9 +38,14 @@ export function regionProgressFor(
     printedAt = Date.now();
   };
   return {
-    update(done, lost) {
+    update(done, lost = new Map()) {
       latest = line(done, lost);
-      if (Date.now() - printedAt >= PLAIN_EVERY_MS) print();
+      // Jobs found lost are said at once, not at the next interval.
+      const lostNow = [...lost.values()].reduce((sum, n) => sum + n, 0);
+      if (Date.now() - printedAt >= PLAIN_EVERY_MS || lostNow !== lostPrinted) {
+        lostPrinted = lostNow;
+        print();
+      }
     },
     done: print,
   };
