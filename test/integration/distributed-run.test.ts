@@ -500,6 +500,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
     assert.equal(await queue.getJobCountByTypes('waiting'), 4 + 4 + 1);
     const resumed = await submitRun(fleet, cutLoaded, 'cut-run-1');
     assert.equal(resumed.added, false);
+    assert.deepEqual(resumed.completion, { added: 3, batches: 4 }, 'it says what it added');
     assert.equal(await queue.getJobCountByTypes('waiting'), 4 + 4 + 4, 'the rest added, none twice');
     assert.equal(await fleet.submissionsQueue().getJob('cut-run-1'), undefined, 'its gate removed');
     const cutParent = await fleet.runs.getJob('cut-run-1');

@@ -5,7 +5,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Registry } from 'prom-client';
-import { LABEL_VALUES, PUSH_GROUPS, WORKER_METRICS, PUSH_METRICS } from '../../contracts/metric-names.js';
+import {
+  LABEL_VALUES,
+  PUSH_GROUPS,
+  PUSH_METRICS,
+  REDIS_ERROR_KINDS,
+  REDIS_METRICS,
+  WORKER_METRICS,
+} from '../../contracts/metric-names.js';
 import { PROBE_KINDS } from '../../contracts/probes/index.js';
 import type { ProbeResult, RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
@@ -18,6 +25,7 @@ import { SLOW_HANDSHAKE_DELAY_MS } from '../../lab/servers/slow-handshake.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { createJobMetrics } from '../../metrics/job-metrics.js';
 import { createProbeMetrics } from '../../metrics/probe-metrics.js';
+import { countRedisErrors } from '../../metrics/redis-metrics.js';
 import { runMetricsOf } from '../../metrics/run-metrics.js';
 import { everyProbePlan } from '../helpers/metrics-plan.js';
 
@@ -186,9 +194,22 @@ describe('metric catalogue vs a real run of every probe', () => {
 
   test("the worker's own /metrics registry has the catalogue's metrics and process metrics", async () => {
     const metrics = createJobMetrics({ region: 'eu-west', pushgateway: { url: 'http://127.0.0.1:9' }, log });
+    // What `probefleet worker` adds to it (the coordinator's registry has the same).
+    const countRedisError = countRedisErrors(metrics.registry);
+    countRedisError(new Error("OOM command not allowed when used memory > 'maxmemory'."));
     const names = new Set((await metrics.registry.getMetricsAsJSON()).map((m) => m.name));
-    for (const spec of [...Object.values(WORKER_METRICS), ...Object.values(PUSH_METRICS)])
+    for (const spec of [
+      ...Object.values(WORKER_METRICS),
+      ...Object.values(PUSH_METRICS),
+      ...Object.values(REDIS_METRICS),
+    ])
       assert.ok(names.has(spec.name), spec.name);
+    const redisErrors = (await samplesOf(metrics.registry)).filter((s) => s.name === REDIS_METRICS.errors.name);
+    assert.deepEqual(
+      redisErrors.map((s) => [s.labels.kind, s.value]),
+      REDIS_ERROR_KINDS.map((kind) => [kind, kind === 'oom' ? 1 : 0]),
+      'every kind from the start, an OOM reply counted as oom',
+    );
     assert.ok(names.has('process_cpu_seconds_total') && names.has('nodejs_eventloop_lag_seconds'));
     for (const m of catalogue.metrics.filter(
       (m) => m.source === 'scrape:worker' || m.source === 'scrape:worker,coordinator',

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { regionQueueName, reportKeys, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../../contracts/queues.js';
 import { runReportSchema } from '../../contracts/result.js';
@@ -91,6 +91,8 @@ describe('Redis full (maxmemory, noeviction)', needsRedis, () => {
     client = new Redis(redisOptions({ url: redis.url }));
     lab = await startLab({ log });
   });
+  // Each test starts with room, whatever the one before left.
+  afterEach(async () => setMaxmemory(0));
   after(async () => {
     await Promise.all(processes.map((p) => p.stop('SIGKILL')));
     client?.disconnect();
