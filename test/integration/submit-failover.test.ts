@@ -9,9 +9,11 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { RUNS_QUEUE } from '../../contracts/queues.js';
 import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
+import { redisOptions } from '../../common/redis.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { startReplicatedRedis, type ReplicatedRedis } from '../helpers/failover.js';
 import { jobsOf, writePlan } from '../helpers/plans.js';
@@ -145,6 +147,35 @@ describe('a failover during a submit', needsRedis, () => {
       /^run fo-part: \d+ of its jobs are not in Redis \(lost: a failover, or a restart without persistence\); adding it again \(1 of 3\)$/m,
     );
     assert.doesNotMatch(run.stderr(), /^jobs done per region: fb 400\/400 \(\d+ lost\)$/m, 'lost jobs are never done');
+  });
+
+  test('a failover in the middle of a submit: its writes cut off, the submit finds what the new primary holds and adds the rest', async () => {
+    const rig = await startReplicatedRedis();
+    rigs.push(rig);
+    const prefix = testPrefix();
+    const yaml = planYaml(lab, 'failover-mid', 'fd', 20, 10);
+    const { run, json } = await startRun(await writePlan(yaml), 'fo-mid', rig, prefix);
+    // The primary is killed as soon as it has the parent: the batches' writes in flight are cut off.
+    const primary = new Redis(redisOptions({ url: rig.primary.url }));
+    try {
+      const until = Date.now() + 60_000;
+      for (let i = 0; i < 1_000_000 && (await primary.exists(`${prefix}:${RUNS_QUEUE}:fo-mid`)) === 0; i++)
+        if (Date.now() > until) assert.fail(`the primary never had the parent:\n${run.stderr()}`);
+    } finally {
+      primary.disconnect();
+    }
+    await rig.failover(GAP_MS);
+    await run.waitFor(/^run fo-mid submitted to /m, 60_000);
+    const report = await finish(run, json, rig, prefix, 'fd');
+    everyJobOnce(
+      report,
+      (await jobsOf(yaml, 'fo-mid')).map((j) => j.jobId),
+    );
+    // Named before anything was written: had the submit failed, its id would have been on the screen.
+    assert.match(
+      run.stderr().split('\n')[0]!,
+      /^run fo-mid: submitting to redis:\/\/127\.0\.0\.1:\d+ \(prefix \{pftest-\w+\}\)$/,
+    );
   });
 
   test('a failover right after a submit that its replica confirmed loses nothing', async () => {
