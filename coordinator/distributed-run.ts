@@ -78,6 +78,45 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
     notice(`run ${data.runId}: added ${added} of ${batches} batches again`);
     return true;
   };
+  /** One look at the run: its report once it is over; else progress shown, lost jobs added again,
+   * and past the deadline the jobs no worker holds taken off. */
+  const look = async (): Promise<RunReport | undefined> => {
+    const state = await readRunState(fleet, data);
+    if (!state.parent) {
+      const stored = await fleet.store.get(data.runId);
+      if (stored) return stored;
+      // Lost with its batches (a failover to a replica that had not received them).
+      if (state.pastDeadline || !(await repair('its parent job is no longer in Redis')))
+        throw new RunDataError(`run ${data.runId} is no longer in Redis and has no stored report`);
+      return undefined;
+    }
+    const parent = await fleet.runs.getJob(data.runId);
+    if (!parent) return undefined; // gone since the reading: finished, and read as such next time
+    if (!state.waiting) {
+      progress.update(totals); // nothing is pending any more
+      return finished(fleet, parent, options, notice);
+    }
+    const counts = await countJobs(fleet, data, state);
+    const lost = new Map([...counts].map(([region, count]) => [region, count.lost]));
+    pendingNow = new Map([...counts].map(([region, count]) => [region, count.pending + count.lost]));
+    progress.update(new Map([...counts].map(([region, count]) => [region, count.done])), lost);
+    const lostJobs = [...lost.values()].reduce((sum, n) => sum + n, 0);
+    if (lostJobs > 0 || (state.gated && !state.pastDeadline))
+      await repair(
+        lostJobs > 0
+          ? `${lostJobs} of its jobs are not in Redis (lost: a failover, or a restart without persistence)`
+          : 'its submission gate is back in Redis (a failover lost its removal)',
+      );
+    if (state.pastDeadline) {
+      const removed = await expireRunIfDue(fleet, parent, data, state.now);
+      if (removed > 0)
+        log.warn(
+          { runId: data.runId, jobs: removed, deadline: data.deadline },
+          'deadline passed: jobs no worker took are reported as not run',
+        );
+    }
+    return undefined;
+  };
   try {
     while (!signal?.aborted) {
       if (Date.now() > end.getTime()) {
@@ -98,40 +137,8 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
         );
       }
       try {
-        const state = await readRunState(fleet, data);
-        if (!state.parent) {
-          const stored = await fleet.store.get(data.runId);
-          if (stored) return stored;
-          // Lost with its batches (a failover to a replica that had not received them).
-          if (state.pastDeadline || !(await repair('its parent job is no longer in Redis')))
-            throw new RunDataError(`run ${data.runId} is no longer in Redis and has no stored report`);
-          continue;
-        }
-        const parent = await fleet.runs.getJob(data.runId);
-        if (!parent) continue; // gone since the transaction: finished, and read as such next time
-        if (!state.waiting) {
-          progress.update(totals); // nothing is pending any more
-          return await finished(fleet, parent, options, notice);
-        }
-        const counts = await countJobs(fleet, data, state);
-        const lost = new Map([...counts].map(([region, count]) => [region, count.lost]));
-        pendingNow = new Map([...counts].map(([region, count]) => [region, count.pending + count.lost]));
-        progress.update(new Map([...counts].map(([region, count]) => [region, count.done])), lost);
-        const lostJobs = [...lost.values()].reduce((sum, n) => sum + n, 0);
-        if (lostJobs > 0 || (state.gated && !state.pastDeadline))
-          await repair(
-            lostJobs > 0
-              ? `${lostJobs} of its jobs are not in Redis (lost: a failover, or a restart without persistence)`
-              : 'its submission gate is back in Redis (a failover lost its removal)',
-          );
-        if (state.pastDeadline) {
-          const removed = await expireRunIfDue(fleet, parent, data, state.now);
-          if (removed > 0)
-            log.warn(
-              { runId: data.runId, jobs: removed, deadline: data.deadline },
-              'deadline passed: jobs no worker took are reported as not run',
-            );
-        }
+        const report = await look();
+        if (report) return report;
         lastProblem = '';
         unreachableSince = undefined;
       } catch (err) {

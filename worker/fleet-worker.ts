@@ -45,6 +45,8 @@ export class FleetWorker extends Worker {
       this.leaving = leaving;
     }
     await this.takes.wait(this.leaving.signal);
+    // Closing ended the wait: take nothing more (BullMQ reads no job as none being waiting).
+    if (this.leaving.signal.aborted) return undefined as unknown as Job;
     try {
       const job = await super.moveToActive(token, name);
       this.takes.succeeded();
