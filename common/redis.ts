@@ -4,9 +4,10 @@
 // is not silently dropped (ioredis lets URL-derived options win over explicit ones).
 // Also: how long a command that ends may wait for Redis, and how an unreachable Redis is told.
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import type { ConnectionOptions } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
+import standaloneConnector from 'ioredis/built/connectors/StandaloneConnector.js';
 import { BadInputError } from './bad-input.js';
 import type { Logger } from './log.js';
 import { settlesWithin } from './settle.js';
@@ -39,6 +40,37 @@ export class RedisUrlError extends BadInputError {
   override name = 'RedisUrlError';
 }
 
+/** Said of a connection that reached this process itself, not a Redis. */
+export const SELF_CONNECTION = 'connected to itself';
+
+/**
+ * ioredis's connector for one server, refusing a connection to itself: with nothing listening on a
+ * local port of the ephemeral range, a connect to it can be given that very port as its source, and
+ * TCP joins the socket to itself. The client would read its own commands back as replies (an INFO
+ * reply that is no text: `doc.split is not a function`, in a loop). Refused at once instead, as an
+ * error that names it; the client tries again, on another source port.
+ */
+class SelfRefusingConnector extends standaloneConnector.default {
+  // ioredis gives a connector the client's options (typed `unknown` by its constructor type).
+  constructor(options: unknown) {
+    super(options as RedisOptions);
+  }
+
+  override async connect(onError: Parameters<InstanceType<typeof standaloneConnector.default>['connect']>[0]) {
+    const stream = await super.connect(onError);
+    stream.once('connect', () => {
+      const socket = stream as Socket;
+      if (socket.localPort === socket.remotePort && socket.localAddress === socket.remoteAddress)
+        socket.destroy(
+          new Error(
+            `${SELF_CONNECTION}: nothing listens at ${socket.remoteAddress}:${socket.remotePort}, and the connection was given that same address as its source`,
+          ),
+        );
+    });
+    return stream;
+  }
+}
+
 /** ioredis options for a URL. `maxRetriesPerRequest: null`: commands wait out a reconnect
  * instead of failing (BullMQ requires it for workers and queue events). */
 export function redisOptions(settings: RedisSettings): RedisOptions {
@@ -68,6 +100,7 @@ export function redisOptions(settings: RedisSettings): RedisOptions {
       ? { tls: { ...(isIP(host) ? {} : { servername: host }), ...(settings.caPem ? { ca: settings.caPem } : {}) } }
       : {}),
     maxRetriesPerRequest: null,
+    Connector: SelfRefusingConnector,
     // ioredis waits this long for a socket it is done with to close (2 s by default): a socket to a
     // Redis that is gone may never say so, and its timer would keep a finished command alive.
     disconnectTimeout: 200,
@@ -143,6 +176,16 @@ export async function pingWithin(client: Redis, timeoutMs: number): Promise<bool
  * do not depend on the machines' clocks agreeing. */
 export async function redisNow(client: Redis): Promise<Date> {
   return new Date(msOfRedisTime(await client.time()));
+}
+
+/**
+ * How far Redis's clock is ahead of this machine's, in ms (negative: behind), from one TIME read
+ * (`readTime`) taken at the midpoint of its round trip.
+ */
+export async function redisClockAheadMs(readTime: () => Promise<readonly (string | number)[]>): Promise<number> {
+  const sentAt = Date.now();
+  const redisMs = msOfRedisTime(await readTime());
+  return redisMs - (sentAt + Date.now()) / 2;
 }
 
 /** Milliseconds since the epoch from a TIME reply (seconds, microseconds). */

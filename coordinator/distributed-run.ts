@@ -1,10 +1,14 @@
 // `probefleet run PLAN --redis URL`: waits for a submitted run's flow, showing progress per
 // region, stops waiting for regions at the run's deadline, and returns the stored report. The
-// wait is bounded whatever Redis does: outages are waited out until the run's end (runEndOf).
+// wait is bounded whatever Redis does: outages are waited out until the run's end (runEndOf),
+// an instant on Redis's clock that this process counts down on its own monotonic clock.
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunReport } from '../contracts/result.js';
 import type { RunJobData } from '../contracts/run-job.js';
 import type { Logger } from '../common/log.js';
+import { redisClockAheadMs } from '../common/redis.js';
+import { settlesWithin } from '../common/settle.js';
 import type { Fleet } from './fleet.js';
 import type { RegionProgress } from './region-progress.js';
 import { expireRunIfDue, finishRun, pendingByRegion, RunDataError } from './run-finisher.js';
@@ -38,10 +42,24 @@ export function jobsPerRegion(data: RunJobData): Map<string, number> {
   return totals;
 }
 
+/** How long until the run's end (runEndOf), on this process's monotonic clock: the end is an
+ * instant on Redis's clock, so its distance is read there once, and neither this machine's clock
+ * being off nor it being set while waiting moves the end. */
+async function untilRunEnd(fleet: Fleet, data: RunJobData, log: Logger): Promise<() => number> {
+  let aheadMs = 0;
+  try {
+    aheadMs = await redisClockAheadMs(() => fleet.client.time());
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, "cannot read Redis's clock: the run's end is counted on this machine's");
+  }
+  const endAt = performance.now() + (runEndOf(data).getTime() - (Date.now() + aheadMs));
+  return () => endAt - performance.now();
+}
+
 /**
  * The run's report once every job is done or the deadline has passed; undefined if interrupted.
- * Redis going away is waited out until the run's end (runEndOf); then RedisUnreachableError if
- * Redis was the reason, RunNotFinishedError otherwise.
+ * Redis going away is waited out until the run's end (runEndOf), and no read of Redis is waited
+ * for past it; then RedisUnreachableError if Redis was the reason, RunNotFinishedError otherwise.
  */
 export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOptions): Promise<RunReport | undefined> {
   const { log, progress, signal } = options;
@@ -50,9 +68,32 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
   let lastProblem = '';
   let unreachableSince: Date | undefined;
   let pendingNow = new Map<string, number>();
+  /** One look at the run: its report once it is over. */
+  const look = async (): Promise<RunReport | undefined> => {
+    const parent = await fleet.runs.getJob(data.runId);
+    if (!parent) {
+      const stored = await fleet.store.get(data.runId);
+      if (stored) return stored;
+      throw new RunDataError(`run ${data.runId} is no longer in Redis and has no stored report`);
+    }
+    if ((await parent.getState()) !== 'waiting-children') {
+      progress.update(totals); // nothing is pending any more
+      return (await finishRun(fleet, parent)).report;
+    }
+    pendingNow = await pendingByRegion(fleet, parent, data);
+    progress.update(new Map([...totals].map(([region, total]) => [region, total - (pendingNow.get(region) ?? 0)])));
+    const removed = await expireRunIfDue(fleet, parent, data);
+    if (removed > 0)
+      log.warn(
+        { runId: data.runId, jobs: removed, deadline: data.deadline },
+        'deadline passed: jobs no worker took are reported as not run',
+      );
+    return undefined;
+  };
   try {
+    const remainingMs = await untilRunEnd(fleet, data, log);
     while (!signal?.aborted) {
-      if (Date.now() > end.getTime()) {
+      if (remainingMs() <= 0) {
         const after = `the run goes on in the fleet (probefleet runs show ${data.runId})`;
         if (
           unreachableSince &&
@@ -69,36 +110,27 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
           `run ${data.runId} had jobs pending when its wait ended (${end.toISOString()}: the deadline, one job's time bound and ${RUN_END_SLACK_SECONDS} s): ${pending || 'unknown'}${lastProblem ? ` (last error: ${lastProblem})` : ''}; ${after}`,
         );
       }
-      try {
-        const parent = await fleet.runs.getJob(data.runId);
-        if (!parent) {
-          const stored = await fleet.store.get(data.runId);
-          if (stored) return stored;
-          throw new RunDataError(`run ${data.runId} is no longer in Redis and has no stored report`);
-        }
-        if ((await parent.getState()) !== 'waiting-children') {
-          progress.update(totals); // nothing is pending any more
-          return (await finishRun(fleet, parent)).report;
-        }
-        pendingNow = await pendingByRegion(fleet, parent, data);
-        progress.update(new Map([...totals].map(([region, total]) => [region, total - (pendingNow.get(region) ?? 0)])));
-        const removed = await expireRunIfDue(fleet, parent, data);
-        if (removed > 0)
-          log.warn(
-            { runId: data.runId, jobs: removed, deadline: data.deadline },
-            'deadline passed: jobs no worker took are reported as not run',
-          );
-        lastProblem = '';
-        unreachableSince = undefined;
-      } catch (err) {
-        if (err instanceof RunDataError) throw err;
+      let report: RunReport | undefined;
+      let failure: Error | undefined;
+      const looked = look().then(
+        (found) => (report = found),
+        (err: Error) => (failure = err),
+      );
+      if (!(await settlesWithin(looked, remainingMs())))
+        failure = new Error("no answer from Redis before the run's wait ended");
+      if (report) return report;
+      if (failure instanceof RunDataError) throw failure;
+      if (failure) {
         // Redis restarting or unreachable: keep waiting; the fleet's state is in Redis, not here.
         unreachableSince ??= new Date();
-        const problem = (err as Error).message;
-        if (problem !== lastProblem) log.warn({ err: problem }, 'cannot read the run from Redis; retrying');
-        lastProblem = problem;
+        if (failure.message !== lastProblem)
+          log.warn({ err: failure.message }, 'cannot read the run from Redis; retrying');
+        lastProblem = failure.message;
+      } else {
+        lastProblem = '';
+        unreachableSince = undefined;
       }
-      await sleep(options.pollMs ?? 500, undefined, { signal }).catch(() => {});
+      await sleep(Math.min(options.pollMs ?? 500, Math.max(0, remainingMs())), undefined, { signal }).catch(() => {});
     }
     return undefined;
   } finally {

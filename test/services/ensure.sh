@@ -43,6 +43,11 @@ PACKAGE_OF+=(
 PACKAGE_OF+=(
   [tinyproxy]=tinyproxy
 )
+# A worker cut off from Redis: a socat relay of the test's own in front of Redis, its port dropped
+# with iptables.
+PACKAGE_OF+=(
+  [socat]=socat
+)
 
 # Reports: the HTML report is opened in headless Chromium (driven by playwright-core), with a
 # font so that its screenshots show text.

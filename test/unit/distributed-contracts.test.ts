@@ -37,16 +37,23 @@ describe('queue names and prefixes', () => {
   });
 });
 
+/** The options for a URL, without the connector every one of them has (it refuses a connection to itself). */
+function optionsOf(settings: Parameters<typeof redisOptions>[0]) {
+  const { Connector, ...options } = redisOptions(settings);
+  assert.equal(Connector?.name, 'SelfRefusingConnector');
+  return options;
+}
+
 describe('Redis URLs', () => {
   test('user, password, database and TLS come from the URL; a CA given beside it is kept', () => {
-    assert.deepEqual(redisOptions({ url: 'redis://127.0.0.1:6379' }), {
+    assert.deepEqual(optionsOf({ url: 'redis://127.0.0.1:6379' }), {
       host: '127.0.0.1',
       port: 6379,
       db: 0,
       maxRetriesPerRequest: null,
       disconnectTimeout: 200,
     });
-    assert.deepEqual(redisOptions({ url: 'rediss://probe:p%40ss@redis.internal:6380/2', caPem: 'PEM' }), {
+    assert.deepEqual(optionsOf({ url: 'rediss://probe:p%40ss@redis.internal:6380/2', caPem: 'PEM' }), {
       host: 'redis.internal',
       port: 6380,
       db: 2,
@@ -56,7 +63,7 @@ describe('Redis URLs', () => {
       maxRetriesPerRequest: null,
       disconnectTimeout: 200,
     });
-    assert.deepEqual(redisOptions({ url: 'redis://:secret@[::1]' }), {
+    assert.deepEqual(optionsOf({ url: 'redis://:secret@[::1]' }), {
       host: '::1',
       port: 6379,
       db: 0,
@@ -66,7 +73,7 @@ describe('Redis URLs', () => {
     });
     // A command that ends bounds every command, and its connecting, by its timeout.
     assert.deepEqual(
-      { ...redisOptions({ url: 'redis://127.0.0.1', commandTimeoutMs: 1500 }), host: undefined },
+      { ...optionsOf({ url: 'redis://127.0.0.1', commandTimeoutMs: 1500 }), host: undefined },
       {
         host: undefined,
         port: 6379,
@@ -80,9 +87,9 @@ describe('Redis URLs', () => {
   });
 
   test('bad URLs are refused with the reason; passwords never reach messages', () => {
-    assert.throws(() => redisOptions({ url: 'http://127.0.0.1' }), /unsupported Redis URL scheme "http:"/);
-    assert.throws(() => redisOptions({ url: 'redis://127.0.0.1/x' }), /database "x" is not a number/);
-    assert.throws(() => redisOptions({ url: 'not a url' }), /not a valid Redis URL/);
+    assert.throws(() => optionsOf({ url: 'http://127.0.0.1' }), /unsupported Redis URL scheme "http:"/);
+    assert.throws(() => optionsOf({ url: 'redis://127.0.0.1/x' }), /database "x" is not a number/);
+    assert.throws(() => optionsOf({ url: 'not a url' }), /not a valid Redis URL/);
     assert.equal(redactRedisUrl('rediss://probe:s3cret@host:6380/0'), 'rediss://probe:***@host:6380/0');
     assert.equal(redactRedisUrl('redis://host:6379'), 'redis://host:6379');
   });
