@@ -312,6 +312,40 @@ experiments:
     });
   }
 
+  test("the coordinator down when a run finishes: the report, built once it is back, ends when the run's last job did", async () => {
+    const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix);
+    processes.push(worker);
+    try {
+      const run = await submitRun(
+        fleet,
+        await parsePlan(slowPlan(lab, 'unattended', 2), 'inline.yaml'),
+        'unattended-run',
+      );
+      for (let i = 0; i < 300 && (await fleet.runs.getJobState(run.runId)) === 'waiting-children'; i++)
+        await sleep(100);
+      assert.notEqual(await fleet.runs.getJobState(run.runId), 'waiting-children', 'every job is done');
+      // The coordinator comes back three seconds later.
+      await sleep(3_000);
+      const backAt = Date.now();
+      const coordinator = await startCoordinator({ fleet, log, listen: { host: '127.0.0.1', port: 0 } });
+      let report: RunReport | undefined;
+      try {
+        for (let i = 0; i < 200 && !report; i++) {
+          report = await fleet.store.get(run.runId);
+          if (!report) await sleep(100);
+        }
+      } finally {
+        await coordinator.close();
+      }
+      assert.ok(report, 'the coordinator stored the report');
+      const lastJob = Math.max(...report.results.map((r) => Date.parse(r.finishedAt)));
+      assert.equal(Date.parse(report.finishedAt), lastJob);
+      assert.ok(backAt - Date.parse(report.finishedAt) >= 2_500, "the coordinator's downtime is not in the run's time");
+    } finally {
+      await worker.stop();
+    }
+  });
+
   test('SIGTERM while a job runs: the worker hands the job back within its grace period and exits 0; another worker finishes it', async () => {
     const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix, ['--shutdown-grace-seconds', '1']);
     processes.push(worker);
