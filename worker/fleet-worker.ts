@@ -1,11 +1,12 @@
 // The BullMQ Worker that every long-running process of a fleet runs (a region's worker, the
-// coordinator's worker of the runs queue), with two things BullMQ leaves to us: job data that
-// cannot be read fails at once instead of hanging in `active`, and closing ends whatever Redis
-// does.
-import { UnrecoverableError, Worker, type Job, type JobJson } from 'bullmq';
+// coordinator's worker of the runs queue), with three things BullMQ leaves to us: it starts only
+// on a Redis of the kind its URL says, job data that cannot be read fails at once instead of
+// hanging in `active`, and closing ends whatever Redis does.
+import { UnrecoverableError, Worker, type Job, type JobJson, type Processor, type WorkerOptions } from 'bullmq';
 import type { JobFailureCode } from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Logger } from '../common/log.js';
+import { refuseOtherKind, type RedisSettings } from '../common/redis.js';
 import { settlesWithin } from '../common/settle.js';
 
 /** How long each step of leaving without Redis may take: BullMQ's close, cutting the connections. */
@@ -25,6 +26,22 @@ export function refuseUnreadable(job: Job, log: Logger): void {
 export class FleetWorker extends Worker {
   /** Jobs taken and not yet recorded as done in Redis (recording a result needs Redis too). */
   held = 0;
+
+  /** Takes no job before `start`. */
+  constructor(name: string, processor: Processor, opts: WorkerOptions) {
+    super(name, processor, { ...opts, autorun: false });
+  }
+
+  /**
+   * Starts taking jobs once Redis answers (waiting out a Redis that is down, as BullMQ does) and is
+   * of the kind its URL says: a Cluster node reached with a single-server URL is refused
+   * (RedisKindError) before any job is asked for, rather than answering MOVED to every try.
+   */
+  async start(redis: RedisSettings): Promise<void> {
+    await this.waitUntilReady();
+    refuseOtherKind(redis, await (await this.getBackend().client).info());
+    this.run().catch((err: Error) => this.emit('error', err));
+  }
 
   override async processJob(job: Job, token: string, fetchNext?: () => boolean): ReturnType<Worker['processJob']> {
     this.held++;

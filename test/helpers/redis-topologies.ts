@@ -1,0 +1,336 @@
+// Redis shaped as managed offerings are, from processes of the test's own on free loopback ports,
+// each in a temp folder: a primary with replicas watched by redis-sentinels, and a Redis Cluster
+// of redis-servers made with redis-cli. Outside CI a missing program skips the tests that need
+// it, with what to install; under CI=true they fail loudly.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { redisOptions } from '../../common/redis.js';
+import { freeLoopbackPort, startRedisServer, type RedisServer } from '../../common/redis-server.js';
+import { onPath } from './prometheus.js';
+import { startOwnRedis, type OwnRedis } from './redis.js';
+import { tempDir } from './temp-dir.js';
+
+/** Why the tests of `programs` cannot run, or false. */
+function missing(programs: Record<string, string>): string | false {
+  const absent = Object.keys(programs).filter((program) => !onPath(program));
+  if (absent.length === 0) return false;
+  const packages = [...new Set(absent.map((program) => programs[program]))].join(' ');
+  return `${absent.join(', ')} not installed: run \`bash test/services/ensure.sh\` as root (apt-get install ${packages})`;
+}
+
+export const sentinelMissing = missing({ 'redis-server': 'redis-server', 'redis-sentinel': 'redis-sentinel' });
+export const clusterMissing = missing({ 'redis-server': 'redis-server', 'redis-cli': 'redis-tools' });
+
+/** Test options: skip outside CI when a program is missing (under CI the test runs and fails). */
+export const needsSentinel = { skip: process.env.CI === 'true' ? false : sentinelMissing };
+export const needsCluster = { skip: process.env.CI === 'true' ? false : clusterMissing };
+
+export function requireSentinel(): void {
+  if (sentinelMissing) assert.fail(sentinelMissing);
+}
+export function requireCluster(): void {
+  if (clusterMissing) assert.fail(clusterMissing);
+}
+
+/** How long a topology may take to settle (replicas in sync, sentinels aware of each other, a
+ * cluster's nodes agreeing), on a busy machine. */
+const SETTLE_MS = 60_000;
+
+/** Runs `ask` on a short-lived client of the server until `done` says yes; fails after `timeoutMs`. */
+async function until<T>(
+  what: string,
+  ask: () => Promise<T>,
+  done: (answer: T) => boolean,
+  timeoutMs = SETTLE_MS,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | string = 'no answer';
+  while (Date.now() < deadline) {
+    try {
+      const answer = await ask();
+      if (done(answer)) return answer;
+      last = answer;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await sleep(200);
+  }
+  assert.fail(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(last)})`);
+}
+
+/** A command sent to the server at 127.0.0.1:port with a client of its own. */
+async function ask(port: number, ...command: string[]): Promise<unknown> {
+  const client = new Redis({
+    ...redisOptions({ url: `redis://127.0.0.1:${port}` }),
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2_000,
+    commandTimeout: 5_000,
+  });
+  client.on('error', () => {});
+  try {
+    return await client.call(command[0]!, ...command.slice(1));
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** A flat [field, value, ...] reply as an object. */
+function fields(reply: unknown): Record<string, string> {
+  const list = reply as string[];
+  return Object.fromEntries(list.flatMap((_, i) => (i % 2 === 0 ? [[list[i], list[i + 1]]] : [])));
+}
+
+const SENTINEL_NAME = 'pfprimary';
+
+export interface OwnSentinels {
+  /** The primary's name as the sentinels know it. */
+  name: string;
+  /** redis-sentinel://127.0.0.1:S1,.../NAME */
+  url: string;
+  /** The data servers; the first was the primary at start. */
+  servers: OwnRedis[];
+  sentinelPorts: number[];
+  /** The server the sentinels name as the primary now. */
+  primary(): Promise<OwnRedis>;
+  /** Waits until the sentinels name another primary than `old`, and that server says it is one. */
+  failedOver(old: OwnRedis): Promise<OwnRedis>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A primary, `replicas` replicas and `sentinels` redis-sentinels with a quorum of a majority,
+ * declaring a primary down after 1 s without an answer; resolves once the replicas are in sync
+ * and every sentinel knows them and the other sentinels (so a failover can start at once).
+ */
+export async function startOwnSentinels(options: { replicas: number; sentinels: number }): Promise<OwnSentinels> {
+  const primary = await startOwnRedis({ persistence: 'none' });
+  const replicas = await Promise.all(
+    Array.from({ length: options.replicas }, () =>
+      startOwnRedis({ persistence: 'none', args: () => ['--replicaof', '127.0.0.1', String(primary.port)] }),
+    ),
+  );
+  const servers = [primary, ...replicas];
+  const quorum = Math.floor(options.sentinels / 2) + 1;
+  const sentinels: { port: number; server: RedisServer }[] = [];
+  const stop = async () => {
+    await Promise.all(sentinels.map((s) => s.server.stop()));
+    await Promise.all(servers.map((s) => s.stop()));
+  };
+  try {
+    for (let i = 0; i < options.sentinels; i++) {
+      const dir = tempDir('probefleet-sentinel-');
+      const port = await freeLoopbackPort();
+      const config = path.join(dir, 'sentinel.conf');
+      await writeFile(
+        config,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `logfile ${path.join(dir, 'sentinel.log')}`,
+          `sentinel monitor ${SENTINEL_NAME} 127.0.0.1 ${primary.port} ${quorum}`,
+          `sentinel down-after-milliseconds ${SENTINEL_NAME} 1000`,
+          `sentinel failover-timeout ${SENTINEL_NAME} 10000`,
+          '',
+        ].join('\n'),
+      );
+      sentinels.push({
+        port,
+        server: await startRedisServer({ program: 'redis-sentinel', args: [config], url: `redis://127.0.0.1:${port}` }),
+      });
+    }
+    for (const replica of replicas)
+      await until(
+        `replica ${replica.port} in sync`,
+        () => ask(replica.port, 'INFO', 'replication'),
+        (info) => /^master_link_status:up\s*$/m.test(String(info)),
+      );
+    for (const { port } of sentinels)
+      await until(
+        `sentinel ${port} knows the replicas and the other sentinels`,
+        async () => fields(await ask(port, 'SENTINEL', 'MASTER', SENTINEL_NAME)),
+        (master) =>
+          Number(master['num-slaves']) === options.replicas &&
+          Number(master['num-other-sentinels']) === options.sentinels - 1,
+      );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const primaryNow = async () => {
+    const [, port] = (await ask(sentinels[0]!.port, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_NAME)) as string[];
+    const server = servers.find((s) => s.port === Number(port));
+    assert.ok(server, `the sentinels name a primary at port ${port}, none of ours`);
+    return server;
+  };
+  return {
+    name: SENTINEL_NAME,
+    url: `redis-sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/${SENTINEL_NAME}`,
+    servers,
+    sentinelPorts: sentinels.map((s) => s.port),
+    primary: primaryNow,
+    async failedOver(old) {
+      const next = await until(`a failover away from ${old.port}`, primaryNow, (server) => server !== old);
+      await until(
+        `${next.port} acting as the primary`,
+        () => ask(next.port, 'ROLE'),
+        (role) => (role as string[])[0] === 'master',
+      );
+      return next;
+    },
+    stop,
+  };
+}
+
+export interface ClusterShard {
+  primary: OwnRedis;
+  replicas: OwnRedis[];
+}
+
+export interface OwnCluster {
+  nodes: OwnRedis[];
+  /** redis-cluster:// naming these nodes. */
+  urlOf(nodes: OwnRedis[]): string;
+  /** The primary that owns the slot of the key (of its hash tag), and its replicas, as a live node says. */
+  shardOf(key: string): Promise<ClusterShard>;
+  /** Waits until the replica has taken over the slots of its primary (after the primary died). */
+  failedOver(replica: OwnRedis): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of `primaries` primaries with `replicasEach` replicas each (redis-cli --cluster
+ * create), a node declared failing after 1 s without an answer; resolves once every node sees
+ * the cluster as ok with all its nodes, and every replica is in sync.
+ */
+export async function startOwnCluster(options: { primaries: number; replicasEach: number }): Promise<OwnCluster> {
+  const count = options.primaries * (1 + options.replicasEach);
+  const nodes: OwnRedis[] = [];
+  const stop = async () => {
+    await Promise.all(nodes.map((node) => node.stop()));
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      // The bus port is chosen apart from the client port (not port + 10000, which may be taken).
+      const busPort = await freeLoopbackPort();
+      nodes.push(
+        await startOwnRedis({
+          args: (_port, dir) => [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            path.join(dir, 'nodes.conf'),
+            '--cluster-node-timeout',
+            '1000',
+            '--cluster-port',
+            String(busPort),
+            '--appendfsync',
+            'everysec',
+          ],
+        }),
+      );
+    }
+    await promisify(execFile)(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((node) => `127.0.0.1:${node.port}`),
+        '--cluster-replicas',
+        String(options.replicasEach),
+        '--cluster-yes',
+      ],
+      { timeout: SETTLE_MS },
+    );
+    for (const node of nodes)
+      await until(
+        `node ${node.port} sees the cluster ok`,
+        () => ask(node.port, 'CLUSTER', 'INFO'),
+        (info) =>
+          /^cluster_state:ok\s*$/m.test(String(info)) &&
+          new RegExp(`^cluster_known_nodes:${count}\\s*$`, 'm').test(String(info)),
+      );
+    for (const node of nodes)
+      await until(
+        `node ${node.port} a primary or a replica in sync`,
+        () => ask(node.port, 'INFO', 'replication'),
+        (info) => /^role:master\s*$/m.test(String(info)) || /^master_link_status:up\s*$/m.test(String(info)),
+      );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  /** The command's answer from the first node that answers. */
+  const askAny = async (...command: string[]) => {
+    let lastError: unknown;
+    for (const node of nodes) {
+      try {
+        return await ask(node.port, ...command);
+      } catch (err) {
+        lastError = err; // that node is down: ask the next
+      }
+    }
+    throw lastError;
+  };
+  /** CLUSTER NODES as a live node sees it: each node's port, roles, primary's id and slots. */
+  const clusterNodes = async () => {
+    const text = String(await askAny('CLUSTER', 'NODES'));
+    return text
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const [id, address, flags, primaryId, , , , , ...slots] = line.split(' ');
+        return {
+          id: id!,
+          port: Number(/:(\d+)@/.exec(address!)?.[1]),
+          flags: flags!.split(','),
+          primaryId: primaryId!,
+          slots: slots.map((range) => range.split('-').map(Number) as [number, number?]),
+        };
+      });
+  };
+  const nodeAt = (port: number) => {
+    const node = nodes.find((n) => n.port === port);
+    assert.ok(node, `no node of ours at port ${port}`);
+    return node;
+  };
+  const live = (flags: string[]) => !flags.includes('fail') && !flags.includes('fail?');
+  return {
+    nodes,
+    urlOf: (some) => `redis-cluster://${some.map((node) => `127.0.0.1:${node.port}`).join(',')}`,
+    async shardOf(key) {
+      const slot = Number(await askAny('CLUSTER', 'KEYSLOT', key));
+      const all = await clusterNodes();
+      const owner = all.find(
+        (n) =>
+          n.flags.includes('master') &&
+          live(n.flags) &&
+          n.slots.some(([from, to]) => slot >= from && slot <= (to ?? from)),
+      );
+      assert.ok(owner, `no live primary owns slot ${slot}`);
+      return {
+        primary: nodeAt(owner.port),
+        replicas: all.filter((n) => n.primaryId === owner.id && live(n.flags)).map((n) => nodeAt(n.port)),
+      };
+    },
+    async failedOver(replica) {
+      await until(
+        `${replica.port} promoted`,
+        () => ask(replica.port, 'ROLE'),
+        (role) => (role as string[])[0] === 'master',
+      );
+      await until(
+        `${replica.port} sees the cluster ok`,
+        () => ask(replica.port, 'CLUSTER', 'INFO'),
+        (info) => /^cluster_state:ok\s*$/m.test(String(info)),
+      );
+    },
+    stop,
+  };
+}
