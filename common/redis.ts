@@ -394,7 +394,8 @@ const PERSISTENCE_ORDER: PersistenceCheck['persistence'][] = ['none', 'unknown',
 /**
  * Reads `CONFIG GET appendonly` and `save`; where CONFIG is refused (an ACL user without
  * @dangerous, most managed Redis), INFO persistence still says whether AOF is on. On a Cluster,
- * every node is read and the weakest found is the answer: a replica becomes a primary at a failover.
+ * every node the client knows is read (the primaries, and the replicas CLUSTER SLOTS lists), and
+ * the weakest found is the answer: a replica becomes a primary at a failover.
  */
 export async function checkPersistence(client: RedisClient): Promise<PersistenceCheck> {
   if (!(client instanceof Cluster)) return checkServerPersistence(client);
