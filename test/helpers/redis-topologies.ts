@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { redisOptions } from '../../common/redis.js';
-import { freeLoopbackPort, startRedisServer, type RedisServer } from '../../common/redis-server.js';
+import { freeLoopbackPort, redisAnswers, startRedisServer, type RedisServer } from '../../common/redis-server.js';
 import { onPath } from './prometheus.js';
 import { startOwnRedis, type OwnRedis } from './redis.js';
 import { tempDir } from './temp-dir.js';
@@ -199,7 +199,7 @@ export interface OwnCluster {
   urlOf(nodes: OwnRedis[]): string;
   /** The primary that owns the slot of the key (of its hash tag), and its replicas, as a live node says. */
   shardOf(key: string): Promise<ClusterShard>;
-  /** Waits until the replica has taken over the slots of its primary (after the primary died). */
+  /** Waits until every live node sees the replica as a primary with slots (its primary died). */
   failedOver(replica: OwnRedis): Promise<void>;
   stop(): Promise<void>;
 }
@@ -278,10 +278,9 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
     }
     throw lastError;
   };
-  /** CLUSTER NODES as a live node sees it: each node's port, roles, primary's id and slots. */
-  const clusterNodes = async () => {
-    const text = String(await askAny('CLUSTER', 'NODES'));
-    return text
+  /** CLUSTER NODES as one node sees it: each node's port, roles, primary's id and slots. */
+  const parseNodes = (text: string) =>
+    text
       .trim()
       .split('\n')
       .map((line) => {
@@ -294,7 +293,6 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
           slots: slots.map((range) => range.split('-').map(Number) as [number, number?]),
         };
       });
-  };
   const nodeAt = (port: number) => {
     const node = nodes.find((n) => n.port === port);
     assert.ok(node, `no node of ours at port ${port}`);
@@ -306,7 +304,7 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
     urlOf: (some) => `redis-cluster://${some.map((node) => `127.0.0.1:${node.port}`).join(',')}`,
     async shardOf(key) {
       const slot = Number(await askAny('CLUSTER', 'KEYSLOT', key));
-      const all = await clusterNodes();
+      const all = parseNodes(String(await askAny('CLUSTER', 'NODES')));
       const owner = all.find(
         (n) =>
           n.flags.includes('master') &&
@@ -320,11 +318,16 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
       };
     },
     async failedOver(replica) {
-      await until(
-        `${replica.port} promoted`,
-        () => ask(replica.port, 'ROLE'),
-        (role) => (role as string[])[0] === 'master',
+      // Every live node must see it: until then, one may still send the slots' clients to the dead one.
+      const living = (await Promise.all(nodes.map(async (n) => ((await redisAnswers(n.url)) ? n : undefined)))).filter(
+        (n) => n !== undefined,
       );
+      for (const node of living)
+        await until(
+          `${node.port} sees ${replica.port} as a primary with slots`,
+          async () => parseNodes(String(await ask(node.port, 'CLUSTER', 'NODES'))),
+          (view) => view.some((n) => n.port === replica.port && n.flags.includes('master') && n.slots.length > 0),
+        );
       await until(
         `${replica.port} sees the cluster ok`,
         () => ask(replica.port, 'CLUSTER', 'INFO'),
