@@ -211,8 +211,11 @@ function sentinelTarget(settings: RedisSettings): RedisTarget {
       ...(url.tls
         ? { tls: tlsOptions(settings), sentinelTLS: tlsOptions(settings), enableTLSForSentinelMode: true }
         : {}),
-      // A primary demoted by a failover answers writes with READONLY until the connection is made
-      // again, which asks the sentinels for the new primary; the command is then sent again.
+      // Reconnect (asking the sentinels for the primary) as soon as they announce a new one
+      // (+switch-master): a primary that a planned switch (SENTINEL FAILOVER) replaced goes on
+      // taking writes until the sentinels demote it, seconds later, and those writes are lost.
+      failoverDetector: true,
+      // A demoted primary answers writes with READONLY: reconnect, and send the command again.
       reconnectOnError: reconnectOnReadonly,
       ...connectionOptions(settings),
     },

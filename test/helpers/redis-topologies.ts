@@ -100,6 +100,11 @@ export interface OwnSentinels {
   primary(): Promise<OwnRedis>;
   /** Waits until the sentinels name another primary than `old`, and that server says it is one. */
   failedOver(old: OwnRedis): Promise<OwnRedis>;
+  /** Waits until every server that answers is the primary or its replica in sync, as every sentinel
+   * knows (a server started again after a failover is made a replica by the sentinels). */
+  settled(): Promise<void>;
+  /** SENTINEL FAILOVER: a planned switch to a replica, the primary demoted to a replica. */
+  switchOver(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -118,6 +123,29 @@ export async function startOwnSentinels(options: { replicas: number; sentinels: 
   const servers = [primary, ...replicas];
   const quorum = Math.floor(options.sentinels / 2) + 1;
   const sentinels: { port: number; server: RedisServer }[] = [];
+  const settled = async () => {
+    const live = (await Promise.all(servers.map(async (s) => ((await redisAnswers(s.url)) ? s : undefined)))).filter(
+      (s) => s !== undefined,
+    );
+    for (const server of live)
+      await until(
+        `${server.port} a primary, or a replica in sync`,
+        () => ask(server.port, 'INFO', 'replication'),
+        (info) => /^role:master\s*$/m.test(String(info)) || /^master_link_status:up\s*$/m.test(String(info)),
+      );
+    for (const { port } of sentinels)
+      await until(
+        `sentinel ${port} knows the replicas up and the other sentinels`,
+        async () => ({
+          primary: fields(await ask(port, 'SENTINEL', 'MASTER', SENTINEL_NAME)),
+          replicas: ((await ask(port, 'SENTINEL', 'REPLICAS', SENTINEL_NAME)) as unknown[]).map(fields),
+        }),
+        ({ primary, replicas }) =>
+          Number(primary['num-other-sentinels']) === options.sentinels - 1 &&
+          replicas.filter((r) => !r.flags?.includes('s_down') && r['master-link-status'] === 'ok').length ===
+            live.length - 1,
+      );
+  };
   const stop = async () => {
     await Promise.all(sentinels.map((s) => s.server.stop()));
     await Promise.all(servers.map((s) => s.stop()));
@@ -145,20 +173,7 @@ export async function startOwnSentinels(options: { replicas: number; sentinels: 
         server: await startRedisServer({ program: 'redis-sentinel', args: [config], url: `redis://127.0.0.1:${port}` }),
       });
     }
-    for (const replica of replicas)
-      await until(
-        `replica ${replica.port} in sync`,
-        () => ask(replica.port, 'INFO', 'replication'),
-        (info) => /^master_link_status:up\s*$/m.test(String(info)),
-      );
-    for (const { port } of sentinels)
-      await until(
-        `sentinel ${port} knows the replicas and the other sentinels`,
-        async () => fields(await ask(port, 'SENTINEL', 'MASTER', SENTINEL_NAME)),
-        (master) =>
-          Number(master['num-slaves']) === options.replicas &&
-          Number(master['num-other-sentinels']) === options.sentinels - 1,
-      );
+    await settled();
   } catch (err) {
     await stop();
     throw err;
@@ -183,6 +198,10 @@ export async function startOwnSentinels(options: { replicas: number; sentinels: 
         (role) => (role as string[])[0] === 'master',
       );
       return next;
+    },
+    settled,
+    async switchOver() {
+      assert.equal(await ask(sentinels[0]!.port, 'SENTINEL', 'FAILOVER', SENTINEL_NAME), 'OK');
     },
     stop,
   };
