@@ -59,7 +59,7 @@ export class RedisKindError extends BadInputError {
 }
 
 const URL_FORMS =
-  'redis://[user:password@]host[:port][/db], redis-sentinel://[user:password@]host[:port][,host[:port]...]/master[?db=N&sentinelPassword=...], redis-cluster://[user:password@]host[:port][,host[:port]...]; rediss... for TLS';
+  'redis://[user:password@]host[:port][/db], redis-sentinel://[user:password@]host[:port][,host[:port]...]/NAME[?db=N&sentinelUsername=U&sentinelPassword=P], redis-cluster://[user:password@]host[:port][,host[:port]...]; rediss... for TLS';
 
 /** What a URL names: its scheme and the options it gives ioredis. */
 export function redisTarget(settings: RedisSettings): RedisTarget {
@@ -139,6 +139,7 @@ interface MultiHostUrl {
   username?: string;
   password?: string;
   hosts: { host: string; port: number }[];
+  /** Percent-decoded. */
   path: string;
   query: URLSearchParams;
 }
@@ -155,6 +156,7 @@ function parseMultiHostUrl(settings: RedisSettings, defaultPort: number): MultiH
       throw new RedisUrlError(`Redis URL ${what} is not percent-encoded properly: "${shown}"`);
     }
   };
+  const decodedPath = decode(path!, 'path');
   const colon = userinfo?.indexOf(':') ?? -1;
   const username = userinfo ? decode(colon < 0 ? userinfo : userinfo.slice(0, colon), 'user') : '';
   const password = userinfo && colon >= 0 ? decode(userinfo.slice(colon + 1), 'password') : '';
@@ -169,7 +171,7 @@ function parseMultiHostUrl(settings: RedisSettings, defaultPort: number): MultiH
     ...(username ? { username } : {}),
     ...(password ? { password } : {}),
     hosts,
-    path: path!,
+    path: decodedPath,
     query: new URLSearchParams(query ?? ''),
   };
 }
@@ -184,7 +186,7 @@ function onlyParameters(settings: RedisSettings, query: URLSearchParams, known: 
   }
 }
 
-/** redis-sentinel://[user:password@]host[:port][,host[:port]...]/master[?db=N&sentinelUsername=U&sentinelPassword=P]:
+/** redis-sentinel://[user:password@]host[:port][,host[:port]...]/NAME[?db=N&sentinelUsername=U&sentinelPassword=P]:
  * the sentinels (port 26379 unless given), the name of the primary they watch; user and password
  * are the primary's (and its replicas'). rediss-sentinel:// speaks TLS to the sentinels and the primary. */
 function sentinelTarget(settings: RedisSettings): RedisTarget {
@@ -202,7 +204,7 @@ function sentinelTarget(settings: RedisSettings): RedisTarget {
     kind: 'sentinel',
     options: {
       sentinels: url.hosts,
-      name: decodeURIComponent(name),
+      name,
       db: databaseOf(url.query.get('db') ?? '0'),
       ...(url.username ? { username: url.username } : {}),
       ...(url.password ? { password: url.password } : {}),
