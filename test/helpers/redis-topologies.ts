@@ -63,10 +63,16 @@ async function until<T>(
   assert.fail(`${what}: not within ${timeoutMs} ms (last: ${JSON.stringify(last)})`);
 }
 
-/** A command sent to the server at 127.0.0.1:port with a client of its own. */
-async function ask(port: number, ...command: string[]): Promise<unknown> {
+/** How to reach a server of ours: its URL, and the CA of its certificate when it speaks TLS. */
+interface Reachable {
+  url: string;
+  caPem?: string;
+}
+
+/** A command sent to the server with a client of its own. */
+async function ask(server: Reachable, ...command: string[]): Promise<unknown> {
   const client = new Redis({
-    ...redisOptions({ url: `redis://127.0.0.1:${port}` }),
+    ...redisOptions(server),
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
     connectTimeout: 2_000,
@@ -122,7 +128,7 @@ export async function startOwnSentinels(options: { replicas: number; sentinels: 
   );
   const servers = [primary, ...replicas];
   const quorum = Math.floor(options.sentinels / 2) + 1;
-  const sentinels: { port: number; server: RedisServer }[] = [];
+  const sentinels: { port: number; url: string; server: RedisServer }[] = [];
   const settled = async () => {
     const live = (await Promise.all(servers.map(async (s) => ((await redisAnswers(s.url)) ? s : undefined)))).filter(
       (s) => s !== undefined,
@@ -130,15 +136,15 @@ export async function startOwnSentinels(options: { replicas: number; sentinels: 
     for (const server of live)
       await until(
         `${server.port} a primary, or a replica in sync`,
-        () => ask(server.port, 'INFO', 'replication'),
+        () => ask(server, 'INFO', 'replication'),
         (info) => /^role:master\s*$/m.test(String(info)) || /^master_link_status:up\s*$/m.test(String(info)),
       );
-    for (const { port } of sentinels)
+    for (const sentinel of sentinels)
       await until(
-        `sentinel ${port} knows the replicas up and the other sentinels`,
+        `sentinel ${sentinel.port} knows the replicas up and the other sentinels`,
         async () => ({
-          primary: fields(await ask(port, 'SENTINEL', 'MASTER', SENTINEL_NAME)),
-          replicas: ((await ask(port, 'SENTINEL', 'REPLICAS', SENTINEL_NAME)) as unknown[]).map(fields),
+          primary: fields(await ask(sentinel, 'SENTINEL', 'MASTER', SENTINEL_NAME)),
+          replicas: ((await ask(sentinel, 'SENTINEL', 'REPLICAS', SENTINEL_NAME)) as unknown[]).map(fields),
         }),
         ({ primary, replicas }) =>
           Number(primary['num-other-sentinels']) === options.sentinels - 1 &&
@@ -168,10 +174,8 @@ export async function startOwnSentinels(options: { replicas: number; sentinels: 
           '',
         ].join('\n'),
       );
-      sentinels.push({
-        port,
-        server: await startRedisServer({ program: 'redis-sentinel', args: [config], url: `redis://127.0.0.1:${port}` }),
-      });
+      const url = `redis://127.0.0.1:${port}`;
+      sentinels.push({ port, url, server: await startRedisServer({ program: 'redis-sentinel', args: [config], url }) });
     }
     await settled();
   } catch (err) {
@@ -179,7 +183,7 @@ export async function startOwnSentinels(options: { replicas: number; sentinels: 
     throw err;
   }
   const primaryNow = async () => {
-    const [, port] = (await ask(sentinels[0]!.port, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_NAME)) as string[];
+    const [, port] = (await ask(sentinels[0]!, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_NAME)) as string[];
     const server = servers.find((s) => s.port === Number(port));
     assert.ok(server, `the sentinels name a primary at port ${port}, none of ours`);
     return server;
@@ -194,14 +198,14 @@ export async function startOwnSentinels(options: { replicas: number; sentinels: 
       const next = await until(`a failover away from ${old.port}`, primaryNow, (server) => server !== old);
       await until(
         `${next.port} acting as the primary`,
-        () => ask(next.port, 'ROLE'),
+        () => ask(next, 'ROLE'),
         (role) => (role as string[])[0] === 'master',
       );
       return next;
     },
     settled,
     async switchOver() {
-      assert.equal(await ask(sentinels[0]!.port, 'SENTINEL', 'FAILOVER', SENTINEL_NAME), 'OK');
+      assert.equal(await ask(sentinels[0]!, 'SENTINEL', 'FAILOVER', SENTINEL_NAME), 'OK');
     },
     stop,
   };
@@ -214,7 +218,7 @@ export interface ClusterShard {
 
 export interface OwnCluster {
   nodes: OwnRedis[];
-  /** redis-cluster:// naming these nodes. */
+  /** redis-cluster:// (rediss-cluster:// with TLS) naming these nodes. */
   urlOf(nodes: OwnRedis[]): string;
   /** The primary that owns the slot of the key (of its hash tag), and its replicas, as a live node says. */
   shardOf(key: string): Promise<ClusterShard>;
@@ -223,14 +227,45 @@ export interface OwnCluster {
   stop(): Promise<void>;
 }
 
+/** Certificates signed by one CA: a server's for 127.0.0.1, and a client's, which the nodes
+ * present to each other (the cluster bus checks both ends). */
+export interface ClusterTls {
+  caPem: string;
+  server: { certPem: string; keyPem: string };
+  client: { certPem: string; keyPem: string };
+}
+
 /**
  * A Redis Cluster of `primaries` primaries with `replicasEach` replicas each (redis-cli --cluster
- * create), a node declared failing after 1 s without an answer; resolves once every node sees
- * the cluster as ok with all its nodes, and every replica is in sync.
+ * create), a node declared failing after 1 s without an answer; with `tls`, nodes speak only TLS,
+ * to clients and to each other. Resolves once every node sees the cluster as ok with all its
+ * nodes, and every replica is in sync.
  */
-export async function startOwnCluster(options: { primaries: number; replicasEach: number }): Promise<OwnCluster> {
+export async function startOwnCluster(options: {
+  primaries: number;
+  replicasEach: number;
+  tls?: ClusterTls;
+}): Promise<OwnCluster> {
   const count = options.primaries * (1 + options.replicasEach);
   const nodes: OwnRedis[] = [];
+  const { tls } = options;
+  const caPem = tls?.caPem;
+  const at = (node: OwnRedis): Reachable => ({ url: node.url, ...(caPem ? { caPem } : {}) });
+  /** TLS only: no plain port, certificates in the node's folder (written by `prepare`). */
+  const tlsArgs = (port: number, dir: string) =>
+    tls
+      ? [
+          ...['--port', '0', '--tls-port', String(port), '--tls-cluster', 'yes', '--tls-replication', 'yes'],
+          ...['--tls-cert-file', path.join(dir, 'node.pem'), '--tls-key-file', path.join(dir, 'node.key')],
+          ...[
+            '--tls-client-cert-file',
+            path.join(dir, 'client.pem'),
+            '--tls-client-key-file',
+            path.join(dir, 'client.key'),
+          ],
+          ...['--tls-ca-cert-file', path.join(dir, 'ca.pem'), '--tls-auth-clients', 'no'],
+        ]
+      : [];
   const stop = async () => {
     await Promise.all(nodes.map((node) => node.stop()));
   };
@@ -240,7 +275,21 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
       const busPort = await freeLoopbackPort();
       nodes.push(
         await startOwnRedis({
-          args: (_port, dir) => [
+          ...(tls
+            ? {
+                url: (port) => `rediss://127.0.0.1:${port}`,
+                caPem: tls.caPem,
+                prepare: async (dir) => {
+                  await writeFile(path.join(dir, 'node.pem'), tls.server.certPem);
+                  await writeFile(path.join(dir, 'node.key'), tls.server.keyPem);
+                  await writeFile(path.join(dir, 'client.pem'), tls.client.certPem);
+                  await writeFile(path.join(dir, 'client.key'), tls.client.keyPem);
+                  await writeFile(path.join(dir, 'ca.pem'), tls.caPem);
+                },
+              }
+            : {}),
+          args: (port, dir) => [
+            ...tlsArgs(port, dir),
             '--cluster-enabled',
             'yes',
             '--cluster-config-file',
@@ -258,6 +307,7 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
     await promisify(execFile)(
       'redis-cli',
       [
+        ...(tls ? ['--tls', '--cacert', path.join(nodes[0]!.dir, 'ca.pem')] : []),
         '--cluster',
         'create',
         ...nodes.map((node) => `127.0.0.1:${node.port}`),
@@ -270,7 +320,7 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
     for (const node of nodes)
       await until(
         `node ${node.port} sees the cluster ok`,
-        () => ask(node.port, 'CLUSTER', 'INFO'),
+        () => ask(at(node), 'CLUSTER', 'INFO'),
         (info) =>
           /^cluster_state:ok\s*$/m.test(String(info)) &&
           new RegExp(`^cluster_known_nodes:${count}\\s*$`, 'm').test(String(info)),
@@ -278,7 +328,7 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
     for (const node of nodes)
       await until(
         `node ${node.port} a primary or a replica in sync`,
-        () => ask(node.port, 'INFO', 'replication'),
+        () => ask(at(node), 'INFO', 'replication'),
         (info) => /^role:master\s*$/m.test(String(info)) || /^master_link_status:up\s*$/m.test(String(info)),
       );
   } catch (err) {
@@ -290,7 +340,7 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
     let lastError: unknown;
     for (const node of nodes) {
       try {
-        return await ask(node.port, ...command);
+        return await ask(at(node), ...command);
       } catch (err) {
         lastError = err; // that node is down: ask the next
       }
@@ -320,7 +370,7 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
   const live = (flags: string[]) => !flags.includes('fail') && !flags.includes('fail?');
   return {
     nodes,
-    urlOf: (some) => `redis-cluster://${some.map((node) => `127.0.0.1:${node.port}`).join(',')}`,
+    urlOf: (some) => `${tls ? 'rediss' : 'redis'}-cluster://${some.map((node) => `127.0.0.1:${node.port}`).join(',')}`,
     async shardOf(key) {
       const slot = Number(await askAny('CLUSTER', 'KEYSLOT', key));
       const all = parseNodes(String(await askAny('CLUSTER', 'NODES')));
@@ -338,18 +388,18 @@ export async function startOwnCluster(options: { primaries: number; replicasEach
     },
     async failedOver(replica) {
       // Every live node must see it: until then, one may still send the slots' clients to the dead one.
-      const living = (await Promise.all(nodes.map(async (n) => ((await redisAnswers(n.url)) ? n : undefined)))).filter(
-        (n) => n !== undefined,
-      );
+      const living = (
+        await Promise.all(nodes.map(async (n) => ((await redisAnswers(n.url, caPem)) ? n : undefined)))
+      ).filter((n) => n !== undefined);
       for (const node of living)
         await until(
           `${node.port} sees ${replica.port} as a primary with slots`,
-          async () => parseNodes(String(await ask(node.port, 'CLUSTER', 'NODES'))),
+          async () => parseNodes(String(await ask(at(node), 'CLUSTER', 'NODES'))),
           (view) => view.some((n) => n.port === replica.port && n.flags.includes('master') && n.slots.length > 0),
         );
       await until(
         `${replica.port} sees the cluster ok`,
-        () => ask(replica.port, 'CLUSTER', 'INFO'),
+        () => ask(at(replica), 'CLUSTER', 'INFO'),
         (info) => /^cluster_state:ok\s*$/m.test(String(info)),
       );
     },

@@ -4,8 +4,11 @@
 // holds it killed (kill -9) in the middle of a run, its replica taking over; and the URLs of the
 // wrong kind refused with one clear message (docs/distributed.md, "Operating it").
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
+import { createLabCa } from '../../lab/certs.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { everyJobOnce, exitWithin, startFailoverRun } from '../helpers/failover-runs.js';
 import { writePlan } from '../helpers/plans.js';
@@ -137,5 +140,58 @@ describe('Redis Cluster: three primaries with a replica each', needsCluster, () 
     } finally {
       await plain?.stop();
     }
+  });
+});
+
+describe('Redis Cluster over TLS (rediss-cluster://, a private CA): three primaries', needsCluster, () => {
+  let cluster: OwnCluster;
+  let lab: Lab;
+  let caFile: string;
+  const processes: CliProcess[] = [];
+
+  before(async () => {
+    requireCluster();
+    const ca = await createLabCa();
+    cluster = await startOwnCluster({
+      primaries: 3,
+      replicasEach: 0,
+      tls: {
+        caPem: ca.certPem,
+        server: await ca.issue({ hosts: ['127.0.0.1'] }),
+        client: await ca.issue({ hosts: ['redis-node'], usage: 'client' }),
+      },
+    });
+    caFile = path.join(cluster.nodes[0]!.dir, 'ca.pem');
+    lab = await startLab({ log });
+  });
+  after(async () => {
+    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    await lab?.close();
+    await cluster?.stop();
+  });
+
+  test('a worker and run over rediss-cluster:// with --redis-ca: the run completes and its report is stored', async () => {
+    const prefix = testPrefix();
+    const shard = await cluster.shardOf(prefix);
+    const url = cluster.urlOf(cluster.nodes.filter((node) => node !== shard.primary));
+    const redis = ['--redis', url, '--redis-ca', caFile, '--prefix', prefix];
+    const worker = await startWorkerProcess('a', url, prefix, ['--redis-ca', caFile]);
+    processes.push(worker);
+    const planFile = await writePlan(`
+name: over-tls-cluster
+regions: [a]
+targets: [{ name: http, url: "${lab.url('keepalive')}" }]
+experiments: [{ probe: reuse, requests: 3, modes: [reused, new] }]
+`);
+    const run = await runCli(['run', planFile, ...redis, '--run-id', 'tls-cluster-run']);
+    assert.equal(run.code, 0, run.stderr);
+    const shown = await runCli(['runs', 'show', 'tls-cluster-run', '--json', ...redis]);
+    assert.equal(shown.code, 0, shown.stderr);
+    const report = JSON.parse(shown.stdout) as RunReport;
+    assert.equal(report.results.length, 2);
+    assert.ok(report.results.every((r) => r.ok && r.worker.pid === worker.pid));
+    // Without the CA the certificate is not trusted: nothing connects.
+    const untrusted = await runCli(['runs', 'list', '--redis', url, '--prefix', prefix, '--redis-timeout', '1']);
+    assert.equal(untrusted.code, 4, untrusted.stderr);
   });
 });
