@@ -5,9 +5,11 @@
 // wrong kind refused with one clear message (docs/distributed.md, "Operating it").
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
+import { openFleet } from '../../coordinator/fleet.js';
 import { createLabCa } from '../../lab/certs.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { everyJobOnce, exitWithin, startFailoverRun } from '../helpers/failover-runs.js';
@@ -77,6 +79,37 @@ describe('Redis Cluster: three primaries with a replica each', needsCluster, () 
         /MOVED/,
         'redirections are followed, never reported',
       );
+    });
+
+    test('a schedule added, listed and removed over the cluster; the coordinator fires it and its run is stored', async () => {
+      const planFile = await writePlan(`
+name: cluster-every-two
+regions: [a]
+targets: [{ name: http, url: "${lab.url('keepalive')}" }]
+experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
+`);
+      const args = ['--redis', redis.url, '--prefix', prefix];
+      const added = await runCli(['schedule', 'add', planFile, '--every', '2', ...args]);
+      assert.equal(added.code, 0, added.stderr);
+      const listed = await runCli(['schedule', 'list', '--json', ...args]);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.deepEqual(
+        (JSON.parse(listed.stdout) as { name: string }[]).map((schedule) => schedule.name),
+        ['cluster-every-two'],
+      );
+      const fleet = openFleet({ redis: { url: redis.url }, prefix, log });
+      try {
+        let fired = 0;
+        for (let i = 0; i < 300 && fired === 0; i++) {
+          fired = (await fleet.store.list(10)).filter((run) => run.plan === 'cluster-every-two').length;
+          if (fired === 0) await sleep(100);
+        }
+        assert.ok(fired > 0, 'a run of the schedule is stored');
+      } finally {
+        await fleet.close();
+      }
+      const removed = await runCli(['schedule', 'remove', 'cluster-every-two', ...args]);
+      assert.equal(removed.code, 0, removed.stderr);
     });
 
     test('kill -9 of the primary holding the prefix in the middle of a run: its replica takes over and the run completes, every job once', async () => {
