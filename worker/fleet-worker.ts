@@ -1,13 +1,15 @@
 // The BullMQ Worker that every long-running process of a fleet runs (a region's worker, the
-// coordinator's worker of the runs queue), with three things BullMQ leaves to us: job data that
-// cannot be read fails at once instead of hanging in `active`, each job held has a lease that ends
-// before its lock could have expired in Redis (so a worker cut off from Redis stops before another
-// takes the job), and closing ends whatever Redis does.
+// coordinator's worker of the runs queue), with four things BullMQ leaves to us: it starts only
+// on a Redis of the kind its URL says, job data that cannot be read fails at once instead of
+// hanging in `active`, each job held has a lease that ends before its lock could have expired in
+// Redis (so a worker cut off from Redis stops before another takes the job), and closing ends
+// whatever Redis does.
 import { performance } from 'node:perf_hooks';
 import { UnrecoverableError, Worker, type Job, type JobJson, type Processor, type WorkerOptions } from 'bullmq';
 import type { JobFailureCode } from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Logger } from '../common/log.js';
+import { refuseOtherKind, type RedisSettings } from '../common/redis.js';
 import { settlesWithin } from '../common/settle.js';
 
 /** How long each step of leaving without Redis may take: BullMQ's close, cutting the connections. */
@@ -87,11 +89,17 @@ export class FleetWorker extends Worker {
   private readonly leases = new Map<string, JobLease>();
   private readonly lockMs: number;
 
+  /** Takes no job before `start`. */
   constructor(name: string, processor: Processor, options: WorkerOptions) {
     // BullMQ's default lock; renewed every sixth to third of it (BullMQ's default: quarter to half),
     // so that a renewal answered late still comes well before the lease ends (leaseMarginMs).
     const lockDuration = options.lockDuration ?? 30_000;
-    super(name, processor, { ...options, lockDuration, lockRenewTime: options.lockRenewTime ?? lockDuration / 3 });
+    super(name, processor, {
+      ...options,
+      lockDuration,
+      lockRenewTime: options.lockRenewTime ?? lockDuration / 3,
+      autorun: false,
+    });
     this.lockMs = lockDuration;
   }
 
@@ -100,6 +108,17 @@ export class FleetWorker extends Worker {
    * leaves the answer to a renewal as long again before the lease would end. */
   private get leaseMarginMs(): number {
     return this.lockMs / 4;
+  }
+
+  /**
+   * Starts taking jobs once Redis answers (waiting out a Redis that is down, as BullMQ does) and is
+   * of the kind its URL says: a Cluster node reached with a single-server URL is refused
+   * (RedisKindError) before any job is asked for, rather than answering MOVED to every try.
+   */
+  async start(redis: RedisSettings): Promise<void> {
+    await this.waitUntilReady();
+    refuseOtherKind(redis, await (await this.getBackend().client).info());
+    this.run().catch((err: Error) => this.emit('error', err));
   }
 
   override async processJob(job: Job, token: string, fetchNext?: () => boolean): ReturnType<Worker['processJob']> {

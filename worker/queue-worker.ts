@@ -58,7 +58,8 @@ export interface RegionWorkerOptions {
 export type CloseOutcome = 'drained' | 'handed-back' | 'abandoned';
 
 export interface RegionWorker {
-  /** Resolves when the worker is connected and taking jobs. */
+  /** Resolves when the worker is connected and taking jobs; rejects if it cannot start (a Redis of
+   * another kind than its URL says: RedisKindError). */
   ready: Promise<void>;
   /** Stops taking jobs and lets the ones in flight finish for up to `graceMs`; jobs still
    * running then are stopped and put back in the queue for another worker. If Redis does not
@@ -348,7 +349,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   );
   warnOnRedisErrors(worker, log, 'worker');
 
-  const ready = worker.waitUntilReady().then(() => {
+  const ready = worker.start(options.redis).then(() => {
     log.info(
       { queue: queueName, prefix: options.prefix, concurrency: options.concurrency, stallTimeoutMs },
       'worker ready',
