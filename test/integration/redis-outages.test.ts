@@ -75,9 +75,10 @@ async function exitAfter(
   start: number,
   limitSeconds: number,
 ): Promise<{ code: number | null; seconds: number }> {
+  // Unref'd: once the process exited, the timer must not keep this test file alive.
   const code = await Promise.race([
     process.exited,
-    sleep(limitSeconds * 1000 - (Date.now() - start), 'running' as const),
+    sleep(limitSeconds * 1000 - (Date.now() - start), 'running' as const, { ref: false }),
   ]);
   if (code === 'running') assert.fail(`still running after ${limitSeconds} s:\n${process.stderr()}`);
   return { code, seconds: (Date.now() - start) / 1000 };
