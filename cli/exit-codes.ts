@@ -17,6 +17,11 @@ export const EXIT_INTERRUPTED = 128 + 2;
 /** The reader of stdout went away (`probefleet plan expand PLAN | head`): 128 + SIGPIPE, as for a program the signal killed. */
 export const EXIT_BROKEN_PIPE = 128 + 13;
 
+/** Once its command is done, the process ends within this whatever a library left pending (ioredis
+ * keeps the commands it queued for a Redis that is away, each with its --redis-timeout timer, past a
+ * disconnect), its stdout and stderr written out first. */
+export const EXIT_LINGER_MS = 1_000;
+
 export const EXIT_CODE_MEANINGS: [code: number, meaning: string][] = [
   [0, 'done; for run, every job has a result without an error'],
   [EXIT_FAILED, 'failed; for run, a job failed or has no result (stderr says how many and why)'],

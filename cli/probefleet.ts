@@ -1,4 +1,5 @@
 // `probefleet`: one command module per file under cli/commands/.
+import { once } from 'node:events';
 import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { BadInputError } from '../common/bad-input.js';
@@ -11,6 +12,7 @@ import {
   EXIT_BROKEN_PIPE,
   EXIT_CODES_HELP,
   EXIT_FAILED,
+  EXIT_LINGER_MS,
   EXIT_REDIS_UNREACHABLE,
 } from './exit-codes.js';
 
@@ -98,3 +100,10 @@ try {
     process.exitCode = EXIT_FAILED;
   }
 }
+
+// Done: nothing of ours is left to run. Unref'd, so a process with nothing pending ends at once.
+setTimeout(async () => {
+  const writing = [process.stdout, process.stderr].filter((stream) => stream.writableLength > 0);
+  await Promise.all(writing.map((stream) => once(stream, 'drain')));
+  process.exit();
+}, EXIT_LINGER_MS).unref();

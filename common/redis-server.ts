@@ -47,7 +47,9 @@ export async function freeLoopbackPort(): Promise<number> {
 }
 
 export interface RedisServerOptions {
-  /** Every argument of redis-server (address, port, persistence...). */
+  /** redis-server (default), or redis-sentinel (its own Debian package), which answers PING too. */
+  program?: 'redis-server' | 'redis-sentinel';
+  /** Every argument of the program (address, port, persistence...; a sentinel's config file). */
   args: string[];
   /** How clients reach it, to know when it answers. */
   url: string;
@@ -64,7 +66,8 @@ export interface RedisServer {
 
 /** Starts redis-server and resolves once it answers PING (rejects after 10 s or when it exits). */
 export async function startRedisServer(options: RedisServerOptions): Promise<RedisServer> {
-  const [command, ...args] = [...(options.launcher ?? []), 'redis-server', ...options.args];
+  const program = options.program ?? 'redis-server';
+  const [command, ...args] = [...(options.launcher ?? []), program, ...options.args];
   const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
@@ -75,12 +78,12 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Red
   child.once('error', (err) => (spawnError = err));
   for (let i = 0; i < 100; i++) {
     if (spawnError)
-      throw new Error(`cannot start ${command}: ${spawnError.message} (redis-server: apt-get install redis-server)`);
+      throw new Error(`cannot start ${command}: ${spawnError.message} (${program}: apt-get install ${program})`);
     if (child.exitCode !== null)
-      throw new Error(`redis-server exited with ${child.exitCode} (args: ${options.args.join(' ')})`);
+      throw new Error(`${program} exited with ${child.exitCode} (args: ${options.args.join(' ')})`);
     if (await redisAnswers(options.url, options.caPem)) return { process: child, stop };
     await sleep(100);
   }
   await stop();
-  throw new Error(`redis-server (${options.args.join(' ')}) did not answer at ${options.url} within 10 s`);
+  throw new Error(`${program} (${options.args.join(' ')}) did not answer at ${options.url} within 10 s`);
 }

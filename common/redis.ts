@@ -1,12 +1,16 @@
 // Redis connection settings from a URL, for BullMQ (queues, workers, flows) and for the
-// coordinator's own client (stored reports). redis://[user:password@]host[:port][/db] and
-// rediss:// (TLS) are understood here rather than by ioredis, so a CA given beside the URL
-// is not silently dropped (ioredis lets URL-derived options win over explicit ones).
-// Also: how long a command that ends may wait for Redis, and how an unreachable Redis is told.
+// coordinator's own client (stored reports): one server (redis://, rediss:// for TLS), a primary
+// that Sentinel names (redis-sentinel://, rediss-sentinel://) or a Redis Cluster (redis-cluster://,
+// rediss-cluster://). URLs are understood here rather than by ioredis, so a CA given beside the URL
+// is not silently dropped (ioredis lets URL-derived options win over explicit ones), and because
+// ioredis reads neither Sentinel nor Cluster from a URL. Also: how long a command that ends may wait
+// for Redis, how an unreachable Redis is told, and a Redis of another kind than its URL says.
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import type { ConnectionOptions } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
+import standaloneConnector from 'ioredis/built/connectors/StandaloneConnector.js';
 import { BadInputError } from './bad-input.js';
 import type { Logger } from './log.js';
 import { settlesWithin } from './settle.js';
@@ -16,9 +20,12 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 /** How long a command that ends (`run`, `runs`, `schedule`) waits for an answer from Redis. */
 export const DEFAULT_REDIS_TIMEOUT_SECONDS = 10;
 
+const DEFAULT_PORT = 6379;
+const DEFAULT_SENTINEL_PORT = 26379;
+
 export interface RedisSettings {
   url: string;
-  /** PEM of the CA that signed the server's certificate, for rediss:// with a private CA. */
+  /** PEM of the CA that signed the servers' certificates, for TLS with a private CA. */
   caPem?: string;
   /**
    * For processes that end: every command (connecting included) fails after this long without
@@ -28,6 +35,14 @@ export interface RedisSettings {
    */
   commandTimeoutMs?: number;
 }
+
+/** A client of ours: one connection (a server, or the primary Sentinel names), or a Cluster's. */
+export type RedisClient = Redis | Cluster;
+
+/** What a Redis URL names, as ioredis takes it. */
+export type RedisTarget =
+  | { kind: 'server' | 'sentinel'; options: RedisOptions }
+  | { kind: 'cluster'; nodes: ClusterNode[]; options: ClusterOptions };
 
 /** Redis did not answer: the command could not do its work. The CLI exits 4 on it (cli/exit-codes.ts). */
 export class RedisUnreachableError extends Error {
@@ -39,34 +54,65 @@ export class RedisUrlError extends BadInputError {
   override name = 'RedisUrlError';
 }
 
-/** ioredis options for a URL. `maxRetriesPerRequest: null`: commands wait out a reconnect
- * instead of failing (BullMQ requires it for workers and queue events). */
+/** Said of a connection that reached this process itself, not a Redis. */
+export const SELF_CONNECTION = 'connected to itself';
+
+/**
+ * ioredis's connector for one server, refusing a connection to itself: with nothing listening on a
+ * local port of the ephemeral range, a connect to it can be given that very port as its source, and
+ * TCP joins the socket to itself. The client would read its own commands back as replies (an INFO
+ * reply that is no text: `doc.split is not a function`, in a loop). Refused at once instead, as an
+ * error that names it; the client tries again, on another source port.
+ */
+class SelfRefusingConnector extends standaloneConnector.default {
+  // ioredis gives a connector the client's options (typed `unknown` by its constructor type).
+  constructor(options: unknown) {
+    super(options as RedisOptions);
+  }
+
+  override async connect(onError: Parameters<InstanceType<typeof standaloneConnector.default>['connect']>[0]) {
+    const stream = await super.connect(onError);
+    stream.once('connect', () => {
+      const socket = stream as Socket;
+      if (socket.localPort === socket.remotePort && socket.localAddress === socket.remoteAddress)
+        socket.destroy(
+          new Error(
+            `${SELF_CONNECTION}: nothing listens at ${socket.remoteAddress}:${socket.remotePort}, and the connection was given that same address as its source`,
+          ),
+        );
+    });
+    return stream;
+  }
+}
+
+/** The Redis answering is of another kind than its URL says (a Cluster node reached with redis://). */
+export class RedisKindError extends BadInputError {
+  override name = 'RedisKindError';
+}
+
+const URL_FORMS =
+  'redis://[user:password@]host[:port][/db], redis-sentinel://[user:password@]host[:port][,host[:port]...]/NAME[?db=N&sentinelUsername=U&sentinelPassword=P], redis-cluster://[user:password@]host[:port][,host[:port]...]; rediss... for TLS';
+
+/** What a URL names: its scheme and the options it gives ioredis. */
+export function redisTarget(settings: RedisSettings): RedisTarget {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(settings.url)?.[1]?.toLowerCase();
+  if (scheme === 'redis-sentinel' || scheme === 'rediss-sentinel') return sentinelTarget(settings);
+  if (scheme === 'redis-cluster' || scheme === 'rediss-cluster') return clusterTarget(settings);
+  return { kind: 'server', options: serverOptions(settings) };
+}
+
+/** ioredis options for one server or a Sentinel's primary; a cluster URL has no such options. */
 export function redisOptions(settings: RedisSettings): RedisOptions {
-  let url: URL;
-  try {
-    url = new URL(settings.url);
-  } catch {
-    throw new RedisUrlError(
-      `not a valid Redis URL: "${redactRedisUrl(settings.url)}" (expected redis://[user:password@]host[:port][/db] or rediss://...)`,
-    );
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-    throw new RedisUrlError(`unsupported Redis URL scheme "${url.protocol}" (use redis:// or rediss://)`);
-  }
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
-  if (!Number.isInteger(db) || db < 0)
-    throw new RedisUrlError(`Redis URL database "${url.pathname.slice(1)}" is not a number`);
+  const target = redisTarget(settings);
+  if (target.kind === 'cluster')
+    throw new RedisUrlError(`${redactRedisUrl(settings.url)} names a Redis Cluster, not one server`);
+  return target.options;
+}
+
+/** Options every connection shares. `maxRetriesPerRequest: null`: commands wait out a reconnect
+ * instead of failing (BullMQ requires it for workers and queue events). */
+function connectionOptions(settings: RedisSettings): RedisOptions {
   return {
-    host,
-    port: url.port ? Number(url.port) : 6379,
-    db,
-    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
-    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-    // SNI takes host names only; the certificate is still checked against an IP address.
-    ...(url.protocol === 'rediss:'
-      ? { tls: { ...(isIP(host) ? {} : { servername: host }), ...(settings.caPem ? { ca: settings.caPem } : {}) } }
-      : {}),
     maxRetriesPerRequest: null,
     // ioredis waits this long for a socket it is done with to close (2 s by default): a socket to a
     // Redis that is gone may never say so, and its timer would keep a finished command alive.
@@ -78,10 +124,188 @@ export function redisOptions(settings: RedisSettings): RedisOptions {
   };
 }
 
-/** The same options typed for BullMQ (Queue, QueueEvents, FlowProducer), which builds its own
- * ioredis clients from them; its RedisOptions type is a looser copy of ioredis'. */
+/** TLS for a URL's servers: a CA given beside it, and SNI for a host name (never an IP address;
+ * the certificate is still checked against one). */
+function tlsOptions(settings: RedisSettings, host?: string): TlsOptions {
+  return {
+    ...(host && !isIP(host) ? { servername: host } : {}),
+    ...(settings.caPem ? { ca: settings.caPem } : {}),
+  };
+}
+
+function serverOptions(settings: RedisSettings): RedisOptions {
+  let url: URL;
+  try {
+    url = new URL(settings.url);
+  } catch {
+    throw new RedisUrlError(`not a valid Redis URL: "${redactRedisUrl(settings.url)}" (expected ${URL_FORMS})`);
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw new RedisUrlError(
+      `unsupported Redis URL scheme "${url.protocol}" (use redis://, rediss://, redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)`,
+    );
+  }
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  return {
+    host,
+    port: url.port ? Number(url.port) : DEFAULT_PORT,
+    db: databaseOf(url.pathname.slice(1) || '0'),
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    ...(url.protocol === 'rediss:' ? { tls: tlsOptions(settings, host) } : {}),
+    Connector: SelfRefusingConnector,
+    ...connectionOptions(settings),
+  };
+}
+
+function databaseOf(text: string): number {
+  const db = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(db))
+    throw new RedisUrlError(`Redis URL database "${text}" is not a number`);
+  return db;
+}
+
+/** The parts of a URL with several hosts (`scheme://[user:password@]host[:port],host[:port]/path?query`),
+ * which WHATWG URL parsing refuses. */
+interface MultiHostUrl {
+  tls: boolean;
+  username?: string;
+  password?: string;
+  hosts: { host: string; port: number }[];
+  /** Percent-decoded. */
+  path: string;
+  query: URLSearchParams;
+}
+
+function parseMultiHostUrl(settings: RedisSettings, defaultPort: number): MultiHostUrl {
+  const shown = redactRedisUrl(settings.url);
+  const parts = /^(rediss?)-[a-z]+:\/\/(?:([^@/?#]*)@)?([^/?#]*)([^?#]*)(?:\?([^#]*))?$/i.exec(settings.url);
+  if (!parts) throw new RedisUrlError(`not a valid Redis URL: "${shown}" (expected ${URL_FORMS})`);
+  const [, base, userinfo, hostList, path, query] = parts;
+  const decode = (text: string, what: string) => {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      throw new RedisUrlError(`Redis URL ${what} is not percent-encoded properly: "${shown}"`);
+    }
+  };
+  const decodedPath = decode(path!, 'path');
+  const colon = userinfo?.indexOf(':') ?? -1;
+  const username = userinfo ? decode(colon < 0 ? userinfo : userinfo.slice(0, colon), 'user') : '';
+  const password = userinfo && colon >= 0 ? decode(userinfo.slice(colon + 1), 'password') : '';
+  const hosts = hostList!.split(',').map((hostPort) => {
+    const url = URL.canParse(`redis://${hostPort}/`) ? new URL(`redis://${hostPort}/`) : undefined;
+    if (!url?.hostname || url.username || url.pathname !== '/')
+      throw new RedisUrlError(`Redis URL "${shown}": "${hostPort}" is not host[:port] (hosts are separated by commas)`);
+    return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port ? Number(url.port) : defaultPort };
+  });
+  return {
+    tls: base!.toLowerCase() === 'rediss',
+    ...(username ? { username } : {}),
+    ...(password ? { password } : {}),
+    hosts,
+    path: decodedPath,
+    query: new URLSearchParams(query ?? ''),
+  };
+}
+
+/** Refuses query parameters other than these: a misspelt one would otherwise be ignored. */
+function onlyParameters(settings: RedisSettings, query: URLSearchParams, known: string[]): void {
+  for (const name of query.keys()) {
+    if (!known.includes(name))
+      throw new RedisUrlError(
+        `Redis URL "${redactRedisUrl(settings.url)}": unknown parameter "${name}"${known.length > 0 ? ` (known: ${known.join(', ')})` : ' (this kind of URL takes none)'}`,
+      );
+  }
+}
+
+/** redis-sentinel://[user:password@]host[:port][,host[:port]...]/NAME[?db=N&sentinelUsername=U&sentinelPassword=P]:
+ * the sentinels (port 26379 unless given), the name of the primary they watch; user and password
+ * are the primary's (and its replicas'). rediss-sentinel:// speaks TLS to the sentinels and the primary. */
+function sentinelTarget(settings: RedisSettings): RedisTarget {
+  const url = parseMultiHostUrl(settings, DEFAULT_SENTINEL_PORT);
+  const shown = redactRedisUrl(settings.url);
+  const name = /^\/([^/]+)\/?$/.exec(url.path)?.[1];
+  if (!name)
+    throw new RedisUrlError(
+      `Redis URL "${shown}" names no primary: redis-sentinel://host:26379[,host:26379...]/NAME, with NAME as the sentinels know it (sentinel monitor NAME ...)`,
+    );
+  onlyParameters(settings, url.query, ['db', 'sentinelUsername', 'sentinelPassword']);
+  const sentinelUsername = url.query.get('sentinelUsername');
+  const sentinelPassword = url.query.get('sentinelPassword');
+  return {
+    kind: 'sentinel',
+    options: {
+      sentinels: url.hosts,
+      name,
+      db: databaseOf(url.query.get('db') ?? '0'),
+      ...(url.username ? { username: url.username } : {}),
+      ...(url.password ? { password: url.password } : {}),
+      ...(sentinelUsername ? { sentinelUsername } : {}),
+      ...(sentinelPassword ? { sentinelPassword } : {}),
+      ...(url.tls
+        ? { tls: tlsOptions(settings), sentinelTLS: tlsOptions(settings), enableTLSForSentinelMode: true }
+        : {}),
+      // Reconnect (asking the sentinels for the primary) as soon as they announce a new one
+      // (+switch-master): a primary that a planned switch (SENTINEL FAILOVER) replaced goes on
+      // taking writes until the sentinels demote it, seconds later, and those writes are lost.
+      failoverDetector: true,
+      // A demoted primary answers writes with READONLY: reconnect, and send the command again.
+      reconnectOnError: reconnectOnReadonly,
+      ...connectionOptions(settings),
+    },
+  };
+}
+
+/** ioredis `reconnectOnError`: 2 reconnects and sends the command again. */
+export function reconnectOnReadonly(err: Error): 2 | false {
+  return err.message.startsWith('READONLY') ? 2 : false;
+}
+
+/** redis-cluster://[user:password@]host[:port][,host[:port]...]: nodes to learn the cluster from
+ * (any of its nodes will do; more than one in case one is down). rediss-cluster:// speaks TLS. */
+function clusterTarget(settings: RedisSettings): RedisTarget {
+  const url = parseMultiHostUrl(settings, DEFAULT_PORT);
+  if (url.path !== '' && url.path !== '/')
+    throw new RedisUrlError(
+      `Redis URL "${redactRedisUrl(settings.url)}": a Redis Cluster has no databases to choose ("${url.path}"); give its nodes only`,
+    );
+  onlyParameters(settings, url.query, []);
+  return {
+    kind: 'cluster',
+    nodes: url.hosts,
+    options: {
+      redisOptions: {
+        ...(url.username ? { username: url.username } : {}),
+        ...(url.password ? { password: url.password } : {}),
+        ...(url.tls ? { tls: tlsOptions(settings) } : {}),
+        // Each node's connection is one server's (a Sentinel's is not: ioredis's own connector finds its primary).
+        Connector: SelfRefusingConnector,
+        ...connectionOptions(settings),
+      },
+    },
+  };
+}
+
+/**
+ * For BullMQ, which connects by itself: options for a server or a Sentinel's primary; for a Cluster,
+ * a client that a Worker copies for each of its connections and never connects itself (BullMQ takes
+ * a Cluster only as a client). A Queue or FlowProducer would use that client as it is and leave it
+ * open: give those a client of yours instead (createRedisClient), and close it.
+ */
 export function bullmqConnection(settings: RedisSettings): ConnectionOptions {
-  return redisOptions(settings) as ConnectionOptions;
+  const target = redisTarget(settings);
+  if (target.kind !== 'cluster') return target.options as ConnectionOptions;
+  const template = new Cluster(target.nodes, { ...target.options, lazyConnect: true });
+  // Its copies connect at once and wait out a cluster that is down; a lazy copy, which BullMQ would
+  // connect, rejects at the first failure and the worker would never start.
+  template.duplicate = (nodes: ClusterNode[] = [], options: ClusterOptions = {}) =>
+    new Cluster(nodes.length > 0 ? nodes : target.nodes, {
+      ...target.options,
+      ...options,
+      redisOptions: { ...target.options.redisOptions, ...options.redisOptions },
+    });
+  return template;
 }
 
 /** For a BullMQ Worker: never a command timeout, which would cut its blocking waits for jobs. */
@@ -90,8 +314,29 @@ export function bullmqWorkerConnection(settings: RedisSettings): ConnectionOptio
 }
 
 /** A client of our own (not BullMQ's), e.g. for stored run reports. */
-export function createRedisClient(settings: RedisSettings, connectionName: string): Redis {
-  return new Redis({ ...redisOptions(settings), connectionName });
+export function createRedisClient(settings: RedisSettings, connectionName: string): RedisClient {
+  const target = redisTarget(settings);
+  if (target.kind === 'cluster')
+    return new Cluster(target.nodes, {
+      ...target.options,
+      redisOptions: { ...target.options.redisOptions, connectionName },
+    });
+  return new Redis({ ...target.options, connectionName });
+}
+
+/**
+ * Refuses a Redis of another kind than the URL says, from its INFO: a Cluster node reached with
+ * redis:// or redis-sentinel:// answers MOVED for every key it does not own (BullMQ would retry
+ * those for ever), and works for the others only until a failover or a resharding moves them.
+ */
+export function refuseOtherKind(settings: RedisSettings, info: string): void {
+  const { kind } = redisTarget(settings);
+  if (kind === 'cluster' || !/^cluster_enabled:1\s*$/m.test(info)) return;
+  const url = redactRedisUrl(settings.url);
+  const nodes = kind === 'server' ? (/^[a-z]+:\/\/(?:[^@/]*@)?([^/?#]*)/i.exec(url)?.[1] ?? 'host:port') : 'host:port';
+  throw new RedisKindError(
+    `the Redis at ${url} is a node of a Redis Cluster: use redis-cluster://${nodes}[,host:port...] (rediss-cluster:// for TLS) naming some of its nodes; a ${kind === 'server' ? 'single-server' : 'Sentinel'} URL reaches only the keys that one node owns`,
+  );
 }
 
 /** What emits a Redis connection's errors: an ioredis client, or a BullMQ queue, worker or flow producer. */
@@ -121,7 +366,9 @@ export function warnOnRedisErrors(
   let repeats = 0;
   source.on('error', (err) => {
     count?.(err);
-    const message = err.message || String(err);
+    // A Cluster's "Failed to refresh slots cache." says why only in the last node's error.
+    const cause = (err as { lastNodeError?: Error }).lastNodeError?.message;
+    const message = `${err.message || String(err)}${cause ? ` (${cause})` : ''}`;
     const now = Date.now();
     if (message === last && now - loggedAt < REPEAT_EVERY_MS) {
       repeats++;
@@ -136,7 +383,7 @@ export function warnOnRedisErrors(
 }
 
 /** Whether the client answers PING within `timeoutMs` (it reconnects meanwhile if it must). */
-export async function pingWithin(client: Redis, timeoutMs: number): Promise<boolean> {
+export async function pingWithin(client: RedisClient, timeoutMs: number): Promise<boolean> {
   let answer: string | undefined;
   const ping = client.ping().then(
     (pong) => (answer = pong),
@@ -155,8 +402,18 @@ export async function connectedReplicas(client: Pick<Redis, 'info'>): Promise<nu
 
 /** Now on Redis's clock (TIME): the one clock every process of a fleet shares, so run deadlines
  * do not depend on the machines' clocks agreeing. */
-export async function redisNow(client: Redis): Promise<Date> {
+export async function redisNow(client: RedisClient): Promise<Date> {
   return new Date(msOfRedisTime(await client.time()));
+}
+
+/**
+ * How far Redis's clock is ahead of this machine's, in ms (negative: behind), from one TIME read
+ * (`readTime`) taken at the midpoint of its round trip.
+ */
+export async function redisClockAheadMs(readTime: () => Promise<readonly (string | number)[]>): Promise<number> {
+  const sentAt = Date.now();
+  const redisMs = msOfRedisTime(await readTime());
+  return redisMs - (sentAt + Date.now()) / 2;
 }
 
 /** Milliseconds since the epoch from a TIME reply (seconds, microseconds). */
@@ -166,7 +423,9 @@ export function msOfRedisTime([seconds, micros]: readonly (string | number)[]): 
 
 /** The URL with its password replaced, for logs and messages. */
 export function redactRedisUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+  return url
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)[^@/]*@/i, '$1***@')
+    .replace(/([?&]sentinelPassword=)[^&#]*/, '$1***');
 }
 
 /** Settings from the CLI's --redis / --redis-ca (or REDIS_URL / REDIS_CA_FILE). */
@@ -181,7 +440,7 @@ export function redisSettingsFrom(url: string, caFile?: string): RedisSettings {
       );
     }
   }
-  redisOptions({ url }); // refuse a bad URL before anything connects
+  redisTarget({ url }); // refuse a bad URL before anything connects
   return { url, ...(caPem ? { caPem } : {}) };
 }
 
@@ -193,9 +452,32 @@ export interface PersistenceCheck {
   detail: string;
 }
 
-/** Reads `CONFIG GET appendonly` and `save`; where CONFIG is refused (an ACL user without
- * @dangerous, most managed Redis), INFO persistence still says whether AOF is on. */
-export async function checkPersistence(client: Redis): Promise<PersistenceCheck> {
+/** From the weakest to the strongest. */
+const PERSISTENCE_ORDER: PersistenceCheck['persistence'][] = ['none', 'unknown', 'rdb', 'aof'];
+
+/**
+ * Reads `CONFIG GET appendonly` and `save`; where CONFIG is refused (an ACL user without
+ * @dangerous, most managed Redis), INFO persistence still says whether AOF is on. On a Cluster,
+ * every node the client knows is read (the primaries, and the replicas CLUSTER SLOTS lists), and
+ * the weakest found is the answer: a replica becomes a primary at a failover.
+ */
+export async function checkPersistence(client: RedisClient): Promise<PersistenceCheck> {
+  if (!(client instanceof Cluster)) return checkServerPersistence(client);
+  const nodes = client.nodes('all');
+  if (nodes.length === 0) return { persistence: 'unknown', detail: 'no node of the cluster known yet' };
+  const checks = await Promise.all(
+    nodes.map(async (node) => ({
+      node: `${node.options.host}:${node.options.port}`,
+      ...(await checkServerPersistence(node)),
+    })),
+  );
+  const weakest = checks.reduce((a, b) =>
+    PERSISTENCE_ORDER.indexOf(b.persistence) < PERSISTENCE_ORDER.indexOf(a.persistence) ? b : a,
+  );
+  return { persistence: weakest.persistence, detail: checks.map((c) => `${c.node}: ${c.detail}`).join('; ') };
+}
+
+async function checkServerPersistence(client: Redis): Promise<PersistenceCheck> {
   let refused: string;
   try {
     const value = async (name: string) => ((await client.config('GET', name)) as string[])[1] ?? '';

@@ -314,7 +314,7 @@ export const COMPARISON_METRICS = {
 export const WORKER_METRICS = {
   jobs: {
     name: 'probefleet_worker_jobs_total',
-    help: 'Probe jobs this worker ran, by outcome: completed, failed (its batch retried or failed for good), handed_back (shutdown)',
+    help: 'Probe jobs this worker ran, by outcome: completed, failed (its batch retried or failed for good), handed_back (shutdown), lease_lost (cut off from Redis: stopped before another worker could take its batch)',
     labels: ['region', 'outcome'],
     type: 'counter',
   },
@@ -350,7 +350,7 @@ export const REDIS_METRICS = {
 export const REDIS_ERROR_KINDS = ['oom', 'readonly', 'connection', 'other'] as const;
 
 /** Outcomes of probefleet_worker_jobs_total. */
-export const WORKER_JOB_OUTCOMES = ['completed', 'failed', 'handed_back'] as const;
+export const WORKER_JOB_OUTCOMES = ['completed', 'failed', 'handed_back', 'lease_lost'] as const;
 
 /**
  * Which metrics each probe's results produce, and with which labels (a subset of the metric's
@@ -425,7 +425,7 @@ export const LABEL_VALUES: Record<string, readonly string[] | string> = {
   target: 'target names from the plan',
   probe: PROBE_KINDS,
   outcome:
-    'probe jobs: ok or an error code (contracts/common.ts); run jobs: ok, error, failed, not_run; worker jobs: completed, failed, handed_back',
+    'probe jobs: ok or an error code (contracts/common.ts); run jobs: ok, error, failed, not_run; worker jobs: completed, failed, handed_back, lease_lost',
   mode: [...new Set([...REUSE_MODES, ...DRAIN_MODES, ...LOAD_MODES])],
   loop: LOAD_LOOPS,
   code_class: CODE_CLASSES,

@@ -124,23 +124,24 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
   const { port } = server.address() as AddressInfo;
   const host = options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host;
   const url = `http://${host}:${port}`;
-  await worker.waitUntilReady();
+  const close = async () => {
+    stop.abort();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    if (!(await settlesWithin(Promise.all([sweeping, refreshing]), SWEEP_STOP_MS)))
+      log.warn('a deadline sweep was still waiting for Redis; left behind');
+    // A run being finished gets the grace period; otherwise only Redis saying goodbye is waited for.
+    await worker.closeWithin(worker.held > 0 ? CLOSE_GRACE_MS : LEAVE_MS, log);
+    await pusher?.close();
+  };
+  // A Redis of another kind than its URL says ends the coordinator (RedisKindError).
+  await worker.start(fleet.redis).catch(async (err: Error) => {
+    await close();
+    throw err;
+  });
   await warnUnlessPersistent(fleet, log, redisTimeoutMs).then((found) => metrics.setPersistence(found));
   log.info({ url, prefix: fleet.prefix }, 'coordinator ready');
-
-  return {
-    url,
-    async close() {
-      stop.abort();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      if (!(await settlesWithin(Promise.all([sweeping, refreshing]), SWEEP_STOP_MS)))
-        log.warn('a deadline sweep was still waiting for Redis; left behind');
-      // A run being finished gets the grace period; otherwise only Redis saying goodbye is waited for.
-      await worker.closeWithin(worker.held > 0 ? CLOSE_GRACE_MS : LEAVE_MS, log);
-      await pusher?.close();
-    },
-  };
+  return { url, close };
 }
 
 /** The worker of the `runs` queue: fired schedules and finished flows. */

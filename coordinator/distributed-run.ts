@@ -2,13 +2,17 @@
 // region (jobs done, and jobs lost: not in Redis), adds again what a failover lost when it can,
 // stops waiting for regions at the run's deadline, and returns the stored report (or, when Redis is
 // too full to store it, the report as built). The wait is bounded whatever Redis does: outages are
-// waited out until the run's end (runEndOf).
+// waited out until the run's end (runEndOf), an instant on Redis's clock that this process counts
+// down on its own monotonic clock.
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
 import type { RunReport } from '../contracts/result.js';
 import type { RunJobData } from '../contracts/run-job.js';
 import type { Logger } from '../common/log.js';
 import { Backoff, isRedisFull } from '../common/redis-errors.js';
+import { redisClockAheadMs } from '../common/redis.js';
+import { settlesWithin } from '../common/settle.js';
 import type { Fleet } from './fleet.js';
 import type { Completion } from './flow.js';
 import type { RegionProgress } from './region-progress.js';
@@ -55,10 +59,24 @@ export function jobsPerRegion(data: RunJobData): Map<string, number> {
   return totals;
 }
 
+/** How long until the run's end (runEndOf), on this process's monotonic clock: the end is an
+ * instant on Redis's clock, so its distance is read there once, and neither this machine's clock
+ * being off nor it being set while waiting moves the end. */
+async function untilRunEnd(fleet: Fleet, data: RunJobData, log: Logger): Promise<() => number> {
+  let aheadMs = 0;
+  try {
+    aheadMs = await redisClockAheadMs(() => fleet.client.time());
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, "cannot read Redis's clock: the run's end is counted on this machine's");
+  }
+  const endAt = performance.now() + (runEndOf(data).getTime() - (Date.now() + aheadMs));
+  return () => endAt - performance.now();
+}
+
 /**
  * The run's report once every job is done or the deadline has passed; undefined if interrupted.
- * Redis going away is waited out until the run's end (runEndOf); then RedisUnreachableError if
- * Redis was the reason, RunNotFinishedError otherwise.
+ * Redis going away is waited out until the run's end (runEndOf), and no read of Redis is waited
+ * for past it; then RedisUnreachableError if Redis was the reason, RunNotFinishedError otherwise.
  */
 export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOptions): Promise<RunReport | undefined> {
   const { log, progress, signal } = options;
@@ -118,8 +136,9 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
     return undefined;
   };
   try {
+    const remainingMs = await untilRunEnd(fleet, data, log);
     while (!signal?.aborted) {
-      if (Date.now() > end.getTime()) {
+      if (remainingMs() <= 0) {
         const after = `the run goes on in the fleet (probefleet runs show ${data.runId})`;
         if (
           unreachableSince &&
@@ -136,24 +155,30 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
           `run ${data.runId} had jobs pending when its wait ended (${end.toISOString()}: the deadline, one job's time bound and ${RUN_END_SLACK_SECONDS} s): ${pending || 'unknown'}${lastProblem ? ` (last error: ${lastProblem})` : ''}; ${after}`,
         );
       }
-      try {
-        const report = await look();
-        if (report) return report;
-        lastProblem = '';
-        unreachableSince = undefined;
-      } catch (err) {
-        if (err instanceof RunDataError) throw err;
+      let report: RunReport | undefined;
+      let failure: Error | undefined;
+      const looked = look().then(
+        (found) => (report = found),
+        (err: Error) => (failure = err),
+      );
+      if (!(await settlesWithin(looked, remainingMs())))
+        failure = new Error("no answer from Redis before the run's wait ended");
+      if (report) return report;
+      if (failure instanceof RunDataError) throw failure;
+      if (failure) {
         // Redis restarting, unreachable or full: keep waiting; the fleet's state is in Redis, not here.
         unreachableSince ??= new Date();
-        const problem = (err as Error).message;
-        if (problem !== lastProblem)
+        if (failure.message !== lastProblem)
           log.warn(
-            { err: problem },
-            isRedisFull(err) ? 'Redis is full; retrying' : 'cannot read the run from Redis; retrying',
+            { err: failure.message },
+            isRedisFull(failure) ? 'Redis is full; retrying' : 'cannot read the run from Redis; retrying',
           );
-        lastProblem = problem;
+        lastProblem = failure.message;
+      } else {
+        lastProblem = '';
+        unreachableSince = undefined;
       }
-      await sleep(options.pollMs ?? 500, undefined, { signal }).catch(() => {});
+      await sleep(Math.min(options.pollMs ?? 500, Math.max(0, remainingMs())), undefined, { signal }).catch(() => {});
     }
     return undefined;
   } finally {

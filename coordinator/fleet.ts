@@ -1,19 +1,19 @@
 // The coordinator side's connections to a fleet's Redis: the runs queue, a flow producer, a
 // client of its own and the report store, all under one prefix. One object, so commands and
 // the coordinator service open and close them the same way.
-import { FlowProducer, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { FlowProducer, Queue, type ConnectionOptions } from 'bullmq';
 import { prefixProblem, regionQueueName, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
 import { DEFAULT_RETENTION, type RetentionSettings } from '../contracts/retention.js';
 import type { Logger } from '../common/log.js';
 import {
-  bullmqConnection,
   createRedisClient,
   DEFAULT_REDIS_TIMEOUT_SECONDS,
   pingWithin,
   redactRedisUrl,
+  refuseOtherKind,
   RedisUnreachableError,
   warnOnRedisErrors,
+  type RedisClient,
   type RedisSettings,
 } from '../common/redis.js';
 import { settlesWithin } from '../common/settle.js';
@@ -48,14 +48,16 @@ export interface Fleet {
   retention: RetentionSettings;
   runs: Queue;
   flows: FlowProducer;
-  client: Redis;
+  /** The fleet's one connection (a Cluster's: one per node), which its queues and flows share. */
+  client: RedisClient;
   store: ReportStore;
   jobKey?: string;
   /** A region's queue (opened on first use, closed with the fleet). */
   regionQueue(region: string): Queue;
   /** The queue of the runs' submission gates (opened on first use, closed with the fleet). */
   submissionsQueue(): Queue;
-  /** Resolves once Redis answers; else RedisUnreachableError saying where and why, after `timeoutMs`. */
+  /** Resolves once Redis answers; else RedisUnreachableError saying where and why, after `timeoutMs`.
+   * The first answer is also checked for a Redis of another kind than the URL says (RedisKindError). */
   reachable(timeoutMs?: number): Promise<void>;
   /** The error that says Redis could not be reached, with the last connection error seen. */
   unreachable(what: string): RedisUnreachableError;
@@ -70,11 +72,15 @@ export class QueuePrefixError extends Error {
 export function openFleet(options: FleetOptions): Fleet {
   const problem = prefixProblem(options.prefix);
   if (problem) throw new QueuePrefixError(problem);
-  const connection = bullmqConnection(options.redis);
   const { prefix, log } = options;
-  const queueOptions = { connection, prefix, streams: { events: { maxLen: QUEUE_EVENTS_KEPT } } };
   const client = createRedisClient(options.redis, 'probefleet-coordinator');
   const lastError = warnOnRedisErrors(client, log, 'fleet');
+  // Shared, not copied: BullMQ takes a Cluster only as a client, and leaves a client it was given
+  // open (closed below). Every key is under the prefix's hash tag, so a Cluster sends a queue's
+  // multi-key commands to one node.
+  const connection: ConnectionOptions = client;
+  const queueOptions = { connection, prefix, streams: { events: { maxLen: QUEUE_EVENTS_KEPT } } };
+  let kindChecked = false;
   /** Queues opened on first use, by name. */
   const queues = new Map<string, Queue>();
   const queueNamed = (name: string) => {
@@ -112,6 +118,9 @@ export function openFleet(options: FleetOptions): Fleet {
     async reachable(timeoutMs = options.redis.commandTimeoutMs ?? DEFAULT_REDIS_TIMEOUT_SECONDS * 1000) {
       if (!(await pingWithin(client, timeoutMs)))
         throw unreachable(`no answer within ${Math.round(timeoutMs / 100) / 10} s`);
+      if (kindChecked) return;
+      refuseOtherKind(options.redis, await client.info('cluster'));
+      kindChecked = true;
     },
     unreachable,
     async close() {

@@ -14,7 +14,8 @@
 // checks that, and adds what is missing: a submit cut off (Redis full, a connection lost), or writes
 // a failover lost, is completed by the next submit of the same run id, which says what it added.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FlowJob, FlowProducer, Queue } from 'bullmq';
+import type { FlowJob } from 'bullmq';
+import { Cluster } from 'ioredis';
 import { JOB_NAMES, reportKeys, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
 import { batchesOf, PROBE_BATCH_SCHEMA, type BatchOf, type JobPayload, type ProbeBatch } from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
@@ -155,9 +156,8 @@ export class SubmitIncompleteError extends Error {
   override name = 'SubmitIncompleteError';
 }
 
-/** Adds batches under the run's parent: a few Queue.addBulk calls in flight per region. Returns the
- * queues it wrote to. */
-async function addBatches(fleet: Fleet, run: RunOfBatches, batches: BatchOf<JobPayload>[]): Promise<Queue[]> {
+/** Adds batches under the run's parent: a few Queue.addBulk calls in flight per region. */
+async function addBatches(fleet: Fleet, run: RunOfBatches, batches: BatchOf<JobPayload>[]): Promise<void> {
   const byRegion = new Map<string, BatchOf<JobPayload>[]>();
   for (const batch of batches) {
     const regionBatches = byRegion.get(batch.region);
@@ -182,26 +182,26 @@ async function addBatches(fleet: Fleet, run: RunOfBatches, batches: BatchOf<JobP
     await Promise.allSettled(inFlight);
     throw err;
   }
-  return [...byRegion.keys()].map((region) => fleet.regionQueue(region));
 }
 
 /**
- * Waits (WAIT) until Redis's replicas hold every write of these connections, within
- * REPLICA_WAIT_MS (less than a bounded command's timeout); undefined when they all did or there
- * are none, else how many did. WAIT counts a connection's own writes, hence one per writer.
+ * Waits (WAIT) until Redis's replicas hold every write of the fleet's connection (its queues and
+ * flows share it; a Cluster's: one per node, and WAIT asks each primary about the writes it
+ * took), within REPLICA_WAIT_MS (less than a bounded command's timeout). Undefined when they all
+ * did, or there are none; else how many did on the primary that confirmed least.
  */
-async function confirmOnReplicas(fleet: Fleet, writers: (Queue | FlowProducer)[]): Promise<Completion['unconfirmed']> {
-  if (writers.length === 0) return undefined;
-  const replicas = await connectedReplicas(fleet.client);
-  if (replicas === 0) return undefined;
-  const waitedMs = Math.min(REPLICA_WAIT_MS, (fleet.redis.commandTimeoutMs ?? Infinity) * 0.8);
-  const acked = await Promise.all(
-    writers.map(async (writer) =>
-      Number(await (await writer.getBackend().client).runCommand('wait', [replicas, Math.round(waitedMs)])),
-    ),
-  );
-  const least = Math.min(...acked);
-  return least < replicas ? { acked: least, replicas, waitedMs } : undefined;
+async function confirmOnReplicas(fleet: Fleet): Promise<Completion['unconfirmed']> {
+  const waitedMs = Math.round(Math.min(REPLICA_WAIT_MS, (fleet.redis.commandTimeoutMs ?? Infinity) * 0.8));
+  const primaries = fleet.client instanceof Cluster ? fleet.client.nodes('master') : [fleet.client];
+  let least: Completion['unconfirmed'];
+  for (const primary of primaries) {
+    const replicas = await connectedReplicas(primary);
+    if (replicas === 0) continue;
+    const acked = Number(await primary.wait(replicas, waitedMs));
+    if (acked < replicas && (!least || acked / replicas < least.acked / least.replicas))
+      least = { acked, replicas, waitedMs };
+  }
+  return least;
 }
 
 /**
@@ -230,19 +230,20 @@ export async function completeRun(
   for (let round = 0; round < SUBMIT_ROUNDS; round++) {
     try {
       let state = await readRunState(fleet, data);
-      const writers: (Queue | FlowProducer)[] = [];
+      let wrote = false;
       if (!state.parent) {
         // Over meanwhile (its report stored, its parent gone): nothing to add.
         if (await fleet.store.get(data.runId)) return { added, batches: batches.size };
         write();
         await fleet.flows.add(runParentOf(data));
-        writers.push(fleet.flows);
+        wrote = true;
         state = await readRunState(fleet, data);
       }
       const missing = state.pastDeadline ? [] : state.missing.flatMap((batch) => batches.get(batch.id) ?? []);
       if (missing.length > 0) {
         write();
-        writers.push(...(await addBatches(fleet, data, missing)));
+        await addBatches(fleet, data, missing);
+        wrote = true;
         added += missing.length;
       }
       if (state.gated) {
@@ -250,10 +251,10 @@ export async function completeRun(
         // Every batch is in (those added above were acknowledged first, and a replica receives
         // writes in order): without its gate, the parent goes on once they are done.
         await fleet.submissionsQueue().remove(data.runId);
-        writers.push(fleet.submissionsQueue());
+        wrote = true;
       }
-      if (writers.length === 0) return { added, batches: batches.size };
-      unconfirmed = await confirmOnReplicas(fleet, writers);
+      if (!wrote) return { added, batches: batches.size };
+      unconfirmed = await confirmOnReplicas(fleet);
       const after = await readRunState(fleet, data);
       if (after.parent && !after.gated && (after.pastDeadline || after.missing.length === 0))
         return { added, batches: batches.size, ...(unconfirmed ? { unconfirmed } : {}) };

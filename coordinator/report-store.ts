@@ -2,7 +2,6 @@
 // each report under its own key with a TTL, an index sorted by start time and a hash of one-line
 // summaries for `runs list`. All keys carry the queues' hash tag (contracts/queues.ts), so the
 // multi-key updates stay in one slot.
-import type { Redis } from 'ioredis';
 import { reportKeys } from '../contracts/queues.js';
 import { runReportSchema, type RunReport } from '../contracts/result.js';
 import { DEFAULT_RETENTION, type Keep } from '../contracts/retention.js';
@@ -10,6 +9,7 @@ import { runSummarySchema, type RunSummary } from '../contracts/run-job.js';
 import { RUN_SCHEMA } from '../contracts/result.js';
 import { comparisonSchema, type RunComparison } from '../contracts/comparison.js';
 import { isRedisFull, redisFullError } from '../common/redis-errors.js';
+import type { RedisClient } from '../common/redis.js';
 
 export function summarizeReport(report: RunReport): RunSummary {
   return {
@@ -31,7 +31,7 @@ export function summarizeReport(report: RunReport): RunSummary {
 
 export class ReportStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     /** How long and how many stored reports are kept (only writes use it). */
     private readonly keep: Keep = DEFAULT_RETENTION.reports,

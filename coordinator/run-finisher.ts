@@ -150,13 +150,26 @@ export async function collectRun(
   return { results, unfinishedJobs };
 }
 
+/**
+ * When a run finished, on Redis's clock (as its start, and its results' times, are): when its last
+ * job finished, or its deadline if jobs were still waited for then; not when someone got to
+ * building its report (a coordinator that was down, a `run` command that came back later).
+ */
+export function runFinishedAt(
+  results: readonly ProbeResult[],
+  unfinishedJobs: readonly UnfinishedJob[],
+  deadline: string,
+  now: Date,
+): Date {
+  let latest = Number.NEGATIVE_INFINITY;
+  for (const result of results) latest = Math.max(latest, Date.parse(result.finishedAt));
+  if (unfinishedJobs.some((job) => job.status === 'not-run')) latest = Math.max(latest, Date.parse(deadline));
+  return Number.isFinite(latest) && latest < now.getTime() ? new Date(latest) : now;
+}
+
 /** Builds the run's report and stores it, unless it is stored already; returns the stored one.
  * ReportNotStoredError (with the report) when Redis is too full to store it. */
-export async function finishRun(
-  fleet: Fleet,
-  parent: Job,
-  finishedAt = new Date(),
-): Promise<{ report: RunReport; stored: boolean }> {
+export async function finishRun(fleet: Fleet, parent: Job): Promise<{ report: RunReport; stored: boolean }> {
   const data = runDataOf(parent);
   const stored = await fleet.store.get(data.runId);
   if (stored) return { report: stored, stored: false };
@@ -166,7 +179,7 @@ export async function finishRun(
     mode: 'distributed',
     plan: data.plan,
     startedAt: new Date(data.submittedAt),
-    finishedAt,
+    finishedAt: runFinishedAt(results, unfinishedJobs, data.deadline, await redisNow(fleet.client)),
     results,
     unfinishedJobs,
   });

@@ -1,11 +1,15 @@
 // The BullMQ Worker that every long-running process of a fleet runs (a region's worker, the
-// coordinator's worker of the runs queue), with three things BullMQ leaves to us: job data that
-// cannot be read fails at once instead of hanging in `active`, taking jobs backs off while Redis
-// refuses it, and closing ends whatever Redis does.
-import { UnrecoverableError, Worker, type Job, type JobJson } from 'bullmq';
+// coordinator's worker of the runs queue), with five things BullMQ leaves to us: it starts only
+// on a Redis of the kind its URL says, job data that cannot be read fails at once instead of
+// hanging in `active`, each job held has a lease that ends before its lock could have expired in
+// Redis (so a worker cut off from Redis stops before another takes the job), taking jobs backs off
+// while Redis refuses it, and closing ends whatever Redis does.
+import { performance } from 'node:perf_hooks';
+import { UnrecoverableError, Worker, type Job, type JobJson, type Processor, type WorkerOptions } from 'bullmq';
 import type { JobFailureCode } from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Logger } from '../common/log.js';
+import { refuseOtherKind, type RedisSettings } from '../common/redis.js';
 import { Backoff, redisErrorKind } from '../common/redis-errors.js';
 import { settlesWithin } from '../common/settle.js';
 
@@ -23,14 +27,106 @@ export function refuseUnreadable(job: Job, log: Logger): void {
   throw new UnrecoverableError(problem);
 }
 
+/** Why a job's lease ended: the worker can no longer be sure that it holds the job. */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+}
+
+/** The promise's outcome, or the lease's LeaseLostError if the lease ends first: a job whose lease
+ * ended does not wait for a Redis that may never answer (what it sent stays fenced, run-results.ts). */
+export function whileLeased<T>(promise: Promise<T>, lease: AbortSignal | undefined): Promise<T> {
+  if (!lease) return promise;
+  if (lease.aborted) return Promise.reject(lease.reason);
+  let onLost: () => void = () => {};
+  const lost = new Promise<never>((_, reject) => {
+    onLost = () => reject(lease.reason);
+    lease.addEventListener('abort', onLost, { once: true });
+  });
+  return Promise.race([promise, lost]).finally(() => lease.removeEventListener('abort', onLost));
+}
+
+/**
+ * A worker's hold on one job: it lasts until shortly before the job's lock could expire in Redis,
+ * counted from when the command that set or renewed the lock was sent (Redis ran it later, so the
+ * lock expires later still). Renewals move it on; a renewal Redis refuses, or none answered in
+ * time (Redis away, the worker cut off), ends it, and its signal aborts: the job is stopped before
+ * another worker's stall check can take it, so no job is measured by two workers at once.
+ */
+class JobLease {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    /** Until when (performance.now()) the lease holds. */
+    until: number,
+    private readonly describeExpiry: () => string,
+  ) {
+    this.extend(until);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  extend(until: number): void {
+    if (this.controller.signal.aborted) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.lose(this.describeExpiry()), Math.max(0, until - performance.now()));
+  }
+
+  lose(why: string): void {
+    clearTimeout(this.timer);
+    if (!this.controller.signal.aborted) this.controller.abort(new LeaseLostError(why));
+  }
+
+  end(): void {
+    clearTimeout(this.timer);
+  }
+}
+
 export class FleetWorker extends Worker {
   /** Jobs taken and not yet recorded as done in Redis (recording a result needs Redis too). */
   held = 0;
+  private readonly leases = new Map<string, JobLease>();
+  private readonly lockMs: number;
   /** Why taking jobs backs off now (Redis refused the last take), or undefined. */
   takeProblem: string | undefined;
   private readonly takes = new Backoff();
   /** Aborted as closing starts: a take waiting out its backoff stops waiting. */
-  private leaving: AbortController | undefined;
+  private readonly leaving = new AbortController();
+
+  /** Takes no job before `start`. */
+  constructor(name: string, processor: Processor, options: WorkerOptions) {
+    // BullMQ's default lock; renewed every sixth to third of it (BullMQ's default: quarter to half),
+    // so that a renewal answered late still comes well before the lease ends (leaseMarginMs).
+    const lockDuration = options.lockDuration ?? 30_000;
+    super(name, processor, {
+      ...options,
+      lockDuration,
+      lockRenewTime: options.lockRenewTime ?? lockDuration / 3,
+      autorun: false,
+    });
+    this.lockMs = lockDuration;
+    this.once('closing', () => this.leaving.abort());
+  }
+
+  /** How long before its lock could expire a job's lease ends: time for the job to stop. A
+   * renewal is sent every third of the lock at most (lockRenewTime), so a quarter of the lock
+   * leaves the answer to a renewal as long again before the lease would end. */
+  private get leaseMarginMs(): number {
+    return this.lockMs / 4;
+  }
+
+  /**
+   * Starts taking jobs once Redis answers (waiting out a Redis that is down, as BullMQ does) and is
+   * of the kind its URL says: a Cluster node reached with a single-server URL is refused
+   * (RedisKindError) before any job is asked for, rather than answering MOVED to every try.
+   */
+  async start(redis: RedisSettings): Promise<void> {
+    await this.waitUntilReady();
+    refuseOtherKind(redis, await (await this.getBackend().client).info());
+    this.run().catch((err: Error) => this.emit('error', err));
+  }
 
   /**
    * Taking a job is a write (BullMQ's moveToActive script). When Redis refuses it (full, or a
@@ -39,11 +135,6 @@ export class FleetWorker extends Worker {
    * succeeds. A lost connection is not a refusal: BullMQ waits for the reconnect itself.
    */
   protected override async moveToActive(token: string, name?: string): Promise<Job> {
-    if (!this.leaving) {
-      const leaving = new AbortController();
-      this.once('closing', () => leaving.abort());
-      this.leaving = leaving;
-    }
     await this.takes.wait(this.leaving.signal);
     // Closing ended the wait: take nothing more (BullMQ reads no job as none being waiting).
     if (this.leaving.signal.aborted) return undefined as unknown as Job;
@@ -63,11 +154,40 @@ export class FleetWorker extends Worker {
 
   override async processJob(job: Job, token: string, fetchNext?: () => boolean): ReturnType<Worker['processJob']> {
     this.held++;
+    // The lock was set when the command that took the job was sent (processedOn), or later.
+    const lockedFor = (job.processedOn ?? Date.now()) + this.lockMs - Date.now();
+    const lease = new JobLease(
+      performance.now() + lockedFor - this.leaseMarginMs,
+      () =>
+        `no renewal of its lock was answered in time (the lock lasts ${this.lockMs} ms): Redis is away or this worker is cut off from it; stopped before the lock can expire`,
+    );
+    if (job.id) this.leases.set(job.id, lease);
     try {
       return await super.processJob(job, token, fetchNext);
     } finally {
       this.held--;
+      lease.end();
+      if (job.id) this.leases.delete(job.id);
     }
+  }
+
+  /** Aborts, with a LeaseLostError, when this worker may no longer hold the job (see JobLease). */
+  leaseOf(jobId: string): AbortSignal | undefined {
+    return this.leases.get(jobId)?.signal;
+  }
+
+  /** BullMQ's lock renewal (its LockManager calls this): each renewal Redis accepts extends the
+   * job's lease from when it was sent; one it refuses ends it. */
+  override async extendJobLocks(jobIds: string[], tokens: string[], duration: number): Promise<string[]> {
+    const sentAt = performance.now();
+    const refused = await super.extendJobLocks(jobIds, tokens, duration);
+    for (const jobId of jobIds) {
+      const lease = this.leases.get(jobId);
+      if (refused.includes(jobId))
+        lease?.lose('Redis refused to renew its lock: it expired, or another worker holds it now');
+      else lease?.extend(sentAt + duration - this.leaseMarginMs);
+    }
+    return refused;
   }
 
   /**
@@ -109,7 +229,9 @@ export class FleetWorker extends Worker {
     log.warn('Redis does not answer: leaving without saying goodbye');
     await settlesWithin(this.pause(true), LEAVE_MS);
     await this.lockManager.close();
-    await settlesWithin(this.disconnect(), LEAVE_MS);
+    // A connection that never reached Redis is cut by a forced close (disconnecting waits for it to
+    // be ready, which it never is); one that did, by disconnecting (its QUIT would wait for Redis).
+    await settlesWithin(Promise.allSettled([this.backend.close(true), this.disconnect()]), LEAVE_MS);
     return false;
   }
 }

@@ -8,7 +8,7 @@
 import { hostname } from 'node:os';
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import { probeBatchSchema, type ProbeBatch } from '../contracts/job.js';
-import { JOB_NAMES, JOB_STALLS_RETRIED, regionQueueName } from '../contracts/queues.js';
+import { JOB_NAMES, JOB_STALLS_RETRIED, jobKey, regionQueueName } from '../contracts/queues.js';
 import type { ProbeResult } from '../contracts/result.js';
 import { bullmqKeep, DEFAULT_RETENTION, type RetentionSettings } from '../contracts/retention.js';
 import { JobSignatureError, openSignedData } from '../common/job-signature.js';
@@ -17,8 +17,8 @@ import { settlesWithin } from '../common/settle.js';
 import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
 import { describeIssues, executeCheckedJob, InvalidJobError, parseJobPayload } from './execute-job.js';
 import { executeJobIsolated } from './isolated-job.js';
-import { FleetWorker, refuseUnreadable } from './fleet-worker.js';
-import { RESULTS_RETURNED, RESULTS_SAVED_EVERY_MS, RunResults } from './run-results.js';
+import { FleetWorker, LeaseLostError, refuseUnreadable, whileLeased } from './fleet-worker.js';
+import { RESULTS_RETURNED, RESULTS_SAVED_EVERY_MS, RunResults, type HeldBatch } from './run-results.js';
 import type { JobObserver, WorkerJobOutcome } from '../metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
 
@@ -60,7 +60,8 @@ export interface RegionWorkerOptions {
 export type CloseOutcome = 'drained' | 'handed-back' | 'abandoned';
 
 export interface RegionWorker {
-  /** Resolves when the worker is connected and taking jobs. */
+  /** Resolves when the worker is connected and taking jobs; rejects if it cannot start (a Redis of
+   * another kind than its URL says: RedisKindError). */
   ready: Promise<void>;
   /** Stops taking jobs and lets the ones in flight finish for up to `graceMs`; jobs still
    * running then are stopped and put back in the queue for another worker. If Redis does not
@@ -96,29 +97,53 @@ export interface BatchDone {
  * Runs a batch of probe jobs, one after another: checks it (a malformed or unsigned batch fails
  * for good), skips the jobs whose results an earlier take of the batch saved, executes the others
  * and saves their results (at most every RESULTS_SAVED_EVERY_MS, and before it returns, throws or
- * hands the batch back to the queue when the worker is shutting down and `handingBack` is aborted);
- * a last result that is the only one unsaved is returned instead (worker/run-results.ts says why).
- * The observer hears of each probe job it runs; a batch that fails before its first job counts as one.
+ * hands the batch back); a last result that is the only one unsaved is returned instead
+ * (worker/run-results.ts says why). The batch stops, and goes back to the queue, when the worker
+ * is shutting down (`handingBack`) or its lease on the batch ends (`leaseOf`: cut off from Redis,
+ * it stops before another worker can take the batch). The observer hears of each probe job it
+ * runs; a batch that fails before its first job counts as one.
  */
 function batchProcessor(
   options: RegionWorkerOptions,
   queueName: string,
   handingBack: AbortSignal,
+  leaseOf: (jobId: string) => AbortSignal | undefined,
   runResults: RunResults,
   inFlight: Set<string>,
 ) {
   const { region, log, observer } = options;
   // Two parameters: BullMQ makes an AbortController per job only for processors that declare a
-  // third; the worker's one `handingBack` signal stops every job in flight instead.
+  // third; the worker's `handingBack` signal and the batch's lease stop the job in flight instead.
   return async (job: Job, token: string | undefined): Promise<BatchDone> => {
     let outcome: Exclude<WorkerJobOutcome, 'completed'> = 'failed';
     let running = false;
     let runId: string | undefined;
     let unsaved: ProbeResult[] = [];
+    const held: HeldBatch = { jobKey: jobKey(options.prefix, queueName, job.id ?? ''), token: token ?? '' };
     const saveResults = async () => {
-      if (runId) await runResults.save(runId, unsaved);
-      unsaved = [];
+      const saving = unsaved;
+      try {
+        if (runId) await runResults.save(runId, saving, held);
+        unsaved = [];
+      } catch (err) {
+        if (err instanceof LeaseLostError) unsaved = []; // not ours to save any more
+        throw err;
+      }
     };
+    const stop = new AbortController();
+    const lease = leaseOf(job.id ?? '');
+    const leased = <T>(promise: Promise<T>) => whileLeased(promise, lease);
+    const stopFor = (signal: AbortSignal) => () => stop.abort(signal.reason);
+    const onHandingBack = stopFor(handingBack);
+    const onLeaseLost = lease && stopFor(lease);
+    for (const [signal, listener] of [
+      [handingBack, onHandingBack],
+      [lease, onLeaseLost],
+    ] as const) {
+      if (!signal || !listener) continue;
+      if (signal.aborted) listener();
+      else signal.addEventListener('abort', listener, { once: true });
+    }
     try {
       refuseUnreadable(job, log);
       if (job.name !== JOB_NAMES.probe) {
@@ -131,14 +156,31 @@ function batchProcessor(
       // Taken before (its worker lost, a retry, a hand-back): what was saved then is not measured again.
       const saved =
         job.attemptsStarted > 1
-          ? await runResults.saved(
-              batch.runId,
-              batch.jobs.map((j) => j.jobId),
+          ? await leased(
+              runResults.saved(
+                batch.runId,
+                batch.jobs.map((j) => j.jobId),
+              ),
             )
           : new Map();
-      // The deadline is on Redis's clock: measured against it, not against this machine's.
-      const deadline = Date.parse(batch.deadline) - (await runResults.redisClockAheadMs());
+      // The deadline is on Redis's clock: measured against it, not against this machine's; and the
+      // results' times are put on it, so that a run's times agree whatever each worker's clock says.
+      const redisAheadMs = Math.round(await leased(runResults.redisClockAheadMs()));
+      const deadline = Date.parse(batch.deadline) - redisAheadMs;
+      const onRedisClock = (result: ProbeResult): ProbeResult =>
+        redisAheadMs === 0
+          ? result
+          : {
+              ...result,
+              startedAt: new Date(Date.parse(result.startedAt) + redisAheadMs).toISOString(),
+              finishedAt: new Date(Date.parse(result.finishedAt) + redisAheadMs).toISOString(),
+            };
       const lostBefore = job.stalledCounter > 0;
+      // The job its lost worker was running: the one whose result says the worker was lost.
+      const lostWhileRunning = lostBefore
+        ? ((batch.jobs.length > 1 ? await leased(runResults.runningWhenLost(held.jobKey)) : undefined) ??
+          batch.jobs.find((j) => !saved.has(j.jobId))?.jobId)
+        : undefined;
       let savedAt = Date.now();
       for (const [i, probeJob] of batch.jobs.entries()) {
         if (saved.has(probeJob.jobId)) continue;
@@ -150,6 +192,7 @@ function batchProcessor(
           );
           break;
         }
+        if (stop.signal.aborted) break;
         observer?.started();
         running = true;
         // Settles by the job's time bound (plus a grace for a probe that overruns it); a job for
@@ -167,45 +210,50 @@ function batchProcessor(
             "running in a process of its own: this batch's last worker was lost while running it",
           );
         inFlight.add(probeJob.jobId);
+        if (batch.jobs.length > 1) runResults.markRunning(held, probeJob.jobId);
         const result = lostBefore
           ? await executeJobIsolated(probeJob, {
               region,
               log,
-              signal: handingBack,
+              signal: stop.signal,
               policy: options.targetPolicy.settings,
             })
           : await executeCheckedJob(probeJob, {
               region,
               log,
-              signal: handingBack,
+              signal: stop.signal,
               targetPolicy: options.targetPolicy,
             });
         inFlight.delete(probeJob.jobId);
-        if (handingBack.aborted) {
-          // Shutting down: this measurement was cut short; another worker measures it again, and
-          // the batch's jobs not yet run.
-          outcome = 'handed_back';
-          await saveResults();
-          await job.moveToWait(token);
-          log.info({ jobId: job.id }, 'job handed back to the queue');
-          throw new WaitingError();
-        }
+        // Stopped: this measurement was cut short, and is measured again by whoever takes the batch.
+        if (stop.signal.aborted) break;
         observer?.completed(result);
         running = false;
-        // Taken again after its worker was lost: the report says so.
-        unsaved.push(job.stalledCounter > 0 ? { ...result, workersLost: job.stalledCounter } : result);
+        // The job its worker was lost while running: the report says so.
+        const onClock = onRedisClock(result);
+        unsaved.push(probeJob.jobId === lostWhileRunning ? { ...onClock, workersLost: job.stalledCounter } : onClock);
         if (lostBefore || Date.now() - savedAt >= RESULTS_SAVED_EVERY_MS) {
-          await saveResults();
+          await leased(saveResults());
           savedAt = Date.now();
         }
       }
-      if (unsaved.length > RESULTS_RETURNED) await saveResults();
+      if (lease?.aborted) throw lease.reason;
+      if (stop.signal.aborted) {
+        outcome = 'handed_back';
+        await handBack(job, token, undefined, saveResults, log);
+      }
+      if (unsaved.length > RESULTS_RETURNED) await leased(saveResults());
       return { results: unsaved };
     } catch (err) {
+      const leaseLost = err instanceof LeaseLostError;
+      if (leaseLost) outcome = 'lease_lost';
       if (!running) observer?.started();
       observer?.ended(outcome);
-      // What was measured stays measured: a retry resumes after it, a failed batch reports it.
-      if (unsaved.length > 0)
+      // Not this worker's any more, or maybe not: handed back if it still is, else left to whoever has it.
+      if (leaseLost) return handBack(job, token, err, saveResults, log);
+      // What was measured stays measured: a retry resumes after it, a failed batch reports it (a
+      // batch handed back has saved its results already, or given up on Redis).
+      if (unsaved.length > 0 && !(err instanceof WaitingError))
         await saveResults().catch((saveErr: Error) =>
           log.warn({ jobId: job.id, err: saveErr.message }, 'cannot save the results of a failing batch'),
         );
@@ -214,8 +262,50 @@ function batchProcessor(
         throw new UnrecoverableError(err.message);
       }
       throw err; // anything else is transient: retried with backoff (attempts set when added)
+    } finally {
+      handingBack.removeEventListener('abort', onHandingBack);
+      if (lease && onLeaseLost) lease.removeEventListener('abort', onLeaseLost);
     }
   };
+}
+
+/**
+ * Puts a stopped batch back in its queue, its results so far saved, and ends its processing
+ * (WaitingError: nothing more for BullMQ to record). Stopped for shutdown, it goes back at once.
+ * Stopped because its lease ended (`leaseLost`), both writes are fenced by its lock: they are made
+ * if the batch is still this worker's, refused if another worker took it, and wait for a Redis that
+ * is away for at most HAND_BACK_MS (then its lock expires and a stall check returns it).
+ */
+async function handBack(
+  job: Job,
+  token: string | undefined,
+  leaseLost: unknown,
+  saveResults: () => Promise<void>,
+  log: Logger,
+): Promise<never> {
+  if (!leaseLost) {
+    await saveResults();
+    await job.moveToWait(token);
+    log.info({ jobId: job.id }, 'job handed back to the queue');
+    throw new WaitingError();
+  }
+  const reason = leaseLost instanceof Error ? leaseLost.message : String(leaseLost);
+  let problem: string | undefined;
+  const handingBack = (async () => {
+    await saveResults();
+    await job.moveToWait(token);
+  })().catch((err: Error) => (problem = err.message));
+  const answered = await settlesWithin(handingBack, HAND_BACK_MS);
+  log.warn(
+    {
+      jobId: job.id,
+      reason,
+      handedBack: answered && !problem,
+      ...(problem ? { problem } : answered ? {} : { problem: `Redis did not answer within ${HAND_BACK_MS} ms` }),
+    },
+    "batch stopped: this worker's hold on it ended (the reason says why); the job in flight is measured again by whoever takes the batch",
+  );
+  throw new WaitingError();
 }
 
 export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
@@ -228,7 +318,14 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   // Its worker's connection, once the worker below exists (a batch starts after that).
   const runResults = new RunResults(() => worker.getBackend().client, options.prefix, retention.jobs.maxAgeSeconds);
   const inFlight = new Set<string>();
-  const processor = batchProcessor(options, queueName, handingBack.signal, runResults, inFlight);
+  const processor = batchProcessor(
+    options,
+    queueName,
+    handingBack.signal,
+    (jobId) => worker.leaseOf(jobId),
+    runResults,
+    inFlight,
+  );
   const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
   const keepFailed = bullmqKeep(retention.jobs);
   const worker = new FleetWorker(queueName, processor, {
@@ -256,7 +353,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   );
   warnOnRedisErrors(worker, log, 'worker', options.onRedisError);
 
-  const ready = worker.waitUntilReady().then(() => {
+  const ready = worker.start(options.redis).then(() => {
     log.info(
       { queue: queueName, prefix: options.prefix, concurrency: options.concurrency, stallTimeoutMs },
       'worker ready',

@@ -12,16 +12,50 @@
 // into each queue's event stream, which keeps 100–200 events whatever its maxLen says: a batch's
 // results there would be a second copy of thousands of results per region in Redis; one per event
 // is what it held before batches.
+//
+// Every write is fenced by the batch's lock: it is made only while the lock in Redis is still the
+// token this worker took the batch with. A worker cut off from Redis whose writes arrive once it is
+// back (queued by its connection meanwhile) cannot overwrite the results of the worker that took
+// the batch over, nor re-create a run's results after its report was stored.
 import type { RedisClient } from 'bullmq';
 import { reportKeys } from '../contracts/queues.js';
 import { probeResultSchema, type ProbeResult } from '../contracts/result.js';
-import { msOfRedisTime } from '../common/redis.js';
+import { redisClockAheadMs } from '../common/redis.js';
+import { LeaseLostError } from './fleet-worker.js';
 
 /** A batch's finished jobs are saved at most this often (and always at its end): a worker lost
  * mid-batch costs about this much measuring, plus the job it was running. */
 export const RESULTS_SAVED_EVERY_MS = 1_000;
 
-const REDIS_TIME_COMMAND = 'probefleetRedisTime';
+/** A batch as this worker holds it: its BullMQ job's key and the token of its lock. */
+export interface HeldBatch {
+  jobKey: string;
+  token: string;
+}
+
+/** The field of a batch's BullMQ job that names the probe job its worker is running. */
+const RUNNING_FIELD = 'probefleetRunning';
+
+/** Scripts on the worker's connection (BullMQ's client type has no TIME, and fenced writes need one). */
+const SCRIPTS = {
+  redisTime: { numberOfKeys: 0, lua: "return redis.call('TIME')", readOnly: true },
+  // KEYS: results hash, the batch's lock; ARGV: token, TTL in seconds, then job id, result JSON, ...
+  saveFenced: {
+    numberOfKeys: 2,
+    lua: `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1`,
+  },
+  // KEYS: the batch's job, its lock; ARGV: token, probe job id. Never re-creates a finished batch's job.
+  markRunning: {
+    numberOfKeys: 2,
+    lua: `if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('HSET', KEYS[1], '${RUNNING_FIELD}', ARGV[2]) end
+return 0`,
+  },
+} as const;
+type Script = keyof typeof SCRIPTS;
+const commandOf = (script: Script) => `probefleet_${script}`;
 
 /** Results a batch may return rather than save (see above). */
 export const RESULTS_RETURNED = 1;
@@ -55,35 +89,54 @@ export class RunResults {
     return saved;
   }
 
-  /** Saves the results and renews the hash's TTL. */
-  async save(runId: string, results: ProbeResult[]): Promise<void> {
+  /** Saves the results and renews the hash's TTL, if the batch is still this worker's; else
+   * nothing is written and LeaseLostError says so. */
+  async save(runId: string, results: ProbeResult[], batch: HeldBatch): Promise<void> {
     if (results.length === 0) return;
     const client = await this.connected();
-    const key = reportKeys.results(this.prefix, runId);
-    await Promise.all([
-      client.hset(key, Object.fromEntries(results.map((result) => [result.jobId, JSON.stringify(result)]))),
-      client.runCommand('expire', [key, this.ttlSeconds]),
+    const fields = results.flatMap((result) => [result.jobId, JSON.stringify(result)]);
+    const saved = await client.runCommand(commandOf('saveFenced'), [
+      reportKeys.results(this.prefix, runId),
+      `${batch.jobKey}:lock`,
+      batch.token,
+      this.ttlSeconds,
+      ...fields,
     ]);
+    if (saved !== 1)
+      throw new LeaseLostError(
+        `the batch's lock is no longer this worker's (expired, or another worker took the batch): ${results.length} result(s) not saved`,
+      );
   }
 
-  /**
-   * How far Redis's clock is ahead of this machine's, in ms (negative: behind), from one TIME
-   * read at the midpoint of its round trip. A run's deadline is an instant on Redis's clock (the
-   * submitter reads it there), so a worker whose own clock is fast or slow still stops a batch at
-   * the run's deadline, not minutes early or late.
-   */
+  /** Notes on the batch's job which of its probe jobs is starting (not waited for: a batch taken
+   * again after its worker was lost reads it, runningWhenLost). */
+  markRunning(batch: HeldBatch, probeJobId: string): void {
+    this.connected()
+      .then((client) =>
+        client.runCommand(commandOf('markRunning'), [batch.jobKey, `${batch.jobKey}:lock`, batch.token, probeJobId]),
+      )
+      .catch(() => {}); // a lost note costs only the precision of a lost worker's label
+  }
+
+  /** The probe job a batch's last worker had started last (markRunning), if it said. */
+  async runningWhenLost(batchJobKey: string): Promise<string | undefined> {
+    const value = await (await this.connected()).hget(batchJobKey, RUNNING_FIELD);
+    return value ?? undefined;
+  }
+
+  /** How far Redis's clock is ahead of this machine's (common/redis.ts): a run's deadline is an
+   * instant on Redis's clock (the submitter reads it there), so a worker whose own clock is fast or
+   * slow still stops a batch at the run's deadline, not minutes early or late. */
   async redisClockAheadMs(): Promise<number> {
     const client = await this.connected();
-    const sentAt = Date.now();
-    const redisMs = msOfRedisTime(await client.runCommand(REDIS_TIME_COMMAND, []));
-    return redisMs - (sentAt + Date.now()) / 2;
+    return redisClockAheadMs(() => client.runCommand(commandOf('redisTime'), []));
   }
 
   private async connected(): Promise<RedisClient> {
     if (!this.client) {
       const client = await this.connection();
-      // BullMQ's client type has no TIME; a one-line script reads it (allowed in scripts since Redis 5).
-      client.defineCommand(REDIS_TIME_COMMAND, { numberOfKeys: 0, lua: "return redis.call('TIME')", readOnly: true });
+      for (const [script, definition] of Object.entries(SCRIPTS))
+        client.defineCommand(commandOf(script as Script), definition);
       this.client = client;
     }
     return this.client;

@@ -78,6 +78,9 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
         redisTimeoutMs,
         pushgateway,
         maxJobs,
+      }).catch(async (err: Error) => {
+        await fleet.close();
+        throw err;
       }),
       stopped.then(() => undefined),
     ]);

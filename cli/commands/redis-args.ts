@@ -20,11 +20,11 @@ export const redisArgs = (y: Argv) =>
   y
     .option('redis', {
       type: 'string',
-      describe: `Redis URL: redis://[user:password@]host[:port][/db] or rediss:// for TLS (default: $REDIS_URL, else ${DEFAULT_REDIS_URL})`,
+      describe: `Redis URL: redis://[user:password@]host[:port][/db]; Sentinel: redis-sentinel://[user:password@]host[:port][,host[:port]...]/NAME[?db=N&sentinelUsername=U&sentinelPassword=P] (the sentinels, port 26379 by default, and the primary's name); Cluster: redis-cluster://[user:password@]host[:port][,host[:port]...] (some of its nodes); rediss://, rediss-sentinel://, rediss-cluster:// for TLS (default: $REDIS_URL, else ${DEFAULT_REDIS_URL})`,
     })
     .option('redis-ca', {
       type: 'string',
-      describe: 'PEM file with the CA of a rediss:// server (default: $REDIS_CA_FILE)',
+      describe: 'PEM file with the CA of a Redis over TLS (rediss...) (default: $REDIS_CA_FILE)',
     })
     .option('prefix', {
       type: 'string',

@@ -128,9 +128,16 @@ export const workerCommand: CommandModule<object, ArgsOf<typeof options>> = {
       );
       process.exit(1);
     });
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    const signalled = new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));
+    });
+    // A worker that cannot start (a Redis of another kind than its URL says) ends with the reason.
+    const signal = await Promise.race([signalled, worker.ready.then(() => signalled)]).catch(async (err: Error) => {
+      await worker.close(0);
+      await metrics.close(LAST_PUSHES_MS);
+      await metricsServer?.close();
+      throw err;
     });
     log.info(
       { signal, graceSeconds: args.shutdownGraceSeconds },

@@ -243,25 +243,107 @@ experiments:
     assert.match(quick?.reason ?? '', /^no worker of region "a" took it before the run's deadline/);
   });
 
-  test("a worker whose clock is 10 minutes fast runs the run's jobs: the deadline is on Redis's clock, not the worker's", async (t) => {
-    if (!existsSync(LIBFAKETIME)) {
-      if (process.env.CI === 'true') assert.fail(`${LIBFAKETIME} is missing: run bash test/services/ensure.sh`);
-      // Outside CI a machine may lack it; the skip says how to get it.
-      return t.skip(`no ${LIBFAKETIME}: apt-get install libfaketime (bash test/services/ensure.sh)`);
+  /** Each result's times lie within its run's, all on Redis's clock, whatever the worker's says. */
+  function assertTimesWithinRun(report: RunReport): void {
+    const [started, finished] = [Date.parse(report.startedAt), Date.parse(report.finishedAt)];
+    // The worker's offset from Redis's clock is read over a round trip: its error is a few ms.
+    const slackMs = 1_000;
+    assert.ok(finished - started < 60_000, `the run took ${finished - started} ms`);
+    for (const result of report.results) {
+      assert.ok(
+        Date.parse(result.startedAt) >= started - slackMs,
+        `${result.jobId} started ${result.startedAt}, before the run (${report.startedAt})`,
+      );
+      assert.ok(
+        Date.parse(result.finishedAt) <= finished + slackMs,
+        `${result.jobId} finished ${result.finishedAt}, after the run (${report.finishedAt})`,
+      );
     }
-    const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix, [], {
-      LD_PRELOAD: LIBFAKETIME,
-      FAKETIME: '+10m',
-      // Timers and durations stay true: only the wall clock is off, as on a machine without NTP.
-      FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  }
+
+  for (const [skew, fastOrSlow] of [
+    ['+10m', 'fast'],
+    ['-10m', 'slow'],
+  ] as const) {
+    test(`a worker whose clock is 10 minutes ${fastOrSlow} keeps the run's deadline, and its results' times are the run's: both are on Redis's clock`, async (t) => {
+      if (!existsSync(LIBFAKETIME)) {
+        if (process.env.CI === 'true') assert.fail(`${LIBFAKETIME} is missing: run bash test/services/ensure.sh`);
+        // Outside CI a machine may lack it; the skip says how to get it.
+        return t.skip(`no ${LIBFAKETIME}: apt-get install libfaketime (bash test/services/ensure.sh)`);
+      }
+      const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix, [], {
+        LD_PRELOAD: LIBFAKETIME,
+        FAKETIME: skew,
+        // Timers and durations stay true: only the wall clock is off, as on a machine without NTP.
+        FAKETIME_DONT_FAKE_MONOTONIC: '1',
+      });
+      processes.push(worker);
+      if (fastOrSlow === 'fast') {
+        const loaded = await parsePlan(slowPlan(lab, 'skewed-fast', 2), 'inline.yaml');
+        // Six minutes to the deadline: on the worker's clock it passed four minutes ago.
+        const run = await submitRun(fleet, loaded, 'skewed-fast-run', { deadlineSeconds: 360 });
+        assertTimesWithinRun(await everyJobOnce(fleet, run));
+        assert.doesNotMatch(worker.stderr(), /run deadline passed/);
+      } else {
+        // One batch of four jobs of ~1.6 s each and a deadline 3 s away: on the worker's clock the
+        // deadline is ten minutes off, on Redis's it comes during the second job.
+        const plan = `
+name: skewed-slow
+regions: [a]
+jobTimeoutSeconds: 60
+targets:
+${[1, 2, 3, 4].map((i) => `  - { name: s${i}, url: "${lab.url('keepalive', `/nagle?job=${i}`)}" }`).join('\n')}
+experiments:
+  - { probe: reuse, requests: 40, modes: [reused] }
+`;
+        const run = await submitRun(fleet, await parsePlan(plan, 'inline.yaml'), 'skewed-slow-run', {
+          deadlineSeconds: 3,
+          jobsPerBatch: 4,
+        });
+        const report = await waitForRun(fleet, run.data, { log, progress: quiet, pollMs: 200 });
+        assert.ok(report);
+        assert.ok(report.results.length >= 1, 'the jobs before the deadline ran');
+        assert.ok(report.unfinishedJobs.length >= 1, 'the batch stopped at the deadline');
+        assert.ok(report.unfinishedJobs.every((job) => job.status === 'not-run'));
+        assert.match(worker.stderr(), /run deadline passed/);
+        assertTimesWithinRun(report);
+      }
+      assert.equal(await worker.stop(), 0); // region a's next tests want workers of their own
     });
+  }
+
+  test("the coordinator down when a run finishes: the report, built once it is back, ends when the run's last job did", async () => {
+    const worker = await startWorkerProcess('a', TEST_REDIS_URL, prefix);
     processes.push(worker);
-    const loaded = await parsePlan(slowPlan(lab, 'skewed-clock', 2), 'inline.yaml');
-    // Six minutes to the deadline: on the worker's clock it passed four minutes ago.
-    const run = await submitRun(fleet, loaded, 'skewed-clock-run', { deadlineSeconds: 360 });
-    await everyJobOnce(fleet, run);
-    assert.doesNotMatch(worker.stderr(), /run deadline passed/);
-    assert.equal(await worker.stop(), 0); // region a's next tests want workers of their own
+    try {
+      const run = await submitRun(
+        fleet,
+        await parsePlan(slowPlan(lab, 'unattended', 2), 'inline.yaml'),
+        'unattended-run',
+      );
+      for (let i = 0; i < 300 && (await fleet.runs.getJobState(run.runId)) === 'waiting-children'; i++)
+        await sleep(100);
+      assert.notEqual(await fleet.runs.getJobState(run.runId), 'waiting-children', 'every job is done');
+      // The coordinator comes back three seconds later.
+      await sleep(3_000);
+      const backAt = Date.now();
+      const coordinator = await startCoordinator({ fleet, log, listen: { host: '127.0.0.1', port: 0 } });
+      let report: RunReport | undefined;
+      try {
+        for (let i = 0; i < 200 && !report; i++) {
+          report = await fleet.store.get(run.runId);
+          if (!report) await sleep(100);
+        }
+      } finally {
+        await coordinator.close();
+      }
+      assert.ok(report, 'the coordinator stored the report');
+      const lastJob = Math.max(...report.results.map((r) => Date.parse(r.finishedAt)));
+      assert.equal(Date.parse(report.finishedAt), lastJob);
+      assert.ok(backAt - Date.parse(report.finishedAt) >= 2_500, "the coordinator's downtime is not in the run's time");
+    } finally {
+      await worker.stop();
+    }
   });
 
   test('SIGTERM while a job runs: the worker hands the job back within its grace period and exits 0; another worker finishes it', async () => {

@@ -1,5 +1,5 @@
 // A failover during or right after a submit, with a primary, a replica and socat proxies of the
-// test's own (test/helpers/failover.ts): the CLI connects through the front proxy, the test holds
+// test's own (test/helpers/held-replication.ts): the CLI connects through the front proxy, the test holds
 // the replication stream so that writes the primary acknowledged never reach the replica, then kills
 // the primary, promotes the replica and points the proxy at it after a 1 s gap. What the failover
 // lost shows as lost, never as done, and the `run` waiting for it adds it again; a submit whose
@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { RUNS_QUEUE } from '../../contracts/queues.js';
@@ -15,7 +14,8 @@ import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { redisOptions } from '../../common/redis.js';
 import { startLab, type Lab } from '../../lab/index.js';
-import { startReplicatedRedis, type ReplicatedRedis } from '../helpers/failover.js';
+import { exitWithin } from '../helpers/failover-runs.js';
+import { startReplicatedRedis, type ReplicatedRedis } from '../helpers/held-replication.js';
 import { jobsOf, writePlan } from '../helpers/plans.js';
 import { spawnCli, startWorkerProcess, type CliProcess } from '../helpers/processes.js';
 import { needsRedis, requireRedis, testPrefix } from '../helpers/redis.js';
@@ -88,8 +88,7 @@ describe('a failover during a submit', needsRedis, () => {
   /** After the failover: a worker of the region, on the new primary; the run's exit and report. */
   async function finish(run: CliProcess, json: string, rig: ReplicatedRedis, prefix: string, region: string) {
     processes.push(await startWorkerProcess(region, rig.url, prefix));
-    const code = await Promise.race([run.exited, sleep(150_000, 'running' as const)]);
-    assert.equal(code, 0, `run: ${code}\n${run.stderr()}`);
+    assert.equal(await exitWithin(run, 150_000), 0, run.stderr());
     return readReport(json);
   }
 

@@ -8,6 +8,11 @@ declare -A PACKAGE_OF=(
   [redis-server]=redis-server
   [redis-cli]=redis-tools
 )
+# Managed Redis shapes: tests start their own primary, replica and sentinels, and their own
+# Redis Cluster (made with redis-cli), on free loopback ports.
+PACKAGE_OF+=(
+  [redis-sentinel]=redis-sentinel
+)
 # Emulated regions (regions/): namespaces and tc, the NFQUEUE delay helper (compiled with gcc at
 # setup, for kernels without netem), real-time priority (chrt), curl as a second opinion.
 PACKAGE_OF+=(
@@ -42,6 +47,11 @@ PACKAGE_OF+=(
 # Egress proxies: tests start their own tinyproxy on a free loopback port (CONNECT tunnels).
 PACKAGE_OF+=(
   [tinyproxy]=tinyproxy
+)
+# A worker cut off from Redis: a socat relay of the test's own in front of Redis, its port dropped
+# with iptables.
+PACKAGE_OF+=(
+  [socat]=socat
 )
 
 # Reports: the HTML report is opened in headless Chromium (driven by playwright-core), with a

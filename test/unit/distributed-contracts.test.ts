@@ -10,7 +10,15 @@ import {
 } from '../../contracts/queues.js';
 import { batchesOf, PROBE_BATCH_SCHEMA } from '../../contracts/job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
-import { redactRedisUrl, redisOptions } from '../../common/redis.js';
+import {
+  reconnectOnReadonly,
+  redactRedisUrl,
+  redisOptions,
+  redisTarget,
+  refuseOtherKind,
+  RedisKindError,
+  RedisUrlError,
+} from '../../common/redis.js';
 import { jobsPerBatchFor } from '../../coordinator/flow.js';
 import { jobsOf } from '../helpers/plans.js';
 
@@ -37,16 +45,26 @@ describe('queue names and prefixes', () => {
   });
 });
 
+/** The connector of a connection to one server: it refuses a connection to itself (a Sentinel's has ioredis's own). */
+const SELF_REFUSING = redisOptions({ url: 'redis://127.0.0.1' }).Connector;
+
+/** The options for a URL, without the connector every one of them has (it refuses a connection to itself). */
+function optionsOf(settings: Parameters<typeof redisOptions>[0]) {
+  const { Connector, ...options } = redisOptions(settings);
+  assert.equal(Connector?.name, 'SelfRefusingConnector');
+  return options;
+}
+
 describe('Redis URLs', () => {
   test('user, password, database and TLS come from the URL; a CA given beside it is kept', () => {
-    assert.deepEqual(redisOptions({ url: 'redis://127.0.0.1:6379' }), {
+    assert.deepEqual(optionsOf({ url: 'redis://127.0.0.1:6379' }), {
       host: '127.0.0.1',
       port: 6379,
       db: 0,
       maxRetriesPerRequest: null,
       disconnectTimeout: 200,
     });
-    assert.deepEqual(redisOptions({ url: 'rediss://probe:p%40ss@redis.internal:6380/2', caPem: 'PEM' }), {
+    assert.deepEqual(optionsOf({ url: 'rediss://probe:p%40ss@redis.internal:6380/2', caPem: 'PEM' }), {
       host: 'redis.internal',
       port: 6380,
       db: 2,
@@ -56,7 +74,7 @@ describe('Redis URLs', () => {
       maxRetriesPerRequest: null,
       disconnectTimeout: 200,
     });
-    assert.deepEqual(redisOptions({ url: 'redis://:secret@[::1]' }), {
+    assert.deepEqual(optionsOf({ url: 'redis://:secret@[::1]' }), {
       host: '::1',
       port: 6379,
       db: 0,
@@ -66,7 +84,7 @@ describe('Redis URLs', () => {
     });
     // A command that ends bounds every command, and its connecting, by its timeout.
     assert.deepEqual(
-      { ...redisOptions({ url: 'redis://127.0.0.1', commandTimeoutMs: 1500 }), host: undefined },
+      { ...optionsOf({ url: 'redis://127.0.0.1', commandTimeoutMs: 1500 }), host: undefined },
       {
         host: undefined,
         port: 6379,
@@ -81,10 +99,131 @@ describe('Redis URLs', () => {
 
   test('bad URLs are refused with the reason; passwords never reach messages', () => {
     assert.throws(() => redisOptions({ url: 'http://127.0.0.1' }), /unsupported Redis URL scheme "http:"/);
+    assert.throws(() => redisOptions({ url: 'redis+sentinel://127.0.0.1/main' }), /unsupported Redis URL scheme/);
     assert.throws(() => redisOptions({ url: 'redis://127.0.0.1/x' }), /database "x" is not a number/);
     assert.throws(() => redisOptions({ url: 'not a url' }), /not a valid Redis URL/);
     assert.equal(redactRedisUrl('rediss://probe:s3cret@host:6380/0'), 'rediss://probe:***@host:6380/0');
     assert.equal(redactRedisUrl('redis://host:6379'), 'redis://host:6379');
+    assert.equal(
+      redactRedisUrl('redis-sentinel://probe:s3cret@a,b/main?db=1&sentinelPassword=s3cret2'),
+      'redis-sentinel://probe:***@a,b/main?db=1&sentinelPassword=***',
+    );
+    assert.equal(redactRedisUrl('rediss-cluster://:s3cret@a:7000,b:7001'), 'rediss-cluster://:***@a:7000,b:7001');
+  });
+
+  test('redis-sentinel://: the sentinels (26379 by default), the primary by name, its database and credentials; TLS to both with rediss-sentinel://', () => {
+    assert.deepEqual(redisTarget({ url: 'redis-sentinel://10.0.0.1,10.0.0.2:26380,[::1]:26381/main' }), {
+      kind: 'sentinel',
+      options: {
+        sentinels: [
+          { host: '10.0.0.1', port: 26379 },
+          { host: '10.0.0.2', port: 26380 },
+          { host: '::1', port: 26381 },
+        ],
+        name: 'main',
+        db: 0,
+        failoverDetector: true,
+        reconnectOnError: reconnectOnReadonly,
+        maxRetriesPerRequest: null,
+        disconnectTimeout: 200,
+      },
+    });
+    assert.deepEqual(
+      redisTarget({
+        url: 'rediss-sentinel://probe:p%40ss@s1.internal/main?db=3&sentinelUsername=watch&sentinelPassword=w%26p',
+        caPem: 'PEM',
+        commandTimeoutMs: 1500,
+      }),
+      {
+        kind: 'sentinel',
+        options: {
+          sentinels: [{ host: 's1.internal', port: 26379 }],
+          name: 'main',
+          db: 3,
+          username: 'probe',
+          password: 'p@ss',
+          sentinelUsername: 'watch',
+          sentinelPassword: 'w&p',
+          tls: { ca: 'PEM' },
+          sentinelTLS: { ca: 'PEM' },
+          enableTLSForSentinelMode: true,
+          failoverDetector: true,
+          reconnectOnError: reconnectOnReadonly,
+          maxRetriesPerRequest: null,
+          disconnectTimeout: 200,
+          commandTimeout: 1500,
+          connectTimeout: 1500,
+        },
+      },
+    );
+    // A demoted primary's READONLY reconnects (through the sentinels) and sends the command again.
+    assert.equal(reconnectOnReadonly(new Error("READONLY You can't write against a read only replica.")), 2);
+    assert.equal(reconnectOnReadonly(new Error('ERR wrong number of arguments')), false);
+  });
+
+  test('redis-cluster://: the nodes to learn the cluster from (6379 by default) and the credentials of every node; TLS with rediss-cluster://', () => {
+    assert.deepEqual(redisTarget({ url: 'redis-cluster://10.0.0.1:7000,10.0.0.2' }), {
+      kind: 'cluster',
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: '10.0.0.2', port: 6379 },
+      ],
+      options: { redisOptions: { Connector: SELF_REFUSING, maxRetriesPerRequest: null, disconnectTimeout: 200 } },
+    });
+    assert.deepEqual(redisTarget({ url: 'rediss-cluster://probe:pw@c.internal:7000/', caPem: 'PEM' }), {
+      kind: 'cluster',
+      nodes: [{ host: 'c.internal', port: 7000 }],
+      options: {
+        redisOptions: {
+          username: 'probe',
+          password: 'pw',
+          tls: { ca: 'PEM' },
+          Connector: SELF_REFUSING,
+          maxRetriesPerRequest: null,
+          disconnectTimeout: 200,
+        },
+      },
+    });
+    assert.throws(() => redisOptions({ url: 'redis-cluster://10.0.0.1' }), /names a Redis Cluster, not one server/);
+  });
+
+  test('bad Sentinel and Cluster URLs are refused with the reason, passwords hidden', () => {
+    for (const [url, reason] of [
+      ['redis-sentinel://10.0.0.1:26379', /names no primary: redis-sentinel:\/\/host:26379/],
+      ['redis-sentinel://10.0.0.1/main/extra', /names no primary/],
+      ['redis-sentinel://10.0.0.1/main?db=x', /database "x" is not a number/],
+      [
+        'redis-sentinel://10.0.0.1/main?sentinelPasword=x',
+        /unknown parameter "sentinelPasword" \(known: db, sentinelUsername, sentinelPassword\)/,
+      ],
+      ['redis-sentinel://10.0.0.1,,10.0.0.2/main', /"" is not host\[:port\]/],
+      ['redis-sentinel://10.0.0.1:99999/main', /"10\.0\.0\.1:99999" is not host\[:port\]/],
+      ['redis-cluster://:s3cret@10.0.0.1/2', /a Redis Cluster has no databases to choose \("\/2"\)/],
+      ['redis-cluster://10.0.0.1?db=1', /unknown parameter "db" \(this kind of URL takes none\)/],
+      ['redis-cluster://', /"" is not host\[:port\]/],
+      ['redis-cluster://a@b@10.0.0.1', /is not host\[:port\]/],
+      ['redis-sentinel://:s3cret@10.0.0.1', /names no primary/],
+    ] as const) {
+      assert.throws(
+        () => redisTarget({ url }),
+        (err: Error) => err instanceof RedisUrlError && reason.test(err.message) && !err.message.includes('s3cret'),
+        url,
+      );
+    }
+  });
+
+  test('a Cluster node reached with a single-server or Sentinel URL is refused, naming the URL to use', () => {
+    const clusterNode = '# Cluster\r\ncluster_enabled:1\r\n';
+    assert.throws(
+      () => refuseOtherKind({ url: 'redis://:pw@10.0.0.1:7000/0' }, clusterNode),
+      (err: Error) =>
+        err instanceof RedisKindError &&
+        err.message ===
+          'the Redis at redis://:***@10.0.0.1:7000/0 is a node of a Redis Cluster: use redis-cluster://10.0.0.1:7000[,host:port...] (rediss-cluster:// for TLS) naming some of its nodes; a single-server URL reaches only the keys that one node owns',
+    );
+    assert.throws(() => refuseOtherKind({ url: 'redis-sentinel://10.0.0.1/main' }, clusterNode), /a Sentinel URL/);
+    refuseOtherKind({ url: 'redis://10.0.0.1' }, '# Cluster\r\ncluster_enabled:0\r\n');
+    refuseOtherKind({ url: 'redis-cluster://10.0.0.1' }, clusterNode);
   });
 });
 
