@@ -30,6 +30,8 @@ const LEAVE_MS = 2_000;
 /** A job whose worker died is back in its queue within this (docs/distributed.md). */
 export const DEFAULT_STALL_TIMEOUT_SECONDS = 30;
 
+const stallTimeoutOf = (options: RegionWorkerOptions) => options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
+
 export interface RegionWorkerOptions {
   redis: RedisSettings;
   prefix: string;
@@ -119,6 +121,8 @@ function batchProcessor(
     let running = false;
     let runId: string | undefined;
     let unsaved: ProbeResult[] = [];
+    /** Whether the batch's note of the job it runs was set (removed as the batch ends here). */
+    let noted = false;
     const held: HeldBatch = { jobKey: jobKey(options.prefix, queueName, job.id ?? ''), token: token ?? '' };
     const saveResults = async () => {
       const saving = unsaved;
@@ -210,7 +214,10 @@ function batchProcessor(
             "running in a process of its own: this batch's last worker was lost while running it",
           );
         inFlight.add(probeJob.jobId);
-        if (batch.jobs.length > 1) runResults.markRunning(held, probeJob.jobId);
+        if (batch.jobs.length > 1) {
+          runResults.markRunning(held, probeJob.jobId, probeJob.timeLimitMs + 2 * stallTimeoutOf(options));
+          noted = true;
+        }
         const result = lostBefore
           ? await executeJobIsolated(probeJob, {
               region,
@@ -263,6 +270,8 @@ function batchProcessor(
       }
       throw err; // anything else is transient: retried with backoff (attempts set when added)
     } finally {
+      // Not a batch given up: its note may be the next worker's by now.
+      if (noted && !lease?.aborted) runResults.doneRunning(held);
       handingBack.removeEventListener('abort', onHandingBack);
       if (lease && onLeaseLost) lease.removeEventListener('abort', onLeaseLost);
     }
@@ -326,7 +335,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     runResults,
     inFlight,
   );
-  const stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
+  const stallTimeoutMs = stallTimeoutOf(options);
   const keepFailed = bullmqKeep(retention.jobs);
   const worker = new FleetWorker(queueName, processor, {
     connection: bullmqWorkerConnection(options.redis),

@@ -17,6 +17,7 @@
 // token this worker took the batch with. A worker cut off from Redis whose writes arrive once it is
 // back (queued by its connection meanwhile) cannot overwrite the results of the worker that took
 // the batch over, nor re-create a run's results after its report was stored.
+import { performance } from 'node:perf_hooks';
 import type { RedisClient } from 'bullmq';
 import { reportKeys } from '../contracts/queues.js';
 import { probeResultSchema, type ProbeResult } from '../contracts/result.js';
@@ -33,8 +34,12 @@ export interface HeldBatch {
   token: string;
 }
 
-/** The field of a batch's BullMQ job that names the probe job its worker is running. */
-const RUNNING_FIELD = 'probefleetRunning';
+/** The key beside a batch's BullMQ job that names the probe job its worker is running. */
+const runningKey = (batchJobKey: string) => `${batchJobKey}:probefleet-running`;
+
+/** Redis's clock is read again once this old: the offset from this machine's monotonic clock
+ * drifts by parts per million, and a round trip per batch is a round trip per job in small runs. */
+const CLOCK_READ_EVERY_MS = 60_000;
 
 /** Scripts on the worker's connection (BullMQ's client type has no TIME, and fenced writes need one). */
 const SCRIPTS = {
@@ -47,12 +52,6 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1`,
   },
-  // KEYS: the batch's job, its lock; ARGV: token, probe job id. Never re-creates a finished batch's job.
-  markRunning: {
-    numberOfKeys: 2,
-    lua: `if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('HSET', KEYS[1], '${RUNNING_FIELD}', ARGV[2]) end
-return 0`,
-  },
 } as const;
 type Script = keyof typeof SCRIPTS;
 const commandOf = (script: Script) => `probefleet_${script}`;
@@ -62,6 +61,8 @@ export const RESULTS_RETURNED = 1;
 
 export class RunResults {
   private client: RedisClient | undefined;
+  /** Redis's clock as last read (ms since the epoch), and when (performance.now()). */
+  private clock: { redisMs: number; readAt: number } | undefined;
 
   constructor(
     /** The BullMQ worker's connection (`worker.getBackend().client`): no connection of our own. */
@@ -108,28 +109,44 @@ export class RunResults {
       );
   }
 
-  /** Notes on the batch's job which of its probe jobs is starting (not waited for: a batch taken
-   * again after its worker was lost reads it, runningWhenLost). */
-  markRunning(batch: HeldBatch, probeJobId: string): void {
-    this.connected()
-      .then((client) =>
-        client.runCommand(commandOf('markRunning'), [batch.jobKey, `${batch.jobKey}:lock`, batch.token, probeJobId]),
-      )
-      .catch(() => {}); // a lost note costs only the precision of a lost worker's label
+  /**
+   * Notes, beside the batch's job, which of its probe jobs is starting: a batch taken again after
+   * its worker was lost reads it (runningWhenLost). Not waited for, and a plain SET (a script was
+   * ~55 µs of Redis's CPU per job): the note expires on its own (`ttlMs`: past the job's bound and
+   * a stall), so one sent late by a worker cut off from Redis leaves nothing for long, and
+   * doneRunning removes it when the batch ends.
+   */
+  markRunning(batch: HeldBatch, probeJobId: string, ttlMs: number): void {
+    const note = (client: RedisClient) => client.set(runningKey(batch.jobKey), probeJobId, { PX: Math.ceil(ttlMs) });
+    // A lost note costs only the precision of a lost worker's label.
+    (this.client ? note(this.client) : this.connected().then(note)).catch(() => {});
+  }
+
+  /** The batch is over here: its note goes (not waited for). */
+  doneRunning(batch: HeldBatch): void {
+    this.client?.del(runningKey(batch.jobKey)).catch(() => {});
   }
 
   /** The probe job a batch's last worker had started last (markRunning), if it said. */
   async runningWhenLost(batchJobKey: string): Promise<string | undefined> {
-    const value = await (await this.connected()).hget(batchJobKey, RUNNING_FIELD);
-    return value ?? undefined;
+    return (await (await this.connected()).get(runningKey(batchJobKey))) ?? undefined;
   }
 
-  /** How far Redis's clock is ahead of this machine's (common/redis.ts): a run's deadline is an
+  /**
+   * How far Redis's clock is ahead of this machine's (common/redis.ts): a run's deadline is an
    * instant on Redis's clock (the submitter reads it there), so a worker whose own clock is fast or
-   * slow still stops a batch at the run's deadline, not minutes early or late. */
+   * slow still stops a batch at the run's deadline, not minutes early or late. Read once a minute
+   * and carried on this machine's monotonic clock in between, so setting the wall clock meanwhile
+   * moves nothing.
+   */
   async redisClockAheadMs(): Promise<number> {
-    const client = await this.connected();
-    return redisClockAheadMs(() => client.runCommand(commandOf('redisTime'), []));
+    if (!this.clock || performance.now() - this.clock.readAt > CLOCK_READ_EVERY_MS) {
+      const client = await this.connected();
+      const aheadMs = await redisClockAheadMs(() => client.runCommand(commandOf('redisTime'), []));
+      const readAt = performance.now();
+      this.clock = { readAt, redisMs: Date.now() + aheadMs };
+    }
+    return this.clock.redisMs + (performance.now() - this.clock.readAt) - Date.now();
   }
 
   private async connected(): Promise<RedisClient> {
