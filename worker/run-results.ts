@@ -114,7 +114,7 @@ export class RunResults {
    * its worker was lost reads it (runningWhenLost). Not waited for, and a plain SET (a script was
    * ~55 µs of Redis's CPU per job): the note expires on its own (`ttlMs`: past the job's bound and
    * a stall), so one sent late by a worker cut off from Redis leaves nothing for long, and
-   * doneRunning removes it when the batch ends.
+   * doneRunning removes it when the job ends.
    */
   markRunning(batch: HeldBatch, probeJobId: string, ttlMs: number): void {
     const note = (client: RedisClient) => client.set(runningKey(batch.jobKey), probeJobId, { PX: Math.ceil(ttlMs) });
@@ -122,7 +122,7 @@ export class RunResults {
     (this.client ? note(this.client) : this.connected().then(note)).catch(() => {});
   }
 
-  /** The batch is over here: its note goes (not waited for). */
+  /** The noted job is over: its note goes (not waited for). */
   doneRunning(batch: HeldBatch): void {
     this.client?.del(runningKey(batch.jobKey)).catch(() => {});
   }
