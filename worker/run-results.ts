@@ -35,7 +35,7 @@ export interface HeldBatch {
 }
 
 /** The key beside a batch's BullMQ job that names the probe job its worker is running. */
-const runningKey = (batchJobKey: string) => `${batchJobKey}:probefleet-running`;
+export const runningKey = (batchJobKey: string) => `${batchJobKey}:probefleet-running`;
 
 /** Redis's clock is read again once this old: the offset from this machine's monotonic clock
  * drifts by parts per million, and a round trip per batch is a round trip per job in small runs. */

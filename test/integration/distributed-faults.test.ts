@@ -9,7 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { Queue } from 'bullmq';
-import { reportKeys } from '../../contracts/queues.js';
+import { jobKey, regionQueueName, reportKeys } from '../../contracts/queues.js';
 import { runReportSchema, type RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
@@ -31,6 +31,7 @@ import {
   type OwnRedis,
 } from '../helpers/redis.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { runningKey } from '../../worker/run-results.js';
 
 const log = createLogger('test', 'silent');
 const quiet = { update() {}, done() {} };
@@ -192,13 +193,17 @@ experiments:
 `;
       const run = await submitRun(fleet, await parsePlan(plan, 'inline.yaml'), 'killed-batch-run', { jobsPerBatch: 2 });
       const [firstJob, secondJob] = run.jobs.map((job) => job.jobId);
-      const { workerPid } = await activeJob(fleet.regionQueue('a'), /\.slow\./);
+      const { id: batchId, workerPid } = await activeJob(fleet.regionQueue('a'), /\.slow\./);
       const first = pair.find((w) => w.pid === workerPid)!;
       const second = pair.find((w) => w.pid !== workerPid)!;
-      // Killed once the first job's result is saved: the second one is running.
+      // Killed once the first job's result is saved and the second has run long enough to be noted
+      // as the one running (a job is noted after 20 ms: queue-worker.ts, NOTE_RUNNING_AFTER_MS).
       const results = reportKeys.results(prefix, run.runId);
       for (let i = 0; i < 200 && !(await fleet.client.hexists(results, firstJob!)); i++) await sleep(50);
       assert.equal(await fleet.client.hexists(results, firstJob!), 1, 'the first job was saved');
+      const note = runningKey(jobKey(prefix, regionQueueName('a'), batchId));
+      for (let i = 0; i < 200 && (await fleet.client.get(note)) !== secondJob; i++) await sleep(50);
+      assert.equal(await fleet.client.get(note), secondJob, 'the second job is noted as running');
       first.child.kill('SIGKILL');
       assert.equal(await first.stop(), null, 'killed, not exited');
 
