@@ -3,8 +3,8 @@
 //   batched: coordinator/flow.ts submitRun, what `probefleet run --redis` does: split the plan,
 //            add the run's parent job, then its jobs as its children in batches of probe jobs,
 //            as many per BullMQ job as jobsPerBatchFor gives
-//   per-job: the same with one probe job per BullMQ job (`jobsPerBatch: 1`), as the coordinator
-//            submitted before batches
+//   per-job: the same with one probe job per BullMQ job (`jobsPerBatch: 1`), as a run of fewer
+//            than 128 jobs per region goes
 // argv: redis URL, mode, plan YAML.
 import { performance } from 'node:perf_hooks';
 import { boundHeapGrowth } from '../common/heap-growth.js';

@@ -13,7 +13,7 @@ import {
   type EnqueueRun,
   type QueueRound,
 } from './queue.js';
-import { SEQUENTIAL_RUNS, type LoadRun, type SequentialRun } from './tools.js';
+import { SEQUENTIAL_RUNS, type H2Shape, type LoadRun, type SequentialRun } from './tools.js';
 
 export interface Machine {
   date: string;
@@ -57,6 +57,8 @@ export interface BenchResults {
   /** Per-request cost of each layer over undici, in one warm process, against one target. */
   layers?: { target: TargetName; costs: LayerCost[] };
   load?: Record<TargetName, LoadRun[][]>;
+  /** HTTP/2 load against nginx: per round, every tool once. */
+  h2?: { shape: H2Shape; rounds: LoadRun[][] };
   /** Peak RSS of a bare Node process and of one that only loaded the worker's code. */
   baseline?: { nodeKb: number; workerCodeKb: number };
   queue?: QueueRound[];
@@ -106,19 +108,23 @@ function profileTable(lines: ProfileLine[]): string {
 export interface Missed {
   sequential: boolean;
   load: boolean;
+  h2: boolean;
   enqueue: boolean;
   endToEnd: boolean;
 }
 
+/** sequential, load, h2 and queue: a run of all of them needs no --only. */
+const BENCHMARK_COUNT = 4;
+
 /** The command that reproduces a run with these settings. */
 function commandOf(s: BenchResults['settings']): string {
-  const only = s.only.length < 3 ? ` --only ${s.only.join(',')}` : '';
+  const only = s.only.length < BENCHMARK_COUNT ? ` --only ${s.only.join(',')}` : '';
   return `npm ci && npm run bench --${only} --rounds ${s.rounds} --queue-rounds ${s.queueRounds} --requests ${s.requests} --connections ${s.connections} --duration ${s.seconds}`;
 }
 
 export function renderResults(r: BenchResults): { markdown: string; missed: Missed } {
   const { machine: m, settings: s } = r;
-  const missed: Missed = { sequential: false, load: false, enqueue: false, endToEnd: false };
+  const missed: Missed = { sequential: false, load: false, h2: false, enqueue: false, endToEnd: false };
   const targets: string[] = [];
   const sections: string[] = [];
 
@@ -130,6 +136,7 @@ export function renderResults(r: BenchResults): { markdown: string; missed: Miss
   if (r.load)
     for (const target of TARGET_NAMES)
       if (r.load[target].length > 0) renderLoad(target, r.load[target], s, targets, sections, missed);
+  if (r.h2) renderH2(r.h2, targets, sections, missed);
   if (r.baseline) renderRss(r, s, targets, sections);
   if (r.queue) renderQueue(r.queue, targets, sections, missed);
 
@@ -364,6 +371,47 @@ function renderLoad(
     '',
     `probefleet / autocannon req/s per round: ${acRatios.map((x) => fixed(x)).join(', ')} (median **${fixed(acRatio)}x**); ` +
       `probefleet / wrk: ${wrkRatios.map((x) => fixed(x)).join(', ')} (median **${fixed(wrkRatio)}x**).`,
+    '',
+  );
+}
+
+/** probefleet's h2 mode per round against the bare node:http2 loop and h2load; 2 threads against 1. */
+function renderH2(h2: NonNullable<BenchResults['h2']>, targets: string[], out: string[], missed: Missed): void {
+  const { shape, rounds } = h2;
+  const ratios = (a: LoadRun['tool'], b: LoadRun['tool']) =>
+    rounds.map((round) => find(round, a).requestsPerSecond / find(round, b).requestsPerSecond);
+  const bare = ratios('probefleet', 'node:http2');
+  const bareWithUndici = ratios('probefleet', 'node:http2, undici loaded');
+  const h2load = ratios('probefleet', 'h2load');
+  const threads = ratios('probefleet 2 threads', 'probefleet');
+  missed.h2 ||= median(bare) < 0.9;
+  const shapeText = `${shape.connections} connections x ${shape.streams} streams, ${shape.seconds} s`;
+  targets.push(
+    `| nginx over TLS, HTTP/2 load at least 0.9x a bare node:http2 loop (${shapeText}) | ${fixed(median(bare))}x | ${verdict(median(bare), 0.9, false)} |`,
+  );
+  const perRound = (xs: number[]) => `${xs.map((x) => fixed(x)).join(', ')} (median **${fixed(median(xs))}x**)`;
+  out.push(
+    `## HTTP/2 load: ${shapeText}, nginx over TLS`,
+    '',
+    `probefleet: the \`load\` probe, mode \`h2\`, closed loop, \`threads: 1\` and \`threads: 2\`. node:http2: the same`,
+    'shape as a bare loop (bench/h2-bare-process.ts: a stream sends its next request when its response ends,',
+    `nothing timed), alone and in a process that has loaded undici (as every worker has). h2load: \`-c${shape.connections} -m${shape.streams} -D ${shape.seconds}\` (nghttp2, C, one thread). nginx: one worker process.`,
+    'busiest thread: the event-loop utilization of the busiest thread sending the load (LOAD_CLIENT_SATURATED at 90%).',
+    '',
+    '| round | tool | req/s | p99 | errors | busiest thread | client CPU / request | server CPU / request | client peak RSS | load avg |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rounds.flatMap((round, i) =>
+      round.map(
+        (run) =>
+          `| ${i + 1} | ${run.tool} | ${count(run.requestsPerSecond)} | ${Number.isNaN(run.p99Ms) ? '-' : ms(run.p99Ms)} | ${run.errors} | ` +
+          `${run.busiest === undefined ? '-' : `${Math.round(run.busiest * 100)}%`} | ${us(run.measured.cpuSeconds, run.requests)} | ` +
+          `${us(run.measured.serverCpuSeconds, run.requests)} | ${mb(run.measured.maxRssKb)} | ${fixed(run.measured.loadAverage)} |`,
+      ),
+    ),
+    '',
+    `probefleet / node:http2 req/s per round: ${perRound(bare)}; probefleet / node:http2 in a process that has loaded undici: ${perRound(bareWithUndici)};`,
+    `probefleet / h2load: ${perRound(h2load)};`,
+    `2 threads / 1 thread: ${perRound(threads)}.`,
     '',
   );
 }

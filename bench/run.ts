@@ -4,11 +4,13 @@
 //   sequential: 200 reused HTTP/1.1 requests, probefleet `reuse` vs one curl process (URL glob),
 //               with a bare undici Client.dispatch loop as the floor under probefleet
 //   load:       probefleet `load` vs autocannon vs wrk, same connections and duration
+//   h2:         probefleet `load` in h2 mode (one thread, then two) vs a bare node:http2 loop vs
+//               h2load, 2 connections x 10 streams, against nginx over TLS with HTTP/2
 //   peak RSS:   of the probefleet (worker code) processes in both
 //   queue:      split + enqueue of 100,000 jobs, and 10,000 light jobs through two region
 //               workers, on a redis-server of its own, against redis-benchmark on that server
 // Tools alternate within each round so that whatever else runs on the machine hits them alike.
-// `--only queue` (or sequential, load; comma-separated) runs some of them. Writes
+// `--only queue` (or sequential, load, h2; comma-separated) runs some of them. Writes
 // bench/results.md (or --out); not part of `npm test`.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -20,6 +22,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startNginx } from '../common/nginx-server.js';
+import { createLabCa } from '../lab/certs.js';
 import { writeFileAtomic } from '../common/write-file-atomic.js';
 import { summarizeCpuProfile } from './cpu-profile.js';
 import { ALL_CPUS, pinProcesses } from './measure.js';
@@ -36,7 +39,11 @@ import { renderResults, type BenchResults, type BenchTarget, type Machine } from
 import {
   AUTOCANNON_CLI,
   autocannonLoad,
+  bareH2Load,
   baselineRss,
+  h2loadRun,
+  type H2Shape,
+  probefleetH2Load,
   curlSequential,
   probefleetLoad,
   probefleetOverhead,
@@ -64,7 +71,9 @@ function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(':').some((dir) => existsSync(path.join(dir, command)));
 }
 
-const BENCHMARKS = ['sequential', 'load', 'queue'] as const;
+const BENCHMARKS = ['sequential', 'load', 'h2', 'queue'] as const;
+/** The HTTP/2 load benchmark's shape. */
+const H2_SHAPE: H2Shape = { connections: 2, streams: 10, seconds: 5 };
 const NGINX_BINARY = '/usr/sbin/nginx';
 /** What nginx serves at `/`: 19 bytes. */
 const NGINX_BODY = 'probefleet bench.\n\n';
@@ -88,6 +97,7 @@ function missingPrerequisites(selected: Set<Benchmark>): string[] {
   if (selected.has('sequential') && !onPath('curl')) missing.push('curl (apt-get install curl)');
   if (!existsSync(NGINX_BINARY)) missing.push(`${NGINX_BINARY} (apt-get install nginx)`);
   if (selected.has('load') && !onPath('wrk')) missing.push('wrk (apt-get install wrk)');
+  if (selected.has('h2') && !onPath('h2load')) missing.push('h2load (apt-get install nghttp2-client)');
   if (!existsSync('/usr/bin/time')) missing.push('/usr/bin/time (apt-get install time)');
   if (selected.has('load') && !existsSync(AUTOCANNON_CLI)) missing.push('autocannon (a devDependency: npm ci)');
   if (selected.has('queue') && !onPath('redis-server')) missing.push('redis-server (apt-get install redis-server)');
@@ -232,7 +242,14 @@ async function main(): Promise<void> {
   // Access log off: under load it would be nginx's own disk writes that we measure.
   // Every benchmark uses it: the queue's one-request jobs go to nginx too, so that the target's
   // own CPU is small beside the workers'.
-  const nginx = await startNginx([{ files: { 'index.html': NGINX_BODY }, directives: ['access_log off;'] }]);
+  const nginx = await startNginx([
+    { files: { 'index.html': NGINX_BODY }, directives: ['access_log off;'] },
+    {
+      files: { 'index.html': NGINX_BODY },
+      directives: ['access_log off;'],
+      tls: { ...(await (await createLabCa()).issue({ hosts: ['127.0.0.1'] })), http2: true },
+    },
+  ]);
   const nginxUrl = `${nginx.urls[0]}/`;
   const targets: BenchTarget[] = [
     { name: 'nginx' as const, url: nginxUrl, pid: nginx.pid },
@@ -291,6 +308,28 @@ async function main(): Promise<void> {
           }
           results.load[target.name].push(runs);
         }
+      }
+    }
+    if (selected.has('h2')) {
+      results.h2 = { shape: H2_SHAPE, rounds: [] };
+      const h2Url = `${nginx.urls[1]}/`;
+      const h2Ctx: ToolContext = { serverPid: nginx.pid };
+      const h2Tools = {
+        probefleet: () => probefleetH2Load(h2Url, H2_SHAPE, 1, h2Ctx),
+        'probefleet 2 threads': () => probefleetH2Load(h2Url, H2_SHAPE, 2, h2Ctx),
+        'node:http2': () => bareH2Load(h2Url, H2_SHAPE, h2Ctx),
+        'node:http2, undici loaded': () => bareH2Load(h2Url, H2_SHAPE, h2Ctx, true),
+        h2load: () => h2loadRun(h2Url, H2_SHAPE, h2Ctx),
+      };
+      say(`h2 target at ${h2Url}; warming it up`);
+      await h2loadRun(h2Url, { ...H2_SHAPE, seconds: 2 }, h2Ctx);
+      for (let round = 0; round < rounds; round++) {
+        const runs: LoadRun[] = [];
+        for (const tool of orderFor(Object.keys(h2Tools) as (keyof typeof h2Tools)[], round)) {
+          runs.push(await h2Tools[tool]());
+          say(`h2 round ${round + 1}/${rounds}: ${tool} ${Math.round(runs.at(-1)!.requestsPerSecond)} req/s`);
+        }
+        results.h2.rounds.push(runs);
       }
     }
     if (httpBench) results.baseline = await baselineRss(ctx);

@@ -14,6 +14,7 @@ import type { LayerCost } from './overhead-process.js';
 const PROBE_PROCESS = fileURLToPath(new URL('./probe-process.js', import.meta.url));
 const UNDICI_PROCESS = fileURLToPath(new URL('./undici-process.js', import.meta.url));
 const OVERHEAD_PROCESS = fileURLToPath(new URL('./overhead-process.js', import.meta.url));
+const H2_BARE_PROCESS = fileURLToPath(new URL('./h2-bare-process.js', import.meta.url));
 /** Runs of the sequential job in one probefleet process. */
 export const SEQUENTIAL_RUNS = 30;
 export const AUTOCANNON_CLI = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
@@ -38,13 +39,29 @@ export interface SequentialRun {
 }
 
 export interface LoadRun {
-  tool: 'probefleet' | 'autocannon' | 'wrk';
+  tool:
+    | 'probefleet'
+    | 'autocannon'
+    | 'wrk'
+    | 'probefleet 2 threads'
+    | 'node:http2'
+    | 'node:http2, undici loaded'
+    | 'h2load';
   requests: number;
   seconds: number;
   requestsPerSecond: number;
   p99Ms: number;
   errors: number;
   measured: Measured;
+  /** probefleet: its busiest thread's event-loop utilization over the run (0..1). */
+  busiest?: number;
+}
+
+/** The HTTP/2 load benchmark's shape: connections x streams for a duration. */
+export interface H2Shape {
+  connections: number;
+  streams: number;
+  seconds: number;
 }
 
 async function jobFor(planYaml: string): Promise<JobPayload> {
@@ -157,18 +174,97 @@ jobTimeoutSeconds: ${Math.ceil(seconds) + 60}
 targets: [{ name: lab, url: "${url}" }]
 experiments: [{ probe: load, connections: ${connections}, durationSeconds: ${seconds}, modes: [reused] }]
 `);
-  const { results, measured } = await runProbefleet<'load'>(job, 1, ctx, (seconds + 60) * 1000);
+  return loadRunOf(await runProbefleet<'load'>(job, 1, ctx, (seconds + 60) * 1000), 'probefleet');
+}
+
+/** A probefleet load job's figures as a LoadRun, with how busy its busiest thread was. */
+function loadRunOf(
+  { results, measured }: { results: ResultOf<'load'>[]; measured: Measured },
+  tool: LoadRun['tool'],
+): LoadRun {
   const [result] = results;
   const d = result.details!;
   return {
-    tool: 'probefleet',
+    tool,
     requests: d.completed,
     seconds: result.summary.durationMs / 1000,
     requestsPerSecond: d.requestsPerSecond,
     p99Ms: d.latencyMs.p99,
     errors: result.summary.errors,
     measured,
+    busiest: Math.max(...d.client.eventLoopUtilization),
   };
+}
+
+/** The `load` probe in h2 mode (closed loop) on `threads` threads. */
+export async function probefleetH2Load(
+  url: string,
+  { connections, streams, seconds }: H2Shape,
+  threads: number,
+  ctx: ToolContext,
+): Promise<LoadRun> {
+  const job = await jobFor(`
+name: bench-h2-load
+jobTimeoutSeconds: ${Math.ceil(seconds) + 60}
+targets: [{ name: nginx, url: "${url}", tls: { insecure: true } }]
+experiments: [{ probe: load, connections: ${connections}, streams: ${streams}, durationSeconds: ${seconds}, modes: [h2], threads: ${threads} }]
+`);
+  return loadRunOf(
+    await runProbefleet<'load'>(job, 1, ctx, (seconds + 60) * 1000),
+    threads === 1 ? 'probefleet' : 'probefleet 2 threads',
+  );
+}
+
+/** The same shape as a bare node:http2 loop (bench/h2-bare-process.ts): the floor under probefleet's h2 mode. */
+export async function bareH2Load(
+  url: string,
+  { connections, streams, seconds }: H2Shape,
+  ctx: ToolContext,
+  undiciLoaded = false,
+) {
+  const measured = await measure(
+    process.execPath,
+    [
+      H2_BARE_PROCESS,
+      url,
+      String(connections),
+      String(streams),
+      String(seconds),
+      ...(undiciLoaded ? ['--undici-loaded'] : []),
+    ],
+    { serverPid: ctx.serverPid, timeoutMs: (seconds + 60) * 1000 },
+  );
+  const out = JSON.parse(measured.stdout) as { requests: number; seconds: number };
+  return {
+    tool: undiciLoaded ? 'node:http2, undici loaded' : 'node:http2',
+    requests: out.requests,
+    seconds: out.seconds,
+    requestsPerSecond: out.requests / out.seconds,
+    p99Ms: Number.NaN,
+    errors: 0,
+    measured,
+  } satisfies LoadRun;
+}
+
+/** nghttp2's h2load: `-c C -m S -D seconds` (one thread). */
+export async function h2loadRun(url: string, { connections, streams, seconds }: H2Shape, ctx: ToolContext) {
+  const measured = await measure('h2load', [`-c${connections}`, `-m${streams}`, '-D', String(seconds), url], {
+    serverPid: ctx.serverPid,
+    timeoutMs: (seconds + 60) * 1000,
+  });
+  const out = measured.stdout;
+  const finished = /finished in ([\d.]+)(ms|s), ([\d.]+) req\/s/.exec(out);
+  const requests = /requests: \d+ total, \d+ started, (\d+) done, \d+ succeeded, (\d+) failed, (\d+) errored/.exec(out);
+  if (!finished || !requests) throw new Error(`unreadable h2load output:\n${out}`);
+  return {
+    tool: 'h2load',
+    requests: Number(requests[1]),
+    seconds: Number(finished[1]) / (finished[2] === 'ms' ? 1000 : 1),
+    requestsPerSecond: Number(finished[3]),
+    p99Ms: Number.NaN,
+    errors: Number(requests[2]) + Number(requests[3]),
+    measured,
+  } satisfies LoadRun;
 }
 
 export async function autocannonLoad(

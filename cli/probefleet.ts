@@ -1,12 +1,13 @@
-// `probefleet`: one command module per file under cli/commands/.
+// `probefleet`: one command module per file under cli/commands/, loaded only when its command is
+// given (cli/commands/index.ts); what every command shares is here, and loads nothing heavy.
 import { once } from 'node:events';
-import yargs, { type CommandModule } from 'yargs';
+import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
-import { RedisUnreachableError } from '../common/redis.js';
-import { RedisFullError } from '../common/redis-errors.js';
-import { withStdoutDashesJoined } from './commands/args.js';
+import { RedisFullError, RedisUnreachableError } from '../common/redis-errors.js';
+import { commandsFor } from './commands/index.js';
+import { withStdoutDashesJoined } from './options/args.js';
 import {
   EXIT_BAD_INPUT,
   EXIT_BROKEN_PIPE,
@@ -15,27 +16,6 @@ import {
   EXIT_LINGER_MS,
   EXIT_REDIS_UNREACHABLE,
 } from './exit-codes.js';
-
-/**
- * Each command's module, loaded only when it is asked for: `plan validate` need not load
- * BullMQ, undici and the probes. Help and unknown commands load them all. Order = help's order.
- */
-// biome-ignore lint/suspicious/noExplicitAny: each command module has its own argument types
-type AnyCommand = CommandModule<any, any>;
-const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
-  run: async () => (await import('./commands/run.js')).runCommand,
-  plan: async () => (await import('./commands/plan.js')).planCommand,
-  lab: async () => (await import('./commands/lab.js')).labCommand,
-  worker: async () => (await import('./commands/worker.js')).workerCommand,
-  coordinator: async () => (await import('./commands/coordinator.js')).coordinatorCommand,
-  schedule: async () => (await import('./commands/schedule.js')).scheduleCommand,
-  runs: async () => (await import('./commands/runs.js')).runsCommand,
-  regions: async () => (await import('./commands/regions.js')).regionsCommand,
-  demo: async () => (await import('./commands/demo.js')).demoCommand,
-  report: async () => (await import('./commands/report.js')).reportCommand,
-  compare: async () => (await import('./commands/compare.js')).compareCommand,
-  alerts: async () => (await import('./commands/alerts.js')).alertsCommand,
-};
 
 /**
  * `probefleet plan expand plan.yaml | head`: once the reader has gone, every write fails with
@@ -52,11 +32,6 @@ for (const stream of [process.stdout, process.stderr]) {
 
 /** An error's message for the terminal: each line with what a plan or a target put in it escaped. */
 const shown = (message: string) => message.split('\n').map(printable).join('\n');
-
-async function commandsFor(argv: string[]): Promise<AnyCommand[]> {
-  const asked = argv.find((arg) => Object.hasOwn(COMMANDS, arg));
-  return Promise.all((asked ? [asked] : Object.keys(COMMANDS)).map((name) => COMMANDS[name]!()));
-}
 
 export async function main(given: string[]): Promise<void> {
   const argv = withStdoutDashesJoined(given);

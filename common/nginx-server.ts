@@ -29,6 +29,8 @@ export interface NginxServerConfig {
   /** Serve HTTPS with this certificate and key (PEM); with `clientCa`, ask clients for a
    * certificate it signed (`ssl_verify_client`: `on` requires one, `optional` takes one). */
   tls?: { certPem: string; keyPem: string; clientCa?: string; verifyClient?: 'on' | 'optional'; http2?: boolean };
+  /** Listen on [::1] too, at the same port: a dual-stack server. */
+  ipv6?: boolean;
 }
 
 export interface Nginx {
@@ -36,8 +38,10 @@ export interface Nginx {
   pid: number;
   /** Per configured server, its URL (`http://127.0.0.1:PORT`). */
   urls: string[];
-  /** Access log lines: `$connection $connection_requests $status $bytes_sent $request`. */
-  accessLog(): Promise<{ connection: number; connectionRequests: number; status: number; request: string }[]>;
+  /** Access log lines: `$connection $connection_requests $status $bytes_sent $server_addr $request`. */
+  accessLog(): Promise<
+    { connection: number; connectionRequests: number; status: number; serverAddress: string; request: string }[]
+  >;
   stop(): Promise<void>;
 }
 
@@ -71,8 +75,9 @@ export async function startNginx(servers: NginxServerConfig[]): Promise<Nginx> {
         );
       }
     }
+    const listen = `${port}${server.tls ? ' ssl' : ''}${server.tls?.http2 ? ' http2' : ''}`;
     blocks.push(
-      `server { listen 127.0.0.1:${port}${server.tls ? ' ssl' : ''}${server.tls?.http2 ? ' http2' : ''}; root ${root}; ${[...tls, ...(server.directives ?? [])].join(' ')} }`,
+      `server { listen 127.0.0.1:${listen};${server.ipv6 ? ` listen [::1]:${listen};` : ''} root ${root}; ${[...tls, ...(server.directives ?? [])].join(' ')} }`,
     );
   }
   await mkdir(path.join(prefix, 'tmp'));
@@ -87,7 +92,7 @@ pid ${prefix}/nginx.pid;
 events { worker_connections 256; }
 http {
   types { application/json json; text/plain txt; text/html html; }
-  log_format probefleet '$connection $connection_requests $status $bytes_sent "$request"';
+  log_format probefleet '$connection $connection_requests $status $bytes_sent $server_addr "$request"';
   access_log ${log} probefleet;
   client_body_temp_path ${prefix}/tmp; proxy_temp_path ${prefix}/tmp; fastcgi_temp_path ${prefix}/tmp;
   uwsgi_temp_path ${prefix}/tmp; scgi_temp_path ${prefix}/tmp;
@@ -131,8 +136,15 @@ http {
         .split('\n')
         .filter((line) => line)
         .map((line) => {
-          const [connection, connectionRequests, status] = line.split(' ').map(Number);
-          return { connection, connectionRequests, status, request: /"(.*)"$/.exec(line)?.[1] ?? '' };
+          const fields = line.split(' ');
+          const [connection, connectionRequests, status] = fields.map(Number);
+          return {
+            connection,
+            connectionRequests,
+            status,
+            serverAddress: fields[4],
+            request: /"(.*)"$/.exec(line)?.[1] ?? '',
+          };
         });
     },
     stop,

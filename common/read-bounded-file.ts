@@ -45,3 +45,23 @@ export async function readBoundedFile(file: string, maxBytes: number): Promise<B
     await handle.close();
   }
 }
+
+/**
+ * The file as UTF-8 text, or why it cannot be read, in words ("not UTF-8 text", ENOENT, "a FIFO
+ * (named pipe), not a regular file"): what a message about a file a user named says. `keepBom`
+ * keeps a leading byte-order mark in the text (a YAML parser reports it where it is).
+ */
+export async function readUserTextFile(
+  file: string,
+  maxBytes: number,
+  { keepBom = false } = {},
+): Promise<{ text: string } | { reason: string }> {
+  try {
+    const bytes = await readBoundedFile(file, maxBytes);
+    return { text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: keepBom }).decode(bytes) };
+  } catch (err) {
+    if (err instanceof FileRefusedError) return { reason: err.message };
+    if (err instanceof TypeError) return { reason: 'not UTF-8 text' };
+    return { reason: (err as NodeJS.ErrnoException).code ?? (err as Error).message };
+  }
+}

@@ -2,12 +2,19 @@
 // policy that evicts nothing, so every write is refused with OOM), a replica answering writes
 // (READONLY, as after a failover the client has not followed), a connection lost; and how a process
 // waits before trying again what Redis refused (Backoff). Matched on Redis's error codes (the first
-// word of its reply), never on the rest of the text.
+// word of its reply), never on the rest of the text. Light (ioredis only as types): the CLI's
+// top level tells these errors apart for every command.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { REDIS_ERROR_KINDS } from '../contracts/metric-names.js';
 
 export type RedisErrorKind = (typeof REDIS_ERROR_KINDS)[number];
+
+/** Redis did not answer: the command could not do its work. The CLI exits 4 on it (cli/exit-codes.ts). */
+export class RedisUnreachableError extends Error {
+  override name = 'RedisUnreachableError';
+  readonly code = 'REDIS_UNREACHABLE';
+}
 
 /** Redis refused a write because it is full. The CLI exits 4 on it, as for an unreachable Redis. */
 export class RedisFullError extends Error {
@@ -15,9 +22,13 @@ export class RedisFullError extends Error {
   readonly code = 'REDIS_FULL';
 }
 
-/** Errors ioredis gives when a connection went while a command was on it, or before it was sent. */
+/** Errors ioredis gives when a connection went while a command was on it, or before it was sent;
+ * and when the node or primary that holds a key cannot be reached during a failover (a Cluster's
+ * slot map still naming a dead primary, the sentinels naming none yet). */
 const CONNECTION_ERRORS =
-  /^(Connection is closed|Command aborted due to connection close|Command timed out|Stream isn't writeable)|\b(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTCONN)\b/;
+  /^(Connection is closed|Command aborted due to connection close|Command timed out|Stream isn't writeable|Too many Cluster redirections|All sentinels are unreachable)|\b(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTCONN)\b/;
+/** Redis's own codes for a Cluster whose slot has no primary answering yet. */
+const FAILOVER_CODES = ['CLUSTERDOWN', 'TRYAGAIN'];
 
 /** The Redis error codes of an error: its own, and for a transaction (EXECABORT) those of the
  * commands that made Redis discard it (ioredis keeps them as `previousErrors`). */
@@ -33,6 +44,7 @@ export function redisErrorKind(err: unknown): RedisErrorKind {
   if (codes.includes('OOM')) return 'oom';
   if (codes.includes('READONLY')) return 'readonly';
   if (CONNECTION_ERRORS.test((err as Error | undefined)?.message ?? '')) return 'connection';
+  if (codes.some((code) => FAILOVER_CODES.includes(code))) return 'connection';
   return 'other';
 }
 

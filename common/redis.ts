@@ -4,7 +4,9 @@
 // rediss-cluster://). URLs are understood here rather than by ioredis, so a CA given beside the URL
 // is not silently dropped (ioredis lets URL-derived options win over explicit ones), and because
 // ioredis reads neither Sentinel nor Cluster from a URL. Also: how long a command that ends may wait
-// for Redis, how an unreachable Redis is told, and a Redis of another kind than its URL says.
+// for Redis, how an unreachable Redis is told, and a Redis of another kind than its URL says. The
+// defaults (redis-defaults.ts) and RedisUnreachableError (redis-errors.ts) are in modules without
+// ioredis, for what needs only them (the CLI's top level, its options' help).
 import { readFileSync } from 'node:fs';
 import { isIP, type Socket } from 'node:net';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
@@ -14,11 +16,6 @@ import standaloneConnector from 'ioredis/built/connectors/StandaloneConnector.js
 import { BadInputError } from './bad-input.js';
 import type { Logger } from './log.js';
 import { settlesWithin } from './settle.js';
-
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
-
-/** How long a command that ends (`run`, `runs`, `schedule`) waits for an answer from Redis. */
-export const DEFAULT_REDIS_TIMEOUT_SECONDS = 10;
 
 const DEFAULT_PORT = 6379;
 const DEFAULT_SENTINEL_PORT = 26379;
@@ -43,12 +40,6 @@ export type RedisClient = Redis | Cluster;
 export type RedisTarget =
   | { kind: 'server' | 'sentinel'; options: RedisOptions }
   | { kind: 'cluster'; nodes: ClusterNode[]; options: ClusterOptions };
-
-/** Redis did not answer: the command could not do its work. The CLI exits 4 on it (cli/exit-codes.ts). */
-export class RedisUnreachableError extends Error {
-  override name = 'RedisUnreachableError';
-  readonly code = 'REDIS_UNREACHABLE';
-}
 
 export class RedisUrlError extends BadInputError {
   override name = 'RedisUrlError';

@@ -33,7 +33,7 @@ export type PhaseTimes = z.infer<typeof phaseTimesSchema>;
 export const percentilesSchema = z.strictObject({
   p50: z.number(),
   p95: z.number(),
-  /** Always written now; absent in results from before it was (they still read). */
+  /** Always written; absent in older results, which still read. */
   p99: z.number().optional(),
   n: z.int().nonnegative(),
 });
@@ -89,6 +89,10 @@ export const ERROR_CODES = [
    * character beyond Latin-1 in a header value): the job sent nothing. */
   'SECRET_INVALID',
   'INVALID_JOB',
+  /** A job spread over several workers (the load probe's `workers`) did not run on all of them
+   * together: fewer workers of the region took a shard within its `joinSeconds`, a shard came after
+   * the others had started, or a shard has no result. */
+  'SHARDS_NOT_TOGETHER',
   /** The job killed its worker: the worker running it was lost, and a process of its own running it again died too. */
   'KILLED_WORKER',
   'INTERNAL_ERROR',
@@ -103,6 +107,19 @@ export type ProbeError = z.infer<typeof probeErrorSchema>;
 
 export const SEVERITIES = ['info', 'warning', 'critical'] as const;
 export type Severity = (typeof SEVERITIES)[number];
+
+/** A finding code's entry in the catalogue (contracts/findings.ts). */
+export interface FindingSpec {
+  severity: Severity;
+  /** One line: what was seen. */
+  title: string;
+  /** The situation column of the decision table. */
+  situation: string;
+  /** What to do about it. */
+  advice: string;
+  /** Exactly when it fires, for the catalogue (docs/catalogue.md); may hold Markdown. */
+  when: string;
+}
 
 /** One measured HTTP request: what every request-issuing probe reports per request. */
 export const requestSampleSchema = z.strictObject({

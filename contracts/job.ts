@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { nameSchema } from './common.js';
 import { JOB_LIMITS } from './limits.js';
-import { credentialsTwiceProblem, httpUrlSchema, requestBodyProblem, targetSchema } from './plan.js';
+import { credentialsTwiceProblem, httpUrlSchema, requestBodyProblem, runTargetSchema, targetSchema } from './plan.js';
 import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams, type ProbeVariant } from './probes/index.js';
 
 export const JOB_SCHEMA = 'probefleet.job/v1';
@@ -47,7 +47,14 @@ export type JobTls = z.infer<typeof jobTlsSchema>;
 export const jobTargetSchema = targetSchema
   .omit({ tls: true })
   // The body as text: a plan's body file is read when the plan is loaded.
-  .extend({ url: httpUrlSchema, tls: jobTlsSchema.optional(), body: z.string().optional() })
+  .extend({
+    url: httpUrlSchema,
+    tls: jobTlsSchema.optional(),
+    body: z.string().optional(),
+    // `both` made two targets, one per family, before the plan was split.
+    ipFamily: z.union([z.literal(4), z.literal(6), z.literal('happy-eyeballs')]).optional(),
+    dualStackOf: runTargetSchema.shape.dualStackOf,
+  })
   .superRefine((target, ctx) => {
     const twice = credentialsTwiceProblem(target);
     if (twice) ctx.addIssue({ code: 'custom', path: ['url'], message: twice });
@@ -55,6 +62,28 @@ export const jobTargetSchema = targetSchema
     if (bodyProblem) ctx.addIssue({ code: 'custom', path: ['body'], message: bodyProblem });
   });
 export type JobTarget = z.infer<typeof jobTargetSchema>;
+
+/** Which shard a result is, of a job spread over several workers of its region (the load probe's
+ * `workers`): the coordinator merges the shards' results into one, with `partOf` as its id. */
+const shardFields = {
+  /** The id of the job the shards together are: the merged result's. */
+  partOf: jobIdSchema,
+  index: z.int().min(0),
+  count: z.int().min(2).max(JOB_LIMITS.shards),
+};
+const indexBelowCount: [(shard: { index: number; count: number }) => boolean, { message: string; path: string[] }] = [
+  (shard) => shard.index < shard.count,
+  { message: 'index must be below count', path: ['index'] },
+];
+export const shardRefSchema = z.strictObject(shardFields).refine(...indexBelowCount);
+export type ShardRef = z.infer<typeof shardRefSchema>;
+
+/** A shard as its job carries it: which one, and how long it waits for the others to be taken
+ * (worker/shard-barrier.ts). */
+export const jobShardSchema = z
+  .strictObject({ ...shardFields, joinMs: z.int().min(1).max(600_000) })
+  .refine(...indexBelowCount);
+export type JobShard = z.infer<typeof jobShardSchema>;
 
 function jobSchemaFor<K extends ProbeKind>(kind: K) {
   return z.strictObject({
@@ -72,6 +101,8 @@ function jobSchemaFor<K extends ProbeKind>(kind: K) {
       .int()
       .min(1)
       .max(JOB_LIMITS.durationSeconds * 1000),
+    /** One of the workers a job is spread over: the params are its share (coordinator/split.ts). */
+    shard: jobShardSchema.optional(),
   });
 }
 
@@ -90,14 +121,15 @@ interface JobBase {
   region: string;
   target: JobTarget;
   timeLimitMs: number;
+  shard?: JobShard;
 }
 export type JobOf<K extends ProbeKind> = JobBase & { probe: K; params: ProbeParams<K>; variant: ProbeVariant<K> };
 export type JobPayload = { [K in ProbeKind]: JobOf<K> }[ProbeKind];
 
 /**
  * What one BullMQ job in a region's queue carries: consecutive probe jobs of one run and region,
- * run one after another by one worker (coordinator/flow.ts says how many; docs/architecture.md
- * why). Each payload is checked as the worker reaches it (worker/execute-job.ts).
+ * run one after another by one worker (coordinator/flow.ts says how many;
+ * docs/decisions/011-batches-of-probe-jobs.md why). Each payload is checked as the worker reaches it (worker/execute-job.ts).
  */
 export const probeBatchSchema = z.strictObject({
   schema: z.literal(PROBE_BATCH_SCHEMA),
@@ -124,22 +156,37 @@ export interface BatchOf<T> {
 
 /**
  * A run's jobs cut into batches: consecutive jobs of one region, at most `jobsPerBatch` each, a
- * batch named by its first job's id (so a batch of one is named as its job). The submitter cuts
+ * batch named by its first job's id (so a batch of one is named as its job). A shard is a batch of
+ * its own, so that each is free for another worker: shards in one batch would wait on each other
+ * behind one worker (worker/shard-barrier.ts). The submitter cuts
  * the jobs it adds and the finisher the run's job list (the same jobs in the same order) with the
  * same number, so both name the same batches.
  */
-export function batchesOf<T extends { jobId: string; region: string }>(
+export function batchesOf<T extends { jobId: string; region: string; shard?: unknown }>(
   jobs: readonly T[],
   jobsPerBatch: number,
 ): BatchOf<T>[] {
   const batches: BatchOf<T>[] = [];
   let current: BatchOf<T> | undefined;
   for (const job of jobs) {
-    if (!current || current.region !== job.region || current.jobs.length >= jobsPerBatch) {
+    if (
+      !current ||
+      current.region !== job.region ||
+      current.jobs.length >= jobsPerBatch ||
+      job.shard !== undefined ||
+      current.jobs[0]?.shard !== undefined
+    ) {
       current = { id: job.jobId, region: job.region, jobs: [] };
       batches.push(current);
     }
     current.jobs.push(job);
   }
   return batches;
+}
+
+/** How many of the jobs each region has, the regions in the order their first job comes. */
+export function jobsPerRegion(jobs: readonly { region: string }[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const job of jobs) counts.set(job.region, (counts.get(job.region) ?? 0) + 1);
+  return counts;
 }

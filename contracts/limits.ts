@@ -15,8 +15,15 @@ export const JOB_LIMITS = {
    * parsing, checking or verifying it (JOB_DATA_TOO_LARGE). A real job is a few KB; a target's CA
    * bundle is the largest part. */
   jobDataChars: 1024 * 1024,
+  /** Characters of a run's data on the runs queue (the parent "run" job: the plan as run and a
+   * reference per job; a schedule's: the plan) that the coordinator reads: 10,000 targets from
+   * files and 10,000 jobs are about 3.4 MB, 100,000 jobs (`--max-jobs`) about 23 MB. */
+  runDataChars: 32 * 1024 * 1024,
   /** Probe jobs one BullMQ job (a batch, contracts/job.ts) may carry: they run one after another. */
   jobsPerBatch: 50,
+  /** Workers of a region one job may be spread over (the load probe's `workers`): each takes a
+   * shard, and they start together (docs/decisions/021-load-shards-across-workers.md). */
+  shards: 64,
   /** The most a plan may set `maxDecodedBytes` to: bytes one response body may decode to (compression probe). */
   decodedBytes: 256 * 1024 * 1024,
 } as const;
@@ -40,10 +47,33 @@ export const PLAN_LIMITS = {
   /** Items in any one list or mapping of a plan, checked before the schema reads them (the longest a plan may hold is 255). */
   collectionItems: 1_000,
   /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise.
-   * Submitting 100,000 now fits in a few hundred MB (bench/README.md); the default stays, because
-   * the rest of a run still holds every job at once: the parent's data lists them all, and the
+   * Submitting 100,000 fits in a few hundred MB (bench/README.md); the default is lower, because
+   * the rest of a run holds every job at once: the parent's data lists them all, and the
    * report (one JSON document, one Redis string) holds every result. */
   jobsPerRun: 10_000,
+} as const;
+
+/**
+ * Limits on the targets a plan reads from files (`targetFiles`, docs/plan.md "Targets from files"),
+ * checked as the files are read. Hand-written targets stay at most 100 (the plan schema); targets
+ * from files are bounded here and, with every other target, by the jobs one run may make
+ * (PLAN_LIMITS.jobsPerRun, `--max-jobs`). `plan validate` of 10,000 targets from one file (0.5 MB
+ * of JSON) took 2.8 s and 134 MB peak RSS, Node's start included (docs/plan.md).
+ */
+export const TARGET_FILE_LIMITS = {
+  /** Bytes in one target file (JSON or YAML): 10,000 targets with two labels each are about 1.5 MiB pretty-printed. */
+  fileBytes: 4 * 1024 * 1024,
+  /** Files one plan may read, every pattern's matches together. */
+  files: 100,
+  /** Targets from files, every file together. */
+  targets: 10_000,
+  /** Label names a plan may declare (`targetLabels`). */
+  labelNames: 10,
+  /** Distinct values of one label over all of a plan's targets: what one label adds to a
+   * dashboard's `sum by (label)` stays a legend, not a wall. */
+  labelValues: 100,
+  /** Characters in one label value. */
+  labelValueChars: 128,
 } as const;
 
 /** One thing a job asks for: how much, the parameter that decides it (where the plan's error

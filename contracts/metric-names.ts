@@ -6,10 +6,11 @@ import { PHASES, SEVERITIES } from './common.js';
 import { VERDICTS } from './comparison.js';
 import { THRESHOLD_QUANTITY_IDS } from './thresholds.js';
 import { ACCEPT_ENCODINGS } from './probes/compression.js';
-import { DRAIN_MODES } from './probes/drain.js';
-import { PROBE_KINDS, type ProbeKind } from './probes/index.js';
-import { LOAD_LOOPS, LOAD_MODES } from './probes/load.js';
-import { REUSE_MODES } from './probes/reuse.js';
+import { DNS_RECORD_TYPES } from './probes/dns.js';
+import { DRAIN_CLIENTS } from './probes/drain.js';
+import { DNS_CACHES } from './resolver.js';
+import { modesOf, type OtherProbe, PROBE_KINDS, type ProbeKind, type RequestSampleProbe } from './probes/index.js';
+import { LOAD_LOOPS } from './probes/load.js';
 import { TLS_VERSIONS } from './probes/tls.js';
 
 export interface MetricSpec {
@@ -92,7 +93,8 @@ export const JOB_OUTCOMES = ['ok', 'error', 'failed', 'not_run'] as const;
 
 // ---------------------------------------------------------------------------------------------
 // Probe measurements, pushed to a Pushgateway. Two kinds of group, so that nothing is
-// lost when targets take turns and nothing piles up per run (docs/architecture.md, "Metrics"):
+// lost when targets take turns and nothing piles up per run
+// (docs/decisions/016-last-run-gauges-and-stable-groups.md):
 // - `probes`: each process that runs jobs (a worker, or `run` in embedded mode) keeps one
 //   cumulative registry of counters and histograms and pushes it whole (PUT) as jobs finish (at
 //   most every few seconds), continuing the counts the group already holds. Rates and
@@ -139,19 +141,19 @@ export const PROBE_JOB_METRICS = {
   connectionsOpened: {
     name: 'probefleet_connections_opened_total',
     help: 'Connections the probe opened, counted at the socket layer',
-    labels: ['target', 'probe', 'mode'],
+    labels: ['target', 'probe', 'mode', 'client'],
     type: 'counter',
   },
   requests: {
     name: 'probefleet_requests_total',
     help: 'HTTP requests sent by the probe, by status class (1xx-5xx) or error',
-    labels: ['target', 'probe', 'mode', 'code_class'],
+    labels: ['target', 'probe', 'mode', 'client', 'code_class'],
     type: 'counter',
   },
   requestPhase: {
     name: 'probefleet_request_phase_seconds',
     help: 'Duration of each phase of a request (resolve, connect, tls, processing, transfer, total), on a new or a reused connection',
-    labels: ['target', 'probe', 'mode', 'connection', 'phase'],
+    labels: ['target', 'probe', 'mode', 'client', 'connection', 'phase'],
     type: 'histogram',
     buckets: SECONDS_BUCKETS,
   },
@@ -159,6 +161,13 @@ export const PROBE_JOB_METRICS = {
     name: 'probefleet_tls_handshake_seconds',
     help: 'TLS handshake alone (TCP connected to handshake done), full or resumed, per TLS version',
     labels: ['target', 'tls_version', 'handshake'],
+    type: 'histogram',
+    buckets: SECONDS_BUCKETS,
+  },
+  dnsLookup: {
+    name: 'probefleet_dns_lookup_seconds',
+    help: "DNS lookup of the target's host name per resolver and record type, cold (a query each) or warm (a client cache honouring the TTL: most lookups are cache hits)",
+    labels: ['target', 'resolver', 'record_type', 'cache'],
     type: 'histogram',
     buckets: SECONDS_BUCKETS,
   },
@@ -275,6 +284,12 @@ export const RUN_METRICS = {
     labels: ['target', 'mode', 'loop'],
     type: 'gauge',
   },
+  loadClientUtilization: {
+    name: 'probefleet_load_client_utilization',
+    help: "How busy the load generator was over a load job in the last run: its busiest thread's event-loop utilization (0..1; 0.9 or more: the client set the pace, LOAD_CLIENT_SATURATED)",
+    labels: ['target', 'mode', 'loop'],
+    type: 'gauge',
+  },
   loadLatency: {
     name: 'probefleet_load_latency_seconds',
     help: 'Latency percentiles of a load job in the last run (open loop: from the intended send time), from its HDR histogram',
@@ -283,6 +298,21 @@ export const RUN_METRICS = {
   },
 } as const satisfies Record<string, TypedMetricSpec>;
 export type RunMetric = keyof typeof RUN_METRICS;
+
+/**
+ * A run's targets and their labels, in each region's `run` group, for a plan that declares
+ * `targetLabels`: one series per target, `probefleet_target_info{target, team, service} 1`, its
+ * labels those of the plan (so unknown until the plan is, unlike every other metric's). Dashboards
+ * join on it to group any target's series by a label:
+ * `... * on(region, target) group_left(team) max by (region, target, team) (probefleet_target_info)`
+ * (docs/decisions/030-target-labels.md). A target without a label has it empty (no label, to Prometheus).
+ */
+export const TARGET_INFO_METRIC = {
+  name: 'probefleet_target_info',
+  help: "1 for each target of the plan's last run, with the labels the plan declares (targetLabels) as labels: join on it to group a target's series by them",
+  labels: ['target'],
+  type: 'gauge',
+} as const satisfies TypedMetricSpec;
 
 /**
  * Per comparison of a run with the previous run of its plan (the coordinator makes one for each run
@@ -355,8 +385,8 @@ export const WORKER_JOB_OUTCOMES = ['completed', 'failed', 'handed_back', 'lease
 /**
  * Which metrics each probe's results produce, and with which labels (a subset of the metric's
  * labels: only probes with modes have `mode`). Besides these, every probe's results produce
- * COMMON_PROBE_METRICS. Adding a probe is one entry here and one in metrics/probe-mappings.ts;
- * the mapped type makes a missing entry a compile error.
+ * COMMON_PROBE_METRICS. A probe with request samples (RequestSampleProbe) has the request
+ * metrics without an entry here (probeMetricsOf); any other probe's missing entry is a compile error.
  */
 export interface ProbeMetricLabels {
   job: Partial<Record<ProbeJobMetric, readonly string[]>>;
@@ -380,7 +410,9 @@ const REQUEST_METRICS = {
   requestPhase: ['target', 'probe', 'connection', 'phase'],
 } as const;
 
-export const PROBE_METRICS: { [K in ProbeKind]: ProbeMetricLabels } = {
+export const PROBE_METRICS: { [K in OtherProbe]: ProbeMetricLabels } & {
+  [K in RequestSampleProbe]?: ProbeMetricLabels;
+} = {
   reuse: {
     job: REQUEST_METRICS_WITH_MODE,
     run: {
@@ -390,12 +422,10 @@ export const PROBE_METRICS: { [K in ProbeKind]: ProbeMetricLabels } = {
       newConnectionCostTail: ['target', 'scheme', 'quantile'],
     },
   },
-  drain: { job: REQUEST_METRICS_WITH_MODE, run: {} },
   compression: {
     job: REQUEST_METRICS,
     run: { responseBytes: ['target', 'encoding', 'layer'], decodeDuration: ['target', 'encoding'] },
   },
-  cors: { job: REQUEST_METRICS, run: {} },
   tls: {
     job: { connectionsOpened: ['target', 'probe'], tlsHandshake: ['target', 'tls_version', 'handshake'] },
     run: { tlsHandshake: ['target', 'tls_version', 'handshake', 'quantile'], certExpiry: ['target'] },
@@ -410,9 +440,32 @@ export const PROBE_METRICS: { [K in ProbeKind]: ProbeMetricLabels } = {
   },
   load: {
     job: { connectionsOpened: ['target', 'probe', 'mode'], requests: ['target', 'probe', 'mode', 'code_class'] },
-    run: { loadThroughput: ['target', 'mode', 'loop'], loadLatency: ['target', 'mode', 'loop', 'quantile'] },
+    run: {
+      loadThroughput: ['target', 'mode', 'loop'],
+      loadClientUtilization: ['target', 'mode', 'loop'],
+      loadLatency: ['target', 'mode', 'loop', 'quantile'],
+    },
+  },
+  dns: { job: { dnsLookup: ['target', 'resolver', 'record_type', 'cache'] }, run: {} },
+  drain: {
+    job: {
+      connectionsOpened: ['target', 'probe', 'mode', 'client'],
+      requests: ['target', 'probe', 'mode', 'client', 'code_class'],
+      requestPhase: ['target', 'probe', 'mode', 'client', 'connection', 'phase'],
+    },
+    run: {},
   },
 };
+
+/** The metrics and labels a probe's results produce: its entry, else the request metrics. */
+export function probeMetricsOf(kind: ProbeKind): ProbeMetricLabels {
+  return (
+    (PROBE_METRICS as Partial<Record<ProbeKind, ProbeMetricLabels>>)[kind] ?? {
+      job: modesOf(kind).length > 0 ? REQUEST_METRICS_WITH_MODE : REQUEST_METRICS,
+      run: {},
+    }
+  );
+}
 
 /** Status classes of probefleet_requests_total; `error` for a request that got no answer. */
 export const CODE_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'error'] as const;
@@ -426,7 +479,8 @@ export const LABEL_VALUES: Record<string, readonly string[] | string> = {
   probe: PROBE_KINDS,
   outcome:
     'probe jobs: ok or an error code (contracts/common.ts); run jobs: ok, error, failed, not_run; worker jobs: completed, failed, handed_back, lease_lost',
-  mode: [...new Set([...REUSE_MODES, ...DRAIN_MODES, ...LOAD_MODES])],
+  mode: [...new Set(PROBE_KINDS.flatMap(modesOf))],
+  client: DRAIN_CLIENTS,
   loop: LOAD_LOOPS,
   code_class: CODE_CLASSES,
   connection: ['new', 'reused'],
@@ -451,4 +505,8 @@ export const LABEL_VALUES: Record<string, readonly string[] | string> = {
   quantity: THRESHOLD_QUANTITY_IDS,
   threshold: "the plan's threshold names (a threshold's name, else its quantity)",
   verdict: VERDICTS,
+  resolver:
+    "the dns probe's resolvers as the plan gives them: system, or HOST:PORT (lab:dns as the lab's address); at most 8 per experiment",
+  record_type: DNS_RECORD_TYPES,
+  cache: DNS_CACHES,
 };

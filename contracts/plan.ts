@@ -4,7 +4,16 @@ import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { distinct, nameSchema } from './common.js';
 import { isLabUrl, LAB_ROLES, parseLabUrl } from './lab-roles.js';
-import { capsExceeded, JOB_LIMITS, overCapMessage, PLAN_LIMITS, type JobDemands } from './limits.js';
+import { resolverSchema } from './probes/dns.js';
+import { DNS_CACHES, hostNameOf } from './resolver.js';
+import {
+  capsExceeded,
+  JOB_LIMITS,
+  overCapMessage,
+  PLAN_LIMITS,
+  TARGET_FILE_LIMITS,
+  type JobDemands,
+} from './limits.js';
 import {
   checksReadBody,
   METHODS,
@@ -15,7 +24,13 @@ import {
 } from './request.js';
 import { headerValueProblem, replaceUrlReferences, urlSecretsProblems, wholeReference } from './secrets.js';
 import { schemeOf, type RequestSupport, type Scheme } from './probes/define.js';
-import { PROBE_KINDS, PROBES, type ProbeKind, type ProbeParams } from './probes/index.js';
+import { PROBE_KINDS, PROBES, shardSpecOf, type ProbeKind, type ProbeParams } from './probes/index.js';
+import {
+  targetLabelsSchema,
+  targetLabelValuesSchema,
+  tooManyValuesMessage,
+  undeclaredLabelMessage,
+} from './target-labels.js';
 import { alertSettingsSchema, baselineSettingsSchema, thresholdName, thresholdSchema } from './thresholds.js';
 
 /**
@@ -31,7 +46,7 @@ export const httpUrlSchema = z
 
 /** What is wrong with an http(s) URL: a pure function of the string, so remembered for the last
  * URLs seen. A worker validates every job it takes, and a plan's jobs share a few target URLs:
- * parsing each URL twice per job was a tenth of a worker's CPU per one-request job. */
+ * parsing each URL twice per job would cost a tenth of a worker's CPU per one-request job. */
 const urlProblems = new Map<string, string[]>();
 const URLS_REMEMBERED = 1_000;
 
@@ -70,6 +85,11 @@ const targetUrlSchema = z.string().superRefine((value, ctx) => {
   // Its path and query are sent as written: the same rules as any URL's (no control character, credentials as references).
   for (const message of urlSecretsProblems(value)) ctx.addIssue({ code: 'custom', message });
 });
+
+/** What is wrong with a target's URL (http(s), or a lab server by role); empty when nothing. */
+export function targetUrlProblems(value: string): string[] {
+  return targetUrlSchema.safeParse(value).error?.issues.map((issue) => issue.message) ?? [];
+}
 
 /** The scheme of a target's URL, a lab URL's included; undefined when it has none we know. */
 export function targetScheme(url: string): Scheme | undefined {
@@ -124,6 +144,19 @@ export const targetTlsSchema = z
       ctx.addIssue({ code: 'custom', path: ['passphrase'], message: 'a passphrase is for a key: give key too' });
   });
 
+/** A target's `dns`: where its host name is looked up, and whether the answer is kept. */
+export const targetDnsSchema = z.strictObject({
+  /** `system` (the worker's resolver: getaddrinfo, /etc/hosts included), `lab:dns`, or
+   * `HOST[:PORT]` of a DNS server asked directly (checked by the worker's target policy).
+   * @defaultValue system */
+  server: resolverSchema.default('system'),
+  /** cold: every new connection looks the name up afresh (nothing kept in the client); warm: the
+   * answer is looked up before the measurement and kept for its TTL, as a long-lived client does.
+   * @defaultValue cold */
+  cache: z.enum(DNS_CACHES).default('cold'),
+});
+export type TargetDns = z.output<typeof targetDnsSchema>;
+
 export const targetSchema = z.strictObject({
   name: nameSchema,
   /** http:// or https://, or `lab:SERVER/path` for a lab server by role (resolved where the lab is known). */
@@ -163,8 +196,107 @@ export const targetSchema = z.strictObject({
         ctx.addIssue({ code: 'custom', message: issue.message });
     })
     .optional(),
+  /** How the worker resolves the URL's host name for the target's connections. Absent: the
+   * system's resolver, a lookup per connection. */
+  dns: targetDnsSchema.optional(),
+  /** Which IP family the connections use: 4 or 6 only; `both`: one target per family
+   * (`NAME-ipv4`, `NAME-ipv6`), measured side by side; `happy-eyeballs`: both raced as Node does
+   * (autoSelectFamily). Absent: the first address the name resolves to. */
+  ipFamily: z
+    .union([z.literal(4), z.literal(6), z.enum(['both', 'happy-eyeballs'])], {
+      error: 'ipFamily is 4, 6, both or happy-eyeballs',
+    })
+    .optional(),
+  /** Labels the target carries into results, reports and metrics (`team: payments`); each name
+   * one of the plan's `targetLabels`. */
+  labels: targetLabelValuesSchema.optional(),
 });
 export type Target = z.output<typeof targetSchema>;
+export type IpFamily = NonNullable<Target['ipFamily']>;
+
+/** What `ipFamily: both` appends to a target's name for each family's target. */
+export const DUAL_STACK_SUFFIXES = { 4: '-ipv4', 6: '-ipv6' } as const;
+
+/** A pattern of `targetFiles[].files`: a path relative to the plan, `*` in its last part at most once. */
+const targetFilePatternSchema = z
+  .string()
+  .min(1)
+  .max(PLAN_LIMITS.stringChars)
+  .superRefine((pattern, ctx) => {
+    const problem = targetFilePatternProblem(pattern);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
+/** What is wrong with a target file pattern (as Prometheus's file_sd: a JSON or YAML file, a `*` in its name at most). */
+export function targetFilePatternProblem(pattern: string): string | undefined {
+  const slash = pattern.lastIndexOf('/');
+  const [dir, base] = [pattern.slice(0, slash + 1), pattern.slice(slash + 1)];
+  if (dir.includes('*')) return `"${pattern}": only the file name may hold a "*" (as in Prometheus's file_sd)`;
+  if (base.split('*').length > 2) return `"${pattern}": at most one "*" in the file name`;
+  if (!/\.(json|ya?ml)$/.test(base)) return `"${pattern}": a target file is .json, .yml or .yaml`;
+  return undefined;
+}
+
+export const TARGET_FILE_SCHEMES = ['http', 'https'] as const;
+
+/**
+ * `targetFiles:` entry: files of targets in Prometheus's file_sd format
+ * (`[{targets: [...], labels: {...}}]`, JSON or YAML), read each time the plan is loaded (and at
+ * each firing of its schedule), and the settings every target of them gets. A target in a file is
+ * an http(s):// URL, or `host:port` made one with `scheme` and `path`.
+ */
+export const targetFileGroupSchema = targetSchema.omit({ name: true, url: true, body: true, labels: true }).extend({
+  /** Names the group's targets together in an experiment's `targets`. */
+  name: nameSchema.optional(),
+  /** Paths relative to the plan (or absolute); the file name may hold one `*`. */
+  files: distinct(z.array(targetFilePatternSchema).min(1).max(TARGET_FILE_LIMITS.files), 'file'),
+  /** The scheme of `host:port` targets. @defaultValue http (as Prometheus's) */
+  scheme: z.enum(TARGET_FILE_SCHEMES).default('http'),
+  /** The path (and query) of `host:port` targets. @defaultValue / */
+  path: z
+    .string()
+    .max(PLAN_LIMITS.stringChars)
+    .regex(/^\/[^\s#]*$/, 'a path starts with "/" and holds no space or "#"')
+    .default('/'),
+  /** Labels every target of these files gets; a file's own labels for a target win. */
+  labels: targetLabelValuesSchema.optional(),
+});
+export type TargetFileGroup = z.output<typeof targetFileGroupSchema>;
+
+/** A target of the plan as run: hand-written, or from a target file (`file`, relative to the plan). */
+export const runTargetSchema = targetSchema.extend({
+  /** The target file it came from, as the plan names it (targets from files only). */
+  file: z.string().optional(),
+  /** The name of its targetFiles entry, if it has one. */
+  group: nameSchema.optional(),
+  /** The target's name as written, for each of the two targets its `ipFamily: both` made. */
+  dualStackOf: nameSchema.optional(),
+});
+export type RunTarget = z.output<typeof runTargetSchema>;
+
+/** What a list of targets (an experiment's, a threshold's) may name a target by: its name, the
+ * name written for it when `ipFamily: both` made it, and its targetFiles entry. */
+export interface TargetNames {
+  name: string;
+  dualStackOf?: string;
+  group?: string;
+}
+
+/** Whether an experiment whose `targets` are `only` covers the target: all targets when it lists
+ * none; else the targets it names (by any of their names). */
+export function covers(only: readonly string[] | undefined, target: TargetNames): boolean {
+  return listedAt(only, target) !== -1;
+}
+
+/** Where `only` names the target (by any of its names); -1: not at all; undefined: `only` is absent (all targets). */
+export function listedAt(only: readonly string[] | undefined, target: TargetNames): number | undefined {
+  if (!only) return undefined;
+  for (const name of [target.name, target.dualStackOf, target.group]) {
+    const at = name === undefined ? -1 : only.indexOf(name);
+    if (at !== -1) return at;
+  }
+  return -1;
+}
 
 /** What is wrong with a target's method and body together; undefined when nothing. */
 export function requestBodyProblem(target: { method?: Method; body?: unknown }): string | undefined {
@@ -238,43 +370,66 @@ export const scheduleSchema = z
     }
   });
 
-export const planSchema = z
-  .strictObject({
-    name: nameSchema,
-    description: z.string().max(PLAN_LIMITS.stringChars).optional(),
-    /** Regions whose workers run every experiment; `local` is the embedded runner's region. */
-    regions: z.array(nameSchema).min(1).max(50).default(['local']),
-    targets: z.array(targetSchema).min(1).max(100),
-    experiments: z.array(experimentSchema).min(1).max(50),
-    schedule: scheduleSchema.optional(),
-    /** Time bound of each job; a probe still running then stops and reports what it has. At most
-     * JOB_LIMITS.durationSeconds, checked below so that the message names the cap. */
-    jobTimeoutSeconds: z.int().min(1).meta({ maximum: JOB_LIMITS.durationSeconds }).default(300),
-    /** How many earlier runs each comparison of this plan's runs uses (docs/compare.md). */
-    baseline: baselineSettingsSchema.optional(),
-    /** Bounds on the run's quantities, checked by `run` and the coordinator (docs/thresholds.md). */
-    thresholds: z.array(thresholdSchema).max(100).optional(),
-    /** This plan's values for the alerts' fixed thresholds (`probefleet alerts`). */
-    alerts: alertSettingsSchema.optional(),
-  })
-  // Cross-references run even where the schema found problems, so a plan's mistakes come out in one
-  // pass: each check takes only the parts that are well-formed on their own.
-  .superRefine((raw, ctx) => checkCrossReferences(raw as unknown, ctx), { when: () => true })
-  // Caps need each experiment's parameters with their defaults: checked once those parsed.
-  .superRefine((plan, ctx) => {
-    if (plan.jobTimeoutSeconds > JOB_LIMITS.durationSeconds) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['jobTimeoutSeconds'],
-        message: overCapMessage('durationSeconds', `${plan.jobTimeoutSeconds} s`),
-      });
-    }
-    plan.experiments.forEach((experiment, i) => {
-      const demands = (PROBES[experiment.probe].demands as (params: Experiment) => JobDemands)(experiment);
-      for (const { param, message } of capsExceeded(demands))
-        ctx.addIssue({ code: 'custom', path: ['experiments', i, param], message });
-    });
-  });
+/** The fields of a plan; `targets` differ between the plan as written and the plan as run. */
+function planSchemaWith<T extends z.ZodType>(targets: T) {
+  return (
+    z
+      .strictObject({
+        name: nameSchema,
+        description: z.string().max(PLAN_LIMITS.stringChars).optional(),
+        /** Regions whose workers run every experiment; `local` is the embedded runner's region. */
+        regions: z.array(nameSchema).min(1).max(50).default(['local']),
+        targets,
+        /** Targets from files in Prometheus's file_sd format (docs/plan.md, "Targets from files"). */
+        targetFiles: z.array(targetFileGroupSchema).min(1).max(20).optional(),
+        /** The labels targets may carry (`[team, service]`): into results, reports and `probefleet_target_info`. */
+        targetLabels: targetLabelsSchema.optional(),
+        experiments: z.array(experimentSchema).min(1).max(50),
+        schedule: scheduleSchema.optional(),
+        /** Time bound of each job; a probe still running then stops and reports what it has. At most
+         * JOB_LIMITS.durationSeconds, checked below so that the message names the cap. */
+        jobTimeoutSeconds: z.int().min(1).meta({ maximum: JOB_LIMITS.durationSeconds }).default(300),
+        /** How many earlier runs each comparison of this plan's runs uses (docs/compare.md). */
+        baseline: baselineSettingsSchema.optional(),
+        /** Bounds on the run's quantities, checked by `run` and the coordinator (docs/thresholds.md). */
+        thresholds: z.array(thresholdSchema).max(100).optional(),
+        /** This plan's values for the alerts' fixed thresholds (`probefleet alerts`). */
+        alerts: alertSettingsSchema.optional(),
+      })
+      // Cross-references run even where the schema found problems, so a plan's mistakes come out in one
+      // pass: each check takes only the parts that are well-formed on their own.
+      .superRefine((raw, ctx) => checkCrossReferences(raw as unknown, ctx), { when: () => true })
+      // Caps need each experiment's parameters with their defaults: checked once those parsed.
+      .superRefine((plan, ctx) => {
+        if (plan.jobTimeoutSeconds > JOB_LIMITS.durationSeconds) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['jobTimeoutSeconds'],
+            message: overCapMessage('durationSeconds', `${plan.jobTimeoutSeconds} s`),
+          });
+        }
+        plan.experiments.forEach((experiment, i) => {
+          const demands = (PROBES[experiment.probe].demands as (params: Experiment) => JobDemands)(experiment);
+          for (const { param, message } of [
+            ...capsExceeded(demands),
+            ...(shardSpecOf(experiment.probe)?.problems(experiment) ?? []),
+          ])
+            ctx.addIssue({ code: 'custom', path: ['experiments', i, param], message });
+        });
+      })
+  );
+}
+
+/** The plan as written: at most 100 targets by hand, and any from files (`targetFiles`). */
+export const planSchema = planSchemaWith(z.array(targetSchema).min(1).max(100).optional());
+
+/** The plan as run (a report, a run in Redis, a schedule): the targets of its files among its own. */
+export const planAsRunSchema = planSchemaWith(
+  z
+    .array(runTargetSchema)
+    .min(1)
+    .max(100 + TARGET_FILE_LIMITS.targets),
+);
 
 const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 const nameOf = (value: unknown): string | undefined => {
@@ -286,6 +441,8 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
   const plan = (raw ?? {}) as Record<string, unknown>;
   const regions = asArray(plan.regions).filter((r): r is string => typeof r === 'string');
   if (regions.length === asArray(plan.regions).length) reportDuplicates(regions, ['regions'], 'region', ctx);
+  if (plan.targets === undefined && plan.targetFiles === undefined)
+    ctx.addIssue({ code: 'custom', path: ['targets'], message: 'is required (or targetFiles: targets from files)' });
   const rawTargets = asArray(plan.targets);
   const names = rawTargets.map(nameOf);
   reportDuplicates(
@@ -296,9 +453,11 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
     ['name'],
     new Set(['\u0000']),
   );
-  // Targets that are well-formed on their own, at their index.
+  const groups = asArray(plan.targetFiles).map(nameOf);
+  reportGroupNames(groups, new Set(names.filter((n): n is string => n !== undefined)), ctx);
+  // Targets that are well-formed on their own, at their index (of the plan as written, or as run).
   const targets = rawTargets.map((t) => {
-    const parsed = targetSchema.safeParse(t);
+    const parsed = runTargetSchema.safeParse(t);
     return parsed.success ? parsed.data : undefined;
   });
   targets.forEach((target, i) => {
@@ -313,7 +472,12 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
     if (bodyProblem) ctx.addIssue({ code: 'custom', path: ['targets', i, 'body'], message: bodyProblem });
     const twice = target && credentialsTwiceProblem(target);
     if (twice) ctx.addIssue({ code: 'custom', path: ['targets', i, 'url'], message: twice });
+    const resolution = target && resolutionProblem(target);
+    if (resolution)
+      ctx.addIssue({ code: 'custom', path: ['targets', i, resolution.field], message: resolution.message });
   });
+  reportDualStackNames(targets, ctx);
+  reportTargetLabels(plan, rawTargets, ctx);
   const experiments = asArray(plan.experiments).map((e) => {
     const parsed = experimentSchema.safeParse(e);
     return parsed.success ? parsed.data : undefined;
@@ -323,18 +487,137 @@ function checkCrossReferences(raw: unknown, ctx: z.RefinementCtx): void {
     if (experiment) reportUnappliedRequestSettings(targets, experiment, i, ctx);
   });
   reportRepeatedExperiments(targets, experiments, ctx);
-  const known = new Set(names.filter((n): n is string => n !== undefined));
+  // A target `ipFamily: both` made is named by the name written too (its own are NAME-ipv4, NAME-ipv6).
+  const known = new Set([
+    ...names.filter((n): n is string => n !== undefined),
+    ...targets.flatMap((t) => (t?.dualStackOf ? [t.dualStackOf] : [])),
+  ]);
   reportThresholdReferences(plan, regions, known, ctx);
+  // An experiment names targets, or targetFiles entries (all of their targets).
+  const selectable = new Set([...known, ...groups.filter((n): n is string => n !== undefined)]);
   asArray(plan.experiments).forEach((experiment, i) => {
     asArray((experiment as { targets?: unknown } | null)?.targets).forEach((name, j) => {
-      if (typeof name === 'string' && !known.has(name)) {
+      if (typeof name === 'string' && !selectable.has(name)) {
         ctx.addIssue({
           code: 'custom',
           path: ['experiments', i, 'targets', j],
-          message: `unknown target "${name}" (targets: ${[...known].join(', ')})`,
+          message: `unknown target "${name}" (${someNames(selectable, groups.some(Boolean) ? 'targets and targetFiles' : 'targets')})`,
         });
       }
     });
+  });
+}
+
+/** The IP address family of a target URL's host, or `name` when it is a host name (a lab
+ * server's URL is the lab's address, but for `lab:dns/NAME`). */
+function hostKindOf(url: string): 'name' | 4 | 6 {
+  if (isLabUrl(url)) {
+    const parsed = parseLabUrl(url);
+    return 'role' in parsed && parsed.role !== 'dns' ? 4 : 'name';
+  }
+  if (!URL.canParse(url)) return 'name';
+  const host = new URL(url).hostname;
+  return host.startsWith('[') ? 6 : hostNameOf(url) === undefined ? 4 : 'name';
+}
+
+/** A target's `dns` and `ipFamily` need a host name to look up (an address is connected to as it is). */
+function resolutionProblem(target: RunTarget): { field: 'dns' | 'ipFamily'; message: string } | undefined {
+  const kind = hostKindOf(target.url);
+  if (kind === 'name') return undefined;
+  const address = isLabUrl(target.url)
+    ? "the lab's address"
+    : `the IPv${kind} address ${new URL(target.url).hostname.replace(/^\[(.*)\]$/, '$1')}`;
+  if (target.dns)
+    return {
+      field: 'dns',
+      message: `the URL's host is ${address}: there is no name to look up (give the URL with a host name)`,
+    };
+  if (target.ipFamily !== undefined && target.ipFamily !== kind)
+    return {
+      field: 'ipFamily',
+      message: `the URL's host is ${address}: ipFamily ${target.ipFamily} needs a host name with ${target.ipFamily === 'both' || target.ipFamily === 'happy-eyeballs' ? 'IPv4 and IPv6 addresses' : `an IPv${target.ipFamily} address`}`,
+    };
+  return undefined;
+}
+
+/** `ipFamily: both` names a target's two targets NAME-ipv4 and NAME-ipv6: within the name's 63
+ * characters, and no other target's name. */
+function reportDualStackNames(targets: (RunTarget | undefined)[], ctx: z.RefinementCtx): void {
+  const names = new Set(targets.map((t) => t?.name));
+  for (const [i, target] of targets.entries()) {
+    if (target?.ipFamily !== 'both') continue;
+    for (const suffix of Object.values(DUAL_STACK_SUFFIXES)) {
+      const made = `${target.name}${suffix}`;
+      const message = !nameSchema.safeParse(made).success
+        ? `ipFamily both names its targets ${target.name}-ipv4 and ${target.name}-ipv6: the name may be at most ${63 - suffix.length} characters`
+        : names.has(made)
+          ? `ipFamily both names a target ${made}, and another target has that name`
+          : undefined;
+      if (message) {
+        ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message });
+        break;
+      }
+    }
+  }
+}
+
+/** "targets: api, web" (the first 20 of many, then how many more). */
+function someNames(names: Set<string>, what: string): string {
+  const all = [...names];
+  const shown = all.slice(0, 20).join(', ');
+  return `${what}: ${shown}${all.length > 20 ? ` and ${all.length - 20} more` : ''}`;
+}
+
+/** targetFiles entries go by names of their own: not another entry's, not a target's. */
+function reportGroupNames(groups: (string | undefined)[], targets: Set<string>, ctx: z.RefinementCtx): void {
+  groups.forEach((name, i) => {
+    if (name === undefined) return;
+    if (groups.indexOf(name) !== i)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['targetFiles', i, 'name'],
+        message: `duplicate targetFiles name "${name}"`,
+      });
+    else if (targets.has(name))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['targetFiles', i, 'name'],
+        message: `"${name}" names a target too: an experiment's targets would not say which`,
+      });
+  });
+}
+
+/**
+ * Every label a target or a targetFiles entry gives is one of `targetLabels`, and no label takes
+ * more than TARGET_FILE_LIMITS.labelValues values over the plan's targets (so the series and
+ * legends a label makes stay few). The plan as run holds its files' targets, so this covers them.
+ */
+function reportTargetLabels(plan: Record<string, unknown>, rawTargets: unknown[], ctx: z.RefinementCtx): void {
+  const declaredParse = targetLabelsSchema.safeParse(plan.targetLabels);
+  const declared = plan.targetLabels === undefined ? [] : declaredParse.success ? declaredParse.data : undefined;
+  // Undeclared labels are named only when the declaration itself reads: else it is the problem.
+  const checkNames = (labels: unknown, path: (string | number)[]) => {
+    if (!declared || typeof labels !== 'object' || labels === null || Array.isArray(labels)) return;
+    for (const name of Object.keys(labels))
+      if (!declared.includes(name))
+        ctx.addIssue({ code: 'custom', path: [...path, name], message: undeclaredLabelMessage(name, declared) });
+  };
+  asArray(plan.targetFiles).forEach((group, i) => {
+    checkNames((group as { labels?: unknown } | null)?.labels, ['targetFiles', i, 'labels']);
+  });
+  const values = new Map<string, Set<string>>();
+  rawTargets.forEach((target, i) => {
+    const labels = (target as { labels?: unknown } | null)?.labels;
+    checkNames(labels, ['targets', i, 'labels']);
+    if (typeof labels !== 'object' || labels === null) return;
+    for (const [name, value] of Object.entries(labels)) {
+      if (typeof value !== 'string' || value === '') continue;
+      const seen = values.get(name) ?? values.set(name, new Set()).get(name)!;
+      if (seen.has(value) || seen.size > TARGET_FILE_LIMITS.labelValues) continue;
+      seen.add(value);
+      if (seen.size > TARGET_FILE_LIMITS.labelValues)
+        ctx.addIssue({ code: 'custom', path: ['targets', i, 'labels', name], message: tooManyValuesMessage(name) });
+    }
   });
 }
 
@@ -379,7 +662,10 @@ function reportThresholdReferences(
   });
 }
 
-export type Plan = Omit<z.output<typeof planSchema>, 'experiments'> & { experiments: Experiment[] };
+/** The plan as run: every target, those from files included. */
+export type Plan = Omit<z.output<typeof planAsRunSchema>, 'experiments'> & { experiments: Experiment[] };
+/** The plan as written, before its target files are read. */
+export type WrittenPlan = Omit<z.output<typeof planSchema>, 'experiments'> & { experiments: Experiment[] };
 
 /** What a target asks of its requests beyond a GET with a 2xx answer, as `RequestSupport` would
  * have to allow it; undefined fields ask nothing. */
@@ -427,7 +713,7 @@ const ASKED_CHECKS: Record<AskedChecks, string> = {
 /** A target whose method, body or checks an experiment on it would not apply is refused, rather
  * than measured as if they held (a POST endpoint probed with GETs, a body check never made). */
 function reportUnappliedRequestSettings(
-  targets: (Target | undefined)[],
+  targets: (RunTarget | undefined)[],
   experiment: Experiment,
   i: number,
   ctx: z.RefinementCtx,
@@ -438,8 +724,8 @@ function reportUnappliedRequestSettings(
   if (!support) return;
   for (const target of targets) {
     if (!target) continue;
-    const listedAt = experiment.targets?.indexOf(target.name);
-    if (listedAt === -1) continue;
+    const at = listedAt(experiment.targets, target);
+    if (at === -1) continue;
     const asked = requestSettingsOf(target);
     const unapplied = [
       ...(asked.body && !support.body ? [`${asked.body}`] : []),
@@ -450,35 +736,48 @@ function reportUnappliedRequestSettings(
     if (unapplied.length === 0) continue;
     ctx.addIssue({
       code: 'custom',
-      path: listedAt === undefined ? ['experiments', i, 'probe'] : ['experiments', i, 'targets', listedAt],
+      path: at === undefined ? ['experiments', i, 'probe'] : ['experiments', i, 'targets', at],
       message:
         `probe ${experiment.probe} would not apply target "${target.name}"'s ${unapplied.join(' and ')}` +
         ` (it applies ${support.body ? 'the method and body' : 'no method or body'}, checks: ${support.checks}${support.why ? `; ${support.why}` : ''})` +
-        (listedAt === undefined ? `; name the targets it runs on in experiments[${i}].targets` : ''),
+        (at === undefined ? `; name the ${targetsWord(target)} it runs on in experiments[${i}].targets` : ''),
     });
   }
 }
 
-/** A probe that measures only some URL schemes (tls: https) refuses a target it cannot measure. */
+/** What an experiment's `targets` may name to leave a target out: a target from a file is chosen with its entry. */
+const targetsWord = (target: RunTarget) => (target.file === undefined ? 'targets' : 'targets or targetFiles entries');
+
+/** A probe that measures only some URL schemes (tls: https), or only some targets (dns: a host
+ * name, no IP address), refuses a target it cannot measure. */
 function reportUnmeasurableTargets(
-  targets: (Target | undefined)[],
+  targets: (RunTarget | undefined)[],
   experiment: { probe: ProbeKind; targets?: string[] },
   i: number,
   ctx: z.RefinementCtx,
 ): void {
-  const schemes = PROBES[experiment.probe].schemes;
-  if (!schemes) return;
+  const { schemes, targetProblem } = PROBES[experiment.probe] as {
+    schemes?: readonly Scheme[];
+    targetProblem?: (url: string) => string | undefined;
+  };
+  if (!schemes && !targetProblem) return;
   for (const target of targets) {
     if (!target) continue;
-    const listedAt = experiment.targets?.indexOf(target.name);
+    const at = listedAt(experiment.targets, target);
+    if (at === -1) continue;
     const scheme = targetScheme(target.url);
-    if (listedAt === -1 || !scheme || schemes.includes(scheme)) continue;
+    const problem = targetProblem?.(target.url);
+    const message =
+      scheme && schemes && !schemes.includes(scheme)
+        ? `probe ${experiment.probe} measures ${schemes.map((s) => `${s}://`).join(' and ')} targets only; target "${target.name}" is ${scheme}://`
+        : problem && `probe ${experiment.probe} cannot measure target "${target.name}": ${problem}`;
+    if (!message) continue;
     ctx.addIssue({
       code: 'custom',
-      path: listedAt === undefined ? ['experiments', i, 'probe'] : ['experiments', i, 'targets', listedAt],
+      path: at === undefined ? ['experiments', i, 'probe'] : ['experiments', i, 'targets', at],
       message:
-        `probe ${experiment.probe} measures ${schemes.map((s) => `${s}://`).join(' and ')} targets only; target "${target.name}" is ${scheme}://` +
-        (listedAt === undefined ? ` (name the targets it runs on in experiments[${i}].targets)` : ''),
+        message +
+        (at === undefined ? ` (name the ${targetsWord(target)} it runs on in experiments[${i}].targets)` : ''),
     });
   }
 }
@@ -489,19 +788,19 @@ function reportUnmeasurableTargets(
  * a run's jobs (coordinator/split.ts countJobs) exact.
  */
 function reportRepeatedExperiments(
-  targets: (Target | undefined)[],
+  targets: (RunTarget | undefined)[],
   experiments: (Experiment | undefined)[],
   ctx: z.RefinementCtx,
 ): void {
   // By name: a target name given twice is its own mistake, reported on the targets.
-  const names = [...new Set(targets.flatMap((t) => (t ? [t.name] : [])))];
+  const byName = new Map(targets.flatMap((t) => (t ? [[t.name, t] as const] : [])));
   const first = new Map<string, number>();
   experiments.forEach((experiment, i) => {
     if (!experiment) return;
     const { targets: only, ...params } = experiment;
     // The parsed parameters come out in the schema's key order, so equal experiments give equal text.
     const what = JSON.stringify(params);
-    for (const name of names.filter((n) => !only || only.includes(n))) {
+    for (const name of [...byName.keys()].filter((n) => covers(only, byName.get(n)!))) {
       const earlier = first.get(`${name} ${what}`);
       if (earlier === undefined) {
         first.set(`${name} ${what}`, i);

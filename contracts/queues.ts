@@ -59,6 +59,14 @@ export function parseJobKey(prefix: string, key: string): { queueName: string; j
   return colon > 0 ? { queueName: rest.slice(0, colon), jobId: rest.slice(colon + 1) } : undefined;
 }
 
+/** BullMQ's keys of a queue's job schedulers: a sorted set of their ids scored by when each fires
+ * next, and a hash per scheduler with its settings and its template's data. `schedule list` reads
+ * them without BullMQ (coordinator/schedules.ts). */
+export const schedulerKeys = {
+  index: (prefix: string, queueName: string) => `${prefix}:${queueName}:repeat`,
+  scheduler: (prefix: string, queueName: string, id: string) => `${prefix}:${queueName}:repeat:${id}`,
+};
+
 /** Keys of stored run reports. They sit under the same hash tag as the queues, and their
  * names cannot clash with BullMQ's (queue names never contain "~"). */
 export const reportKeys = {
@@ -78,6 +86,10 @@ export const reportKeys = {
    * jobs finish (worker/run-results.ts). Read when the report is built, then removed; a TTL (job
    * retention, renewed with every write) as a backstop. */
   results: (prefix: string, runId: string) => `${prefix}:~run-results:${runId}`,
+  /** Hash of a job spread over several workers (its id, which holds the run's): when its shards
+   * stop waiting for each other, which shard each worker took, and the instant they start
+   * together (worker/shard-barrier.ts). A TTL past the job's bound. */
+  shardBarrier: (prefix: string, partOf: string) => `${prefix}:~shards:${partOf}`,
   /** The comparison (`probefleet.compare/v1`) of a run with the previous run of its plan, with a TTL. */
   comparison: (prefix: string, runId: string) => `${prefix}:~run-comparison:${runId}`,
 };

@@ -3,10 +3,12 @@
 import { z } from 'zod';
 import { nameSchema, PHASES, percentilesSchema, probeErrorSchema, SEVERITIES } from './common.js';
 import { findingSchema } from './findings.js';
-import { jobIdSchema, runIdSchema } from './job.js';
-import { planSchema } from './plan.js';
+import { jobIdSchema, runIdSchema, shardRefSchema } from './job.js';
+import { planAsRunSchema } from './plan.js';
+import { DNS_CACHES } from './resolver.js';
 import { PROBE_KINDS, PROBES, type ProbeDetails, type ProbeKind, type ProbeVariant } from './probes/index.js';
 import { loadTotalSchema } from './probes/load.js';
+import { targetLabelValuesSchema } from './target-labels.js';
 import { thresholdOutcomeSchema } from './thresholds.js';
 
 export const RESULT_SCHEMA = 'probefleet.result/v1';
@@ -27,6 +29,22 @@ export type Summary = z.infer<typeof summarySchema>;
 
 const isoTime = z.iso.datetime();
 
+/** How a job's connections resolved the target's host name (its `dns` and `ipFamily` settings). */
+export const resolutionSchema = z.strictObject({
+  /** `system`, or the DNS server asked (`HOST:PORT`). */
+  server: z.string(),
+  cache: z.enum(DNS_CACHES),
+  /** 4, 6, `happy-eyeballs`, or `any` (the first address answered). */
+  ipFamily: z.union([z.literal(4), z.literal(6), z.enum(['happy-eyeballs', 'any'])]),
+  /** Lookups the measurement made (a warm cache's own lookup before it is not one). */
+  lookups: z.int().nonnegative(),
+  /** Connections that took the address from the warm cache. */
+  fromCache: z.int().nonnegative(),
+  /** The distinct sets of addresses the lookups answered, each in the order answered (at most 8). */
+  answers: z.array(z.array(z.string()).max(64)).max(8),
+});
+export type Resolution = z.infer<typeof resolutionSchema>;
+
 function resultSchemaFor<K extends ProbeKind>(kind: K) {
   return z.strictObject({
     schema: z.literal(RESULT_SCHEMA),
@@ -34,6 +52,8 @@ function resultSchemaFor<K extends ProbeKind>(kind: K) {
     runId: runIdSchema,
     region: nameSchema,
     target: nameSchema,
+    /** The target's labels (the plan's `targetLabels`); absent when it has none. */
+    labels: targetLabelValuesSchema.optional(),
     probe: z.literal(kind),
     variant: PROBES[kind].variant,
     /** False when the probe could not measure what it was asked to; `error` says why. */
@@ -50,12 +70,18 @@ function resultSchemaFor<K extends ProbeKind>(kind: K) {
        * what a busy machine added to the job's times. Absent where the kernel does not say. */
       cpuWaitMs: z.number().nonnegative().optional(),
     }),
+    /** A shard of a job spread over several workers (the load probe's `workers`): a run report
+     * holds the shards merged into one result (coordinator/load-shards.ts), without this. */
+    shard: shardRefSchema.optional(),
     /** Distributed runs: times a worker took this job and was lost (killed or hung: its lock
      * expired) before this worker took it again and measured it whole. Absent: never. */
     workersLost: z.int().positive().optional(),
     summary: summarySchema,
     details: PROBES[kind].details.nullable(),
     findings: z.array(findingSchema),
+    /** How the connections resolved the target's host name; absent when it is an IP address, or
+     * the probe does not connect to the target (dns). */
+    resolution: resolutionSchema.optional(),
     /** Every distinct Alt-Svc header value the job's responses carried (the tls probe sends no HTTP). */
     altSvc: z.array(z.string()).max(16).default([]),
   });
@@ -90,8 +116,8 @@ export const comparisonSchema = z.strictObject({
   /** The cost's tail: p95 and p99 of the time the new connections took to open (resolve +
    * connect + TLS), whose median is the cost's; a lost SYN's retransmission timeout shows here
    * first. (A difference of the totals' tails would mix in what reused requests lose too.)
-   * Always written now; absent in runs from before it was. `n`: the new connections they are of
-   * (absent in runs from before it was written). */
+   * `n`: the new connections they are of. Always written, with `n`; older runs may lack either,
+   * and still read. */
   newConnectionCostTailMs: z
     .strictObject({ p95: z.number(), p99: z.number(), n: z.int().nonnegative().optional() })
     .optional(),
@@ -117,6 +143,8 @@ export const jobRefSchema = z.strictObject({
   target: nameSchema,
   probe: z.enum(PROBE_KINDS),
   variant: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  /** A shard of a job spread over several workers: a batch of its own (batchesOf). */
+  shard: shardRefSchema.optional(),
 });
 export type JobRef = z.infer<typeof jobRefSchema>;
 
@@ -136,7 +164,7 @@ export const runReportSchema = z.strictObject({
   runId: runIdSchema,
   mode: z.enum(['embedded', 'distributed']),
   /** The plan as run, header values redacted. */
-  plan: planSchema,
+  plan: planAsRunSchema,
   startedAt: isoTime,
   finishedAt: isoTime,
   results: z.array(probeResultSchema),

@@ -1,12 +1,13 @@
 // What a fleet keeps in Redis, and for how long: one set of settings that every process reads
-// the same way (cli/commands/retention-args.ts: flags and PROBEFLEET_*_RETENTION_* variables),
+// the same way (cli/options/retention.ts: flags and PROBEFLEET_*_RETENTION_* variables),
 // because each applies its part: workers to the probe jobs that fail, the coordinator to failed
 // run jobs and fired schedules, whoever stores a report to the reports. No I/O.
 //
-// A result is stored once: a probe job is removed as it completes (BullMQ moves its return value
-// into the parent's `processed` hash), and the parent as the run's report is stored. So job
-// retention covers only what has no other copy: failed jobs (their payload and error) and the
-// record of each fired schedule. docs/architecture.md, "Storage in Redis", has the whole layout.
+// A result is stored once: its worker saves it with the run (worker/run-results.ts; a batch's last
+// one may ride on its completion into the parent's `processed` hash), a batch of probe jobs is
+// removed as it completes, and the saved results and the parent go once the run is reported. So
+// job retention covers only what has no other copy: failed jobs (their payload and error) and the
+// record of each fired schedule. docs/distributed.md, "Storage in Redis", has the whole layout.
 
 /** How much of one kind is kept: whichever bound is reached first removes the oldest. */
 export interface Keep {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { jobTlsSchema, runIdSchema } from './job.js';
 import { JOB_LIMITS } from './limits.js';
 import { nameSchema } from './common.js';
-import { planSchema } from './plan.js';
+import { planAsRunSchema } from './plan.js';
 import { jobRefSchema, RUN_SCHEMA } from './result.js';
 
 export const RUN_JOB_SCHEMA = 'probefleet.run-job/v1';
@@ -18,7 +18,7 @@ export const runJobDataSchema = z.strictObject({
   schema: z.literal(RUN_JOB_SCHEMA),
   runId: runIdSchema,
   /** The plan as run, header values redacted (the report shows it; the jobs carry the values). */
-  plan: planSchema,
+  plan: planAsRunSchema,
   submittedAt: isoTime,
   /** After this instant, jobs no worker has taken are reported as not run. */
   deadline: isoTime,
@@ -32,11 +32,24 @@ export type RunJobData = z.output<typeof runJobDataSchema>;
 /** Data a plan's job scheduler fires with: the whole plan, CA files read into PEM. */
 export const scheduledRunDataSchema = z.strictObject({
   schema: z.literal(SCHEDULED_RUN_SCHEMA),
-  plan: planSchema,
+  plan: planAsRunSchema,
   /** Per target name, TLS settings as the jobs carry them. */
   tls: z.record(nameSchema, jobTlsSchema),
   /** Seconds from firing to the run's deadline; derived from the plan when absent. */
   deadlineSeconds: z.int().min(1).optional(),
+  /** A plan with `targetFiles`: what reading them again at each firing needs (docs/plan.md, "Targets from files"). */
+  targetFiles: z
+    .strictObject({
+      /** The plan's directory, absolute: the files' patterns are relative to it. */
+      dir: z.string().min(1),
+      /** Per targetFiles entry, its TLS settings as jobs carry them, or null. */
+      tls: z.array(jobTlsSchema.nullable()),
+      /** Where the lab was when the schedule was added (`--lab-at`), for lab URLs in the files. */
+      lab: z
+        .strictObject({ host: z.string().min(1), ports: z.record(z.string(), z.int().min(1).max(65_535)) })
+        .optional(),
+    })
+    .optional(),
 });
 export type ScheduledRunData = z.output<typeof scheduledRunDataSchema>;
 

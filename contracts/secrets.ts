@@ -206,3 +206,22 @@ function safeDecode(text: string): string {
     return text;
   }
 }
+
+/** A target as shown and stored outside the worker: header names without values (any may be a
+ * credential), the URL without user:password and without referenced or credential query values. */
+export function redactTarget<T extends { url: string; headers?: Record<string, string>; proxy?: string }>(
+  target: T,
+): T {
+  return redactSettings({ ...target, url: redactUrl(target.url) });
+}
+
+/** Request settings as shown and stored: header values and the proxy's credentials left out. */
+export function redactSettings<T extends { headers?: Record<string, string>; proxy?: string }>(settings: T): T {
+  return {
+    ...settings,
+    ...(settings.proxy ? { proxy: redactUrl(settings.proxy) } : {}),
+    ...(settings.headers
+      ? { headers: Object.fromEntries(Object.keys(settings.headers).map((k) => [k, REDACTED])) }
+      : {}),
+  };
+}

@@ -7,7 +7,8 @@
 // the samples' ordinary spread. Judged per job (its samples share one path and one handshake
 // shape), one finding per job and kind: how many waited, and what the waits cost.
 import { finding, type Finding, type FindingCode, type FindingRule } from '../contracts/findings.js';
-import type { ProbeResult } from '../contracts/result.js';
+import type { OtherProbe, ProbeKind, RequestSampleProbe } from '../contracts/probes/index.js';
+import type { ProbeResult, ResultOf } from '../contracts/result.js';
 import { percentile, sortedCopy } from '../common/stats.js';
 import { formatMs } from './report/format.js';
 
@@ -39,39 +40,52 @@ const STEP_SPREADS = 4;
 const MIN_SAMPLES = 5;
 /** Evidence lists this many waits, the longest first. */
 const LISTED_WAITS = 5;
+/** Steps are the network's only when the measuring thread waited for a CPU less than this share
+ * of them in the job (result.worker.cpuWaitMs): a busy machine stalls a handshake as a lost flight does. */
+const CPU_WAIT_SHARE = 0.5;
 
 /** Samples of one kind that belong together (one path, one handshake shape), per job. */
 type SampleGroups = Record<keyof typeof STEP_KINDS, { label: string; values: number[] }[]>;
 
 const present = (values: (number | undefined)[]) => values.filter((v): v is number => v !== undefined);
 
+/** A probe with request samples: the connects and handshakes of the requests that opened a connection. */
+function newConnectionGroups(result: ResultOf<RequestSampleProbe>): SampleGroups {
+  const opened = (result.details?.samples ?? []).filter((s) => !s.error && s.newConnection);
+  return {
+    connect: [{ label: '', values: present(opened.map((s) => s.phases.connect)) }],
+    handshake: [{ label: '', values: present(opened.map((s) => s.phases.tls)) }],
+  };
+}
+
+const NO_SAMPLES: SampleGroups = { connect: [], handshake: [] };
+
+/** Per probe, its samples with connect and handshake times; one with request samples needs no entry. */
+const SAMPLE_GROUPS: { [K in OtherProbe]: (result: ResultOf<K>) => SampleGroups } & {
+  [K in RequestSampleProbe]?: (result: ResultOf<K>) => SampleGroups;
+} = {
+  tls: (result) => {
+    const answered = (result.details?.samples ?? []).filter((s) => !s.error);
+    const version = `TLS ${result.variant.version}`;
+    return {
+      connect: [{ label: '', values: present(answered.map((s) => s.phases.connect)) }],
+      // A resumed handshake is shorter than a full one: apart, each has its own median.
+      handshake: [false, true].map((resumed) => ({
+        label: `${version} ${resumed ? 'resumed' : 'full'} `,
+        values: present(answered.filter((s) => s.resumed === resumed).map((s) => s.phases.tls)),
+      })),
+    };
+  },
+  // One connection per protocol, and a load job's connections are not timed one by one.
+  http2: () => NO_SAMPLES,
+  load: () => NO_SAMPLES,
+  // DNS over UDP: no connection (c-ares's own retries are off: one try per lookup).
+  dns: () => NO_SAMPLES,
+};
+
 function sampleGroups(result: ProbeResult): SampleGroups {
-  switch (result.probe) {
-    case 'tls': {
-      const answered = (result.details?.samples ?? []).filter((s) => !s.error);
-      const version = `TLS ${result.variant.version}`;
-      return {
-        connect: [{ label: '', values: present(answered.map((s) => s.phases.connect)) }],
-        // A resumed handshake is shorter than a full one: apart, each has its own median.
-        handshake: [false, true].map((resumed) => ({
-          label: `${version} ${resumed ? 'resumed' : 'full'} `,
-          values: present(answered.filter((s) => s.resumed === resumed).map((s) => s.phases.tls)),
-        })),
-      };
-    }
-    case 'reuse':
-    case 'drain':
-    case 'compression':
-    case 'cors': {
-      const opened = (result.details?.samples ?? []).filter((s) => !s.error && s.newConnection);
-      return {
-        connect: [{ label: '', values: present(opened.map((s) => s.phases.connect)) }],
-        handshake: [{ label: '', values: present(opened.map((s) => s.phases.tls)) }],
-      };
-    }
-    default:
-      return { connect: [], handshake: [] };
-  }
+  const groups = (SAMPLE_GROUPS as Partial<Record<ProbeKind, (r: ProbeResult) => SampleGroups>>)[result.probe];
+  return (groups ?? (newConnectionGroups as (r: ProbeResult) => SampleGroups))(result);
 }
 
 /** The median, and the waits (ms over it) of the samples a step above the rest; undefined for too few samples. */
@@ -109,6 +123,7 @@ function stepFinding(
   const waits = stepped.flatMap((s) => s.waitsMs).sort((a, b) => b - a);
   const sorted = sortedCopy(all);
   const totalMs = waits.reduce((a, b) => a + b, 0);
+  if ((result.worker.cpuWaitMs ?? 0) >= CPU_WAIT_SHARE * totalMs) return undefined;
   const listed = waits.slice(0, LISTED_WAITS).map((w) => `+${seconds(w)}`);
   const medians = stepped.map((s) => `${s.label}median ${formatMs(s.medianMs)}`).join(', ');
   return finding(

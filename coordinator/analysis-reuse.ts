@@ -5,6 +5,7 @@
 import { finding, type Finding } from '../contracts/findings.js';
 import type { Comparison, Decision, ProbeResult, ResultOf } from '../contracts/result.js';
 import { median, medianDifference, percentile, sortedCopy } from '../common/stats.js';
+import { fmtMs } from '../worker/format.js';
 import { answeredPhase } from './samples.js';
 
 type ReuseResult = ResultOf<'reuse'>;
@@ -21,8 +22,6 @@ const CLUSTER_IQR_SHARE = 0.3;
 const SMALL_BODY_BYTES = 64 * 1024;
 /** A control request this much faster than the stalled ones shows the connection itself is fast. */
 const CONTROL_MARGIN_MS = 20;
-
-const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 
 function ok(result: ReuseResult | undefined) {
   return (result?.details?.samples ?? []).filter((s) => !s.error && s.phases.total !== undefined);
@@ -91,14 +90,14 @@ export function nagleStall(reused: ReuseResult, fresh: ReuseResult | undefined):
   return finding(
     'NAGLE_DELAYED_ACK_STALL',
     { region: reused.region, target: reused.target, probe: 'reuse' },
-    `reused requests took a median ${ms(stalled)}${transfer === undefined ? '' : ` (of which transfer ${ms(transfer)})`}, ${atTimer.length} of ${later.length} ` +
+    `reused requests took a median ${fmtMs(stalled)}${transfer === undefined ? '' : ` (of which transfer ${fmtMs(transfer)})`}, ${atTimer.length} of ${later.length} ` +
       `at the delayed-ACK timer (${DELAYED_ACK_MS.min}-${DELAYED_ACK_MS.max} ms) for bodies of ${Math.round(bodyBytes)} B, ` +
       `against ${[
         ...(first !== undefined && first < stalled - CONTROL_MARGIN_MS
-          ? [`${ms(first)} for the first request (a fresh connection)`]
+          ? [`${fmtMs(first)} for the first request (a fresh connection)`]
           : []),
         ...(freshMedian !== undefined && controls.includes(freshMedian)
-          ? [`${ms(freshMedian)} on new connections`]
+          ? [`${fmtMs(freshMedian)} on new connections`]
           : []),
       ].join(' and ')}: the body waits for the client's delayed ACK`,
     {
@@ -124,8 +123,8 @@ export function noCostReason(c: Omit<Comparison, 'noCostReason'>, findings: Find
     return 'the server closes every connection, so reused requests opened new ones too (SERVER_CLOSES_EVERY_CONNECTION)';
   if (c.newConnectionCostMs.median > 0) return undefined;
   if (findingOf(findings, 'NAGLE_DELAYED_ACK_STALL', c) === undefined && c.newConnectionCostMs.ci95[1] >= 0)
-    return `no difference this run can tell: median ${ms(c.newConnectionCostMs.median)}, 95% interval ${ms(c.newConnectionCostMs.ci95[0])} to ${ms(c.newConnectionCostMs.ci95[1])} includes 0 (more requests narrow it)`;
-  const slower = `reused requests were the slower ones (median ${ms(c.reusedMedianMs)} vs ${ms(c.newMedianMs)} new)`;
+    return `no difference this run can tell: median ${fmtMs(c.newConnectionCostMs.median)}, 95% interval ${fmtMs(c.newConnectionCostMs.ci95[0])} to ${fmtMs(c.newConnectionCostMs.ci95[1])} includes 0 (more requests narrow it)`;
+  const slower = `reused requests were the slower ones (median ${fmtMs(c.reusedMedianMs)} vs ${fmtMs(c.newMedianMs)} new)`;
   return findingOf(findings, 'NAGLE_DELAYED_ACK_STALL', c) ? `${slower}: they stall (NAGLE_DELAYED_ACK_STALL)` : slower;
 }
 
@@ -164,7 +163,7 @@ export function keepAliveDecision(comparisons: Comparison[]): Decision | undefin
     evidence: [
       ...costly.map(
         (c) =>
-          `${c.target} from ${c.region}: +${ms(c.newConnectionCostMs.median)} per new connection (95% CI ${ms(c.newConnectionCostMs.ci95[0])} to ${ms(c.newConnectionCostMs.ci95[1])})`,
+          `${c.target} from ${c.region}: +${fmtMs(c.newConnectionCostMs.median)} per new connection (95% CI ${fmtMs(c.newConnectionCostMs.ci95[0])} to ${fmtMs(c.newConnectionCostMs.ci95[1])})`,
       ),
       ...leftOut.map((c) => `${c.target} from ${c.region} left out: ${c.noCostReason}`),
     ].join('; '),
@@ -192,7 +191,7 @@ export function coldProcessDecisions(results: ProbeResult[]): Decision[] {
     const { loop, processes } = processLoop(cold.details?.client);
     const row = byLoop.get(loop) ?? { processes, evidence: [] };
     row.evidence.push(
-      `${cold.target} from ${cold.region}: ${ms(median(coldTotals))} per request as ${processes} vs ${ms(median(reusedTotals))} over one connection`,
+      `${cold.target} from ${cold.region}: ${fmtMs(median(coldTotals))} per request as ${processes} vs ${fmtMs(median(reusedTotals))} over one connection`,
     );
     byLoop.set(loop, row);
   }

@@ -6,6 +6,7 @@ import type { LoadTotal } from '../contracts/probes/load.js';
 import type { Comparison, Decision, ProbeResult } from '../contracts/result.js';
 import { compressionDecision } from './analysis-compression.js';
 import { h3Advertised } from './analysis-alt-svc.js';
+import { addressesChanged, familyFails, familySlower, slowResolution } from './analysis-resolution.js';
 import { connectRetransmitted, handshakeRetransmitted } from './analysis-retransmissions.js';
 import { coldProcessDecisions, keepAliveDecision, nagleStalls, newConnectionComparisons } from './analysis-reuse.js';
 import { loadTotals } from './load-totals.js';
@@ -31,9 +32,19 @@ function withoutRepeats(findings: Finding[]): Finding[] {
 }
 
 /** Rules that need several jobs (a target's reused and new jobs, every probe's Alt-Svc): one finding code each. */
-export const RUN_RULES: readonly ((results: ProbeResult[]) => Finding[])[] = [nagleStalls, h3Advertised];
+export const RUN_RULES: readonly ((results: ProbeResult[]) => Finding[])[] = [
+  nagleStalls,
+  h3Advertised,
+  familyFails,
+  familySlower,
+];
 /** Rules that judge one job's result on its own, run job by job. */
-export const JOB_RULES: readonly FindingRule<ProbeResult>[] = [connectRetransmitted, handshakeRetransmitted];
+export const JOB_RULES: readonly FindingRule<ProbeResult>[] = [
+  connectRetransmitted,
+  handshakeRetransmitted,
+  slowResolution,
+  addressesChanged,
+];
 
 export function analyzeRun(results: ProbeResult[]): RunAnalysis {
   const findings: Finding[] = withoutRepeats(results.flatMap((r) => r.findings));

@@ -6,18 +6,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import { JOB_LIMITS } from '../contracts/limits.js';
 import { JOB_NAMES, reportKeys, RUNS_QUEUE } from '../contracts/queues.js';
 import { bullmqKeep } from '../contracts/retention.js';
 import { scheduledRunDataSchema } from '../contracts/run-job.js';
 import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
-import {
-  bullmqWorkerConnection,
-  checkPersistence,
-  DEFAULT_REDIS_TIMEOUT_SECONDS,
-  pingWithin,
-  warnOnRedisErrors,
-} from '../common/redis.js';
+import { bullmqWorkerConnection, checkPersistence, pingWithin, warnOnRedisErrors } from '../common/redis.js';
+import { DEFAULT_REDIS_TIMEOUT_SECONDS } from '../common/redis-defaults.js';
 import { Backoff, describeFull, isFull, isRedisFull, redisMemory } from '../common/redis-errors.js';
 import { settlesWithin } from '../common/settle.js';
 import { FleetWorker, refuseUnreadable } from '../worker/fleet-worker.js';
@@ -29,6 +25,7 @@ import type { Fleet } from './fleet.js';
 import { submitRun } from './flow.js';
 import { summarizeReport } from './report-store.js';
 import { expireRunIfDue, finishRun, runDataOf } from './run-finisher.js';
+import { planOfFiring, ScheduleError } from './schedules.js';
 import { runIdFor, TooManyJobsError } from './split.js';
 
 export interface CoordinatorOptions {
@@ -162,6 +159,8 @@ function runsWorker(
       prefix: fleet.prefix,
       concurrency: 4,
       name: 'probefleet-coordinator',
+      // A run's data lists every job, and its plan every target (thousands from target files).
+      maxDataChars: JOB_LIMITS.runDataChars,
       // Runs remove themselves once reported (coordinator/flow.ts); this keeps fired schedules
       // and failed runs as the fleet's retention says.
       removeOnComplete: bullmqKeep(fleet.retention.jobs),
@@ -191,10 +190,13 @@ async function fireSchedule(fleet: Fleet, job: Job, maxJobs: number | undefined,
     throw new UnrecoverableError(
       `schedule ${job.repeatJobKey ?? job.id} holds no valid plan: ${parsed.error.issues[0]?.message}`,
     );
-  const { plan, tls, deadlineSeconds } = parsed.data;
+  const { plan, deadlineSeconds } = parsed.data;
   // The run id comes from the time the schedule fired, so redoing this job adds nothing twice.
   const firedAt = new Date(job.timestamp + (job.opts.delay ?? 0));
-  const loaded = { plan, file: `schedule ${plan.name}`, tls, maxJobs };
+  // Its target files, read again now (a file that cannot be read fails this firing, not the schedule).
+  const loaded = await planOfFiring(parsed.data, maxJobs).catch((err: Error) => {
+    throw err instanceof ScheduleError ? new UnrecoverableError(err.message) : err;
+  });
   const run = await submitRun(fleet, loaded, runIdFor(plan.name, firedAt), { deadlineSeconds }).catch((err) => {
     // Over this coordinator's limit on jobs: firing again would fail again.
     throw err instanceof TooManyJobsError ? new UnrecoverableError(err.message) : err;

@@ -7,6 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
+import { jobsPerRegion } from '../contracts/job.js';
 import type { RunReport } from '../contracts/result.js';
 import type { RunJobData } from '../contracts/run-job.js';
 import type { Logger } from '../common/log.js';
@@ -53,12 +54,6 @@ export class RunNotFinishedError extends Error {
   override name = 'RunNotFinishedError';
 }
 
-export function jobsPerRegion(data: RunJobData): Map<string, number> {
-  const totals = new Map<string, number>();
-  for (const job of data.jobs) totals.set(job.region, (totals.get(job.region) ?? 0) + 1);
-  return totals;
-}
-
 /** How long until the run's end (runEndOf), on this process's monotonic clock: the end is an
  * instant on Redis's clock, so its distance is read there once, and neither this machine's clock
  * being off nor it being set while waiting moves the end. */
@@ -81,7 +76,7 @@ async function untilRunEnd(fleet: Fleet, data: RunJobData, log: Logger): Promise
 export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOptions): Promise<RunReport | undefined> {
   const { log, progress, signal } = options;
   const notice = options.notice ?? ((line: string) => log.warn(line));
-  const totals = jobsPerRegion(data);
+  const totals = jobsPerRegion(data.jobs);
   const end = runEndOf(data);
   let lastProblem = '';
   let unreachableSince: Date | undefined;

@@ -1,5 +1,7 @@
 // Embedded mode: the run's jobs executed in this process by the worker's own code, as region
-// `local`. Jobs run one at a time so that one measurement never competes with another.
+// `local`. Jobs run one at a time so that one measurement never competes with another; the shards
+// of a job spread over several workers (the load probe's `workers`) are one measurement, and run
+// at once.
 import type { JobPayload } from '../contracts/job.js';
 import type { ProbeResult } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
@@ -30,9 +32,8 @@ export async function runEmbedded(
   if (jobs.some((job) => job.probe === 'reuse' && job.variant.mode !== 'cold'))
     await warmUpRequestPath(region, options.log);
   options.progress.start(jobs.length);
-  for (const job of jobs) {
-    if (options.signal?.aborted) break;
-    const result = await executeJob(job, {
+  const execute = (job: JobPayload) =>
+    executeJob(job, {
       region,
       log: options.log,
       signal: options.signal,
@@ -42,10 +43,29 @@ export async function runEmbedded(
       allowClientCommands: true,
       secretFileDirs: 'any',
     });
-    results.push(result);
-    options.onResult?.(result);
-    options.progress.step(`${job.probe} ${Object.values(job.variant).join(' ')} ${job.target.name}`);
+  for (const together of jobGroups(jobs)) {
+    if (options.signal?.aborted) break;
+    // The shards of a job spread over several workers start at once here: this process is their
+    // one worker, so the merged figures are what one machine could send.
+    const done = await Promise.all(together.map(execute));
+    for (const [i, result] of done.entries()) {
+      const job = together[i]!;
+      results.push(result);
+      options.onResult?.(result);
+      options.progress.step(`${job.probe} ${Object.values(job.variant).join(' ')} ${job.target.name}`);
+    }
   }
   options.progress.done();
   return results;
+}
+
+/** The jobs to run one after another, each alone but for a job's shards (consecutive, from splitPlan), which run together. */
+function jobGroups(jobs: JobPayload[]): JobPayload[][] {
+  const groups: JobPayload[][] = [];
+  for (const job of jobs) {
+    const last = groups.at(-1);
+    if (job.shard && last?.[0]?.shard?.partOf === job.shard.partOf) last.push(job);
+    else groups.push([job]);
+  }
+  return groups;
 }

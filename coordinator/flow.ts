@@ -5,9 +5,9 @@
 // calls in flight), and removing the gate lets the parent go once its jobs are done. One flow of
 // 100,000 children is one transaction built whole in memory (1.65 GB, 6–7k jobs/s); a BullMQ job
 // per probe job costs Redis one add script each (~17k jobs/s); batches of probe jobs cost it one
-// per batch (docs/architecture.md). Ids are deterministic (coordinator/split.ts, batchesOf), so
-// submitting the same run again adds nothing twice; submitting another plan under an existing run
-// id is refused.
+// per batch (docs/decisions/010-submitting-behind-a-gate.md, 011-batches-of-probe-jobs.md). Ids
+// are deterministic (coordinator/split.ts, batchesOf), so submitting the same run again adds
+// nothing twice; submitting another plan under an existing run id is refused.
 //
 // A submit is done when Redis holds the parent and every batch (or its result) and the gate is
 // gone, confirmed by Redis's replicas (WAIT), so that a failover right after loses none of it. It
@@ -17,7 +17,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FlowJob } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { JOB_NAMES, reportKeys, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
-import { batchesOf, PROBE_BATCH_SCHEMA, type BatchOf, type JobPayload, type ProbeBatch } from '../contracts/job.js';
+import {
+  batchesOf,
+  jobsPerRegion,
+  PROBE_BATCH_SCHEMA,
+  type BatchOf,
+  type JobPayload,
+  type ProbeBatch,
+} from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Plan } from '../contracts/plan.js';
 import type { JobRef, RunReport } from '../contracts/result.js';
@@ -43,13 +50,19 @@ export const DEADLINE_SLACK_SECONDS = 60;
 /** A region's worker (concurrency 1) runs its jobs one after another, each within the plan's
  * time bound: the run cannot need longer than the busiest region's jobs times that bound. */
 export function defaultDeadlineSeconds(jobs: JobPayload[], jobTimeoutSeconds: number): number {
-  const perRegion = new Map<string, number>();
-  for (const job of jobs) perRegion.set(job.region, (perRegion.get(job.region) ?? 0) + 1);
-  return Math.max(...perRegion.values()) * jobTimeoutSeconds + DEADLINE_SLACK_SECONDS;
+  return Math.max(...jobsPerRegion(jobs).values()) * jobTimeoutSeconds + DEADLINE_SLACK_SECONDS;
 }
 
 export function jobRefOf(job: JobPayload): JobRef {
-  return { jobId: job.jobId, region: job.region, target: job.target.name, probe: job.probe, variant: job.variant };
+  const { jobId, region, target, probe, variant, shard } = job;
+  return {
+    jobId,
+    region,
+    target: target.name,
+    probe,
+    variant,
+    ...(shard ? { shard: { partOf: shard.partOf, index: shard.index, count: shard.count } } : {}),
+  };
 }
 
 /**
@@ -80,11 +93,9 @@ const BATCH_DATA_CHARS = JOB_LIMITS.jobDataChars / 4;
  * resumes after the jobs whose results it saved.
  */
 export function jobsPerBatchFor(jobs: readonly JobPayload[]): number {
-  const perRegion = new Map<string, number>();
-  for (const job of jobs) perRegion.set(job.region, (perRegion.get(job.region) ?? 0) + 1);
   const byCount = Math.min(
     JOB_LIMITS.jobsPerBatch,
-    Math.floor(Math.max(...perRegion.values()) / MIN_BATCHES_PER_REGION),
+    Math.floor(Math.max(...jobsPerRegion(jobs).values()) / MIN_BATCHES_PER_REGION),
   );
   if (byCount <= 1) return 1;
   let longest = 0;
@@ -134,9 +145,10 @@ export function batchJobOf(batch: BatchOf<JobPayload>, run: RunOfBatches, prefix
 }
 
 /** Rounds of adding what is missing and checking that it is there, before a submit gives up: a
- * failover in the middle of one costs a round. */
-const SUBMIT_ROUNDS = 3;
-/** Between rounds: a failover's gap, for the connections to find the new primary. */
+ * failover in the middle of one costs a round or more. */
+const SUBMIT_ROUNDS = 5;
+/** Before the second round; doubled before each next (1 + 2 + 4 + 8 s): a failover's gap, for the
+ * connections to find the new primary, covering a Cluster's default node timeout (15 s). */
 const ROUND_PAUSE_MS = 1_000;
 /** How long a submit waits for Redis's replicas to confirm its writes (WAIT), at most. */
 const REPLICA_WAIT_MS = 5_000;
@@ -278,7 +290,7 @@ export async function completeRun(
       if (redisErrorKind(err) === 'other') throw err;
       lastProblem = (err as Error).message;
     }
-    await sleep(ROUND_PAUSE_MS);
+    if (round < SUBMIT_ROUNDS - 1) await sleep(ROUND_PAUSE_MS * 2 ** round);
   }
   throw new SubmitIncompleteError(
     `run ${data.runId} is not fully submitted after ${SUBMIT_ROUNDS} rounds (last: ${lastProblem})`,

@@ -1,7 +1,9 @@
 // What the plan loader hands on, in a module of its own so that the modules the loader uses
 // (split.ts counts a plan's jobs) can take a loaded plan without importing the loader back.
 import type { JobTls } from '../contracts/job.js';
+import type { LabAddress } from '../contracts/lab-roles.js';
 import type { Plan } from '../contracts/plan.js';
+import type { TargetFilesSource } from './target-files.js';
 
 export interface LoadedPlan {
   plan: Plan;
@@ -10,4 +12,8 @@ export interface LoadedPlan {
   tls: Record<string, JobTls | undefined>;
   /** The limit on jobs per run the plan was checked against; `splitPlan` holds to it too. */
   maxJobs?: number;
+  /** A plan with `targetFiles`: what reading them again needs (a schedule reads them at each firing). */
+  targetFiles?: TargetFilesSource;
+  /** Where the lab is, once an entry point said so: lab URLs in target files read later resolve there. */
+  lab?: LabAddress;
 }

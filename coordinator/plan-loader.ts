@@ -14,13 +14,13 @@ import {
   isSeq,
   LineCounter,
   Parser,
-  type CST,
   type Document,
   type Node,
 } from 'yaml';
 import type { z } from 'zod';
 import { PLAN_LIMITS } from '../contracts/limits.js';
-import { planSchema, type Plan } from '../contracts/plan.js';
+import type { JobTls } from '../contracts/job.js';
+import { planSchema, type Plan, type Target, type WrittenPlan } from '../contracts/plan.js';
 import { REQUEST_BODY_BYTES } from '../contracts/request.js';
 import { wholeReference } from '../contracts/secrets.js';
 import { PROBE_KINDS } from '../contracts/probes/index.js';
@@ -29,9 +29,12 @@ import { formatIssuePath } from '../common/issue-path.js';
 import { fieldNamesAt } from '../common/schema-fields.js';
 import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
-import { FileRefusedError, readBoundedFile } from '../common/read-bounded-file.js';
+import { readBoundedFile, readUserTextFile } from '../common/read-bounded-file.js';
 import type { LoadedPlan } from './loaded-plan.js';
 import { countJobs, tooManyJobsMessage } from './split.js';
+import { withDualStackTargets } from './dual-stack.js';
+import { expandTargetFiles, isFileProblem, type TargetFilesSource } from './target-files.js';
+import { firstTooBig } from './yaml-bounds.js';
 
 export interface PlanProblem {
   file: string;
@@ -127,25 +130,49 @@ export async function parsePlan(text: string, file: string, options: PlanOptions
     throw new PlanError([...issues.flatMap((issue) => problemsOf(issue, doc, file, at, data)), ...files.problems]);
   }
   if (files.problems.length > 0) throw new PlanError(files.problems);
-  const written = parsed.data as Plan;
+  const parsedPlan = parsed.data as WrittenPlan;
   // The plan as run holds each body's text, so a job, a schedule and the report carry what was sent.
-  const plan: Plan = {
-    ...written,
-    targets: written.targets.map((t, i) => (files.bodies.has(i) ? { ...t, body: files.bodies.get(i) } : t)),
-  };
+  const written: WrittenPlan = parsedPlan.targets
+    ? {
+        ...parsedPlan,
+        targets: parsedPlan.targets.map((t, i) => (files.bodies.has(i) ? { ...t, body: files.bodies.get(i) } : t)),
+      }
+    : parsedPlan;
+  const own = written.targets ?? [];
+  let tls: LoadedPlan['tls'] = {};
+  for (const [i, target] of own.entries()) {
+    if (target.tls) tls[target.name] = jobTlsOf(target.tls, files.pems.get(i), files.certs.get(i));
+  }
+  // Targets from files: read now, and again each time a schedule of the plan fires (coordinator/target-files.ts).
+  let plan = written as Plan;
+  let targetFiles: TargetFilesSource | undefined;
+  if (written.targetFiles) {
+    targetFiles = {
+      dir: path.dirname(path.resolve(file)),
+      tls: written.targetFiles.map((g, i) =>
+        g.tls ? jobTlsOf(g.tls, files.groupPems.get(i), files.groupCerts.get(i)) : null,
+      ),
+    };
+    const expanded = await expandTargetFiles(written, targetFiles);
+    if (expanded.problems.length > 0)
+      throw new PlanError(
+        expanded.problems.map((p) => (isFileProblem(p) ? p : problemAt(doc, p.path, file, at, p.message))),
+      );
+    plan = expanded.plan;
+    Object.assign(tls, expanded.tls);
+  }
+  ({ plan, tls } = withDualStackTargets(plan, tls));
   const maxJobs = options.maxJobs ?? PLAN_LIMITS.jobsPerRun;
   const jobs = countJobs(plan);
   if (jobs.total > maxJobs)
     throw new PlanError([problemAt(doc, ['experiments'], file, at, tooManyJobsMessage(jobs, maxJobs))]);
-  const tls: LoadedPlan['tls'] = {};
-  for (const [i, target] of plan.targets.entries()) {
-    if (!target.tls) continue;
-    const { ca: _, ...rest } = target.tls;
-    const caPem = files.pems.get(i);
-    const cert = files.certs.get(i);
-    tls[target.name] = { ...rest, ...(caPem ? { caPem } : {}), ...(cert ? { cert } : {}) };
-  }
-  return { plan, file, tls, maxJobs };
+  return { plan, file, tls, maxJobs, ...(targetFiles ? { targetFiles } : {}) };
+}
+
+/** A target's TLS settings as jobs carry them: the CA file's and the client certificate's PEM instead of their paths. */
+function jobTlsOf(tls: NonNullable<Target['tls']>, caPem: string | undefined, cert: string | undefined): JobTls {
+  const { ca: _, ...rest } = tls;
+  return { ...rest, ...(caPem ? { caPem } : {}), ...(cert ? { cert } : {}) };
 }
 
 const MULTIPLE_DOCUMENTS = 'YAML: a plan is one document; this file has more (a "---" line)';
@@ -174,42 +201,9 @@ function composeOne(text: string, file: string, lineCounter: LineCounter): Docum
   return doc;
 }
 
-/**
- * The first list or mapping (by offset) nested deeper than `depthLimit` or holding more than
- * `itemLimit` items, walking the tokens without recursion: the schema reads neither, so a list of
- * 300,000 items is one problem here, not 300,000 from the schema (or its stack overflowing).
- */
-function firstTooBig(
-  tokens: CST.Token[],
-  depthLimit: number,
-  itemLimit: number,
-): { offset: number; problem: 'deep' | 'long' } | undefined {
-  let first: { offset: number; problem: 'deep' | 'long' } | undefined;
-  const found = (offset: number, problem: 'deep' | 'long') => {
-    if (!first || offset < first.offset) first = { offset, problem };
-  };
-  const stack: [CST.Token | undefined, number][] = tokens.map((token) => [token, 0]);
-  for (let next = stack.pop(); next; next = stack.pop()) {
-    const [token, depth] = next;
-    if (!token) continue;
-    const collection = token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection';
-    const here = collection ? depth + 1 : depth;
-    if (here > depthLimit) {
-      found(token.offset, 'deep');
-      continue;
-    }
-    if (collection && token.items.length > itemLimit) {
-      found(token.offset, 'long');
-      continue;
-    }
-    if (token.type === 'document') stack.push([token.value, here]);
-    if (collection) for (const item of token.items) stack.push([item.key ?? undefined, here], [item.value, here]);
-  }
-  return first;
-}
-
 /** The files a plan's targets name, read (by target index): `tls.ca` and `tls.cert` into PEM, `body.file` into
- * the body's text. Read from the plan as written, so their problems come out with the schema's. */
+ * the body's text; and the `tls.ca` and `tls.cert` of each targetFiles entry (by its index). Read from the
+ * plan as written, so their problems come out with the schema's. */
 async function readTargetFiles(
   data: unknown,
   doc: Document,
@@ -219,48 +213,53 @@ async function readTargetFiles(
   const pems = new Map<number, string>();
   const certs = new Map<number, string>();
   const bodies = new Map<number, string>();
+  const groupPems = new Map<number, string>();
+  const groupCerts = new Map<number, string>();
   const problems: PlanProblem[] = [];
   const targets = (data as { targets?: unknown } | null)?.targets;
   /** The file's text, or undefined with its problem noted at the field that names it. */
   const read = async (named: string, fieldPath: (string | number)[], what: string, maxBytes: number) => {
     const resolved = path.resolve(path.dirname(file), named);
     const shown = path.relative(process.cwd(), resolved) || '.';
-    try {
-      const bytes = await readBoundedFile(resolved, maxBytes);
-      const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
-      return { text, shown };
-    } catch (err) {
-      const reason =
-        err instanceof FileRefusedError
-          ? err.message
-          : err instanceof TypeError
-            ? 'not UTF-8 text'
-            : ((err as NodeJS.ErrnoException).code ?? (err as Error).message);
-      problems.push(problemAt(doc, fieldPath, file, at, `cannot read ${what} ${shown}: ${reason}`));
-      return undefined;
+    const read = await readUserTextFile(resolved, maxBytes, { keepBom: true });
+    if ('text' in read) return { text: read.text, shown };
+    problems.push(problemAt(doc, fieldPath, file, at, `cannot read ${what} ${shown}: ${read.reason}`));
+    return undefined;
+  };
+  /** A CA file and a client certificate named by path, into PEM; one given as a reference is read on the worker. */
+  const readPems = async (
+    tls: { ca?: unknown; cert?: unknown } | undefined,
+    prefix: (string | number)[],
+    i: number,
+    into: { pems: Map<number, string>; certs: Map<number, string> },
+  ) => {
+    if (typeof tls?.ca === 'string' && tls.ca !== '') {
+      const fieldPath = [...prefix, 'tls', 'ca'];
+      const ca = await read(tls.ca, fieldPath, 'CA file', PLAN_LIMITS.fileBytes);
+      if (ca?.text.includes('-----BEGIN CERTIFICATE-----')) into.pems.set(i, ca.text);
+      else if (ca) problems.push(problemAt(doc, fieldPath, file, at, `${ca.shown} holds no PEM certificate`));
+    }
+    if (typeof tls?.cert === 'string' && tls.cert !== '' && !wholeReference(tls.cert)) {
+      const fieldPath = [...prefix, 'tls', 'cert'];
+      const cert = await read(tls.cert, fieldPath, 'client certificate', PLAN_LIMITS.fileBytes);
+      if (cert?.text.includes('-----BEGIN CERTIFICATE-----')) into.certs.set(i, cert.text);
+      else if (cert) problems.push(problemAt(doc, fieldPath, file, at, `${cert.shown} holds no PEM certificate`));
     }
   };
   for (const [i, target] of (Array.isArray(targets) ? targets : []).entries()) {
     const { tls, body } = (target ?? {}) as { tls?: { ca?: unknown; cert?: unknown }; body?: { file?: unknown } };
-    if (typeof tls?.ca === 'string' && tls.ca !== '') {
-      const fieldPath = ['targets', i, 'tls', 'ca'];
-      const ca = await read(tls.ca, fieldPath, 'CA file', PLAN_LIMITS.fileBytes);
-      if (ca?.text.includes('-----BEGIN CERTIFICATE-----')) pems.set(i, ca.text);
-      else if (ca) problems.push(problemAt(doc, fieldPath, file, at, `${ca.shown} holds no PEM certificate`));
-    }
-    // A client certificate named by path is read here; one given as a reference, on the worker.
-    if (typeof tls?.cert === 'string' && tls.cert !== '' && !wholeReference(tls.cert)) {
-      const fieldPath = ['targets', i, 'tls', 'cert'];
-      const cert = await read(tls.cert, fieldPath, 'client certificate', PLAN_LIMITS.fileBytes);
-      if (cert?.text.includes('-----BEGIN CERTIFICATE-----')) certs.set(i, cert.text);
-      else if (cert) problems.push(problemAt(doc, fieldPath, file, at, `${cert.shown} holds no PEM certificate`));
-    }
+    await readPems(tls, ['targets', i], i, { pems, certs });
     if (typeof body === 'object' && body !== null && typeof body.file === 'string' && body.file !== '') {
       const bodyFile = await read(body.file, ['targets', i, 'body', 'file'], 'body file', REQUEST_BODY_BYTES);
       if (bodyFile) bodies.set(i, bodyFile.text);
     }
   }
-  return { pems, certs, bodies, problems };
+  const groups = (data as { targetFiles?: unknown } | null)?.targetFiles;
+  for (const [i, group] of (Array.isArray(groups) ? groups : []).entries()) {
+    const { tls } = (group ?? {}) as { tls?: { ca?: unknown; cert?: unknown } };
+    await readPems(tls, ['targetFiles', i], i, { pems: groupPems, certs: groupCerts });
+  }
+  return { pems, certs, bodies, groupPems, groupCerts, problems };
 }
 
 /** The field path of the mapping key that starts at `offset`, for YAML errors that point at a key. */

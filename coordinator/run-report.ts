@@ -1,27 +1,19 @@
 // Assembles the run report (`probefleet.run/v1`): the same shape from embedded and distributed runs.
 import type { Plan } from '../contracts/plan.js';
 import { RUN_SCHEMA, type ProbeResult, type RunReport, type UnfinishedJob } from '../contracts/result.js';
-import { REDACTED, redactUrl } from '../contracts/secrets.js';
+import { redactSettings, redactTarget } from '../contracts/secrets.js';
 import { canonicalJson } from '../common/job-signature.js';
 import { analyzeRun } from './analysis.js';
+import { mergeShards } from './load-shards.js';
 import { checkThresholds } from './thresholds.js';
 
-/** A target as shown and stored outside the worker: header names without values (any may be a
- * credential), the URL without user:password and without referenced or credential query values. */
-export function redactTarget<T extends { url: string; headers?: Record<string, string>; proxy?: string }>(
-  target: T,
-): T {
-  return {
-    ...target,
-    url: redactUrl(target.url),
-    ...(target.proxy ? { proxy: redactUrl(target.proxy) } : {}),
-    ...(target.headers ? { headers: Object.fromEntries(Object.keys(target.headers).map((k) => [k, REDACTED])) } : {}),
-  };
-}
-
-/** The plan as a report, the runs queue and `runs show` hold it. */
+/** The plan as a report, the runs queue and `runs show` hold it (a targetFiles entry's settings as a target's). */
 export function redactPlan(plan: Plan): Plan {
-  return { ...plan, targets: plan.targets.map(redactTarget) };
+  return {
+    ...plan,
+    targets: plan.targets.map(redactTarget),
+    ...(plan.targetFiles ? { targetFiles: plan.targetFiles.map(redactSettings) } : {}),
+  };
 }
 
 /** The parts of the plan in which two plans differ, as redacted (header values and URL secrets are not compared). */
@@ -42,6 +34,8 @@ export function buildRunReport(run: {
   /** Distributed runs: jobs without a result (failed for good, or not run by the deadline). */
   unfinishedJobs?: UnfinishedJob[];
 }): RunReport {
+  // A job spread over several workers is one result from here on: analysis, thresholds and views see that.
+  const results = mergeShards(run.results);
   return {
     schema: RUN_SCHEMA,
     runId: run.runId,
@@ -49,9 +43,9 @@ export function buildRunReport(run: {
     plan: redactPlan(run.plan),
     startedAt: run.startedAt.toISOString(),
     finishedAt: run.finishedAt.toISOString(),
-    results: run.results,
+    results,
     unfinishedJobs: run.unfinishedJobs ?? [],
-    ...analyzeRun(run.results),
-    thresholds: checkThresholds(run.plan, run.results),
+    ...analyzeRun(results),
+    thresholds: checkThresholds(run.plan, results),
   };
 }

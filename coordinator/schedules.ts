@@ -1,11 +1,16 @@
 // Nightly (or any cron) runs as BullMQ job schedulers on the runs queue, one per plan name:
 // adding a plan's schedule again replaces it. When one fires, the coordinator submits a run.
 import { scheduleSchema } from '../contracts/plan.js';
-import { JOB_NAMES } from '../contracts/queues.js';
+import { JOB_NAMES, RUNS_QUEUE, schedulerKeys } from '../contracts/queues.js';
 import { SCHEDULED_RUN_SCHEMA, scheduledRunDataSchema, type ScheduledRunData } from '../contracts/run-job.js';
 import { formatIssuePath } from '../common/issue-path.js';
 import { openSignedData, signData } from '../common/job-signature.js';
+import type { LabAddress } from '../contracts/lab-roles.js';
+import { printable } from '../common/printable.js';
+import { plural } from '../common/plural.js';
 import type { Fleet } from './fleet.js';
+import type { FleetClient } from './fleet-client.js';
+import { withLabTargets } from './lab-targets.js';
 import type { LoadedPlan } from './loaded-plan.js';
 import { countJobs } from './split.js';
 
@@ -61,13 +66,18 @@ export async function addSchedule(
   spec: ScheduleSpec,
   deadlineSeconds?: number,
 ): Promise<ScheduleInfo> {
+  // Targets from files are read again at each firing: the schedule keeps where, not their TLS settings each.
+  const fromFiles = new Set(loaded.plan.targets.filter((t) => t.file !== undefined).map((t) => t.name));
   const data: ScheduledRunData = {
     schema: SCHEDULED_RUN_SCHEMA,
     plan: loaded.plan,
     tls: Object.fromEntries(
-      Object.entries(loaded.tls).filter(([, tls]) => tls !== undefined),
+      Object.entries(loaded.tls).filter(([name, tls]) => tls !== undefined && !fromFiles.has(name)),
     ) as ScheduledRunData['tls'],
     ...(deadlineSeconds ? { deadlineSeconds } : {}),
+    ...(loaded.targetFiles
+      ? { targetFiles: { ...loaded.targetFiles, ...(loaded.lab ? { lab: loaded.lab } : {}) } }
+      : {}),
   };
   scheduledRunDataSchema.parse(data);
   const name = loaded.plan.name;
@@ -82,20 +92,68 @@ export async function addSchedule(
   return info;
 }
 
-export async function listSchedules(fleet: Fleet): Promise<ScheduleInfo[]> {
-  const schedulers = await fleet.runs.getJobSchedulers(0, -1, true);
-  return schedulers.map((s) => {
-    const data = scheduledRunDataSchema.safeParse(openSignedData(s.template?.data, undefined));
+/**
+ * The schedules, the next to fire first. Read from BullMQ's keys (contracts/queues.ts,
+ * schedulerKeys) with the fleet's client, as Queue.getJobSchedulers reads them, so that
+ * `schedule list` does not load BullMQ; test/integration/schedules.test.ts holds the two to the
+ * same answer. A scheduler removed between the two reads is left out.
+ */
+export async function listSchedules(fleet: FleetClient): Promise<ScheduleInfo[]> {
+  const { client, prefix } = fleet;
+  const byNext = await client.zrange(schedulerKeys.index(prefix, RUNS_QUEUE), 0, '-1', 'WITHSCORES');
+  const ids = byNext.filter((_, i) => i % 2 === 0);
+  const settings = await Promise.all(ids.map((id) => client.hgetall(schedulerKeys.scheduler(prefix, RUNS_QUEUE, id))));
+  return ids.flatMap((id, i) => {
+    const s = settings[i]!;
+    if (Object.keys(s).length === 0) return [];
+    const template = s.data === undefined ? undefined : JSON.parse(s.data);
+    const data = scheduledRunDataSchema.safeParse(openSignedData(template, undefined));
     const plan = data.success ? data.data.plan : undefined;
+    const next = Number(byNext[2 * i + 1]);
     return {
-      name: s.key,
-      ...(s.pattern ? { cron: s.pattern, tz: s.tz ?? 'UTC' } : {}),
+      name: id,
+      ...(s.pattern ? { cron: s.pattern, tz: s.tz || 'UTC' } : {}),
       ...(s.every ? { everyMs: Number(s.every) } : {}),
-      ...(s.next ? { next: new Date(s.next) } : {}),
+      ...(next ? { next: new Date(next) } : {}),
       regions: plan?.regions ?? [],
       jobs: data.success ? countJobs(data.data.plan).total : 0,
     };
   });
+}
+
+/**
+ * The plan a firing runs: as the schedule keeps it, with its target files read again now, so the
+ * run probes what they hold today. Files that cannot be read (or hold a mistake) fail the firing
+ * with every problem, and nothing is submitted; the schedule fires again next time.
+ */
+export async function planOfFiring(data: ScheduledRunData, maxJobs?: number): Promise<LoadedPlan> {
+  const file = `schedule ${data.plan.name}`;
+  const loaded: LoadedPlan = { plan: data.plan, file, tls: data.tls, ...(maxJobs !== undefined ? { maxJobs } : {}) };
+  if (!data.targetFiles) return loaded;
+  const { lab, ...source } = data.targetFiles;
+  // Loaded here, for a firing with target files: `schedule list` loads this module too, and needs
+  // neither the file readers nor the YAML parser they bring.
+  const [{ formatProblem }, { expandTargetFiles, isFileProblem, writtenPlanOf }, { withDualStackTargets }] =
+    await Promise.all([import('./plan-loader.js'), import('./target-files.js'), import('./dual-stack.js')]);
+  const expanded = await expandTargetFiles(writtenPlanOf(data.plan), source);
+  if (expanded.problems.length > 0) {
+    const lines = expanded.problems.map((p) =>
+      isFileProblem(p) ? formatProblem(p) : printable(`${file}: ${formatIssuePath(p.path)}: ${p.message}`),
+    );
+    throw new ScheduleError(
+      `${file}: its target files as they are now hold ${plural(lines.length, 'problem')}; nothing was submitted:\n${lines.slice(0, 50).join('\n')}`,
+    );
+  }
+  const { plan, tls } = withDualStackTargets(expanded.plan, { ...data.tls, ...expanded.tls });
+  try {
+    return withLabTargets(
+      { ...loaded, plan, tls },
+      lab as LabAddress | undefined,
+      'add the schedule again with --lab-at HOST:PORT',
+    );
+  } catch (err) {
+    throw new ScheduleError((err as Error).message);
+  }
 }
 
 /** False when there was no schedule of that name. */

@@ -3,10 +3,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { JOB_SCHEMA, type JobPayload } from '../contracts/job.js';
 import { PLAN_LIMITS } from '../contracts/limits.js';
-import type { Plan } from '../contracts/plan.js';
-import { PROBES } from '../contracts/probes/index.js';
+import { covers, type Plan } from '../contracts/plan.js';
+import { PROBES, shardSpecOf } from '../contracts/probes/index.js';
 import { BadInputError } from '../common/bad-input.js';
-import { labTargetsOf } from './lab-targets.js';
+import { plural } from '../common/plural.js';
+import { labParamsExperimentsOf, labTargetsOf } from './lab-targets.js';
 import type { LoadedPlan } from './loaded-plan.js';
 
 /** A run would make more jobs than its limit allows. */
@@ -23,18 +24,21 @@ export interface JobCount {
   experiments: { index: number; probe: string; targets: number; jobs: number }[];
 }
 
-/** The jobs `splitPlan` would make, by arithmetic: regions x the variants of each experiment on each of its targets. */
+/** The jobs `splitPlan` would make, by arithmetic: regions x the variants of each experiment on
+ * each of its targets x the workers each is spread over. */
 export function countJobs(plan: Plan): JobCount {
   const experiments = plan.experiments.map(({ targets: only, probe, ...params }, index) => {
-    const targets = plan.targets.filter((t) => !only || only.includes(t.name));
-    const jobs = targets.reduce((n, target) => n + PROBES[probe].variants(params as never, target).length, 0);
+    const targets = plan.targets.filter((t) => covers(only, t));
+    const perVariant = shardSpecOf(probe)?.of(params).count ?? 1;
+    const jobs = targets.reduce(
+      (n, target) => n + PROBES[probe].variants(params as never, target).length * perVariant,
+      0,
+    );
     return { index, probe, targets: targets.length, jobs };
   });
   const perRegion = experiments.reduce((n, e) => n + e.jobs, 0);
   return { total: plan.regions.length * perRegion, regions: plan.regions.length, perRegion, experiments };
 }
-
-const count = (n: number, word: string) => `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
 
 /** "1,000,000 jobs per run, over the limit of 10,000 ...: 50 regions x 20,000 jobs per region; the most from experiments[0] (drain): 100 targets x 4 variants = 400, ..." */
 export function tooManyJobsMessage(jobs: JobCount, limit: number): string {
@@ -43,13 +47,13 @@ export function tooManyJobsMessage(jobs: JobCount, limit: number): string {
   const from = largest
     .map((e) => {
       const variants = e.targets > 0 ? e.jobs / e.targets : 0;
-      const per = Number.isInteger(variants) ? ` x ${count(variants, 'variant')}` : '';
-      return `experiments[${e.index}] (${e.probe}): ${count(e.targets, 'target')}${per} = ${e.jobs.toLocaleString('en-US')}`;
+      const per = Number.isInteger(variants) ? ` x ${plural(variants, 'variant')}` : '';
+      return `experiments[${e.index}] (${e.probe}): ${plural(e.targets, 'target')}${per} = ${e.jobs.toLocaleString('en-US')}`;
     })
     .join(', ');
   return (
-    `${count(jobs.total, 'job')} per run, over the limit of ${limit.toLocaleString('en-US')} (--max-jobs or PROBEFLEET_MAX_JOBS raise it): ` +
-    `${count(jobs.regions, 'region')} x ${count(jobs.perRegion, 'job')} per region; the most from ${from}${rest > 0 ? ` and ${rest} more` : ''}`
+    `${plural(jobs.total, 'job')} per run, over the limit of ${limit.toLocaleString('en-US')} (--max-jobs or PROBEFLEET_MAX_JOBS raise it): ` +
+    `${plural(jobs.regions, 'region')} x ${plural(jobs.perRegion, 'job')} per region; the most from ${from}${rest > 0 ? ` and ${rest} more` : ''}`
   );
 }
 
@@ -92,11 +96,14 @@ export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
   const unresolved = labTargetsOf(loaded);
   // Entry points resolve lab URLs (withLabTargets) before splitting; a job never carries one.
   if (unresolved.length > 0) throw new Error(`lab targets not resolved before splitting: ${unresolved.join(', ')}`);
+  const unresolvedParams = labParamsExperimentsOf(loaded);
+  if (unresolvedParams.length > 0)
+    throw new Error(`lab servers in parameters not resolved before splitting: ${unresolvedParams.join(', ')}`);
   // Each experiment × target × variant hashed once (a tenth of a 100,000-job submit's CPU when
   // hashed per job), then made a job in every region.
   const templates = plan.experiments.flatMap(({ targets: only, probe, ...params }) =>
     plan.targets
-      .filter((t) => !only || only.includes(t.name))
+      .filter((t) => covers(only, t))
       .flatMap((target) =>
         PROBES[probe].variants(params as never, target).map((variant) => ({
           tail: `${target.name}.${jobIdTail(probe, params, variant)}`,
@@ -110,6 +117,10 @@ export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
             ...(typeof target.body === 'string' ? { body: target.body } : {}),
             ...(target.checks ? { checks: target.checks } : {}),
             ...(target.proxy ? { proxy: target.proxy } : {}),
+            ...(target.labels ? { labels: target.labels } : {}),
+            ...(target.dns ? { dns: target.dns } : {}),
+            ...(target.ipFamily !== undefined ? { ipFamily: target.ipFamily } : {}),
+            ...(target.dualStackOf ? { dualStackOf: target.dualStackOf } : {}),
           },
           probe,
           params,
@@ -121,7 +132,7 @@ export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
   for (const region of plan.regions) {
     for (const { tail, target, probe, params, variant } of templates) {
       const jobId = `${runId}.${region}.${tail}`;
-      jobs.set(jobId, {
+      const job = {
         schema: JOB_SCHEMA,
         jobId,
         runId,
@@ -132,10 +143,32 @@ export function splitPlan(loaded: LoadedPlan, runId: string): JobPayload[] {
         params,
         variant,
         timeLimitMs: plan.jobTimeoutSeconds * 1000,
-      } as JobPayload);
+      } as JobPayload;
+      for (const shard of shardsOf(job)) jobs.set(shard.jobId, shard);
     }
   }
   return [...jobs.values()];
+}
+
+/**
+ * The job, or the shards it is spread over (the load probe's `workers`): shard i has the id
+ * `<job id>-shard-<i>` (no "." added: a job id's last three parts name it in a region), its share
+ * of the parameters, and the job's id as `partOf`, which the merged result takes.
+ */
+function shardsOf(job: JobPayload): JobPayload[] {
+  const spec = shardSpecOf(job.probe);
+  const { count, joinSeconds } = spec?.of(job.params) ?? { count: 1, joinSeconds: 0 };
+  if (!spec || count === 1) return [job];
+  return Array.from(
+    { length: count },
+    (_, index) =>
+      ({
+        ...job,
+        jobId: `${job.jobId}-shard-${index}`,
+        params: spec.share(job.params, index, count),
+        shard: { partOf: job.jobId, index, count, joinMs: Math.round(joinSeconds * 1000) },
+      }) as JobPayload,
+  );
 }
 
 /** `<plan>-<UTC time>[-<suffix>]`: sortable, readable, and valid in a job id. */

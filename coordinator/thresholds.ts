@@ -2,7 +2,7 @@
 // (region, target, probe and variant, filtered as the threshold says), checked against its max
 // and min. The values are the ones a comparison judges (run-quantities.ts), so a threshold and a
 // verdict never disagree on what the run measured.
-import type { Plan } from '../contracts/plan.js';
+import { covers, type Plan, type RunTarget } from '../contracts/plan.js';
 import type { ProbeResult } from '../contracts/result.js';
 import { thresholdName, type Threshold, type ThresholdCheck, type ThresholdOutcome } from '../contracts/thresholds.js';
 import { costOf, valuesOfResult, type ReuseResult, type RunValue } from './run-quantities.js';
@@ -46,16 +46,20 @@ function costs(results: ProbeResult[]): MeasuredValue[] {
   });
 }
 
-const applies = (t: Threshold, r: Pick<ProbeResult, 'region' | 'target' | 'probe'>) =>
-  (!t.regions || t.regions.includes(r.region)) &&
-  (!t.targets || t.targets.includes(r.target)) &&
-  (!t.probes || t.probes.includes(r.probe));
+/** A threshold's `targets` name a target as an experiment's do, the name written for the two
+ * targets of `ipFamily: both` included (contracts/plan.ts `covers`). */
+const applier =
+  (targets: Map<string, RunTarget>) => (t: Threshold, r: Pick<ProbeResult, 'region' | 'target' | 'probe'>) =>
+    (!t.regions || t.regions.includes(r.region)) &&
+    covers(t.targets, targets.get(r.target) ?? { name: r.target }) &&
+    (!t.probes || t.probes.includes(r.probe));
 
 const whereText = (w: MeasuredValue['where']) =>
   [w.region, w.target, w.probe, ...Object.values(w.variant).map(String)].join(' ');
 
-export function checkThresholds(plan: Pick<Plan, 'thresholds'>, results: ProbeResult[]): ThresholdOutcome {
+export function checkThresholds(plan: Pick<Plan, 'thresholds' | 'targets'>, results: ProbeResult[]): ThresholdOutcome {
   const outcome: ThresholdOutcome = { checks: [], unchecked: [] };
+  const applies = applier(new Map(plan.targets.map((t) => [t.name, t])));
   const runCosts = costs(results);
   for (const t of plan.thresholds ?? []) {
     const name = thresholdName(t);

@@ -12,6 +12,7 @@ import { LAB_CERT_HOSTS, type LabContext, type LabServerSpec } from './server-sp
 import { badStatusServer } from './servers/bad-status.js';
 import { closeServer } from './servers/close.js';
 import { decompressionBombServer } from './servers/decompression-bomb.js';
+import { dnsServer } from './servers/dns.js';
 import { echoHeadersServer } from './servers/echo-headers.js';
 import { escapeCertServer } from './servers/escape-cert.js';
 import { expiredCertServer } from './servers/expired-cert.js';
@@ -51,6 +52,7 @@ export const LAB_SERVERS = [
   noResumeServer,
   slowHandshakeServer,
   mtlsServer,
+  dnsServer,
   // Hostile and broken targets: each failure has its own error code (docs/lab.md, "Hostile and broken targets").
   refusedServer,
   resetHeadersServer,
@@ -69,20 +71,14 @@ export const LAB_SERVERS = [
 ] as const satisfies readonly LabServerSpec[];
 export type LabServerName = (typeof LAB_SERVERS)[number]['name'];
 
-/** Where a lab started with `probefleet lab --port BASE` on `host` listens. */
-export function labAddressAt(host: string, basePort: number): LabAddress {
-  return {
-    host,
-    ports: Object.fromEntries(LAB_SERVERS.map((s) => [s.name, basePort + s.offset])) as Record<LabRole, number>,
-  };
-}
-
-/** The first port of `probefleet lab` and `run --lab`, as in the HTTP performance lecture's examples
- * (docs/probes.md#sources). */
-export const DEFAULT_LAB_PORT = 18170;
-
 export interface LabOptions {
   host?: string;
+  /** Further addresses of this host where the lab answers as well, on the same ports; its
+   * certificates name them too, its URLs only `host`. Every server then listens on `::`
+   * (dual-stack), so at every address of the host, both families: for a host of its own, the
+   * target host of emulated regions (10.77.0.1 and fd77::1).
+   * @defaultValue [] */
+  alsoAt?: string[];
   /** 0 (the default) gives every server a free port; otherwise server i listens on basePort + offset. */
   basePort?: number;
   log?: Logger;
@@ -141,12 +137,15 @@ function listen(server: net.Server, host: string, port: number, name: string): P
 
 export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const host = options.host ?? '127.0.0.1';
+  const alsoAt = options.alsoAt ?? [];
+  // Node turns IPV6_V6ONLY off on `::`: IPv4 clients reach it too.
+  const listenHost = alsoAt.length > 0 ? '::' : host;
   const basePort = options.basePort ?? 0;
   const log = options.log ?? createLogger('lab');
   const ca = await createLabCa();
-  // Valid for the listen address too, so clients in emulated regions can verify it (regions/).
-  const certHosts = [...new Set([...LAB_CERT_HOSTS, host])];
-  const ctx: LabContext = { host, ca, certHosts, serverCert: await ca.issue({ hosts: certHosts }), log };
+  // Valid for the listen addresses too, so clients in emulated regions can verify it (regions/).
+  const certHosts = [...new Set([...LAB_CERT_HOSTS, host, ...alsoAt])];
+  const ctx: LabContext = { host, alsoAt, ca, certHosts, serverCert: await ca.issue({ hosts: certHosts }), log };
   const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-lab-'));
   const caFile = path.join(dir, 'lab-ca.pem');
   await writeFile(caFile, ca.certPem);
@@ -181,15 +180,15 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
         socket.once('close', () => sockets.delete(socket));
       });
       started.push({ server, sockets });
-      const port = await listen(server, host, basePort === 0 ? 0 : basePort + spec.offset, spec.name);
-      await spec.ready?.(server);
+      const port = await listen(server, listenHost, basePort === 0 ? 0 : basePort + spec.offset, spec.name);
+      await spec.ready?.(server, ctx);
       // Connections made while getting ready (the refused server's own) are not the clients'.
       accepted = 0;
       const urlHost = host.includes(':') ? `[${host}]` : host;
       servers[spec.name] = {
         name: spec.name,
         description: spec.description,
-        url: `${spec.scheme}://${urlHost}:${port}`,
+        url: `${spec.protocol ?? spec.scheme}://${urlHost}:${port}`,
         port,
         connectionsAccepted: () => accepted,
       };

@@ -57,7 +57,7 @@ export function createJobMetrics(options: JobMetricsOptions): JobMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // Jobs are counted here and handed to prom-client when it reads the metrics (`collect`): three
-  // prom-client calls per job, each checking and hashing its labels, were a measurable share of a
+  // prom-client calls per job, each checking and hashing its labels, would be a measurable share of a
   // one-request job's CPU (bench/README.md, "Per job").
   let running = 0;
   const endedSinceRead = new Map<WorkerJobOutcome, number>();

@@ -1,10 +1,11 @@
 // What each probe's results become as metrics: one entry per probe, for the cumulative series
-// of every job (`job`) and the last-run gauges of a run (`run`). Names, labels and buckets are in
+// of every job (`job`) and the last-run gauges of a run (`run`); a probe with request samples
+// needs one only to add to the request metrics (mappingOf). Names, labels and buckets are in
 // contracts/metric-names.ts (PROBE_METRICS says which metrics and labels each probe has); the
 // registries and pushing are elsewhere in this folder. Probes never touch prom-client.
 import { PHASES, type RequestSample } from '../contracts/common.js';
 import type { CODE_CLASSES, ProbeJobMetric, RunMetric } from '../contracts/metric-names.js';
-import type { ProbeKind } from '../contracts/probes/index.js';
+import type { OtherProbe, ProbeKind, RequestSampleProbe } from '../contracts/probes/index.js';
 import type { ResultOf, RunReport } from '../contracts/result.js';
 
 export type Labels = Record<string, string>;
@@ -37,18 +38,23 @@ function codeClass(sample: RequestSample): (typeof CODE_CLASSES)[number] {
   return hundreds >= 1 && hundreds <= 5 ? (`${hundreds}xx` as (typeof CODE_CLASSES)[number]) : 'error';
 }
 
-/** Requests, their phases and the connections they opened; `mode` for probes whose jobs differ by mode. */
-function recordRequests(
-  result: ResultOf<'reuse' | 'drain' | 'compression' | 'cors'>,
-  samples: readonly RequestSample[],
-  record: JobRecorder,
-  mode?: string,
-): void {
+/** Requests, their phases and the connections they opened; `mode` for probes whose jobs differ by
+ * mode, `client` for the drain probe's clients. */
+function recordRequests(result: ResultOf<RequestSampleProbe>, record: JobRecorder): void {
   const { target, probe } = result;
+  const samples: readonly RequestSample[] = result.details?.samples ?? [];
+  const { mode, client } = result.variant as { mode?: string; client?: string };
   // Object.assign, not object spread: on Node 20 a spread of these labels cost ~2.5 µs, most of
   // a one-request job's metrics (bench/README.md, "Per job").
   const labels = (extra?: Labels): Labels =>
-    Object.assign(mode === undefined ? { target, probe } : { target, probe, mode }, extra);
+    Object.assign(
+      mode === undefined
+        ? { target, probe }
+        : client === undefined
+          ? { target, probe, mode }
+          : { target, probe, mode, client },
+      extra,
+    );
   record.add('connectionsOpened', labels(), result.summary.connectionsOpened);
   // prom-client validates and hashes the labels of every call: requests are counted per class first.
   const requests = new Map<string, number>();
@@ -68,9 +74,20 @@ function recordRequests(
 
 const nothingPerRun = () => {};
 
-export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } = {
+/** A probe with request samples: its requests, their phases and connections, nothing per run. */
+const REQUEST_SAMPLE_MAPPING: ProbeMetricMapping<RequestSampleProbe> = { job: recordRequests, run: nothingPerRun };
+
+/** The mapping of a probe's results to metrics: its entry, else the request metrics. */
+export function mappingOf<K extends ProbeKind>(kind: K): ProbeMetricMapping<K> {
+  return ((PROBE_METRIC_MAPPINGS as Partial<Record<ProbeKind, unknown>>)[kind] ??
+    REQUEST_SAMPLE_MAPPING) as ProbeMetricMapping<K>;
+}
+
+const PROBE_METRIC_MAPPINGS: { [K in OtherProbe]: ProbeMetricMapping<K> } & {
+  [K in RequestSampleProbe]?: ProbeMetricMapping<K>;
+} = {
   reuse: {
-    job: (result, record) => recordRequests(result, result.details?.samples ?? [], record, result.variant.mode),
+    job: recordRequests,
     run: (_results, record, { report, region }) => {
       for (const c of report.comparisons) {
         // No cost to show (reused requests stall, or the server closes every connection): no
@@ -87,12 +104,8 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
       }
     },
   },
-  drain: {
-    job: (result, record) => recordRequests(result, result.details?.samples ?? [], record, result.variant.mode),
-    run: nothingPerRun,
-  },
   compression: {
-    job: (result, record) => recordRequests(result, result.details?.samples ?? [], record),
+    job: recordRequests,
     run: (results, record) => {
       for (const result of results) {
         for (const row of result.details?.encodings ?? []) {
@@ -106,10 +119,6 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
         }
       }
     },
-  },
-  cors: {
-    job: (result, record) => recordRequests(result, result.details?.samples ?? [], record),
-    run: nothingPerRun,
   },
   tls: {
     job: (result, record) => {
@@ -187,6 +196,7 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
         if (!details) continue;
         const labels = { target: result.target, mode: result.variant.mode, loop: result.variant.loop };
         record('loadThroughput', labels, details.requestsPerSecond);
+        record('loadClientUtilization', labels, Math.max(...details.client.eventLoopUtilization));
         if (details.latencyMs.n === 0) continue;
         for (const [quantile, ms] of [
           ['0.5', details.latencyMs.p50],
@@ -198,5 +208,19 @@ export const PROBE_METRIC_MAPPINGS: { [K in ProbeKind]: ProbeMetricMapping<K> } 
         }
       }
     },
+  },
+  dns: {
+    // Every answered lookup, warm cache hits included: the histogram shows what the client paid.
+    job: (result, record) => {
+      const labels = {
+        target: result.target,
+        resolver: result.variant.resolver,
+        record_type: result.variant.recordType,
+        cache: result.variant.cache,
+      };
+      for (const sample of result.details?.samples ?? [])
+        if (!sample.error) record.observe('dnsLookup', labels, seconds(sample.ms));
+    },
+    run: nothingPerRun,
   },
 };

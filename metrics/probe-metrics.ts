@@ -5,7 +5,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PROBE_JOB_METRICS, type ProbeJobMetric } from '../contracts/metric-names.js';
 import type { ProbeResult, ResultOf } from '../contracts/result.js';
 import type { ProbeKind } from '../contracts/probes/index.js';
-import { PROBE_METRIC_MAPPINGS, type JobRecorder, type Labels } from './probe-mappings.js';
+import { mappingOf, type JobRecorder, type Labels } from './probe-mappings.js';
 import { metricsOf } from './prom.js';
 
 export interface ProbeMetrics {
@@ -79,5 +79,5 @@ export function createProbeMetrics(onError?: (err: unknown, result: ProbeResult)
 }
 
 function recordProbe<K extends ProbeKind>(result: ResultOf<K>, recorder: JobRecorder): void {
-  PROBE_METRIC_MAPPINGS[result.probe as K].job(result, recorder);
+  mappingOf(result.probe as K).job(result, recorder);
 }

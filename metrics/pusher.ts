@@ -208,7 +208,7 @@ export class MetricsPusher {
       running ??= (async () => {
         while (pending) {
           // What jobs add within the interval goes in one push: a push (the whole registry, merged
-          // and sent) after each of hundreds of jobs a second was most of a worker's work.
+          // and sent) after each of hundreds of jobs a second would be most of a worker's work.
           const wait = lastPushAt + this.pushIntervalMs - performance.now();
           if (wait > 0 && !flushing) {
             await new Promise<void>((resolve) => {

@@ -3,11 +3,11 @@
 // plan drops out with the next run; a region without results keeps its previous group, so its
 // last-run time ages and the missing-run alert can see it.
 import { Registry } from 'prom-client';
-import { JOB_OUTCOMES, RUN_METRICS } from '../contracts/metric-names.js';
+import { JOB_OUTCOMES, RUN_METRICS, TARGET_INFO_METRIC } from '../contracts/metric-names.js';
 import { PROBE_KINDS, type ProbeKind } from '../contracts/probes/index.js';
 import type { ProbeResult, ResultOf, RunReport } from '../contracts/result.js';
-import { PROBE_METRIC_MAPPINGS, type RunRecorder } from './probe-mappings.js';
-import { metricsOf } from './prom.js';
+import { mappingOf, type RunRecorder } from './probe-mappings.js';
+import { metricOf, metricsOf } from './prom.js';
 import type { MetricsPusher } from './pusher.js';
 import type { Logger } from '../common/log.js';
 import { thresholdQuantitySpec } from '../contracts/thresholds.js';
@@ -98,7 +98,18 @@ function regionRegistry(report: RunReport, region: string): Registry {
     const ofProbe = results.filter((r) => r.probe === probe);
     if (ofProbe.length > 0) recordRun(probe, ofProbe, record, report, region);
   }
+  recordTargetInfo(report, registry);
   return registry;
+}
+
+/** `probefleet_target_info{target, <the plan's targetLabels>} 1` per target, for a plan with labels:
+ * its label names are the plan's, so the gauge is made here, with the registry of the run. */
+function recordTargetInfo(report: RunReport, registry: Registry): void {
+  const names = report.plan.targetLabels ?? [];
+  if (names.length === 0) return;
+  const info = metricOf({ ...TARGET_INFO_METRIC, labels: [...TARGET_INFO_METRIC.labels, ...names] }, registry);
+  for (const target of report.plan.targets)
+    info.set({ target: target.name, ...Object.fromEntries(names.map((n) => [n, target.labels?.[n] ?? ''])) }, 1);
 }
 
 function recordRun<K extends ProbeKind>(
@@ -108,5 +119,5 @@ function recordRun<K extends ProbeKind>(
   report: RunReport,
   region: string,
 ): void {
-  PROBE_METRIC_MAPPINGS[probe].run(results as ResultOf<K>[], record, { report, region });
+  mappingOf(probe).run(results as ResultOf<K>[], record, { report, region });
 }

@@ -1,7 +1,8 @@
 // Guaranteed cleanup of emulated regions. Everything a harness creates lives inside its own
-// network namespaces (veths, addresses, routes, qdiscs, iptables rules, helper processes) plus
-// one run directory, so removing an instance is: stop every process in its namespaces, delete
-// the namespaces (the kernel drops what was in them), delete the directory. That runs
+// network namespaces (veths, addresses, routes, neighbour entries, sysctls, qdiscs, iptables and
+// ip6tables rules, helper processes) plus one run directory, so removing an instance is: stop
+// every process in its namespaces, delete the namespaces (the kernel drops what was in them),
+// delete the directory. That runs
 // - from close(), after a normal run or a failed setup;
 // - from SIGINT/SIGTERM/SIGHUP handlers and the `exit` event (synchronously: nothing async runs there);
 // - at the next start, for instances whose owner process is gone (SIGKILL, power loss).

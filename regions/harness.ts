@@ -1,18 +1,21 @@
 // Emulated regions on one Linux machine: network namespaces joined by veth links with a fixed
-// added round-trip time per region and an optional rate limit.
+// added round-trip time per region and an optional rate limit, for IPv4 and IPv6.
 //
-//            region "near" (ns)                         target (ns)
-//   wan 10.77.1.2/24 ──veth, +RTT/2 each way──▶ r0 10.77.1.1/24
-//            region "far" (ns)                          lo  10.77.0.1/32  ◀─ the lab target listens here
-//   wan 10.77.2.2/24 ──veth, +RTT/2 each way──▶ r1 10.77.2.1/24
+//            region "near" (ns)                              target (ns)
+//   wan  10.77.1.2/24  ──veth, +RTT/2 each way──────▶ r0   10.77.1.1/24
+//   wan6 fd77:1::2/64  ──veth, +IPv6 RTT/2 each way─▶ r0v6 fd77:1::1/64
+//            region "far" (ns)                               lo  10.77.0.1/32, fd77::1/128  ◀─ the lab target listens here
+//   wan  10.77.2.2/24  ──veth, +RTT/2 each way──────▶ r1   10.77.2.1/24
+//   wan6 fd77:2::2/64  ──veth, +IPv6 RTT/2 each way─▶ r1v6 fd77:2::1/64
 //
-// Every region reaches the target at the same address (TARGET_ADDRESS) over its own link, so one
-// plan serves all regions. Half the RTT is added in each direction: with netem on both ends of the
-// link where the kernel has it, otherwise by the NFQUEUE helper (delay/nfq-delay.c) holding the
-// region's outgoing and incoming link packets. Loss and jitter are always the helper's (seeded
-// draws, packet order kept); rate limits are tbf on both ends. Ports of this machine's loopback
-// (Redis) are relayed into every region at 127.0.0.1, without delay (port-relay.ts). Cleanup:
-// cleanup.ts.
+// Every region reaches the target at the same addresses (TARGET_ADDRESS, TARGET_ADDRESS_V6) over
+// its own links, so one plan serves all regions. Each family has a link of its own, so each has
+// its own RTT (RegionSpec.ipv6RttMs); rate, loss, jitter and seed are the same on both. Half the
+// RTT is added in each direction: with netem on both ends of a link where the kernel has it,
+// otherwise by an NFQUEUE helper (delay/nfq-delay.c) per link holding its outgoing and incoming
+// packets. Loss and jitter are always the helper's (seeded draws, packet order kept); rate limits
+// are tbf on both ends. Ports of this machine's loopback (Redis) are relayed into every region at
+// 127.0.0.1, without delay (port-relay.ts). Cleanup: cleanup.ts.
 import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
@@ -34,32 +37,47 @@ import { CommandError, run } from './system.js';
 
 /** Where the target host answers, from every region. Exists only inside the harness's namespaces. */
 export const TARGET_ADDRESS = '10.77.0.1';
+/** Where the target host answers over IPv6 (a unique-local address), from every region. */
+export const TARGET_ADDRESS_V6 = 'fd77::1';
 /** The --allow-targets entry region workers and runners need (a private address): the target host only. */
 export const TARGET_ALLOWANCE = `${TARGET_ADDRESS}/32`;
+/** The same for the target host's IPv6 address (unique-local, which the target policy refuses by default). */
+export const TARGET_ALLOWANCE_V6 = `${TARGET_ADDRESS_V6}/128`;
+/** Both: what region workers and runners are allowed to reach. */
+export const TARGET_ALLOWANCES = [TARGET_ALLOWANCE, TARGET_ALLOWANCE_V6];
 export const MAX_REGIONS = 200;
 const MAX_RTT_MS = 10_000;
 /** The seed of loss and jitter draws when a region names none: the same losses on every run. */
 export const DEFAULT_LINK_SEED = 1;
 const MAX_SEED = 2 ** 32 - 1;
-/** Interface names inside the namespaces (fixed: each namespace has its own). */
+/** Interface names inside the namespaces (fixed: each namespace has its own): the IPv4 link's, then the IPv6 link's. */
 const REGION_LINK = 'wan';
+const REGION_LINK_V6 = 'wan6';
 const targetLink = (index: number) => `r${index}`;
+const targetLinkV6 = (index: number) => `r${index}v6`;
 /** Real-time priority (SCHED_RR) of measured processes: below the delay helper's (SCHED_FIFO 10),
  * above all ordinary work, so a busy machine does not show up as network time. */
 const MEASURED_PRIORITY = ['chrt', '--rr', '5'];
 const linkPrefix = (index: number) => `10.77.${index + 1}`;
+/** An address on region i's IPv6 link, fd77:i+1::/64 (the digits of its IPv4 link's 10.77.i+1.0/24):
+ * host 1 is the target's end, 2 the region's. */
+const linkAddressV6 = (index: number, host: 1 | 2) => `fd77:${index + 1}::${host}`;
 
 export interface RegionSpec {
   /** a-z, 0-9, "-", "_" (a plan's region name). */
   name: string;
-  /** Round-trip time added between this region and the target; 0 adds nothing. */
+  /** Round-trip time added between this region and the target (over IPv4, and over IPv6 unless
+   * ipv6RttMs says otherwise); 0 adds nothing. */
   rttMs: number;
+  /** Round-trip time added between this region and the target's IPv6 address.
+   * @defaultValue rttMs */
+  ipv6RttMs?: number;
   /** Rate limit of the link in each direction (tbf), bytes per second; none when absent. */
   rateBytesPerSecond?: number;
   /** Share of packets lost, per cent, each way: up = region to target, down = target to region. */
   lossPercent?: { up: number; down: number };
   /** A round trip varies within RTT ± jitterMs: each packet's one-way delay is RTT/2 ± jitterMs/2
-   * (uniform), and never overtakes the packet before it. At most the RTT. */
+   * (uniform), and never overtakes the packet before it. At most the RTT (of either family). */
   jitterMs?: number;
   /** Seed of the loss and jitter draws: the same seed, the same draws (docs/regions.md).
    * @defaultValue DEFAULT_LINK_SEED */
@@ -89,9 +107,13 @@ export interface RegionsOptions {
 }
 
 export interface EmulatedRegion extends RegionSpec {
+  /** The RTT to the target's IPv6 address: the spec's, else rttMs. */
+  ipv6RttMs: number;
   namespace: string;
-  /** The region's own address on its link. */
+  /** The region's own address on its IPv4 link. */
   address: string;
+  /** The region's own address on its IPv6 link. */
+  addressV6: string;
 }
 
 export interface InNamespaceOptions {
@@ -103,7 +125,7 @@ export interface InNamespaceOptions {
 export interface Regions {
   /** `<pid>-<tag>`, part of every namespace name. */
   id: string;
-  target: { namespace: string; address: string };
+  target: { namespace: string; address: string; addressV6: string };
   regions: EmulatedRegion[];
   /** How delay was added; 'none' when every RTT is 0. */
   delay: DelayMechanism | 'none';
@@ -136,6 +158,8 @@ export function validateRegionSpecs(specs: RegionSpec[], delay: RegionsOptions['
     seen.add(spec.name);
     if (!(spec.rttMs >= 0 && spec.rttMs <= MAX_RTT_MS))
       throw new RangeError(`region "${spec.name}": RTT must be 0..${MAX_RTT_MS} ms, got ${spec.rttMs}`);
+    if (spec.ipv6RttMs !== undefined && !(spec.ipv6RttMs >= 0 && spec.ipv6RttMs <= MAX_RTT_MS))
+      throw new RangeError(`region "${spec.name}": IPv6 RTT must be 0..${MAX_RTT_MS} ms, got ${spec.ipv6RttMs}`);
     if (spec.rateBytesPerSecond !== undefined && !(spec.rateBytesPerSecond >= 1000)) {
       throw new RangeError(`region "${spec.name}": rate must be at least 1000 bytes/s, got ${spec.rateBytesPerSecond}`);
     }
@@ -143,9 +167,11 @@ export function validateRegionSpecs(specs: RegionSpec[], delay: RegionsOptions['
       if (!(percent >= 0 && percent <= 100))
         throw new RangeError(`region "${spec.name}": loss ${way} must be 0..100 %, got ${percent}`);
     }
-    if (spec.jitterMs !== undefined && !(spec.jitterMs >= 0 && spec.jitterMs <= spec.rttMs)) {
+    const smallestRtt = Math.min(spec.rttMs, spec.ipv6RttMs ?? spec.rttMs);
+    if (spec.jitterMs !== undefined && !(spec.jitterMs >= 0 && spec.jitterMs <= smallestRtt)) {
+      const which = smallestRtt < spec.rttMs ? 'the IPv6 RTT' : 'the RTT';
       throw new RangeError(
-        `region "${spec.name}": jitter must be 0..${spec.rttMs} ms (at most the RTT: a packet cannot arrive before it was sent), got ${spec.jitterMs}`,
+        `region "${spec.name}": jitter must be 0..${smallestRtt} ms (at most ${which}: a packet cannot arrive before it was sent), got ${spec.jitterMs}`,
       );
     }
     if (spec.seed !== undefined && !(Number.isInteger(spec.seed) && spec.seed >= 0 && spec.seed <= MAX_SEED))
@@ -231,18 +257,57 @@ async function stopHelper(helper: Helper, log: Logger): Promise<void> {
   if (report) log.debug({ helper: helper.what, report }, 'helper stopped');
 }
 
-/** The helper's first queue takes a region's outgoing link packets, the next one its incoming ones. */
-const NFQUEUE_OUT = 0;
+/** One of a region's two links to the target: each carries one family, with that family's RTT. */
+interface RegionLink {
+  region: EmulatedRegion;
+  family: 4 | 6;
+  rttMs: number;
+  /** Its two ends as [namespace, device]: the region's, then the target's. */
+  ends: [[string, string], [string, string]];
+  /** The helper's first queue takes the link's outgoing packets, the next one its incoming ones
+   * (queues are per namespace: the region's two helpers take 0-1 and 2-3). */
+  queue: number;
+  /** What hands the link's packets to the helper. */
+  iptables: 'iptables-legacy' | 'ip6tables-legacy';
+}
 
-/** The NFQUEUE helper's command line for a region's link: half the RTT (and jitter) each way,
- * loss per direction in parts per million, the seed. */
-function nfqDelayArgs(region: RegionSpec): string[] {
+function regionLinks(targetNamespace: string, index: number, region: EmulatedRegion): RegionLink[] {
+  return [
+    {
+      region,
+      family: 4,
+      rttMs: region.rttMs,
+      ends: [
+        [region.namespace, REGION_LINK],
+        [targetNamespace, targetLink(index)],
+      ],
+      queue: 0,
+      iptables: 'iptables-legacy',
+    },
+    {
+      region,
+      family: 6,
+      rttMs: region.ipv6RttMs,
+      ends: [
+        [region.namespace, REGION_LINK_V6],
+        [targetNamespace, targetLinkV6(index)],
+      ],
+      queue: 2,
+      iptables: 'ip6tables-legacy',
+    },
+  ];
+}
+
+/** The NFQUEUE helper's command line for a region's link: half the link's RTT (and jitter) each
+ * way, loss per direction in parts per million, the seed. */
+function nfqDelayArgs(link: RegionLink): string[] {
+  const { region } = link;
   const ppm = (percent = 0) => String(Math.round(percent * 1e4));
   return [
     '--queue',
-    String(NFQUEUE_OUT),
+    String(link.queue),
     '--delay-us',
-    String(Math.round(region.rttMs * 500)),
+    String(Math.round(link.rttMs * 500)),
     '--jitter-us',
     String(Math.round((region.jitterMs ?? 0) * 1000)),
     '--loss-out',
@@ -280,8 +345,10 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
   const targetNamespace = `pf-${id}-target`;
   const regions: EmulatedRegion[] = options.regions.map((spec, index) => ({
     ...spec,
+    ipv6RttMs: spec.ipv6RttMs ?? spec.rttMs,
     namespace: `pf-${id}-region-${spec.name}`,
     address: `${linkPrefix(index)}.2`,
+    addressV6: linkAddressV6(index, 2),
   }));
   const helpers: Helper[] = [];
   const instance: InstanceResources = {
@@ -315,9 +382,10 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
       {
         id,
         delay: mechanism,
-        regions: regions.map(({ name, rttMs, rateBytesPerSecond, lossPercent, jitterMs, seed }) => ({
+        regions: regions.map(({ name, rttMs, ipv6RttMs, rateBytesPerSecond, lossPercent, jitterMs, seed }) => ({
           name,
           rttMs,
+          ipv6RttMs,
           rateBytesPerSecond,
           lossPercent,
           jitterMs,
@@ -328,7 +396,7 @@ export async function startRegions(options: RegionsOptions): Promise<Regions> {
     );
     return {
       id,
-      target: { namespace: targetNamespace, address: TARGET_ADDRESS },
+      target: { namespace: targetNamespace, address: TARGET_ADDRESS, addressV6: TARGET_ADDRESS_V6 },
       regions,
       delay: mechanism,
       forwardPorts,
@@ -393,30 +461,16 @@ function namespaceCommands(realtime: boolean): { spawnIn: Regions['spawn']; exec
   return { spawnIn, execIn };
 }
 
-/** The target namespace with TARGET_ADDRESS, and each region's namespace joined to it by a veth link. */
+/** The target namespace with TARGET_ADDRESS and TARGET_ADDRESS_V6, and each region's namespace
+ * joined to it by two veth links: one for IPv4, one for IPv6. */
 async function linkRegions(targetNamespace: string, regions: EmulatedRegion[]): Promise<void> {
   await createNamespace(targetNamespace);
   await run('ip', ['-n', targetNamespace, 'addr', 'add', `${TARGET_ADDRESS}/32`, 'dev', 'lo']);
+  await run('ip', ['-n', targetNamespace, '-6', 'addr', 'add', `${TARGET_ADDRESS_V6}/128`, 'dev', 'lo']);
   for (const [index, region] of regions.entries()) {
     await createNamespace(region.namespace);
-    await run('ip', [
-      '-n',
-      targetNamespace,
-      'link',
-      'add',
-      targetLink(index),
-      'type',
-      'veth',
-      'peer',
-      'name',
-      REGION_LINK,
-      'netns',
-      region.namespace,
-    ]);
-    await run('ip', ['-n', targetNamespace, 'addr', 'add', `${linkPrefix(index)}.1/24`, 'dev', targetLink(index)]);
-    await run('ip', ['-n', targetNamespace, 'link', 'set', 'dev', targetLink(index), 'up']);
-    await run('ip', ['-n', region.namespace, 'addr', 'add', `${region.address}/24`, 'dev', REGION_LINK]);
-    await run('ip', ['-n', region.namespace, 'link', 'set', 'dev', REGION_LINK, 'up']);
+    const [v4, v6] = regionLinks(targetNamespace, index, region);
+    await addVeth(v4, `${linkPrefix(index)}.1/24`, `${region.address}/24`);
     await run('ip', [
       '-n',
       region.namespace,
@@ -428,18 +482,92 @@ async function linkRegions(targetNamespace: string, regions: EmulatedRegion[]): 
       'dev',
       REGION_LINK,
     ]);
+    // nodad: the addresses are usable at once (duplicate address detection would hold them for a second or two).
+    await addVeth(v6, `${linkAddressV6(index, 1)}/64`, `${region.addressV6}/64`, ['nodad']);
+    await run('ip', [
+      '-n',
+      region.namespace,
+      '-6',
+      'route',
+      'add',
+      `${TARGET_ADDRESS_V6}/128`,
+      'via',
+      linkAddressV6(index, 1),
+      'dev',
+      REGION_LINK_V6,
+    ]);
+    await addPermanentNeighbours(v6, linkAddressV6(index, 1), region.addressV6);
   }
 }
 
-/** The two ends of a region's link as [namespace, device]: the region's, then the target's. */
-const linkEnds = (targetNamespace: string, index: number, region: EmulatedRegion): [string, string][] => [
-  [region.namespace, REGION_LINK],
-  [targetNamespace, targetLink(index)],
-];
+/** A veth pair from the target's end (created in the target namespace) to the region's, with an
+ * address on each end, both up. */
+async function addVeth(link: RegionLink, targetAddress: string, regionAddress: string, flags: string[] = []) {
+  const [[regionNamespace, regionDev], [targetNamespace, targetDev]] = link.ends;
+  await run('ip', [
+    '-n',
+    targetNamespace,
+    'link',
+    'add',
+    targetDev,
+    'type',
+    'veth',
+    'peer',
+    'name',
+    regionDev,
+    'netns',
+    regionNamespace,
+  ]);
+  for (const [namespace, dev, address] of [
+    [targetNamespace, targetDev, targetAddress],
+    [regionNamespace, regionDev, regionAddress],
+  ]) {
+    await run('ip', ['-n', namespace, 'addr', 'add', address, 'dev', dev, ...flags]);
+    await run('ip', ['-n', namespace, 'link', 'set', 'dev', dev, 'up']);
+  }
+}
 
-/** Half the region's RTT on one end of its link (netem), with the rate limit under it. */
-async function addNetem(namespace: string, dev: string, region: EmulatedRegion): Promise<void> {
-  const oneWayUs = Math.round(region.rttMs * 500);
+/** Each end of an IPv6 link knows the other's link-layer address for good: no neighbour discovery
+ * crosses the delayed link, so a region's first IPv6 connection costs one RTT like every other
+ * (it would wait a round trip more for the answer to its neighbour solicitation), and no probe
+ * of a stale neighbour ever takes the helper's time. IPv4's ARP is no IP packet: the NFQUEUE
+ * helper never holds it. */
+async function addPermanentNeighbours(link: RegionLink, targetAddress: string, regionAddress: string) {
+  const [regionEnd, targetEnd] = link.ends;
+  for (const [[namespace, dev], [peerNamespace, peerDev], peerAddress] of [
+    [regionEnd, targetEnd, targetAddress],
+    [targetEnd, regionEnd, regionAddress],
+  ] as const) {
+    const mac = await linkLayerAddress(peerNamespace, peerDev);
+    await run('ip', [
+      '-n',
+      namespace,
+      '-6',
+      'neigh',
+      'replace',
+      peerAddress,
+      'lladdr',
+      mac,
+      'dev',
+      dev,
+      'nud',
+      'permanent',
+    ]);
+  }
+}
+
+async function linkLayerAddress(namespace: string, dev: string): Promise<string> {
+  const [link] = JSON.parse(await run('ip', ['-n', namespace, '-j', 'link', 'show', 'dev', dev])) as {
+    address?: string;
+  }[];
+  if (!link?.address) throw new Error(`no link-layer address on ${dev} in ${namespace}`);
+  return link.address;
+}
+
+/** Half the link's RTT on one end (netem), with the rate limit under it. */
+async function addNetem(namespace: string, dev: string, link: RegionLink): Promise<void> {
+  const oneWayUs = Math.round(link.rttMs * 500);
+  const { rateBytesPerSecond } = link.region;
   await run('tc', [
     '-n',
     namespace,
@@ -456,7 +584,7 @@ async function addNetem(namespace: string, dev: string, region: EmulatedRegion):
     'limit',
     '100000',
   ]);
-  if (region.rateBytesPerSecond)
+  if (rateBytesPerSecond)
     await run('tc', [
       '-n',
       namespace,
@@ -468,11 +596,12 @@ async function addNetem(namespace: string, dev: string, region: EmulatedRegion):
       '1:1',
       'handle',
       '10:',
-      ...tbfArgs(region.rateBytesPerSecond),
+      ...tbfArgs(rateBytesPerSecond),
     ]);
 }
 
-/** Delay, rate limits, loss and jitter on every region's link; returns how delay was added. */
+/** Delay, rate limits, loss and jitter on both links of every region (each link with its own
+ * family's RTT, the rest the same on both); returns how delay was added. */
 async function shapeLinks(
   targetNamespace: string,
   regions: EmulatedRegion[],
@@ -481,19 +610,21 @@ async function shapeLinks(
   helpers: Helper[],
   log: Logger,
 ): Promise<DelayMechanism | 'none'> {
-  const linked = regions.filter((r) => r.rttMs > 0 || hasLossOrJitter(r));
-  const mechanism = linked.length === 0 ? 'none' : await chooseDelay(wanted, linked, log);
-  for (const [index, region] of regions.entries()) {
-    const ends = linkEnds(targetNamespace, index, region);
-    if (mechanism === 'netem' && region.rttMs > 0) {
-      for (const [namespace, dev] of ends) await addNetem(namespace, dev, region);
+  const links = regions.flatMap((region, index) => regionLinks(targetNamespace, index, region));
+  const delayed = links.filter((link) => link.rttMs > 0 || hasLossOrJitter(link.region));
+  const mechanism =
+    delayed.length === 0 ? 'none' : await chooseDelay(wanted, [...new Set(delayed.map((l) => l.region))], log);
+  for (const link of links) {
+    const rate = link.region.rateBytesPerSecond;
+    if (mechanism === 'netem' && link.rttMs > 0) {
+      for (const [namespace, dev] of link.ends) await addNetem(namespace, dev, link);
       continue;
     }
-    if (region.rateBytesPerSecond) {
-      for (const [namespace, dev] of ends)
-        await run('tc', ['-n', namespace, 'qdisc', 'add', 'dev', dev, 'root', ...tbfArgs(region.rateBytesPerSecond)]);
+    if (rate) {
+      for (const [namespace, dev] of link.ends)
+        await run('tc', ['-n', namespace, 'qdisc', 'add', 'dev', dev, 'root', ...tbfArgs(rate)]);
     }
-    if (mechanism === 'nfqueue' && linked.includes(region)) await startNfqueueDelay(spawnIn, region, helpers, log);
+    if (mechanism === 'nfqueue' && delayed.includes(link)) await startNfqueueDelay(spawnIn, link, helpers, log);
   }
   return mechanism;
 }
@@ -522,41 +653,42 @@ async function chooseDelay(
   return 'nfqueue';
 }
 
-/** The region's NFQUEUE delay helper (added to `helpers` as soon as it runs, so close() stops it),
- * then the rules that hand it the link's packets. */
+/** The NFQUEUE delay helper of one of a region's links (added to `helpers` as soon as it runs, so
+ * close() stops it), then the rules that hand it the link's packets. */
 async function startNfqueueDelay(
   spawnIn: Regions['spawn'],
-  region: EmulatedRegion,
+  link: RegionLink,
   helpers: Helper[],
   log: Logger,
 ): Promise<void> {
+  const [[namespace, dev]] = link.ends;
   // The helper first: with --queue-bypass, packets queued before anyone listens pass undelayed.
   helpers.push(
     await startHelper(
       spawnIn,
-      region.namespace,
-      `nfq-delay in ${region.name}`,
+      namespace,
+      `nfq-delay in ${link.region.name}${link.family === 6 ? ' (IPv6)' : ''}`,
       await nfqDelayBinary(),
-      nfqDelayArgs(region),
+      nfqDelayArgs(link),
       log,
     ),
   );
   // Outgoing packets to the helper's first queue, incoming ones to its second.
   for (const [chain, direction, queue] of [
-    ['OUTPUT', '-o', NFQUEUE_OUT],
-    ['INPUT', '-i', NFQUEUE_OUT + 1],
+    ['OUTPUT', '-o', link.queue],
+    ['INPUT', '-i', link.queue + 1],
   ] as const) {
     await run('ip', [
       'netns',
       'exec',
-      region.namespace,
-      'iptables-legacy',
+      namespace,
+      link.iptables,
       '-w',
       '10',
       '-A',
       chain,
       direction,
-      REGION_LINK,
+      dev,
       '-j',
       'NFQUEUE',
       '--queue-num',
@@ -596,6 +728,13 @@ async function startPortRelays(
   }
 }
 
+/** IPv6 on in a new namespace whatever this machine's defaults (net.core.devconf_inherit_init_net
+ * may copy a disable_ipv6 = 1), and no duplicate address detection: the addresses the harness adds
+ * (and each link's link-local one) are usable at once. Written to /proc/sys inside the namespace,
+ * as `sysctl` (procps) may not be installed. */
+const ENABLE_IPV6 =
+  'for conf in all default; do echo 0 > /proc/sys/net/ipv6/conf/$conf/disable_ipv6 && echo 0 > /proc/sys/net/ipv6/conf/$conf/accept_dad || exit 1; done';
+
 async function createNamespace(name: string): Promise<void> {
   try {
     await run('ip', ['netns', 'add', name]);
@@ -604,5 +743,7 @@ async function createNamespace(name: string): Promise<void> {
       `cannot create network namespace ${name} (in a container this needs CAP_SYS_ADMIN, e.g. --privileged): ${(err as Error).message}`,
     );
   }
+  await run('ip', ['netns', 'exec', name, 'sh', '-c', ENABLE_IPV6]);
+  // Up after IPv6 is on, so loopback has ::1 as well as 127.0.0.1.
   await run('ip', ['-n', name, 'link', 'set', 'dev', 'lo', 'up']);
 }

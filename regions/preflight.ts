@@ -12,13 +12,21 @@ export interface MachineFacts {
   uid: number | undefined;
   hasCommand(name: string): boolean;
   hasNetworkNamespaces: boolean;
+  /** The kernel has IPv6 (not built without it, nor booted with ipv6.disable=1). */
+  hasIpv6: boolean;
 }
 
 export function machineFacts(): MachineFacts {
-  return { uid: process.getuid?.(), hasCommand, hasNetworkNamespaces: existsSync('/proc/self/ns/net') };
+  return {
+    uid: process.getuid?.(),
+    hasCommand,
+    hasNetworkNamespaces: existsSync('/proc/self/ns/net'),
+    hasIpv6: existsSync('/proc/sys/net/ipv6'),
+  };
 }
 
-/** Throws RegionsUnavailableError unless regions can be built here (root, Linux namespaces, iproute2). */
+/** Throws RegionsUnavailableError unless regions can be built here (root, Linux namespaces with
+ * IPv6, iproute2). */
 export function checkRegionsSupported(facts: MachineFacts = machineFacts()): void {
   if (facts.uid === undefined || !facts.hasNetworkNamespaces) {
     throw new RegionsUnavailableError('emulated regions need Linux network namespaces, and this system has none');
@@ -27,6 +35,11 @@ export function checkRegionsSupported(facts: MachineFacts = machineFacts()): voi
     throw new RegionsUnavailableError(
       'emulated regions need root: they create network namespaces, veth links, tc qdiscs and iptables rules. ' +
         'Run as root (for example `sudo -E npx probefleet regions ...`, or `sudo npm test`).',
+    );
+  }
+  if (!facts.hasIpv6) {
+    throw new RegionsUnavailableError(
+      'emulated regions reach their target over IPv4 and IPv6, and this kernel has no IPv6 (booted with ipv6.disable=1?)',
     );
   }
   const missing = [
@@ -40,16 +53,17 @@ export function checkRegionsSupported(facts: MachineFacts = machineFacts()): voi
   }
 }
 
-/** The NFQUEUE delay (for kernels without netem) also needs iptables-legacy and a C compiler. */
+/** The NFQUEUE delay (for kernels without netem) also needs iptables-legacy, ip6tables-legacy and a C compiler. */
 export function checkNfqueueSupported(facts: MachineFacts = machineFacts()): void {
   const missing = [
     ['iptables-legacy', 'iptables'],
+    ['ip6tables-legacy', 'iptables'],
     ['gcc', 'gcc'],
   ].filter(([command]) => !facts.hasCommand(command));
   if (missing.length > 0) {
     throw new RegionsUnavailableError(
       `this kernel has no netem, and the NFQUEUE delay helper needs ${missing.map(([c]) => c).join(' and ')}: ` +
-        `apt-get install ${missing.map(([, p]) => p).join(' ')} libnetfilter-queue-dev (or run test/services/ensure.sh)`,
+        `apt-get install ${[...new Set(missing.map(([, p]) => p))].join(' ')} libnetfilter-queue-dev (or run test/services/ensure.sh)`,
     );
   }
 }

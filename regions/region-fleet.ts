@@ -21,7 +21,7 @@ import { pino } from 'pino';
 import { JOB_KEY_ENV } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { freeLoopbackPort, startRedisServer, type RedisServer } from '../common/redis-server.js';
-import { TARGET_ALLOWANCE, type EmulatedRegion, type Regions } from './harness.js';
+import { TARGET_ALLOWANCES, type EmulatedRegion, type Regions } from './harness.js';
 import { TIED_TO_THIS_PROCESS, tiedToThisProcess } from './system.js';
 
 const CLI = fileURLToPath(new URL('../../bin/probefleet.js', import.meta.url));
@@ -307,7 +307,7 @@ function startFleetWorker(
     '--redis',
     redisUrl,
     '--allow-targets',
-    TARGET_ALLOWANCE,
+    TARGET_ALLOWANCES.join(','),
     '--shutdown-grace-seconds',
     String(WORKER_GRACE_SECONDS),
     ...extraArgs,

@@ -1,12 +1,13 @@
-// Regions on the command line: `NAME=RTT[,RATE][,loss=P%[/P%]][,jitter=TIME][,seed=N]`, e.g.
-// `eu-west=20ms`, `ap-south=160ms,1MB/s` or `sa-east=120ms,loss=2%,jitter=10ms,seed=7`.
+// Regions on the command line: `NAME=RTT[,RATE][,v6=RTT][,loss=P%[/P%]][,jitter=TIME][,seed=N]`,
+// e.g. `eu-west=20ms`, `ap-south=160ms,1MB/s`, `sa-east=120ms,loss=2%,jitter=10ms,seed=7`, or
+// `dual=20ms,v6=35ms` (IPv6 with a round trip of its own).
 import type { RegionSpec } from './harness.js';
 
 export class RegionSpecError extends Error {
   override name = 'RegionSpecError';
 }
 
-export const REGION_SPEC_SYNTAX = 'NAME=RTT[,RATE][,loss=P%[/P%]][,jitter=TIME][,seed=N]';
+export const REGION_SPEC_SYNTAX = 'NAME=RTT[,RATE][,v6=RTT][,loss=P%[/P%]][,jitter=TIME][,seed=N]';
 
 const TIME_UNITS: Record<string, number> = { '': 1, ms: 1, s: 1000 };
 /** Bytes per second per unit; MB/s and friends are decimal, like tc's. */
@@ -58,20 +59,20 @@ function parseSeed(text: string, spec: string): number {
   return Number(text);
 }
 
-const OPTIONS = ['loss', 'jitter', 'seed'] as const;
+const OPTIONS = ['v6', 'loss', 'jitter', 'seed'] as const;
 
 export function parseRegionSpec(text: string): RegionSpec {
   const spec = text.trim();
   const match = /^([^=,]+)=([^,]+)((?:,[^,]*)*)$/.exec(spec);
   if (!match)
     throw new RegionSpecError(
-      `region "${text}": expected ${REGION_SPEC_SYNTAX}, e.g. eu-west=20ms, ap-south=160ms,1MB/s or sa-east=120ms,loss=2%,jitter=10ms`,
+      `region "${text}": expected ${REGION_SPEC_SYNTAX}, e.g. eu-west=20ms, ap-south=160ms,1MB/s, dual=20ms,v6=35ms or sa-east=120ms,loss=2%,jitter=10ms`,
     );
   const [, name, rtt, rest] = match;
   const region: RegionSpec = { name, rttMs: parseTime(rtt, 'RTT', spec) };
   const seen = new Set<string>();
   for (const [index, item] of rest.split(',').slice(1).entries()) {
-    const option = /^([a-z]+)=(.*)$/i.exec(item);
+    const option = /^([a-z][a-z0-9]*)=(.*)$/i.exec(item);
     if (!option) {
       if (index > 0 || item === '')
         throw new RegionSpecError(
@@ -85,11 +86,18 @@ export function parseRegionSpec(text: string): RegionSpec {
       throw new RegionSpecError(`region "${spec}": unknown option "${key}=" (known: ${OPTIONS.join(', ')})`);
     if (seen.has(key)) throw new RegionSpecError(`region "${spec}": "${key}=" is given twice`);
     seen.add(key);
-    if (key === 'loss') region.lossPercent = parseLoss(value, spec);
+    if (key === 'v6') region.ipv6RttMs = parseTime(value, 'IPv6 RTT', spec);
+    else if (key === 'loss') region.lossPercent = parseLoss(value, spec);
     else if (key === 'jitter') region.jitterMs = parseTime(value, 'jitter', spec);
     else region.seed = parseSeed(value, spec);
   }
   return region;
+}
+
+/** `20 ms`, or `20 ms, IPv6 35 ms` for a region whose IPv6 round trip is another: how the harness reports RTTs. */
+export function formatRtt(region: Pick<RegionSpec, 'rttMs' | 'ipv6RttMs'>): string {
+  const v6 = region.ipv6RttMs ?? region.rttMs;
+  return v6 === region.rttMs ? `${region.rttMs} ms` : `${region.rttMs} ms, IPv6 ${v6} ms`;
 }
 
 /** `1 MB/s`, `250 kB/s`: how the harness reports a rate. */

@@ -1,18 +1,23 @@
 // The lab target on the target host of emulated regions: lab-entry.js inside the target
-// namespace, listening on TARGET_ADDRESS with the lab's usual ports (the namespace has its own
-// port space, so they never collide with a lab on this machine's loopback).
+// namespace, listening on TARGET_ADDRESS and TARGET_ADDRESS_V6 with the lab's usual ports (the
+// namespace has its own port space, so they never collide with a lab on this machine's loopback).
 import { fileURLToPath } from 'node:url';
 import type { LabAddress } from '../contracts/lab-roles.js';
-import { DEFAULT_LAB_PORT, labAddressAt, type LabServerName } from '../lab/index.js';
+import { DEFAULT_LAB_PORT, labAddressAt } from '../contracts/lab-roles.js';
+import type { LabServerName } from '../lab/index.js';
 import type { Regions } from './harness.js';
 
 export interface TargetLab {
   /** URL of each lab server, as seen from every region. */
   servers: Record<LabServerName, string>;
+  /** The same servers at the target's IPv6 address (`http://[fd77::1]:18170`). */
+  serversV6: Record<LabServerName, string>;
   /** The lab CA's certificate (a file: namespaces share the filesystem), for plans' `tls.ca`. */
   caFile: string;
   /** Where plans' `lab:ROLE/path` targets go, from every region. */
   address: LabAddress;
+  /** The same over IPv6. */
+  addressV6: LabAddress;
   /** The same as `run --lab-at` takes it: HOST:PORT. */
   at: string;
   close(): Promise<void>;
@@ -24,7 +29,7 @@ export async function startTargetLab(regions: Regions, basePort = DEFAULT_LAB_PO
   const child = regions.spawn(
     regions.target.namespace,
     process.execPath,
-    [LAB_ENTRY, regions.target.address, String(basePort)],
+    [LAB_ENTRY, regions.target.address, String(basePort), regions.target.addressV6],
     {
       stdio: ['pipe', 'pipe', 'pipe'],
       realtime: true,
@@ -58,9 +63,15 @@ export async function startTargetLab(regions: Regions, basePort = DEFAULT_LAB_PO
     );
   });
 
+  const v4Host = `//${regions.target.address}:`;
+  const v6Host = `//[${regions.target.addressV6}]:`;
   return {
     ...started,
+    serversV6: Object.fromEntries(
+      Object.entries(started.servers).map(([name, url]) => [name, url.replace(v4Host, v6Host)]),
+    ) as Record<LabServerName, string>,
     address: labAddressAt(regions.target.address, basePort),
+    addressV6: labAddressAt(regions.target.addressV6, basePort),
     at: `${regions.target.address}:${basePort}`,
     async close() {
       if (child.exitCode !== null || child.signalCode !== null) return;

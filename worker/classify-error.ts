@@ -1,6 +1,7 @@
 // Maps whatever a request threw to the closed set of codes in contracts/common.ts.
 // Codes are matched, never message text (undici's UND_ERR_*, Node's E* and ERR_*, OpenSSL's).
 import type { ErrorCode, ProbeError } from '../contracts/common.js';
+import type { DnsOutcome } from '../contracts/probes/dns.js';
 import { ConnectError } from './http/connector.js';
 
 const BY_CODE: Record<string, ErrorCode> = {
@@ -100,4 +101,28 @@ export function classifyError(err: unknown): ProbeError {
   if (codes.some((c) => c.startsWith('ERR_HTTP2_'))) return { code: 'HTTP2_ERROR', message };
   if (codes.some((c) => c.startsWith('ERR_SSL_'))) return { code: 'TLS_HANDSHAKE_FAILED', message };
   return { code: 'INTERNAL_ERROR', message };
+}
+
+// node:dns's resolver (c-ares), for the dns probe: a lookup's outcome in DNS's terms, and the code
+// of one that failed. NODATA is an answer (the name exists, without a record of that type).
+const DNS_OUTCOME_BY_CODE: Record<string, DnsOutcome> = {
+  ENODATA: 'nodata',
+  ENOTFOUND: 'nxdomain',
+  ESERVFAIL: 'servfail',
+  EREFUSED: 'refused',
+  ENOTIMP: 'refused',
+  ETIMEOUT: 'timeout',
+  ECONNREFUSED: 'unreachable',
+  EBADRESP: 'bad-response',
+  EFORMERR: 'bad-response',
+  EOF: 'bad-response',
+};
+
+/** What a c-ares lookup's error says: its outcome, and (unless it is NODATA) DNS_FAILED naming it. */
+export function classifyDnsError(err: unknown): { outcome: DnsOutcome; error?: ProbeError } {
+  const code = codesOf(err)[0];
+  const outcome = (code && DNS_OUTCOME_BY_CODE[code]) || 'other';
+  if (outcome === 'nodata') return { outcome };
+  const message = err instanceof Error ? err.message : String(err);
+  return { outcome, error: { code: 'DNS_FAILED', message: `${outcome}: ${message}` } };
 }

@@ -15,7 +15,7 @@ import { JOB_LIMITS } from '../contracts/limits.js';
 import type { ColdClientParam, ColdClientUsed } from '../contracts/probes/reuse.js';
 import type { ColdRequestInput, ColdRequestOutput } from './probes/cold-request.js';
 import { proxyOf } from './http/proxy.js';
-import type { TargetPolicy } from './target-policy.js';
+import type { TargetAddresses } from './target-addresses.js';
 
 const COLD_REQUEST_SCRIPT = fileURLToPath(new URL('./probes/cold-request.js', import.meta.url));
 
@@ -54,7 +54,7 @@ export function installedCurl(): string | null {
 export interface ColdClientOptions {
   target: JobTarget;
   timeoutMs: number;
-  policy: TargetPolicy;
+  addresses: TargetAddresses;
   /** A command from the plan may run (embedded runs). */
   allowCommand: boolean;
 }
@@ -115,7 +115,7 @@ function nodeClient(options: ColdClientOptions): ColdClient {
   const input: ColdRequestInput = {
     target: options.target,
     timeoutMs: options.timeoutMs,
-    policy: options.policy.settings,
+    policy: options.addresses.policy.settings,
   };
   return {
     used: { kind: 'node', label: `node ${process.versions.node}` },
@@ -141,7 +141,7 @@ function nodeClient(options: ColdClientOptions): ColdClient {
 const curlValue = (value: string) => `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
 async function curlClient(version: string, options: ColdClientOptions): Promise<ColdClient> {
-  const { target, timeoutMs, policy } = options;
+  const { target, timeoutMs, addresses } = options;
   const url = new URL(target.url);
   const secure = url.protocol === 'https:';
   const port = Number(url.port) || (secure ? 443 : 80);
@@ -160,7 +160,7 @@ async function curlClient(version: string, options: ColdClientOptions): Promise<
   if (!isIP(host)) {
     // curl resolves names itself: pin the name to the address the policy allowed, as our own
     // connector connects to it. The resolve phase is then not curl's lookup.
-    const address = await policy.resolve(host);
+    const address = await addresses.resolve(host);
     config.push(`resolve = ${curlValue(`${host}:${port}:${address.includes(':') ? `[${address}]` : address}`)}`);
   }
   // The proxy our own connector would use, tunnelled as ours is; none stops curl reading the environment's.

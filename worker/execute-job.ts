@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import type { ProbeError } from '../contracts/common.js';
 import { jobPayloadSchema, type JobOf, type JobPayload } from '../contracts/job.js';
 import { capsExceeded, type JobDemands } from '../contracts/limits.js';
-import { PROBES, type ProbeKind } from '../contracts/probes/index.js';
+import { PROBES, sendsToTarget, type ProbeKind } from '../contracts/probes/index.js';
 import { probeResultSchema, RESULT_SCHEMA, type ProbeResult, type ResultOf } from '../contracts/result.js';
 import { cpuWaitNs } from '../common/cpu-wait.js';
 import { formatIssuePath } from '../common/issue-path.js';
@@ -16,6 +16,7 @@ import { ProxyRefusedError, proxyOf } from './http/proxy.js';
 import { PROBE_IMPLEMENTATIONS } from './probes/index.js';
 import type { ProbeContext, ProbeOutcome } from './probes/probe.js';
 import { SecretInvalidError, SecretNotSetError, withSecrets, type SecretFileDirs } from './secrets.js';
+import { TargetAddresses } from './target-addresses.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy, TargetRefusedError } from './target-policy.js';
 
 /** A payload that can never run: retrying it cannot help. */
@@ -77,14 +78,55 @@ export async function executeCheckedJob(job: JobPayload, options: ExecuteOptions
   if (job.region !== options.region) {
     throw new InvalidJobError(`job ${job.jobId} is for region "${job.region}", this worker serves "${options.region}"`);
   }
-  // The job's logger (a pino child) is made when something is logged: made per job, its bindings
-  // redacted, it was a measurable share of a one-request job's CPU, and most jobs log nothing at
-  // a worker's level (bench/README.md, "Per job").
-  let jobLog: Logger | undefined;
-  const logOf = () => (jobLog ??= options.log.child({ jobId: job.jobId, probe: job.probe, target: job.target.name }));
-  const logAt = (level: 'debug' | 'info', fields: object, message: string) => {
-    if (options.log.isLevelEnabled(level)) logOf()[level](fields, message);
+  const log = lazyJobLog(job, options.log);
+  const bound = timeBound(job, options.signal);
+  const startedAt = new Date().toISOString();
+  const waitedBefore = cpuWaitNs();
+  log.at('debug', { variant: job.variant }, 'probe starting');
+  const ctx: ProbeContext = {
+    signal: bound.signal,
+    get log() {
+      return log.get();
+    },
+    addresses: new TargetAddresses(options.targetPolicy ?? EMBEDDED_POLICY, job.target, bound.signal),
+    allowClientCommands: options.allowClientCommands ?? false,
+    altSvc: new AltSvcLog(),
   };
+  let outcome: ProbeOutcome<ProbeKind>;
+  try {
+    outcome = await outcomeWithinBound(job, ctx, options.secretFileDirs, log);
+  } finally {
+    bound.release();
+  }
+  const waitedAfter = cpuWaitNs();
+  const result = resultOf(job, options.region, startedAt, outcome, ctx.altSvc.values);
+  const resolution = sendsToTarget(job.probe) ? ctx.addresses.resolution() : undefined;
+  if (resolution) result.resolution = resolution;
+  if (waitedBefore !== null && waitedAfter !== null)
+    result.worker.cpuWaitMs = Math.max(0, waitedAfter - waitedBefore) / 1e6;
+  return loggedResult(result, log);
+}
+
+/**
+ * The job's logger, a pino child, made when something is logged: made for every job, its bindings
+ * redacted, it would cost a measurable share of a one-request job's CPU, and most jobs log nothing
+ * at a worker's level (bench/README.md, "Per job"). `at` makes it only when the level is enabled.
+ */
+function lazyJobLog(job: JobPayload, log: Logger) {
+  let jobLog: Logger | undefined;
+  const get = () => (jobLog ??= log.child({ jobId: job.jobId, probe: job.probe, target: job.target.name }));
+  return {
+    get,
+    at(level: 'debug' | 'info', fields: object, message: string) {
+      if (log.isLevelEnabled(level)) get()[level](fields, message);
+    },
+  };
+}
+type JobLog = ReturnType<typeof lazyJobLog>;
+
+/** A signal aborted at the job's time bound or the worker's shutdown, whichever comes first;
+ * `release` stops watching both once the probe is done. */
+function timeBound(job: JobPayload, shutdown: AbortSignal | undefined) {
   // A timer of our own rather than AbortSignal.timeout, whose timer is unref'd: a probe waiting on
   // a promise nothing will settle would let the process end (exit 13) before its bound came.
   const bound = new AbortController();
@@ -94,57 +136,51 @@ export async function executeCheckedJob(job: JobPayload, options: ExecuteOptions
   );
   // The worker's shutdown stops the job as its bound does: a listener, not AbortSignal.any (a
   // signal of its own per job, a measurable share of a one-request job's CPU).
-  const shutdown = options.signal;
   const onShutdown = () => bound.abort(shutdown?.reason);
   if (shutdown?.aborted) onShutdown();
   else shutdown?.addEventListener('abort', onShutdown, { once: true });
-  const signal = bound.signal;
-  const startedAt = new Date().toISOString();
-  const waitedBefore = cpuWaitNs();
-  logAt('debug', { variant: job.variant }, 'probe starting');
-  const targetPolicy = options.targetPolicy ?? EMBEDDED_POLICY;
-  const altSvc = new AltSvcLog();
-  const ctx: ProbeContext = {
-    signal,
-    get log() {
-      return logOf();
+  return {
+    signal: bound.signal,
+    release() {
+      clearTimeout(timer);
+      shutdown?.removeEventListener('abort', onShutdown);
     },
-    targetPolicy,
-    allowClientCommands: options.allowClientCommands ?? false,
-    altSvc,
   };
-  let outcome: ProbeOutcome<ProbeKind>;
-  try {
-    // A probe that ignores its bound cannot hold a worker (or an embedded run) past it: the
-    // abandoned work goes on in the background, and a probe that needs this is a bug.
-    outcome = await settledByBound(
-      (async () =>
-        (await refusedTarget(job, targetPolicy)) ??
-        (await withSecretsIn(job, options.secretFileDirs, (ready) => runProbe(ready, ctx))))(),
-      signal,
-      TIME_BOUND_GRACE_MS,
-      () => {
-        logOf().error({ graceMs: TIME_BOUND_GRACE_MS }, 'probe still running after its time bound: abandoned');
-        return notRun({
-          code: 'DEADLINE_EXCEEDED',
-          message: `the probe did not stop within ${TIME_BOUND_GRACE_MS} ms of its time bound (${job.timeLimitMs} ms): its partial results are lost`,
-        });
-      },
-    );
-  } finally {
-    clearTimeout(timer);
-    shutdown?.removeEventListener('abort', onShutdown);
-  }
-  const waitedAfter = cpuWaitNs();
-  const result = resultOf(job, options.region, startedAt, outcome, altSvc.values);
-  if (waitedBefore !== null && waitedAfter !== null)
-    result.worker.cpuWaitMs = Math.max(0, waitedAfter - waitedBefore) / 1e6;
+}
+
+/** The probe's outcome, or the target policy's or a secret's refusal, by the job's time bound. */
+function outcomeWithinBound(
+  job: JobPayload,
+  ctx: ProbeContext,
+  secretFileDirs: SecretFileDirs | undefined,
+  log: JobLog,
+): Promise<ProbeOutcome<ProbeKind>> {
+  // A probe that ignores its bound cannot hold a worker (or an embedded run) past it: the
+  // abandoned work goes on in the background, and a probe that needs this is a bug.
+  return settledByBound(
+    (async () =>
+      (await refusedTarget(job, ctx.addresses)) ??
+      (await withSecretsIn(job, secretFileDirs, (ready) => runProbe(ready, ctx))))(),
+    ctx.signal,
+    TIME_BOUND_GRACE_MS,
+    () => {
+      log.get().error({ graceMs: TIME_BOUND_GRACE_MS }, 'probe still running after its time bound: abandoned');
+      return notRun({
+        code: 'DEADLINE_EXCEEDED',
+        message: `the probe did not stop within ${TIME_BOUND_GRACE_MS} ms of its time bound (${job.timeLimitMs} ms): its partial results are lost`,
+      });
+    },
+  );
+}
+
+/** The result as the schema takes it (checkedResult), logged as the job finished. */
+function loggedResult(result: ProbeResult, log: JobLog): ProbeResult {
   const checked = checkedResult(result);
-  if (checked !== result) logOf().error({ error: checked.error }, 'probe result refused by the result schema');
+  if (checked !== result) log.get().error({ error: checked.error }, 'probe result refused by the result schema');
   // Every job at debug (`--log-level debug`), as blackbox_exporter logs its probes; one that
-  // failed at info. A line per job was ~10% of a worker's CPU at 1,000 one-request jobs/s, and
-  // the jobs are counted in the metrics and listed in the report anyway.
-  logAt(
+  // failed at info. A line per job would cost ~10% of a worker's CPU at 1,000 one-request jobs/s,
+  // and the jobs are counted in the metrics and listed in the report anyway.
+  log.at(
     checked.ok ? 'debug' : 'info',
     { ok: checked.ok, error: checked.error?.code, requests: checked.summary.requests },
     'probe finished',
@@ -165,6 +201,8 @@ function resultOf(
     runId: job.runId,
     region: job.region,
     target: job.target.name,
+    ...(job.target.labels ? { labels: job.target.labels } : {}),
+    ...(job.shard ? { shard: { partOf: job.shard.partOf, index: job.shard.index, count: job.shard.count } } : {}),
     probe: job.probe,
     variant: job.variant,
     ok: outcome.error === null,
@@ -215,13 +253,19 @@ async function runProbe<K extends ProbeKind>(
 }
 
 /**
- * A target the policy refuses is one result with the reason, whatever the probe: the probe does
- * not start. Each connection is checked again where it is opened (the name may resolve elsewhere
- * by then); a failed lookup here is left to the probe, which reports it its own way.
+ * A target the policy refuses is one result with the reason, whatever the probe that sends to it:
+ * the probe does not start. Checked here: an IP address, and a name with a warm cache (its lookup
+ * before the measurement). A name looked up cold is checked where each connection looks it up,
+ * on the address that lookup gave; a failed lookup is left to the probe, which reports it its own way.
  */
-async function refusedTarget(job: JobPayload, policy: TargetPolicy): Promise<ProbeOutcome<ProbeKind> | undefined> {
+async function refusedTarget(
+  job: JobPayload,
+  addresses: TargetAddresses,
+): Promise<ProbeOutcome<ProbeKind> | undefined> {
+  // A probe that sends elsewhere (dns: to its resolvers) checks those addresses itself.
+  if (!sendsToTarget(job.probe)) return undefined;
   try {
-    await policy.resolve(new URL(job.target.url).hostname);
+    await addresses.warmUp();
     return undefined;
   } catch (err) {
     return err instanceof TargetRefusedError

@@ -95,17 +95,23 @@ export class FleetWorker extends Worker {
   /** Aborted as closing starts: a take waiting out its backoff stops waiting. */
   private readonly leaving = new AbortController();
 
-  /** Takes no job before `start`. */
-  constructor(name: string, processor: Processor, options: WorkerOptions) {
+  /** A job's data longer than this is failed unread (JOB_DATA_TOO_LARGE). */
+  private readonly maxDataChars: number;
+
+  /** Takes no job before `start`. `maxDataChars`: the longest job data it reads (@defaultValue
+   * JOB_LIMITS.jobDataChars; the coordinator's runs queue: JOB_LIMITS.runDataChars). */
+  constructor(name: string, processor: Processor, options: WorkerOptions & { maxDataChars?: number }) {
     // BullMQ's default lock; renewed every sixth to third of it (BullMQ's default: quarter to half),
     // so that a renewal answered late still comes well before the lease ends (leaseMarginMs).
-    const lockDuration = options.lockDuration ?? 30_000;
+    const { maxDataChars = JOB_LIMITS.jobDataChars, ...workerOptions } = options;
+    const lockDuration = workerOptions.lockDuration ?? 30_000;
     super(name, processor, {
-      ...options,
+      ...workerOptions,
       lockDuration,
-      lockRenewTime: options.lockRenewTime ?? lockDuration / 3,
+      lockRenewTime: workerOptions.lockRenewTime ?? lockDuration / 3,
       autorun: false,
     });
+    this.maxDataChars = maxDataChars;
     this.lockMs = lockDuration;
     this.once('closing', () => this.leaving.abort());
   }
@@ -202,10 +208,10 @@ export class FleetWorker extends Worker {
       unreadable.set(job, `${code}: ${why}`);
       return job;
     };
-    if (json.data.length > JOB_LIMITS.jobDataChars)
+    if (json.data.length > this.maxDataChars)
       return refuse(
         'JOB_DATA_TOO_LARGE',
-        `the job's data is ${json.data.length} characters, over the cap of ${JOB_LIMITS.jobDataChars}; not read`,
+        `the job's data is ${json.data.length} characters, over the cap of ${this.maxDataChars}; not read`,
       );
     try {
       return super.createJob(json, jobId);

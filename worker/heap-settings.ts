@@ -6,6 +6,6 @@ import { boundHeapGrowth } from '../common/heap-growth.js';
 
 boundHeapGrowth();
 // The young generation keeps its first size instead of doubling while the code loads and warms
-// up: that growth was the worker's peak RSS (160 MB at start-up, for a second). A job's objects
+// up: that growth would be the worker's peak RSS (160 MB at start-up, for a second). A job's objects
 // die young either way: no measurable CPU per job. Read whenever V8 would grow it.
 setFlagsFromString('--semi-space-growth-factor=1');

@@ -6,8 +6,8 @@
 // whose worker was lost comes back within the stall timeout and resumes after its saved jobs;
 // closing is bounded whatever Redis does.
 import { hostname } from 'node:os';
-import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
-import { probeBatchSchema, type ProbeBatch } from '../contracts/job.js';
+import { DelayedError, UnrecoverableError, WaitingError, type Job } from 'bullmq';
+import { probeBatchSchema, type JobShard, type ProbeBatch } from '../contracts/job.js';
 import { JOB_NAMES, JOB_STALLS_RETRIED, jobKey, regionQueueName } from '../contracts/queues.js';
 import type { ProbeResult } from '../contracts/result.js';
 import { bullmqKeep, DEFAULT_RETENTION, type RetentionSettings } from '../contracts/retention.js';
@@ -15,10 +15,11 @@ import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { bullmqWorkerConnection, warnOnRedisErrors, type RedisSettings } from '../common/redis.js';
-import { describeIssues, executeCheckedJob, InvalidJobError, parseJobPayload } from './execute-job.js';
+import { describeIssues, executeCheckedJob, failedResult, InvalidJobError, parseJobPayload } from './execute-job.js';
 import { executeJobIsolated } from './isolated-job.js';
 import { FleetWorker, LeaseLostError, refuseUnreadable, whileLeased } from './fleet-worker.js';
 import { RESULTS_RETURNED, RESULTS_SAVED_EVERY_MS, RunResults, type HeldBatch } from './run-results.js';
+import { ShardBarrier } from './shard-barrier.js';
 import type { JobObserver, WorkerJobOutcome } from '../metrics/job-metrics.js';
 import type { TargetPolicy } from './target-policy.js';
 
@@ -38,6 +39,10 @@ export const DEFAULT_STALL_TIMEOUT_SECONDS = 30;
  * worker lost in a job this short labels none.
  */
 const NOTE_RUNNING_AFTER_MS = 20;
+
+/** A shard of a job this worker holds another shard of goes back to its queue for this long, for
+ * another worker of the region (shards run on workers of their own: worker/shard-barrier.ts). */
+const SHARD_ELSEWHERE_MS = 250;
 
 const stallTimeoutOf = (options: RegionWorkerOptions) => options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_SECONDS * 1000;
 
@@ -120,6 +125,7 @@ function batchProcessor(
   handingBack: AbortSignal,
   leaseOf: (jobId: string) => AbortSignal | undefined,
   runResults: RunResults,
+  shardBarrier: ShardBarrier,
   inFlight: Set<string>,
 ) {
   const { region, log, observer } = options;
@@ -133,6 +139,8 @@ function batchProcessor(
     /** The note of the job running now, once it runs past NOTE_RUNNING_AFTER_MS (see there). */
     let noteTimer: NodeJS.Timeout | undefined;
     let noted = false;
+    /** The shard this batch is, once this worker holds it for its job (ShardBarrier.claim). */
+    let claimed: JobShard | undefined;
     const held: HeldBatch = { jobKey: jobKey(options.prefix, queueName, job.id ?? ''), token: token ?? '' };
     const saveResults = async () => {
       const saving = unsaved;
@@ -167,6 +175,16 @@ function batchProcessor(
       }
       const batch = batchOf(job.data, options.jobKey);
       runId = batch.runId;
+      // A shard is a batch of its own (batchesOf). With concurrency above 1 this worker may take a
+      // second shard of a job whose first it holds: that one waits for another worker.
+      const shard = batch.jobs[0]?.shard;
+      if (shard) {
+        if (!shardBarrier.claim(shard)) {
+          await job.moveToDelayed(Date.now() + SHARD_ELSEWHERE_MS, token);
+          throw new DelayedError();
+        }
+        claimed = shard;
+      }
       // Taken before (its worker lost, a retry, a hand-back): what was saved then is not measured again.
       const saved =
         job.attemptsStarted > 1
@@ -209,6 +227,12 @@ function batchProcessor(
           break;
         }
         if (stop.signal.aborted) break;
+        // A shard starts with the other shards of its job, or not at all (worker/shard-barrier.ts).
+        const startedAt = new Date();
+        const apart = probeJob.shard
+          ? await leased(shardBarrier.startTogether(probeJob, probeJob.shard, stop.signal))
+          : undefined;
+        if (stop.signal.aborted) break;
         observer?.started();
         running = true;
         // Settles by the job's time bound (plus a grace for a probe that overruns it); a job for
@@ -231,19 +255,21 @@ function batchProcessor(
             runResults.markRunning(held, probeJob.jobId, probeJob.timeLimitMs + 2 * stallTimeoutOf(options));
             noted = true;
           }, NOTE_RUNNING_AFTER_MS);
-        const result = lostBefore
-          ? await executeJobIsolated(probeJob, {
-              region,
-              log,
-              signal: stop.signal,
-              policy: options.targetPolicy.settings,
-            })
-          : await executeCheckedJob(probeJob, {
-              region,
-              log,
-              signal: stop.signal,
-              targetPolicy: options.targetPolicy,
-            });
+        const result = apart
+          ? failedResult(probeJob, region, startedAt, apart)
+          : lostBefore
+            ? await executeJobIsolated(probeJob, {
+                region,
+                log,
+                signal: stop.signal,
+                policy: options.targetPolicy.settings,
+              })
+            : await executeCheckedJob(probeJob, {
+                region,
+                log,
+                signal: stop.signal,
+                targetPolicy: options.targetPolicy,
+              });
         clearTimeout(noteTimer);
         inFlight.delete(probeJob.jobId);
         // Stopped: this measurement was cut short, and is measured again by whoever takes the batch.
@@ -270,6 +296,7 @@ function batchProcessor(
       if (unsaved.length > RESULTS_RETURNED) await leased(saveResults());
       return { results: unsaved };
     } catch (err) {
+      if (err instanceof DelayedError) throw err; // nothing of it ran: another worker takes it
       const leaseLost = err instanceof LeaseLostError;
       if (leaseLost) outcome = 'lease_lost';
       if (!running) observer?.started();
@@ -288,6 +315,7 @@ function batchProcessor(
       }
       throw err; // anything else is transient: retried with backoff (attempts set when added)
     } finally {
+      if (claimed) shardBarrier.release(claimed);
       clearTimeout(noteTimer);
       // Not a batch given up: its note may be the next worker's by now.
       if (noted && !lease?.aborted) runResults.doneRunning(held);
@@ -345,6 +373,8 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
   const retention = options.retention ?? DEFAULT_RETENTION;
   // Its worker's connection, once the worker below exists (a batch starts after that).
   const runResults = new RunResults(() => worker.getBackend().client, options.prefix, retention.jobs.maxAgeSeconds);
+  const workerName = `${hostname()}-${process.pid}`;
+  const shardBarrier = new ShardBarrier(() => worker.getBackend().client, options.prefix, workerName);
   const inFlight = new Set<string>();
   const processor = batchProcessor(
     options,
@@ -352,6 +382,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     handingBack.signal,
     (jobId) => worker.leaseOf(jobId),
     runResults,
+    shardBarrier,
     inFlight,
   );
   const stallTimeoutMs = stallTimeoutOf(options);
@@ -365,7 +396,7 @@ export function startRegionWorker(options: RegionWorkerOptions): RegionWorker {
     maxStalledCount: JOB_STALLS_RETRIED,
     removeOnFail: keepFailed,
     removeOnComplete: keepFailed,
-    name: `${hostname()}-${process.pid}`,
+    name: workerName,
   });
   // executeJob's 'probe finished' line (debug; info for a failed probe) already says how each job went.
   worker.on('completed', (job) => log.debug({ jobId: job.id }, 'job completed'));

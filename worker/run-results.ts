@@ -11,7 +11,7 @@
 // job on two busy vCPUs). More results are saved first, because BullMQ also copies return values
 // into each queue's event stream, which keeps 100–200 events whatever its maxLen says: a batch's
 // results there would be a second copy of thousands of results per region in Redis; one per event
-// is what it held before batches.
+// is what a batch of one job puts there.
 //
 // Every write is fenced by the batch's lock: it is made only while the lock in Redis is still the
 // token this worker took the batch with. A worker cut off from Redis whose writes arrive once it is

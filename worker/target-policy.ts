@@ -18,8 +18,18 @@ export const EMBEDDED_POLICY_SETTINGS: TargetPolicySettings = { allowLoopback: t
 
 export type TargetDecision = { allowed: true } | { allowed: false; reason: string };
 
-/** Resolves a host name to the one address a connection will use. */
-export type Lookup = (host: string) => Promise<{ address: string }>;
+/** Resolves a host name to its addresses (of one family when asked: 4 or 6), in the order to use them. */
+export type Lookup = (host: string, family: 0 | 4 | 6) => Promise<{ address: string } | { address: string }[]>;
+
+/** What a connector asks for the address(es) of a host. TargetPolicy answers with the system's
+ * lookup alone; TargetAddresses (worker/target-addresses.ts) with a target's own settings. */
+export interface AddressResolver {
+  /** The one address a connection to `host` goes to, checked. */
+  resolve(host: string): Promise<string>;
+  /** Every checked address of `host` to race (Happy Eyeballs), in the order to try them; one
+   * address when the connection does not race. */
+  resolveAll?(host: string): Promise<string[]>;
+}
 
 /** A bad `--allow-targets` entry. */
 export class TargetPolicyError extends Error {
@@ -78,7 +88,7 @@ const HOST_PATTERN = /^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?)(\.[a-z0-9]([a-z0-9
 /** Decisions a policy keeps (it forgets them all when full): a fleet's targets are far fewer. */
 const DECISIONS_KEPT = 1024;
 
-export class TargetPolicy {
+export class TargetPolicy implements AddressResolver {
   private readonly cidrs: Cidr[] = [];
   private readonly hostPatterns: string[] = [];
   /** By host and address: a decision depends on nothing else, and is asked for every job and connection. */
@@ -86,7 +96,8 @@ export class TargetPolicy {
 
   constructor(
     readonly settings: TargetPolicySettings,
-    private readonly lookup: Lookup = (host) => dnsLookup(host),
+    // getaddrinfo, as curl and browsers: /etc/hosts, nsswitch, the system's resolver; its order kept.
+    private readonly lookup: Lookup = (host, family) => dnsLookup(host, { all: true, family, order: 'verbatim' }),
   ) {
     for (const entry of settings.allowTargets) {
       const cidr = parseCidr(entry.includes('/') || net.isIP(entry) ? entry : '');
@@ -105,10 +116,18 @@ export class TargetPolicy {
    */
   async resolve(host: string): Promise<string> {
     const name = host.startsWith('[') ? host.slice(1, -1) : host;
-    const address = net.isIP(name) ? name : (await this.lookup(name)).address;
+    const address = net.isIP(name) ? name : (await this.lookUp(name))[0];
     const decision = this.keptDecision(name, address);
     if (!decision.allowed) throw new TargetRefusedError(decision.reason);
     return address;
+  }
+
+  /** The system's addresses of a host name (of `family` only when 4 or 6), unjudged: decide() on each. */
+  async lookUp(name: string, family: 0 | 4 | 6 = 0): Promise<string[]> {
+    const found = await this.lookup(name, family);
+    const addresses = (Array.isArray(found) ? found : [found]).map((a) => a.address);
+    if (addresses.length === 0) throw Object.assign(new Error(`no address for ${name}`), { code: 'ENOTFOUND' });
+    return addresses;
   }
 
   /** decide(), kept: the same host and address get the same decision from one policy. */

@@ -7,7 +7,7 @@ import { BadArgumentError } from '../../common/bad-input.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { grafanaAlertRules, prometheusRules } from '../../dashboards/src/alerts.js';
 import { planAlertGroups } from '../../dashboards/src/plan-alerts.js';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { writeRenderedFiles } from './report-files.js';
 
 const options = (y: Argv) =>

@@ -13,12 +13,11 @@ import {
   renderComparisonMarkdown,
   renderComparisonText,
 } from '../../coordinator/compare/render.js';
-import { comparisonWithBaseline } from '../../coordinator/compare/with-baseline.js';
-import type { Fleet } from '../../coordinator/fleet.js';
+import type { FleetClient } from '../../coordinator/fleet-client.js';
 import { readRunFile } from '../../coordinator/report/run-file.js';
 import { EXIT_REGRESSED } from '../exit-codes.js';
-import type { ArgsOf } from './args.js';
-import { fleetOf, redisArgs, redisUrlFrom } from './redis-args.js';
+import type { ArgsOf } from '../options/args.js';
+import { redisArgs, redisUrlFrom } from '../options/redis.js';
 import { writeRenderedFiles } from './report-files.js';
 import { printableJsonText } from '../../common/printable.js';
 
@@ -84,7 +83,7 @@ export function failures(c: RunComparison, failOn: FailOn): string[] {
   ];
 }
 
-async function storedRun(fleet: Fleet, id: string): Promise<RunReport> {
+async function storedRun(fleet: FleetClient, id: string): Promise<RunReport> {
   const report = await fleet.store.get(id);
   if (!report)
     throw new BadArgumentError(
@@ -123,7 +122,11 @@ async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunCompari
     const afterReport = reports[reports.length - 1];
     return compareRuns(baseline, afterReport, { baseline: baseline.map((r) => sources.get(r)!), after: after! });
   }
-  const fleet = fleetOf(args, createLogger('compare', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
+  // Loaded here: comparing run files needs neither a Redis client nor the coordinator's baseline
+  // step (which pushes metrics: prom-client).
+  const { fleetClientOf } = await import('../options/fleet.js');
+  const { comparisonWithBaseline } = await import('../../coordinator/compare/with-baseline.js');
+  const fleet = fleetClientOf(args, createLogger('compare', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
   try {
     if (!args.previous) {
       const baseline = newestFirst(await Promise.all(earlier.map((id) => storedRun(fleet, id))));

@@ -1,15 +1,17 @@
 // `probefleet coordinator`: the long-running side of a fleet, until SIGTERM or Ctrl-C.
 import type { Argv, CommandModule } from 'yargs';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { NAME_PATTERN } from '../../contracts/common.js';
 import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
-import { pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
-import { fleetOf, redisArgs, redisTimeoutArg, redisTimeoutMsOf } from './redis-args.js';
-import { retentionArgs, retentionOf } from './retention-args.js';
+import { openFleet } from '../../coordinator/fleet.js';
+import { pushgatewayArgs, pushgatewaySettingsOf } from '../options/pushgateway.js';
+import { redisArgs, redisTimeoutArg, redisTimeoutMsOf } from '../options/redis.js';
+import { fleetOptionsOf } from '../options/fleet.js';
+import { retentionArgs, retentionOf } from '../options/retention.js';
 import { BadArgumentError } from '../../common/bad-input.js';
-import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { maxJobsArgs, maxJobsOf } from '../options/max-jobs.js';
 import { boundHeapGrowth } from '../../common/heap-growth.js';
 
 export const DEFAULT_COORDINATOR_PORT = 9470;
@@ -54,7 +56,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
     const log = createLogger('coordinator');
     // Unbounded commands: the coordinator waits out a Redis restart (its reads for /metrics and
     // its checks have their own bound, --redis-timeout).
-    const fleet = fleetOf(args, log, { retention: retentionOf(args) });
+    const fleet = openFleet(fleetOptionsOf(args, log, { retention: retentionOf(args) }));
     log.info(
       {
         redis: redactRedisUrl(fleet.redis.url),

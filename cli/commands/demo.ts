@@ -8,7 +8,7 @@
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Argv, CommandModule } from 'yargs';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { createLogger } from '../../common/log.js';
 import { freeLoopbackPort } from '../../common/redis-server.js';
 import { startRegions, type Regions } from '../../regions/harness.js';
@@ -24,7 +24,7 @@ import { renderTable } from '../../coordinator/report/table.js';
 import { splitPlan } from '../../coordinator/split.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { describeRegions, regionOptions, regionSpecs } from './regions.js';
-import { maxJobsOf } from './max-jobs-args.js';
+import { maxJobsOf } from '../options/max-jobs.js';
 
 export const DEMO_PLAN = fileURLToPath(new URL('../../../examples/regions-demo.yaml', import.meta.url));
 
@@ -34,7 +34,8 @@ const options = (y: Argv) =>
       type: 'string',
       default: DEMO_PLAN,
       defaultDescription: 'examples/regions-demo.yaml',
-      describe: 'plan YAML file; its targets name lab servers (lab:keepalive/) or point at the target host, 10.77.0.1',
+      describe:
+        'plan YAML file; its targets name lab servers (lab:keepalive/) or point at the target host, 10.77.0.1 or [fd77::1]',
     })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' })
     .option('forward-port', {

@@ -1,8 +1,9 @@
 // `probefleet lab`: the reference servers on loopback until Ctrl-C.
 import type { Argv, CommandModule } from 'yargs';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { createLogger } from '../../common/log.js';
-import { DEFAULT_LAB_PORT, startLab } from '../../lab/index.js';
+import { DEFAULT_LAB_PORT } from '../../contracts/lab-roles.js';
+import { startLab } from '../../lab/index.js';
 import { LAB_PATHS } from '../../lab/routes.js';
 import { renderTable } from '../../coordinator/report/table.js';
 

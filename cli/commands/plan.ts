@@ -1,17 +1,17 @@
 // `probefleet plan validate|expand FILE`: check a plan, and show the jobs it makes.
 import type { Argv, CommandModule } from 'yargs';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { planJsonSchema } from '../../contracts/plan-json-schema.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
-import { redactTarget } from '../../coordinator/run-report.js';
+import { redactTarget } from '../../contracts/secrets.js';
 import { countJobs, splitPlan } from '../../coordinator/split.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
 import { printableJsonText } from '../../common/printable.js';
-import { DEFAULT_LAB_PORT, labAddressAt } from '../../lab/index.js';
-import { labAtArg, labAtOf } from './lab-args.js';
-import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { DEFAULT_LAB_PORT, labAddressAt } from '../../contracts/lab-roles.js';
+import { labAtArg, labAtOf } from '../options/lab.js';
+import { maxJobsArgs, maxJobsOf } from '../options/max-jobs.js';
 import { plural } from '../../common/plural.js';
 
 const fileArg = (y: Argv) =>
@@ -35,8 +35,11 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
     const { file } = args;
     // Counted, not made: a plan's jobs (lab targets wherever the lab is) are known without splitting it.
     const { plan } = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
+    const fromFiles = plan.targets.filter((t) => t.file !== undefined);
+    const files = new Set(fromFiles.map((t) => t.file)).size;
     process.stdout.write(
-      `${file}: plan "${plan.name}" is valid: ${plural(plan.targets.length, 'target')}, ${plural(plan.experiments.length, 'experiment')}, ` +
+      `${file}: plan "${plan.name}" is valid: ${plural(plan.targets.length, 'target')}` +
+        `${plan.targetFiles ? ` (${fromFiles.length.toLocaleString('en-US')} from ${plural(files, 'target file')})` : ''}, ${plural(plan.experiments.length, 'experiment')}, ` +
         `${plural(plan.regions.length, 'region')} (${plan.regions.join(', ')}), ${plural(countJobs(plan).total, 'job')} per run` +
         `${plan.schedule ? `, scheduled "${plan.schedule.cron}" ${plan.schedule.tz}` : ''}\n`,
     );

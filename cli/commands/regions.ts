@@ -1,7 +1,7 @@
 // `probefleet regions run|up|cleanup`: emulated regions on this machine (regions/): network
 // namespaces with a real round-trip time to a target host running the lab. Needs root.
 import type { Argv, CommandModule } from 'yargs';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { createLogger } from '../../common/log.js';
 import { printable } from '../../common/printable.js';
 import { cleanupStaleRegions } from '../../regions/cleanup.js';
@@ -16,14 +16,14 @@ import {
   type RegionsOptions,
 } from '../../regions/harness.js';
 import { checkRegionsSupported } from '../../regions/preflight.js';
-import { formatLoss, formatRate, parseRegionSpec, REGION_SPEC_SYNTAX } from '../../regions/region-spec.js';
+import { formatLoss, formatRate, formatRtt, parseRegionSpec, REGION_SPEC_SYNTAX } from '../../regions/region-spec.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { newRunId } from '../../coordinator/split.js';
 import { printRunReport, reportFileArgs } from './report-files.js';
-import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { maxJobsArgs, maxJobsOf } from '../options/max-jobs.js';
 import { EXIT_BAD_INPUT } from '../exit-codes.js';
 import { plural } from '../../common/plural.js';
 
@@ -36,7 +36,7 @@ export const regionOptions = (y: Argv) =>
       type: 'string',
       array: true,
       default: DEFAULT_REGIONS,
-      describe: `an emulated region, ${REGION_SPEC_SYNTAX} (e.g. eu-west=20ms, ap-south=160ms,1MB/s, sa-east=120ms,loss=2%,jitter=10ms); repeat for more`,
+      describe: `an emulated region, ${REGION_SPEC_SYNTAX} (e.g. eu-west=20ms, ap-south=160ms,1MB/s, sa-east=120ms,loss=2%,jitter=10ms, dual=20ms,v6=35ms: IPv6 with its own RTT); repeat for more`,
     })
     .option('delay', {
       choices: ['auto', 'netem', 'nfqueue'] as const,
@@ -55,7 +55,8 @@ const runOptions = (y: Argv) =>
     .positional('plan', {
       type: 'string',
       demandOption: true,
-      describe: 'plan YAML file; its targets name lab servers (lab:keepalive/) or point at the target host, 10.77.0.1',
+      describe:
+        'plan YAML file; its targets name lab servers (lab:keepalive/) or point at the target host, 10.77.0.1 or [fd77::1]',
     })
     .option('json', { type: 'string', describe: 'write the full run (probefleet.run/v1) to this file' });
 
@@ -92,7 +93,7 @@ export function describeRegions(regions: Regions): string {
       ['region', 'RTT to target', 'rate limit', 'loss up / down', 'jitter', 'seed', 'namespace', 'address'],
       regions.regions.map((r) => [
         r.name,
-        `${r.rttMs} ms`,
+        formatRtt(r),
         formatRate(r.rateBytesPerSecond),
         formatLoss(r.lossPercent),
         r.jitterMs ? `± ${r.jitterMs} ms` : '-',
@@ -125,7 +126,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
         runId: newRunId(loaded.plan.name),
         log,
         onRegion: (region, jobs) =>
-          process.stderr.write(`region ${region.name} (RTT ${region.rttMs} ms): ${plural(jobs, 'job')}\n`),
+          process.stderr.write(`region ${region.name} (RTT ${formatRtt(region)}): ${plural(jobs, 'job')}\n`),
       });
       await printRunReport(report, { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv });
     } finally {
@@ -156,12 +157,18 @@ const up: CommandModule<object, ArgsOf<typeof upOptions>> = {
       const first = regions.regions[0];
       const lines = [`Emulated regions\n${describeRegions(regions)}`];
       if (lab) {
+        const { serversV6 } = lab;
         lines.push(
-          renderTable(['lab server', 'url (from every region)'], Object.entries(lab.servers), 'll'),
+          renderTable(
+            ['lab server', 'url (from every region)', 'over IPv6'],
+            Object.entries(lab.servers).map(([name, url]) => [name, url, serversV6[name as keyof typeof serversV6]]),
+            'lll',
+          ),
           `lab CA certificate: ${lab.caFile}`,
           '',
           'Try:',
           `  ip netns exec ${first.namespace} curl -s -o /dev/null -w 'connect %{time_connect} s, total %{time_total} s\\n' ${lab.servers.keepalive}/`,
+          `  ip netns exec ${first.namespace} curl -s -o /dev/null -w 'connect %{time_connect} s, total %{time_total} s\\n' '${lab.serversV6.keepalive}/'`,
           `  ip netns exec ${first.namespace} npx probefleet run examples/regions-reuse.yaml --lab-at ${lab.at}`,
         );
       }

@@ -1,6 +1,7 @@
 // --html, --markdown and --csv: the options every command that has a run report shares (run,
 // runs show, regions run, report), and the one place that writes report files (compare's too).
-// "-" is stdout (`--markdown -` and `--markdown=-` alike: args.ts joins the first into the second).
+// "-" is stdout (`--markdown -` and `--markdown=-` alike: cli/options/args.ts joins the first
+// into the second).
 import type { Argv } from 'yargs';
 import { printableJsonText } from '../../common/printable.js';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';

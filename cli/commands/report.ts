@@ -3,7 +3,7 @@
 // `probefleet.run/v1` document is bad input: every problem names the file and field, exit 2.
 import type { CommandModule } from 'yargs';
 import type { Argv } from 'yargs';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { readRunFile, RunFileError } from '../../coordinator/report/run-file.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';

@@ -5,10 +5,10 @@
 import { hostname } from 'node:os';
 import { Registry } from 'prom-client';
 import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { createLogger } from '../../common/log.js';
 import type { Lab } from '../../lab/index.js';
-import { jobsPerRegion, RUN_END_SLACK_SECONDS, runEndOf, waitForRun } from '../../coordinator/distributed-run.js';
+import { RUN_END_SLACK_SECONDS, runEndOf, waitForRun } from '../../coordinator/distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../../coordinator/embedded-runner.js';
 import { completeRun, DEADLINE_SLACK_SECONDS, submitRun, type SubmittedRun } from '../../coordinator/flow.js';
 import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
@@ -17,31 +17,25 @@ import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { progressFor } from '../../coordinator/progress.js';
 import { regionProgressFor } from '../../coordinator/region-progress.js';
 import type { RunReport } from '../../contracts/result.js';
-import { runIdSchema } from '../../contracts/job.js';
+import { jobsPerRegion, runIdSchema } from '../../contracts/job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
 import { planSchema } from '../../contracts/plan.js';
 import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
-import {
-  redisArgs,
-  redisTimeoutArg,
-  redisTimeoutMsOf,
-  redisUrlFrom,
-  redisUrlSourceNote,
-  withFleet,
-} from './redis-args.js';
-import { retentionArgs, retentionOf } from './retention-args.js';
+import { redisArgs, redisTimeoutArg, redisTimeoutMsOf, redisUrlFrom, redisUrlSourceNote } from '../options/redis.js';
+import { withFleet } from '../options/fleet.js';
+import { retentionArgs, retentionOf } from '../options/retention.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { interruptible, printRunReport, reportFileArgs } from './report-files.js';
 import { createJobMetrics } from '../../metrics/job-metrics.js';
 import { MetricsPusher } from '../../metrics/pusher.js';
 import { pushRunMetrics } from '../../metrics/run-metrics.js';
-import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
-import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
-import { labArgs, labAtOf, startRunLab } from './lab-args.js';
-import { maxJobsArgs, maxJobsOf } from './max-jobs-args.js';
+import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from '../options/pushgateway.js';
+import { targetPolicyArgs, targetPolicyOf } from '../options/target-policy.js';
+import { labArgs, labAtOf, startRunLab } from '../options/lab.js';
+import { maxJobsArgs, maxJobsOf } from '../options/max-jobs.js';
 import { boundHeapGrowth } from '../../common/heap-growth.js';
 import { breachedThresholdsLine, failedJobsLine, runOutcome } from '../../coordinator/run-outcome.js';
 import { EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_THRESHOLD_BREACHED } from '../exit-codes.js';
@@ -98,7 +92,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
     if (args.lab && args.labAt !== undefined) throw new BadArgumentError('--lab and --lab-at exclude each other');
     if (args.labPort !== undefined && !args.lab) throw new BadArgumentError('--lab-port needs --lab');
     // A plan naming lab servers with no lab to point them at is bad input, before anything starts.
-    if (!args.lab) withLabTargets(loaded, args.labAt === undefined ? undefined : labAtOf(args.labAt), LAB_HINT);
+    if (!args.lab) labResolved(args, loaded, undefined);
     // --lab starts the lab in this process, on this machine's loopback, for an embedded run: a
     // REDIS_URL in the environment must not turn it into a submit to that Redis. --redis still does.
     const distributed = args.lab ? Boolean(args.redis) : redisUrlFrom(args) !== undefined;
@@ -118,67 +112,92 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
       boundHeapGrowth();
       return runDistributed(args, loaded, log);
     }
-    const targetPolicy = targetPolicyOf(args, true);
-    for (const [given, option] of [
-      [args.runId !== undefined, '--run-id'],
-      [args.deadline !== undefined, '--deadline'],
-      [args.jobsPerBatch !== undefined, '--jobs-per-batch'],
-      [args.detach, '--detach'],
-      [args.regions !== undefined, '--regions'],
-    ] as const) {
-      if (given) throw new BadArgumentError(`${option} needs --redis${args.lab ? '' : ' (or REDIS_URL)'}`);
-    }
-    const { plan } = loaded;
-    if (plan.regions.some((r) => r !== EMBEDDED_REGION)) {
-      log.warn(
-        { regions: plan.regions },
-        `embedded mode runs every job here, as region "${EMBEDDED_REGION}"; use --redis and workers for regions`,
-      );
-    }
-    const runId = newRunId(plan.name);
-    const pushgateway = pushgatewaySettingsOf(args);
-    // Pushed as jobs finish and for the run, like a worker and a coordinator; never fails the run.
-    const metrics = pushgateway
-      ? createJobMetrics({ region: EMBEDDED_REGION, instance: instanceOf(args), pushgateway, log })
-      : undefined;
-
-    const stop = new AbortController();
-    const files = { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv };
-    const interrupt = interruptible(stop, files, 'stopping the run: its report follows');
-    let lab: Lab | undefined;
-    try {
-      if (args.lab) lab = await startRunLab(args.labPort, log);
-      const resolved = labResolved(args, loaded, lab);
-      const jobs = splitPlan({ ...resolved, plan: { ...resolved.plan, regions: [EMBEDDED_REGION] } }, runId);
-      const startedAt = new Date();
-      const results = await runEmbedded(jobs, {
-        log,
-        progress: progressFor(),
-        signal: stop.signal,
-        targetPolicy,
-        onResult: (result) => metrics?.recordResult(result),
-      });
-      const report = buildRunReport({
-        runId,
-        mode: 'embedded',
-        plan: resolved.plan,
-        startedAt,
-        finishedAt: new Date(),
-        results,
-      });
-      await printRunReport(report, files, interrupt.written);
-      if (metrics?.pusher && !stop.signal.aborted) {
-        const pushed = await metrics.pushRun(report);
-        await metrics.pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
-      }
-      await metrics?.close();
-      if (stop.signal.aborted) process.exitCode = EXIT_INTERRUPTED;
-      else exitOnFailedJobs(report);
-    } finally {
-      await lab?.close();
-    }
+    return runInProcess(args, loaded, log);
   },
 };
+
+/** Runs every job in this process, as region `local` (embedded mode), and prints the report. */
+async function runInProcess(args: RunArgs, loaded: LoadedPlan, log: Logger): Promise<void> {
+  const targetPolicy = targetPolicyOf(args, true);
+  for (const [given, option] of [
+    [args.runId !== undefined, '--run-id'],
+    [args.deadline !== undefined, '--deadline'],
+    [args.jobsPerBatch !== undefined, '--jobs-per-batch'],
+    [args.detach, '--detach'],
+    [args.regions !== undefined, '--regions'],
+  ] as const) {
+    if (given) throw new BadArgumentError(`${option} needs --redis${args.lab ? '' : ' (or REDIS_URL)'}`);
+  }
+  const { plan } = loaded;
+  if (plan.regions.some((r) => r !== EMBEDDED_REGION)) {
+    log.warn(
+      { regions: plan.regions },
+      `embedded mode runs every job here, as region "${EMBEDDED_REGION}"; use --redis and workers for regions`,
+    );
+  }
+  const runId = newRunId(plan.name);
+  const pushgateway = pushgatewaySettingsOf(args);
+  // Pushed as jobs finish and for the run, like a worker and a coordinator; never fails the run.
+  const metrics = pushgateway
+    ? createJobMetrics({ region: EMBEDDED_REGION, instance: instanceOf(args), pushgateway, log })
+    : undefined;
+
+  const { stop, files, written } = stopOnSigint(args, 'stopping the run: its report follows');
+  await withRunLab(args, loaded, log, async (resolved) => {
+    const jobs = splitPlan({ ...resolved, plan: { ...resolved.plan, regions: [EMBEDDED_REGION] } }, runId);
+    const startedAt = new Date();
+    const results = await runEmbedded(jobs, {
+      log,
+      progress: progressFor(),
+      signal: stop,
+      targetPolicy,
+      onResult: (result) => metrics?.recordResult(result),
+    });
+    const report = buildRunReport({
+      runId,
+      mode: 'embedded',
+      plan: resolved.plan,
+      startedAt,
+      finishedAt: new Date(),
+      results,
+    });
+    await printRunReport(report, files, written);
+    if (metrics?.pusher && !stop.aborted) {
+      const pushed = await metrics.pushRun(report);
+      await metrics.pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
+    }
+    await metrics?.close();
+    if (stop.aborted) process.exitCode = EXIT_INTERRUPTED;
+    else exitOnFailedJobs(report);
+  });
+}
+
+/**
+ * The first Ctrl-C aborts `stop` and the report of what ran is still printed and written to
+ * `files` (interruptible); a second quits at once. `stopping` is said at the first when given.
+ */
+function stopOnSigint(args: RunArgs, stopping?: string) {
+  const stop = new AbortController();
+  const files = { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv };
+  const { written } = interruptible(stop, files, stopping);
+  return { stop: stop.signal, files, written };
+}
+
+/** Runs `run` on the plan with its `lab:` targets resolved: at the lab --lab starts for the run,
+ * closed when `run` ends, or at the one --lab-at names. */
+async function withRunLab<T>(
+  args: RunArgs,
+  loaded: LoadedPlan,
+  log: Logger,
+  run: (resolved: LoadedPlan) => Promise<T>,
+): Promise<T> {
+  const lab = args.lab ? await startRunLab(args.labPort, log) : undefined;
+  try {
+    return await run(labResolved(args, loaded, lab));
+  } finally {
+    await lab?.close();
+  }
+}
 
 /** A run with a job that failed or has no result did not do what was asked: exit 1, and say why in
  * one line; otherwise a breached threshold exits 5, said the same way. */
@@ -234,13 +253,8 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
     );
   const pushgateway = pushgatewaySettingsOf(args);
   const retention = retentionOf(args);
-  const stop = new AbortController();
-  const files = { json: args.json, html: args.html, markdown: args.markdown, csv: args.csv };
-  const interrupt = interruptible(stop, files);
-  let lab: Lab | undefined;
-  try {
-    if (args.lab) lab = await startRunLab(args.labPort, log);
-    const loaded = labResolved(args, withOwnRegions, lab);
+  const { stop, files, written } = stopOnSigint(args);
+  await withRunLab(args, withOwnRegions, log, async (loaded) => {
     const report = await withFleet(
       args,
       log,
@@ -271,7 +285,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
           return args.detach ? undefined : submitted.report;
         }
         const { completion } = submitted;
-        const regions = [...jobsPerRegion(submitted.data)].map(([region, n]) => `${region} ${n}`).join(', ');
+        const regions = [...jobsPerRegion(submitted.data.jobs)].map(([region, n]) => `${region} ${n}`).join(', ');
         const what = submitted.added
           ? `run ${runId} submitted to ${where}`
           : completion.added > 0
@@ -292,8 +306,8 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
         }
         const waited = await waitForRun(fleet, submitted.data, {
           log,
-          progress: regionProgressFor(jobsPerRegion(submitted.data)),
-          signal: stop.signal,
+          progress: regionProgressFor(jobsPerRegion(submitted.data.jobs)),
+          signal: stop,
           notice: say,
           repair: () => completeRun(fleet, submitted.data, submitted.jobs),
           storeWithinMs: redisTimeoutMsOf(args),
@@ -307,7 +321,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
       { retention },
     );
     if (!report) return;
-    await printRunReport(report, files, interrupt.written);
+    await printRunReport(report, files, written);
     // The workers pushed their jobs' metrics; the run's last-run groups come from whoever finishes it.
     if (pushgateway) {
       const pusher = new MetricsPusher(pushgateway, log, new Registry());
@@ -316,7 +330,5 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
       await pusher.close();
     }
     exitOnFailedJobs(report);
-  } finally {
-    await lab?.close();
-  }
+  });
 }

@@ -1,11 +1,12 @@
 // `probefleet runs list|show`: the run reports stored in Redis (by the coordinator, or by the
 // `run` command that waited for its run).
 import type { Argv, CommandModule } from 'yargs';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { createLogger } from '../../common/log.js';
 import { renderRunReport } from '../../coordinator/report/text.js';
 import { renderTable } from '../../coordinator/report/table.js';
-import { redisArgs, redisTimeoutArg, withFleet } from './redis-args.js';
+import { redisArgs, redisTimeoutArg } from '../options/redis.js';
+import { withFleetClient } from '../options/fleet.js';
 import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
 import { printableJsonText } from '../../common/printable.js';
 
@@ -25,7 +26,7 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
   describe: 'List stored runs, newest first',
   builder: listOptions,
   handler: async (args) => {
-    const runs = await withFleet(args, log(), (fleet) => fleet.store.list(Math.max(1, Math.floor(args.limit))));
+    const runs = await withFleetClient(args, log(), (fleet) => fleet.store.list(Math.max(1, Math.floor(args.limit))));
     if (args.json) {
       process.stdout.write(`${printableJsonText(runs, 2)}\n`);
     } else if (runs.length === 0) {
@@ -68,7 +69,7 @@ const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
   describe: "Print a stored run's report (--json: the whole run; --html, --markdown, --csv: write those instead)",
   builder: showOptions,
   handler: async (args) => {
-    const report = await withFleet(args, log(), (fleet) => fleet.store.get(args.id));
+    const report = await withFleetClient(args, log(), (fleet) => fleet.store.get(args.id));
     if (!report) {
       process.stderr.write(
         `probefleet: no stored run "${args.id}" (see: probefleet runs list; reports expire after the fleet's report retention)\n`,

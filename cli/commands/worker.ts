@@ -2,7 +2,7 @@
 // First: V8's heap settings must hold while the rest of the worker's code loads.
 import '../../worker/heap-settings.js';
 import type { Argv, CommandModule } from 'yargs';
-import type { ArgsOf } from './args.js';
+import type { ArgsOf } from '../options/args.js';
 import { NAME_PATTERN } from '../../contracts/common.js';
 import { createLogger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
@@ -11,11 +11,12 @@ import { warmUpRequestPath } from '../../worker/warm-up.js';
 import { createJobMetrics } from '../../metrics/job-metrics.js';
 import { serveMetrics } from '../../metrics/metrics-server.js';
 import { countRedisErrors } from '../../metrics/redis-metrics.js';
-import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from './pushgateway-args.js';
-import { jobKeyOf, prefixOf, redisArgs, redisSettingsOf } from './redis-args.js';
-import { retentionArgs, retentionOf } from './retention-args.js';
+import { instanceArg, instanceOf, pushgatewayArgs, pushgatewaySettingsOf } from '../options/pushgateway.js';
+import { jobKeyOf, prefixOf, redisArgs } from '../options/redis.js';
+import { redisSettingsOf } from '../options/fleet.js';
+import { retentionArgs, retentionOf } from '../options/retention.js';
 import { BadArgumentError } from '../../common/bad-input.js';
-import { targetPolicyArgs, targetPolicyOf } from './target-policy-args.js';
+import { targetPolicyArgs, targetPolicyOf } from '../options/target-policy.js';
 
 /** After the grace period: handing jobs back (5 s), closing without Redis (4 s), the last pushes. */
 const SHUTDOWN_AFTER_GRACE_MS = 10_000;

@@ -87,6 +87,49 @@ export const linkRowSchema = z.strictObject({
 export const compressionProbe = defineProbe({
   kind: 'compression',
   summary: 'Bytes on the wire and decode time per Accept-Encoding, Vary, a local level table, and a link model',
+  question: 'is compression worth it for this response and link?',
+  jobs: 'one job per target; parameters `encodings` (identity, gzip, br, zstd), `requests`, `gzipLevels`, `brotliLevels`, `zstdLevels`, `repetitions`, `linkSpeedsMBps`, `tinyBytes`, `maxDecodedBytes`, `maxDecodeRatio`: see [Compression, CORS and drain](probes.md#compression-cors-and-drain)',
+  findings: {
+    COMPRESSION_WITHOUT_VARY: {
+      severity: 'warning',
+      title: 'Compressed responses without Vary: Accept-Encoding',
+      situation: 'The encoding depends on Accept-Encoding, but responses lack Vary: Accept-Encoding',
+      advice:
+        'Send Vary: Accept-Encoding on every response whose encoding depends on the request, so caches keep the versions apart',
+      when: 'the encoding of the answer depends on Accept-Encoding, and an answer lacks `Vary: Accept-Encoding`',
+    },
+    COMPRESSES_TINY_RESPONSE: {
+      severity: 'info',
+      title: 'Tiny responses are compressed, and grow',
+      situation: 'Tiny responses (under about 1 KB) are compressed',
+      advice:
+        'Skip compression under about 1 KB (e.g. nginx gzip_min_length 1024): the gzip header and trailer alone make them bigger',
+      when: 'a body under `tinyBytes` (1 KB) came back compressed',
+    },
+    COMPRESSES_INCOMPRESSIBLE: {
+      severity: 'warning',
+      title: 'Already-compressed bodies are compressed again',
+      situation: 'Images, video, ZIP and other already-compressed bodies are compressed again',
+      advice:
+        'Compress text types only (HTML, CSS, JS, JSON, SVG, XML); already-compressed media gain nothing and cost CPU',
+      when: 'a body of an already-compressed type (image, video, audio, zip, ...) or one that shrank by less than 3% came back compressed',
+    },
+    NO_COMPRESSION_FOR_TEXT: {
+      severity: 'warning',
+      title: 'Text over 1 KB is sent uncompressed to clients that accept compression',
+      situation: 'JSON, HTML, CSS or JS over 1 KB is sent uncompressed',
+      advice: 'Enable gzip at level 6 (or brotli) for text types, or pre-compress static files at deploy time',
+      when: 'text (JSON, HTML, CSS, JS, XML, SVG) of 1 KB or more came back unencoded to every Accept-Encoding asked, and gzip would save over 10%',
+    },
+    GZIP_LEVEL_WASTE: {
+      severity: 'info',
+      title: 'A high gzip level costs several times the CPU for a few per cent of bytes',
+      situation: 'The server compresses on the fly with a high gzip level',
+      advice:
+        'Use gzip level 6 for on-the-fly compression; keep the highest levels for files compressed once at deploy time',
+      when: "the server's own gzip level (every level whose size matches its body, see [probes.md](probes.md#the-servers-own-gzip-level)) is above 6, its time to first byte for gzip exceeds identity's (bootstrap 95% interval above 0: it compresses on the fly), and level 6 of the same library costs 2.5 times less CPU here for at most 8% more bytes",
+    },
+  },
   params: z.strictObject({
     /** Accept-Encoding values asked for, one at a time. */
     encodings: distinct(z.array(z.enum(ACCEPT_ENCODINGS)).min(1), 'encoding').default([

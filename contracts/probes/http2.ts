@@ -9,9 +9,18 @@ export const headerBytesSchema = z.strictObject({
   response: z.int().nonnegative(),
 });
 
+/** How a server met an attempt to speak HTTP/2 without TLS: `http2` (it answered in HTTP/2),
+ * `http1` (an HTTP/1.x answer: it ignored the upgrade, or did not take the preface for HTTP/2),
+ * `protocol-error` (something else came back: frames that are no answer), `no-answer` (nothing
+ * within the bound), `closed` (it closed the connection without a byte), `error` (any other failure). */
+export const H2C_OUTCOMES = ['http2', 'http1', 'protocol-error', 'no-answer', 'closed', 'error'] as const;
+export type H2cOutcome = (typeof H2C_OUTCOMES)[number];
+
 /** An attempt to speak HTTP/2 without TLS, and what the server actually answered. */
 export const h2cAttemptSchema = z.strictObject({
   supported: z.boolean(),
+  /** Absent in run files written before probefleet recorded it. */
+  outcome: z.enum(H2C_OUTCOMES).optional(),
   /** e.g. "answered HTTP/1.1 200, ignored the upgrade", "protocol error: answered \"HTTP/1.1 400 Bad Request\"". */
   answer: z.string(),
 });
@@ -30,6 +39,41 @@ export const HTTP2_STEPS = ['h2-headers', 'h1-headers', 'h2c-upgrade', 'multiple
 export const http2Probe = defineProbe({
   kind: 'http2',
   summary: 'The same target over HTTP/1.1 and HTTP/2: header bytes (HPACK), N concurrent requests, ALPN and h2c',
+  question: 'what does HTTP/2 change here?',
+  jobs: 'one job per target (`scheme`: `http` or `https`; see [`http2` parameters](probes.md#http2-parameters))',
+  findings: {
+    H2_NOT_NEGOTIATED: {
+      severity: 'warning',
+      title: 'HTTP/2 is not negotiated over TLS (ALPN)',
+      situation: 'Server does not offer h2 by ALPN, so browsers and clients stay on HTTP/1.1',
+      advice: 'Enable HTTP/2 on the server or proxy terminating TLS (ALPN h2 and http/1.1)',
+      when: 'https: offered `h2, http/1.1` by ALPN, the server selected `http/1.1` or no protocol at all',
+    },
+    H2C_UNSUPPORTED: {
+      severity: 'info',
+      title: 'HTTP/2 without TLS (h2c) is not supported',
+      situation: 'Server speaks no h2c: neither prior knowledge nor Upgrade: h2c',
+      advice:
+        'Fine for browsers (they never use h2c); for service-to-service calls over plain HTTP, enable h2c prior knowledge if you want multiplexing',
+      when: 'http: neither prior knowledge nor `Upgrade: h2c` gave HTTP/2, and the server answered something',
+    },
+    SERVER_NO_ANSWER: {
+      severity: 'warning',
+      title: 'The server accepts connections but answers nothing',
+      situation: 'Server accepts TCP connections and never answers: not HTTP/2, not HTTP/1.1',
+      advice:
+        'Check what holds the port (a hung process, a full accept backlog, a proxy without an upstream); every client waits out its timeout',
+      when: 'http2: prior knowledge and `Upgrade: h2c` got no byte back (timed out or closed) and the HTTP/1.1 request failed too',
+    },
+    HTTP1_ONLY_MANY_CONNECTIONS: {
+      severity: 'info',
+      title: 'HTTP/1.1 only: concurrent requests need one connection each',
+      situation: 'Server speaks only HTTP/1.1, so concurrent requests open several connections where HTTP/2 needs one',
+      advice:
+        'Offer HTTP/2 so concurrent requests share one connection (one handshake); meanwhile keep HTTP/1.1 connections alive and pooled',
+      when: 'the target speaks no HTTP/2, and the concurrent requests needed more than one HTTP/1.1 connection',
+    },
+  },
   params: z.strictObject({
     /** HTTP/2 requests after the first on one connection, to see HPACK's dynamic table at work. */
     repeats: z.int().min(1).max(100).default(5),

@@ -24,6 +24,25 @@ export type ColdClientUsed = z.infer<typeof coldClientUsedSchema>;
 export const reuseProbe = defineProbe({
   kind: 'reuse',
   summary: 'N sequential requests over one kept-alive connection, a new connection each, or a new client process each',
+  question: 'what does a new connection cost compared with a reused one?',
+  jobs: '`reused`: one keep-alive connection; `new`: `Connection: close` on every request, so each opens a connection; `cold`: a new client process per request (the shell-loop anti-pattern), timed from spawn to exit: curl by default where installed (`client`), and every output says which client ran',
+  findings: {
+    SERVER_CLOSES_EVERY_CONNECTION: {
+      severity: 'warning',
+      title: 'The server closes the connection after every response',
+      situation: 'Server answers every request with Connection: close',
+      advice:
+        'Enable keep-alive on the server (or the proxy in front of it); clients cannot reuse connections until it does',
+      when: 'reuse: in `reused` mode every response said `Connection: close` and each request opened a connection; load: with keep-alive (`reused`, `h2`) at least 90% of the answered requests opened a connection of their own',
+    },
+    NAGLE_DELAYED_ACK_STALL: {
+      severity: 'warning',
+      title: 'Reused requests stall about 40 ms (Nagle meets delayed ACK)',
+      situation: 'Server writes headers and body in separate packets with Nagle on',
+      advice: 'Set TCP_NODELAY on the server socket, or write headers and body in one write',
+      when: "from the `reused` job alone: at least 80% of the requests after the first take 35-220 ms (the delayed-ACK timer), tightly clustered (middle half within 10 ms or 30% of the median), with bodies of 64 KiB or less, while a control was 20 ms faster: the first request (a fresh connection) or the `new` mode's median",
+    },
+  },
   params: z.strictObject({
     /** Requests per mode. */
     requests: z.int().min(1).max(10_000).default(100),

@@ -46,6 +46,38 @@ export const tlsProbe = defineProbe({
   kind: 'tls',
   summary: 'N fresh TCP + TLS handshakes per TLS version, full and resumed, with connect and handshake timed apart',
   schemes: ['https'],
+  question: 'what does the handshake cost, and can it be avoided?',
+  jobs: 'one job per TLS version in `versions` (`1.2`, `1.3`); https targets only (see [`tls` parameters](probes.md#tls-parameters))',
+  findings: {
+    TLS13_UNAVAILABLE: {
+      severity: 'warning',
+      title: 'The server does not speak TLS 1.3',
+      situation: 'Server refuses TLS 1.3 (TLS 1.2 costs one more round trip per new connection)',
+      advice: 'Enable TLS 1.3 on the server or the proxy terminating TLS; keep 1.2 for old clients',
+      when: 'the `1.3` job: every handshake was refused as an unsupported version',
+    },
+    NO_SESSION_RESUMPTION: {
+      severity: 'warning',
+      title: 'The server does not resume TLS sessions',
+      situation: 'Server never resumes a TLS session, so every new connection pays a full handshake',
+      advice: 'Enable session tickets (or a shared session cache across the servers behind the name)',
+      when: 'with `resumption`, the server resumed none of the sessions offered (or issued none to offer)',
+    },
+    CERT_EXPIRES_SOON: {
+      severity: 'warning',
+      title: 'The server certificate expires soon',
+      situation: 'Server certificate expires within the warning threshold',
+      advice: 'Renew the certificate (and automate renewal); alert on its expiry time',
+      when: 'the certificate has fewer than `certExpiryWarningDays` days left; one per target however many versions saw it',
+    },
+    CERT_EXPIRED: {
+      severity: 'critical',
+      title: 'The server certificate has expired',
+      situation: 'Server certificate has expired: every client that checks certificates refuses the connection',
+      advice: 'Renew the certificate now, then automate renewal and alert on its expiry time well before it passes',
+      when: '(critical) the certificate has expired (seen through `tls.insecure`: with verification on, the handshake fails with `TLS_CERT_EXPIRED`); one per target',
+    },
+  },
   params: z.strictObject({
     /** Full handshakes per version; as many resumed ones again when `resumption` is on. */
     samples: z.int().min(1).max(1000).default(20),

@@ -1,10 +1,11 @@
 // What one job's result offers for comparison: its per-request samples (percentiles of phases
 // and handshakes), shares of its requests (errors, new connections), exact byte counts, and
 // load figures (a histogram, a throughput measured once). One function per probe, in a mapped
-// type over the probe kinds, so a new probe without one does not compile.
+// type over the probe kinds, so a new probe without one does not compile; a probe with request
+// samples has its phases measured without one.
 import { PHASES, type Phase, type RequestSample } from '../../contracts/common.js';
 import type { HeaderBytesKind, QuantityId } from '../../contracts/quantities.js';
-import type { ProbeKind } from '../../contracts/probes/index.js';
+import type { OtherProbe, ProbeKind, RequestSampleProbe } from '../../contracts/probes/index.js';
 import type { EncodedHistogram } from '../../contracts/probes/load.js';
 import type { ProbeResult, ResultOf, Summary } from '../../contracts/result.js';
 import { answeredPhase } from '../samples.js';
@@ -70,10 +71,13 @@ function requestShares(summary: Summary): ShareMeasure[] {
 
 const exact = (key: QuantityId, value: number): ValueMeasure => ({ kind: 'exact', key, value });
 
-const MEASURES: { [K in ProbeKind]: (result: ResultOf<K>) => Measure[] } = {
-  reuse: (r) => phaseSets(r.details?.samples ?? []),
-  drain: (r) => phaseSets(r.details?.samples ?? []),
-  cors: (r) => phaseSets(r.details?.samples ?? []),
+/** A probe with request samples: the percentiles of each phase. */
+const requestSampleMeasures = (r: ResultOf<RequestSampleProbe>) => phaseSets(r.details?.samples ?? []);
+
+/** Per probe; one with request samples needs an entry only to measure more than its phases. */
+const MEASURES: { [K in OtherProbe]: (result: ResultOf<K>) => Measure[] } & {
+  [K in RequestSampleProbe]?: (result: ResultOf<K>) => Measure[];
+} = {
   compression: (r) => [
     ...phaseSets(r.details?.samples ?? []),
     ...(r.details?.encodings ?? []).flatMap((row) =>
@@ -128,10 +132,26 @@ const MEASURES: { [K in ProbeKind]: (result: ResultOf<K>) => Measure[] } = {
       { kind: 'histogram', key: 'load_latency_p99', histogram: d.latencyHistogram, percentile: 99 },
     ];
   },
+  // Cold lookups, as the `resolve` phase: a warm job's are cache hits of a few microseconds, noise.
+  dns: (r) => {
+    if (r.variant.cache !== 'cold') return [];
+    const values = (r.details?.samples ?? []).flatMap((s) => (s.error ? [] : [s.ms]));
+    return values.length === 0
+      ? []
+      : [
+          {
+            kind: 'samples',
+            key: 'phase resolve',
+            values,
+            quantities: { p50: 'phase_resolve_p50', p95: 'phase_resolve_p95' },
+          },
+        ];
+  },
 };
 
 /** What a result offers for comparison, keyed so the other run's result pairs with it. */
 export function measuresOf(result: ProbeResult): Map<string, Measure> {
-  const own = (MEASURES[result.probe] as (r: ProbeResult) => Measure[])(result);
+  const measures = (MEASURES as Partial<Record<ProbeKind, (r: ProbeResult) => Measure[]>>)[result.probe];
+  const own = (measures ?? (requestSampleMeasures as (r: ProbeResult) => Measure[]))(result);
   return new Map([...own, ...requestShares(result.summary)].map((m) => [m.key, m]));
 }

@@ -39,6 +39,9 @@ export const CSV_COLUMNS = [
 
 type CsvRow = Partial<Record<(typeof CSV_COLUMNS)[number], string | number>>;
 
+/** After CSV_COLUMNS, one column per label the plan declares (`targetLabels`): `label_team`. */
+export const labelColumn = (label: string) => `label_${label}`;
+
 /** `mode=reused scheme=https`: the variant's fields in their order. */
 const variantField = (variant: Record<string, unknown>) =>
   Object.entries(variant)
@@ -106,6 +109,14 @@ export function renderCsvReport(run: RunReport): string {
       min: c.min ?? undefined,
       max: c.max ?? undefined,
     });
-  const lines = [CSV_COLUMNS.join(','), ...rows.map((row) => CSV_COLUMNS.map((c) => csvField(row[c])).join(','))];
+  // Each row's target labels, from the plan (a plan without targetLabels has no such column).
+  const labels = report.plan.targetLabels ?? [];
+  const labelsOf = new Map(report.plan.targets.map((t) => [t.name, t.labels ?? {}]));
+  const labelFields = (row: CsvRow) =>
+    labels.map((l) => csvField(row.target === undefined ? undefined : labelsOf.get(String(row.target))?.[l]));
+  const lines = [
+    [...CSV_COLUMNS, ...labels.map(labelColumn)].join(','),
+    ...rows.map((row) => [...CSV_COLUMNS.map((c) => csvField(row[c])), ...labelFields(row)].join(',')),
+  ];
   return `${lines.join('\r\n')}\r\n`;
 }

@@ -11,12 +11,8 @@ export function shown<T>(data: T): T {
   return printableDeep(data);
 }
 
-/** Milliseconds for people: 0.44 ms, 44.0 ms, 31,860 ms; "-" when not measured. */
-export function formatMs(value: number | undefined): string {
-  if (value === undefined) return '-';
-  if (value >= 1000) return `${Math.round(value).toLocaleString('en-US')} ms`;
-  return `${value.toFixed(value < 10 ? 2 : 1)} ms`;
-}
+// The worker's findings write milliseconds the same way, so the formatter lives below both.
+export { formatMs } from '../../common/format-ms.js';
 
 /** Counts and byte sizes for people: 179,500; "-" when not measured. */
 export function formatCount(value: number | undefined): string {

@@ -12,6 +12,7 @@ import {
   comparedRegions,
   costByRegionTable,
   costByRegionTitle,
+  labelBlocks,
   costChart,
   costBlock,
   h3Block,
@@ -92,12 +93,18 @@ export interface Part {
 
 function parts(report: RunReport): Part[] {
   const nextChartId = chartIds();
+  // A plan's targetLabels: a column each, beside the URL.
+  const labels = report.plan.targetLabels ?? [];
   const out: Part[] = [
     {
       id: 'targets',
       title: 'Targets',
       body: renderTableHtml(
-        { headers: ['target', 'URL'], align: 'll', rows: report.plan.targets.map((t) => [t.name, t.url]) },
+        {
+          headers: ['target', 'URL', ...labels],
+          align: `ll${'l'.repeat(labels.length)}`,
+          rows: report.plan.targets.map((t) => [t.name, t.url, ...labels.map((l) => t.labels?.[l] ?? '')]),
+        },
         undefined,
         {
           cell: (i, text) => (i === 1 ? html`<code>${text}</code>` : text),
@@ -105,6 +112,13 @@ function parts(report: RunReport): Part[] {
       ),
     },
   ];
+  const byLabel = labelBlocks(report);
+  if (byLabel.length > 0)
+    out.push({
+      id: 'targets-by-label',
+      title: 'Targets by label',
+      body: html`${byLabel.map((b) => renderBlock(b, nextChartId))}`,
+    });
   if (report.comparisons.length > 0) {
     out.push({
       id: 'new-connection-cost',

@@ -11,6 +11,7 @@ import {
   costByRegionTitle,
   costBlock,
   h3Block,
+  labelBlocks,
   decisionTable,
   hasThresholds,
   thresholdsTable,
@@ -77,6 +78,8 @@ export function renderMarkdownReport(run: RunReport): string {
       out.push(`**${costByRegionTitle('−')}**`, tableMarkdown(costByRegionTable(report)));
     out.push(...blockMarkdown(costBlock(report)));
   }
+  const byLabel = labelBlocks(report);
+  if (byLabel.length > 0) out.push('## Targets by label', ...byLabel.flatMap(blockMarkdown));
   const h3 = h3Block(report);
   if (h3) out.push('## HTTP/3', ...blockMarkdown(h3));
   for (const { section } of probeSections(report))

@@ -5,7 +5,7 @@ import { FINDINGS } from '../../contracts/findings.js';
 import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
 import type { Comparison, ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
 import type { BarChart, ReportBlock, ReportSection, Table } from './document.js';
-import { fewestValuesToShow } from '../../common/stats.js';
+import { fewestValuesToShow, median } from '../../common/stats.js';
 import { formatMs } from './format.js';
 import { thresholdQuantitySpec } from '../../contracts/thresholds.js';
 import { REPORT_VIEWS } from './views/index.js';
@@ -42,6 +42,76 @@ function tailNotes(comparisons: Comparison[]): string[] {
 /** The cost and its interval, or "none" where the difference is no cost of a connection. */
 const costCells = (c: Comparison): [string, string] =>
   c.noCostReason ? ['none', '-'] : [formatMs(c.newConnectionCostMs.median), interval(c.newConnectionCostMs.ci95)];
+
+/** A label's value where a target has none. */
+const NO_VALUE = '-';
+
+/**
+ * Per label the plan declares (`targetLabels`), per value: its targets, their jobs and how they
+ * ended, and the median of their new-connection costs (every region's): where a plan of many
+ * targets says whose targets cost what. None for a plan without labels.
+ */
+export function labelBlocks(report: RunReport): ReportBlock[] {
+  const names = report.plan.targetLabels ?? [];
+  if (names.length === 0) return [];
+  const labelsOf = new Map(report.plan.targets.map((t) => [t.name, t.labels ?? {}]));
+  return names.map((name) => {
+    const rows = new Map<
+      string,
+      { targets: number; jobs: number; ok: number; errors: number; none: number; costs: number[] }
+    >();
+    const rowOf = (target: string) => {
+      const value = labelsOf.get(target)?.[name] || NO_VALUE;
+      const row = rows.get(value) ?? { targets: 0, jobs: 0, ok: 0, errors: 0, none: 0, costs: [] };
+      rows.set(value, row);
+      return row;
+    };
+    for (const t of report.plan.targets) rowOf(t.name).targets++;
+    for (const r of report.results) {
+      const row = rowOf(r.target);
+      row.jobs++;
+      if (r.ok) row.ok++;
+      else row.errors++;
+    }
+    for (const u of report.unfinishedJobs) {
+      const row = rowOf(u.target);
+      row.jobs++;
+      row.none++;
+    }
+    for (const c of report.comparisons) if (!c.noCostReason) rowOf(c.target).costs.push(c.newConnectionCostMs.median);
+    const values = [...rows.keys()].sort((a, b) => (a === NO_VALUE ? 1 : b === NO_VALUE ? -1 : a.localeCompare(b)));
+    const withCosts = report.comparisons.length > 0;
+    return {
+      kind: 'table' as const,
+      title: `Targets by ${name}`,
+      table: {
+        headers: [
+          name,
+          'targets',
+          'jobs',
+          'ok',
+          'target errors',
+          'no result',
+          ...(withCosts ? ['new-connection cost, median of targets'] : []),
+        ],
+        align: `lrrrrr${withCosts ? 'r' : ''}`,
+        rows: values.map((value) => {
+          const row = rows.get(value)!;
+          return [
+            value,
+            String(row.targets),
+            String(row.jobs),
+            String(row.ok),
+            String(row.errors),
+            String(row.none),
+            ...(withCosts ? [row.costs.length > 0 ? formatMs(median(row.costs)) : '-'] : []),
+          ];
+        }),
+      },
+      ...(rows.has(NO_VALUE) ? { notes: [`${NO_VALUE}: targets without a ${name} label`] } : {}),
+    };
+  });
+}
 
 /** The cost table, with a note under it for each target that has no cost, saying why. Beside
  * the cost, its tail: p95 and p99 of the time the new connections took to open. */

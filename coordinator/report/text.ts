@@ -13,6 +13,7 @@ import {
   hasThresholds,
   thresholdsTable,
   h3Block,
+  labelBlocks,
   probeSections,
   retriedReason,
 } from './run-views.js';
@@ -27,6 +28,8 @@ export function renderRunReport(run: RunReport): string {
   if (comparedRegions(report).length > 1) {
     out.push('', costByRegionTitle('-'), tableAsText(costByRegionTable(report)));
   }
+  const byLabel = labelBlocks(report);
+  if (byLabel.length > 0) out.push('', renderBlocksAsText(byLabel));
   // Each probe's view (views/<kind>.ts) without its heading: the tables carry their own titles.
   for (const { section } of probeSections(report)) {
     const text = renderBlocksAsText(section.blocks);

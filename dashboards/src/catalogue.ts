@@ -8,11 +8,12 @@ import {
   COORDINATOR_METRICS,
   LABEL_VALUES,
   PROBE_JOB_METRICS,
-  PROBE_METRICS,
+  probeMetricsOf,
   PUSH_GROUPS,
   PUSH_METRICS,
   REDIS_METRICS,
   RUN_METRICS,
+  TARGET_INFO_METRIC,
   WORKER_METRICS,
   type TypedMetricSpec,
 } from '../../contracts/metric-names.js';
@@ -41,6 +42,8 @@ export interface CatalogueMetric {
   buckets?: number[];
   /** Pushed metrics: the probes whose results produce it. */
   probes?: string[];
+  /** Labels it carries besides `labels`, which each plan names (probefleet_target_info: the plan's targetLabels). */
+  planLabels?: string;
 }
 
 export interface Catalogue {
@@ -65,7 +68,7 @@ export function buildCatalogue(): Catalogue {
     };
     for (const key of COMMON_PROBE_METRICS.job)
       add(PROBE_JOB_METRICS[key], PROBE_JOB_METRICS[key].labels, PUSH_GROUPS.probes.key);
-    for (const [key, labels] of Object.entries(PROBE_METRICS[probe].job)) {
+    for (const [key, labels] of Object.entries(probeMetricsOf(probe).job)) {
       add(
         PROBE_JOB_METRICS[key as keyof typeof PROBE_JOB_METRICS],
         labels as readonly string[],
@@ -73,7 +76,7 @@ export function buildCatalogue(): Catalogue {
       );
     }
     for (const key of COMMON_PROBE_METRICS.run) add(RUN_METRICS[key], RUN_METRICS[key].labels, PUSH_GROUPS.run.key);
-    for (const [key, labels] of Object.entries(PROBE_METRICS[probe].run)) {
+    for (const [key, labels] of Object.entries(probeMetricsOf(probe).run)) {
       add(RUN_METRICS[key as keyof typeof RUN_METRICS], labels as readonly string[], PUSH_GROUPS.run.key);
     }
     probes[probe] = Object.fromEntries(Object.entries(entry).sort(([a], [b]) => a.localeCompare(b)));
@@ -91,6 +94,11 @@ export function buildCatalogue(): Catalogue {
   const metrics = [
     ...Object.values<TypedMetricSpec>(PROBE_JOB_METRICS).map((s) => metric(s, 'push:probes', PUSH_GROUPS.probes.key)),
     ...Object.values<TypedMetricSpec>(RUN_METRICS).map((s) => metric(s, 'push:run', PUSH_GROUPS.run.key)),
+    {
+      ...metric(TARGET_INFO_METRIC, 'push:run', PUSH_GROUPS.run.key),
+      planLabels:
+        "the plan's targetLabels (docs/plan.md, Targets from files); pushed only for a plan that declares them",
+    },
     ...Object.values<TypedMetricSpec>(COMPARISON_METRICS).map((s) =>
       metric(s, 'push:compare', PUSH_GROUPS.compare.key),
     ),

@@ -1,7 +1,9 @@
 // The three dashboards. Panels over last-run gauges show "one number per region and target" that
 // holds between nightly runs; panels over cumulative counters and histograms use increase() over
 // the $window variable (a day holds one nightly run).
-import { selector as sel, VARIABLES, type Dashboard } from './grafana.js';
+import { selector as sel, VARIABLES, type Dashboard, withTargetLabel } from './grafana.js';
+
+const label = VARIABLES.label;
 
 const w = VARIABLES.window;
 
@@ -10,9 +12,9 @@ const quantile = (q: number, metric: string, by: string, matchers: string) =>
   `histogram_quantile(${q}, sum by (${by}, le) (increase(${metric}_bucket${matchers}[${w}])))`;
 
 /** Connections opened per request in the window. */
-const connectionsPerRequest = (probe: string) =>
-  `sum by (region, target, mode) (increase(probefleet_connections_opened_total${sel({ probe })}[${w}]))\n/\n` +
-  `sum by (region, target, mode) (increase(probefleet_requests_total${sel({ probe })}[${w}]))`;
+const connectionsPerRequest = (probe: string, by = 'region, target, mode') =>
+  `sum by (${by}) (increase(probefleet_connections_opened_total${sel({ probe })}[${w}]))\n/\n` +
+  `sum by (${by}) (increase(probefleet_requests_total${sel({ probe })}[${w}]))`;
 
 export const connectionCostDashboard: Dashboard = {
   uid: 'probefleet-connection-cost',
@@ -30,6 +32,23 @@ export const connectionCostDashboard: Dashboard = {
         {
           expr: `max by (region, target, scheme) (probefleet_new_connection_cost_seconds${sel()})`,
           legend: '{{region}} {{target}} ({{scheme}})',
+        },
+      ],
+    },
+    {
+      title: `New-connection cost by ${label}, last run`,
+      description:
+        "The new-connection cost of the last run grouped by a label of the plans' targets (targetLabels: team, service...): the median over each value's targets and regions, and its costliest one. Choose the label in Group by.",
+      kind: 'bargauge',
+      unit: 's',
+      queries: [
+        {
+          expr: `quantile by (${label}) (0.5, ${withTargetLabel(`probefleet_new_connection_cost_seconds${sel()}`, 'plan, region, target')})`,
+          legend: `{{${label}}} median`,
+        },
+        {
+          expr: `max by (${label}) (${withTargetLabel(`probefleet_new_connection_cost_seconds${sel()}`, 'plan, region, target')})`,
+          legend: `{{${label}}} costliest`,
         },
       ],
     },
@@ -137,7 +156,7 @@ export const connectionCostDashboard: Dashboard = {
     {
       title: "Where a new connection's time goes (median per phase)",
       description:
-        'Phases of requests on new connections (reuse probe, mode new): resolve, TCP connect, TLS, processing (time to first byte), transfer.',
+        "Phases of requests on new connections (reuse probe, mode new): resolve (a target's `dns` settings: a lookup per connection when cold, ≈ 0 when warm), TCP connect, TLS, processing (time to first byte), transfer.",
       kind: 'timeseries',
       unit: 's',
       queries: [
@@ -149,6 +168,46 @@ export const connectionCostDashboard: Dashboard = {
             sel({ probe: 'reuse', mode: 'new', connection: 'new', phase: '!="total"' }),
           ),
           legend: '{{region}} {{phase}}',
+        },
+      ],
+    },
+    {
+      title: 'IPv4 vs IPv6: connect time of dual-stack targets (median)',
+      description:
+        "TCP connect of new connections to the targets `ipFamily: both` makes, NAME-ipv4 and NAME-ipv6 side by side, per region: each family's round trip (IP_FAMILY_SLOWER when one is 1.5 × the other and 5 ms more).",
+      kind: 'timeseries',
+      unit: 's',
+      queries: [
+        {
+          expr: quantile(
+            0.5,
+            'probefleet_request_phase_seconds',
+            'region, target',
+            sel({ target: '=~".+-ipv[46]"', connection: 'new', phase: 'connect' }),
+          ),
+          legend: '{{region}} {{target}}',
+        },
+      ],
+    },
+    {
+      title: 'DNS lookup time per resolver: cold vs warm',
+      description:
+        "The dns probe's lookups of each target's name: cold (a query each, nothing cached in the client; median and p95) and warm (a client cache honouring the TTL: mostly cache hits; median), per region, resolver and record type.",
+      kind: 'timeseries',
+      unit: 's',
+      queries: [
+        {
+          expr: quantile(0.5, 'probefleet_dns_lookup_seconds', 'region, resolver, record_type, cache', sel()),
+          legend: '{{region}} {{resolver}} {{record_type}} {{cache}} p50',
+        },
+        {
+          expr: quantile(
+            0.95,
+            'probefleet_dns_lookup_seconds',
+            'region, resolver, record_type',
+            sel({ cache: 'cold' }),
+          ),
+          legend: '{{region}} {{resolver}} {{record_type}} cold p95',
         },
       ],
     },
@@ -250,11 +309,17 @@ export const protocolsDashboard: Dashboard = {
       ],
     },
     {
-      title: 'Connections per request by body handling (drain)',
-      description: 'Connections opened per request of the drain probe, per mode: full, unread, drain, json.',
+      title: 'Connections per request by body handling and client (drain)',
+      description:
+        'Connections opened per request of the drain probe, per mode (full, unread, drain, json) and client (go-before-1.27, go-1.27, undici).',
       kind: 'timeseries',
       unit: 'none',
-      queries: [{ expr: connectionsPerRequest('drain'), legend: '{{region}} {{target}} {{mode}}' }],
+      queries: [
+        {
+          expr: connectionsPerRequest('drain', 'region, target, mode, client'),
+          legend: '{{region}} {{target}} {{mode}} {{client}}',
+        },
+      ],
     },
     {
       title: 'Load: answered requests per second (last run)',
@@ -284,7 +349,7 @@ export const protocolsDashboard: Dashboard = {
     },
     {
       title: 'Other findings over time',
-      description: 'Findings of the other probes (reuse, tls, http2, compression) in each run.',
+      description: 'Findings of the other probes (reuse, tls, http2, compression, dns) in each run.',
       kind: 'timeseries',
       unit: 'none',
       queries: [
@@ -359,6 +424,32 @@ export const fleetDashboard: Dashboard = {
         {
           expr: `sum by (region, outcome) (increase(probefleet_run_jobs_total${sel({}, { target: false })}[${w}]))`,
           legend: '{{region}} {{outcome}}',
+        },
+      ],
+    },
+    {
+      title: `Probes that succeeded by ${label}, last run`,
+      description:
+        "Per value of a label of the plans' targets (choose it in Group by): the share of its targets' probes whose every job succeeded in the last run of their plan, per region.",
+      kind: 'bargauge',
+      unit: 'percentunit',
+      queries: [
+        {
+          expr: `avg by (region, ${label}) (${withTargetLabel(`probefleet_probe_success${sel()}`, 'plan, region, target')})`,
+          legend: `{{region}} {{${label}}}`,
+        },
+      ],
+    },
+    {
+      title: `Probe jobs by ${label} and outcome`,
+      description:
+        "Jobs the workers ran in the window, grouped by a label of the plans' targets (choose it in Group by): ok, or the error code of a job that could not measure everything.",
+      kind: 'timeseries',
+      unit: 'none',
+      queries: [
+        {
+          expr: `sum by (${label}, outcome) (${withTargetLabel(`increase(probefleet_probe_jobs_total${sel()}[${w}])`, 'region, target')})`,
+          legend: `{{${label}}} {{outcome}}`,
         },
       ],
     },

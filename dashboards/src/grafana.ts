@@ -33,7 +33,23 @@ export const VARIABLES = {
   target: '$target',
   /** The window of increase() over cumulative counters and histograms. */
   window: '$window',
+  /** A target label to group by: one of the labels plans declare (targetLabels), read off probefleet_target_info. */
+  label: '$label',
 } as const;
+
+/** Labels of probefleet_target_info that are not a plan's target labels. */
+const NOT_TARGET_LABELS = ['plan', 'region', 'target', 'job', 'instance'];
+
+/**
+ * `<series> * on(<on>) group_left($label) max by (<on>, $label) (probefleet_target_info)`: the
+ * series with the chosen target label added, for `sum by ($label)`. `on`: `plan, region, target`
+ * for a run's gauges (the same group), `region, target` for a worker's series (they have no plan;
+ * `max by` makes one info series per target of every plan, so plans that give a target the same
+ * labels join as one).
+ */
+export function withTargetLabel(series: string, on: 'plan, region, target' | 'region, target'): string {
+  return `${series}\n* on(${on}) group_left(${VARIABLES.label})\nmax by (${on}, ${VARIABLES.label}) (probefleet_target_info${selector({}, { target: false })})`;
+}
 
 /** `{region=~"$region", target=~"$target", ...extra}`. */
 export function selector(extra: Record<string, string> = {}, { target = true } = {}): string {
@@ -103,14 +119,28 @@ export function buildDashboard(spec: Dashboard): object {
     .withVariable(labelVariable('region', 'Region', 'label_values(probefleet_probe_jobs_total, region)'))
     .withVariable(
       labelVariable('target', 'Target', 'label_values(probefleet_probe_jobs_total{region=~"$region"}, target)'),
-    )
-    .withVariable(
-      new CustomVariableBuilder('window')
-        .label('Window')
-        .description('The window of increase() for rates and distributions: runs are nightly, so a day holds one run')
-        .values('1h,6h,1d,7d')
-        .current({ text: '1d', value: '1d' }),
     );
+  // Only where a panel groups by a target label.
+  if (spec.panels.some((p) => p.queries.some((q) => q.expr.includes(VARIABLES.label))))
+    builder.withVariable(
+      new QueryVariableBuilder('label')
+        .label('Group by')
+        .description(
+          "A label of the plans' targets (targetLabels) to group by; none until a plan that declares one has run",
+        )
+        .datasource(DATASOURCE)
+        .query('label_names(probefleet_target_info)')
+        .regex(`/^(?!(?:${NOT_TARGET_LABELS.join('|')})$).+$/`)
+        .refresh(VariableRefresh.OnTimeRangeChanged)
+        .sort(VariableSort.AlphabeticalAsc),
+    );
+  builder.withVariable(
+    new CustomVariableBuilder('window')
+      .label('Window')
+      .description('The window of increase() for rates and distributions: runs are nightly, so a day holds one run')
+      .values('1h,6h,1d,7d')
+      .current({ text: '1d', value: '1d' }),
+  );
 
   let x = 0;
   let y = 0;

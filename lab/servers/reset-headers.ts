@@ -2,7 +2,7 @@ import { handWrittenServer } from '../route-helpers.js';
 import type { LabServerSpec } from '../server-spec.js';
 
 /** A reset while the write is still in flight goes out as a FIN on Node 20: wait until it was
- * handed to the kernel, and a little more (a fixed wait alone was not always enough on a loaded machine). */
+ * handed to the kernel, and a little more (a fixed wait alone is not always enough on a loaded machine). */
 const RESET_AFTER_MS = 20;
 
 export const resetHeadersServer: LabServerSpec<'reset-headers'> = {

@@ -68,8 +68,22 @@ export async function startReplicatedRedis(): Promise<ReplicatedRedis> {
     args: () => ['--replicaof', '127.0.0.1', String(relayPort)],
   });
   const replicaClient = new Redis(redisOptions({ url: replica.url }));
-  for (let i = 0; i < 100 && !/^master_link_status:up/m.test(await replicaClient.info('replication')); i++)
-    await sleep(100);
+  // In step from both ends (the replica's link up, the primary counting it online): a submit asks
+  // the primary how many replicas to wait for. A busy machine can take many seconds to get there;
+  // a rig that never does fails here, not as a run that waited for no replica.
+  const primaryClient = new Redis(redisOptions({ url: primary.url }));
+  try {
+    const inStep = async () =>
+      /^master_link_status:up/m.test(await replicaClient.info('replication')) &&
+      /^slave0:.*state=online/m.test(await primaryClient.info('replication'));
+    const until = Date.now() + 60_000;
+    while (!(await inStep())) {
+      if (Date.now() > until) throw new Error('the replica did not get in step with the primary within 60 s');
+      await sleep(100);
+    }
+  } finally {
+    primaryClient.disconnect();
+  }
   return {
     url: `redis://127.0.0.1:${frontPort}`,
     primary,

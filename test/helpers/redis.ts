@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { DEFAULT_REDIS_URL, redisOptions } from '../../common/redis.js';
+import { redisOptions } from '../../common/redis.js';
+import { DEFAULT_REDIS_URL } from '../../common/redis-defaults.js';
 import { freeLoopbackPort, redisAnswers, startRedisServer, type RedisServer } from '../../common/redis-server.js';
 import { tempDir } from './temp-dir.js';
 

@@ -10,7 +10,7 @@ import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } fr
 import { writePlan } from '../helpers/plans.js';
 import { runCli } from '../helpers/repo.js';
 
-/** One of each kind: YAML, schema, cross-field, a problem found only when reading the CA file, and each plan limit. */
+/** One of each kind: YAML, schema, cross-field, a problem found only when reading the CA file or a target file, and each plan limit. */
 const REFUSED = [
   'yaml-syntax',
   'unknown-probe',
@@ -21,6 +21,8 @@ const REFUSED = [
   'nesting-too-deep',
   'too-many-jobs',
   'header-value-crlf',
+  'target-file-missing', // a target file that is not there
+  'target-file-undeclared-label', // a problem inside a target file
 ];
 
 describe('bad plans and Redis', needsRedis, () => {
@@ -72,7 +74,7 @@ describe('bad plans and Redis', needsRedis, () => {
     const targets = Array.from({ length: 100 }, (_, i) => `  - { name: t${i}, url: "http://127.0.0.1:9/" }`);
     const experiments = Array.from(
       { length: 50 },
-      (_, i) => `  - { probe: drain, modes: [full, unread, drain, json], requests: ${i + 1} }`,
+      (_, i) => `  - { probe: drain, modes: [full, unread, drain, json], clients: [undici], requests: ${i + 1} }`,
     );
     const file = await writePlan(
       ['name: million', `regions: [${regions}]`, 'targets:', ...targets, 'experiments:', ...experiments, ''].join('\n'),

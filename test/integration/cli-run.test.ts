@@ -95,6 +95,7 @@ test("probefleet run --lab examples/lecture-http2.yaml reproduces the lecture's 
   // The plain HTTP/1.1 server: the upgrade ignored, prior knowledge refused.
   assert.deepEqual(details('h1').h2cUpgrade, {
     supported: false,
+    outcome: 'http1',
     answer: 'answered HTTP/1.1 200, ignored the upgrade',
   });
   assert.equal(details('h1').h2cPriorKnowledge?.supported, false);

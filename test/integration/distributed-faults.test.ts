@@ -44,7 +44,7 @@ const FAST_STALL = ['--stall-timeout-seconds', String(STALL_TIMEOUT_SECONDS)];
  * (every half) that marked the job after that renewal moves it at its next run. Alone on the
  * machine the pick-up comes 3.7-3.9 s after the kill; in CI, where these timers run in worker
  * processes that share 2 vCPUs with the rest of the suite, one run took 5.8 s. A pick-up at twice
- * the bound (what the broken 61 s of a 30 s setting was) still fails.
+ * the bound (what a lock and a check interval each as long as the whole timeout would give) still fails.
  */
 const PICK_UP_SLACK_MS = 3_000;
 /** Debian's libfaketime: LD_PRELOADed, it moves a process's wall clock. */

@@ -303,7 +303,7 @@ describe('distributed runs with region workers in their own processes', needsRed
     });
     assert.match(mixed, /^invalid job payload: .*target\.url: unsupported URL scheme "ftp:"/);
     assert.equal(await fleet.client.exists(reportKeys.results(prefix, 'before-bad-run')), 0, 'no job of it ran');
-    // A payload on its own, not in a batch (what a worker before batches took), is no batch.
+    // A probe job's payload on its own, not in a batch, is no batch.
     const alone = await failedFor('malformed-2', payload);
     assert.match(alone, /^invalid batch of probe jobs: schema: .*; runId: .*; deadline: .*; jobs: /);
 
@@ -398,7 +398,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
       const rendered = await runCli(['report', json, '--markdown', path.join(dir, 'run.md')]);
       assert.equal(rendered.code, 0, `the report file is a valid run: ${rendered.stderr}`);
 
-      // A run whose data no longer reads (say, written by an older version) waits in Redis with
+      // A run whose data does not read (say, written by another version) waits in Redis with
       // a run that is past its deadline: the sweep says so once and still expires the other one.
       const [broken] = await jobsOf(planYaml(lab, 'broken', ['nobody-b'], 1), 'broken-run');
       await fleet.flows.add({

@@ -18,7 +18,7 @@ async function drain(
   options: Record<string, unknown> = {},
   server: LabServerName = 'keepalive',
 ) {
-  const experiment = { probe: 'drain', requests: 20, modes: [mode], ...options };
+  const experiment = { probe: 'drain', requests: 20, modes: [mode], clients: ['undici'], ...options };
   const url = lab.url(server, path);
   const target = { name: 't', url, ...(url.startsWith('https:') ? { tls: { insecure: true } } : {}) };
   const [job] = await jobsOf(JSON.stringify({ name: 'drain-test', targets: [target], experiments: [experiment] }));

@@ -18,8 +18,8 @@ import { tempDir } from '../helpers/temp-dir.js';
 
 const log = createLogger('test', 'silent');
 
-/** Every probe that sends a target's headers, with small parameters; `tls` sends no HTTP. */
-const SENDERS: Record<Exclude<ProbeKind, 'tls'>, string> = {
+/** Every probe that sends a target's headers, with small parameters; `tls` and `dns` send no HTTP. */
+const SENDERS: Record<Exclude<ProbeKind, 'tls' | 'dns'>, string> = {
   reuse: 'requests: 2, modes: [reused, new, cold]',
   compression: 'requests: 1, repetitions: 1, encodings: [identity, gzip]',
   cors: 'allowedOrigins: ["https://app.example"]',

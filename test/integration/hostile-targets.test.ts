@@ -450,7 +450,7 @@ describe('the load probe against a server that sends one byte per second: the ti
       const until = Date.now() + 20_000;
       while (drip.open.size < DRIP_CONNECTIONS && Date.now() < until) await sleep(50);
       assert.equal(drip.open.size, DRIP_CONNECTIONS, 'the load job is running');
-      // Past the 1 s duration: only requests in flight are left, the case a stop used to ignore.
+      // Past the 1 s duration: only requests in flight are left, and the stop must still cut them.
       await sleep(1500);
       const stoppedAt = Date.now();
       worker.child.kill('SIGTERM');

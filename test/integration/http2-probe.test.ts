@@ -123,9 +123,14 @@ describe('http2 probe', () => {
     assert.equal(d.alpn, null);
     assert.deepEqual(d.h2cPriorKnowledge, {
       supported: false,
+      outcome: 'http1',
       answer: 'protocol error: answered "HTTP/1.1 400 Bad Request"',
     });
-    assert.deepEqual(d.h2cUpgrade, { supported: false, answer: 'answered HTTP/1.1 200, ignored the upgrade' });
+    assert.deepEqual(d.h2cUpgrade, {
+      supported: false,
+      outcome: 'http1',
+      answer: 'answered HTTP/1.1 200, ignored the upgrade',
+    });
     assert.equal(d.h2HeaderBytesFirst, null);
     assert.ok(d.h1HeaderBytes);
     assert.deepEqual(d.errors, [], 'refusals are answers, not failures');
@@ -137,8 +142,9 @@ describe('http2 probe', () => {
     const r = await runHttp2(lab.url('h2c'), 'repeats: 2, concurrent: 8');
     const d = r.details!;
     assert.equal(r.ok, true, JSON.stringify(r.error));
-    assert.deepEqual(d.h2cPriorKnowledge, { supported: true, answer: 'answered HTTP/2 200' });
-    assert.equal(d.h2cUpgrade?.supported, true, d.h2cUpgrade?.answer);
+    assert.deepEqual(d.h2cPriorKnowledge, { supported: true, outcome: 'http2', answer: 'answered HTTP/2 200' });
+    assert.equal(d.h2cUpgrade?.outcome, 'http2', d.h2cUpgrade?.answer);
+    assert.equal(d.h2cUpgrade?.supported, true);
     assert.ok(d.h2HeaderBytesRepeat!.request < d.h1HeaderBytes!.request);
     assert.equal(d.multiplexing.h2?.connectionsOpened, 1);
     assert.deepEqual(r.findings, []);
@@ -152,8 +158,9 @@ describe('http2 probe', () => {
     try {
       const quiet = await runHttp2(plain.url, 'concurrent: 2, timeoutMs: 300');
       assert.ok(quiet.summary.durationMs < 5000, `took ${quiet.summary.durationMs} ms`);
-      assert.deepEqual(quiet.details?.h2cPriorKnowledge, { supported: false, answer: 'no answer within 300 ms' });
-      assert.deepEqual(quiet.details?.h2cUpgrade, { supported: false, answer: 'no answer within 300 ms' });
+      const noAnswer = { supported: false, outcome: 'no-answer', answer: 'no answer within 300 ms' };
+      assert.deepEqual(quiet.details?.h2cPriorKnowledge, noAnswer);
+      assert.deepEqual(quiet.details?.h2cUpgrade, noAnswer);
       assert.equal(quiet.ok, false);
       assert.equal(quiet.error?.code, 'RESPONSE_TIMEOUT');
       assert.deepEqual(

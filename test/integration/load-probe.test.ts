@@ -4,7 +4,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import http2 from 'node:http2';
 import type net from 'node:net';
-import { describe, test } from 'node:test';
+import { availableParallelism } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { runReportSchema, type ResultOf } from '../../contracts/result.js';
 import { decodeHistogram } from '../../common/latency-histogram.js';
@@ -18,11 +20,15 @@ import { handleLabRequest } from '../../lab/routes.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { jobsOf } from '../helpers/plans.js';
 import { labForThisFile } from '../helpers/lab.js';
+import { needsNginx, startNginx, type Nginx } from '../helpers/nginx.js';
+import { createLabCa } from '../../lab/certs.js';
 
 const log = createLogger('test', 'silent');
 const lab = labForThisFile();
 
 type LoadResult = ResultOf<'load'>;
+
+const codesOf = (result: LoadResult) => result.findings.map((f) => f.code);
 
 function planFor(url: string, experiment: string, extra = ''): string {
   return `
@@ -265,5 +271,96 @@ describe('load probe', () => {
     assert.match(text, /Load: answered requests per second/);
     assert.match(text, /^\s+eu\s+t\s+reused\s+2 conns\s+300\s/m);
     assert.match(text, /^\s+all 2 regions\s+t\s+reused\s+closed\s+600\s/m);
+  });
+
+  test('two threads share the connections: one request bound, the connections asked for, one histogram', async () => {
+    const { result, details, serverAccepted } = await runLoad(
+      'keepalive',
+      '/',
+      'connections: 4, requests: 3001, durationSeconds: 60, threads: 2',
+    );
+    assert.equal(result.ok, true, JSON.stringify(result.error));
+    assert.equal(details.stoppedBy, 'requests');
+    assert.equal(details.completed, 3001, 'the threads take request numbers from one counter');
+    assert.equal(details.latencyMs.n, 3001);
+    assert.equal(decodeHistogram(details.latencyHistogram).totalCount, 3001);
+    assert.equal(details.connectionsOpened, 4);
+    assert.equal(serverAccepted, 4);
+    assert.equal(details.concurrency, 4);
+    assert.equal(details.client.threads, 2);
+    assert.equal(details.client.eventLoopUtilization.length, 2);
+  });
+
+  test('open loop over two threads: one schedule, every due request sent or counted unsent', async () => {
+    const { result, details } = await runLoad(
+      'keepalive',
+      '/',
+      'connections: 2, rate: 300, durationSeconds: 1, threads: 2',
+    );
+    assert.equal(result.ok, true, JSON.stringify(result.error));
+    assert.equal(details.client.threads, 2);
+    assert.equal(details.scheduled, 300);
+    assert.equal(details.completed + details.unsent! + result.summary.errors, 300);
+  });
+
+  test('threads: auto is one per core, at most one per connection', async () => {
+    const { details } = await runLoad('keepalive', '/', 'connections: 1, requests: 10');
+    assert.equal(details.client.threads, 1);
+    assert.equal(details.client.cores, availableParallelism());
+  });
+
+  test('a client kept busy is saturated and says so; one waiting on a slow target is not', async () => {
+    const plan = 'connections: 2, durationSeconds: 1, threads: 1';
+    const waiting = await runLoad('keepalive', '/delay?ms=50', plan);
+    assert.equal(waiting.result.ok, true, JSON.stringify(waiting.result.error));
+    assert.ok(waiting.details.client.eventLoopUtilization[0] < 0.9, JSON.stringify(waiting.details.client));
+    assert.deepEqual(codesOf(waiting.result), []);
+
+    // The thread sending the load has other work that leaves it no rest: it is the bottleneck.
+    const busy = setInterval(() => {
+      const until = performance.now() + 45;
+      while (performance.now() < until);
+    }, 1);
+    const saturated = await runLoad('keepalive', '/delay?ms=50', plan).finally(() => clearInterval(busy));
+    assert.equal(saturated.result.ok, true, JSON.stringify(saturated.result.error));
+    assert.ok(saturated.details.client.eventLoopUtilization[0] >= 0.9, JSON.stringify(saturated.details.client));
+    assert.deepEqual(codesOf(saturated.result), ['LOAD_CLIENT_SATURATED']);
+    assert.match(saturated.result.findings[0].evidence, /include the client's own queueing/);
+  });
+});
+
+describe('HTTP/2 load against nginx (TLS, ALPN h2)', needsNginx, () => {
+  let nginx: Nginx;
+  before(async () => {
+    const ca = await createLabCa();
+    nginx = await startNginx([
+      {
+        files: { 'index.html': 'probefleet bench.\n\n' },
+        tls: { ...(await ca.issue({ hosts: ['127.0.0.1'] })), http2: true },
+        directives: [`add_header alt-svc 'h3=":8443"; ma=60' always;`],
+      },
+    ]);
+  });
+  after(() => nginx?.stop());
+
+  test('streams over the connections asked for, each request logged by nginx on them', async () => {
+    for (const threads of [1, 2]) {
+      const [job] = await jobsOf(
+        planFor(`${nginx.urls[0]}/`, `connections: 2, streams: 10, requests: 2000, modes: [h2], threads: ${threads}`),
+      );
+      const logged = (await nginx.accessLog()).length;
+      const result = (await executeJob(job, { region: 'local', log })) as LoadResult;
+      assert.equal(result.ok, true, JSON.stringify(result.error));
+      const details = result.details!;
+      assert.equal(details.completed, 2000);
+      assert.deepEqual(details.protocols, { h2: 2 });
+      assert.deepEqual(details.statuses, { '2xx': 2000 });
+      assert.equal(details.bodyBytes, 2000 * 19);
+      assert.equal(details.client.threads, threads);
+      assert.deepEqual(result.altSvc, ['h3=":8443"; ma=60']);
+      const lines = (await nginx.accessLog()).slice(logged);
+      assert.equal(lines.length, 2000);
+      assert.equal(new Set(lines.map((line) => line.connection)).size, 2, 'two connections carried every request');
+    }
   });
 });

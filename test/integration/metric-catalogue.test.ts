@@ -11,6 +11,7 @@ import {
   PUSH_METRICS,
   REDIS_ERROR_KINDS,
   REDIS_METRICS,
+  TARGET_INFO_METRIC,
   WORKER_METRICS,
 } from '../../contracts/metric-names.js';
 import { PROBE_KINDS } from '../../contracts/probes/index.js';
@@ -113,6 +114,8 @@ describe('metric catalogue vs a real run of every probe', () => {
       for (const { registry } of runMetricsOf(subReport)) {
         for (const [name, sets] of await labelsByFamily(registry, PUSH_GROUPS.run.key)) emitted.set(name, sets);
       }
+      // The plan's targets and their labels come with every run of a plan with labels, whatever its probes (below).
+      emitted.delete(TARGET_INFO_METRIC.name);
       const actual = Object.fromEntries([...emitted].map(([name, sets]) => [name, [...sets].map((s) => s.split(','))]));
       const expected = Object.fromEntries(
         Object.entries(catalogue.probes[probe]).map(([name, labels]) => [name, [labels]]),
@@ -133,6 +136,8 @@ describe('metric catalogue vs a real run of every probe', () => {
       for (const [label, value] of Object.entries(s.labels)) {
         const allowed = LABEL_VALUES[label];
         if (label === 'le' || (typeof allowed === 'string' && label !== 'outcome')) continue;
+        // The plan's own target labels: its values are its own (bounded by the plan's limits).
+        if (report.plan.targetLabels?.includes(label)) continue;
         if (label === 'outcome')
           assert.ok(outcomes.has(String(value)) || /^[A-Z_]+$/.test(String(value)), `${s.name} outcome="${value}"`);
         else
@@ -142,6 +147,22 @@ describe('metric catalogue vs a real run of every probe', () => {
           );
       }
     }
+  });
+
+  test("probefleet_target_info: one series per target of the plan, with the catalogue's labels and the plan's targetLabels", async () => {
+    const [group] = runMetricsOf(report);
+    const info = (await samplesOf(group.registry)).filter((s) => s.name === TARGET_INFO_METRIC.name);
+    const entry = catalogue.metrics.find((m) => m.name === TARGET_INFO_METRIC.name)!;
+    assert.ok(entry.planLabels, 'the catalogue says it carries the plan labels');
+    assert.deepEqual(
+      info.map((s) => [s.labels.target, s.labels.team, s.value]).sort(),
+      report.plan.targets.map((t) => [t.name, t.labels?.team, 1]).sort(),
+    );
+    for (const s of info)
+      assert.deepEqual(
+        [...Object.keys(s.labels), ...PUSH_GROUPS.run.key].sort(),
+        [...entry.labels, ...(report.plan.targetLabels ?? [])].sort(),
+      );
   });
 
   test('values agree with the results they came from', async () => {

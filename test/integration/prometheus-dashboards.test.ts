@@ -16,6 +16,7 @@ import { DASHBOARDS } from '../../dashboards/src/dashboards.js';
 import { prometheusConfig } from '../../common/prometheus-config.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { everyProbePlan } from '../helpers/metrics-plan.js';
+import { needsNginx, startNginx, type Nginx } from '../helpers/nginx.js';
 import { writePlan } from '../helpers/plans.js';
 import {
   needsPrometheus,
@@ -35,7 +36,8 @@ const REGION = 'eu-west';
 const PLAN = 'dashboards-e2e';
 const INSTANCE = 'e2e-worker';
 /** What the dashboards' variables become: every region and target, a window that covers the test. */
-const VARIABLE_VALUES: Record<string, string> = { $region: '.*', $target: '.*', $window: '15m' };
+/** `$label`: the target label examples/metrics-lab.yaml declares. */
+const VARIABLE_VALUES: Record<string, string> = { $region: '.*', $target: '.*', $window: '15m', $label: 'team' };
 
 /** The committed rules, evaluated every second and without `for`, so an alert fires as soon as its condition holds. */
 async function rulesFiringAtOnce(): Promise<string> {
@@ -61,10 +63,11 @@ async function storedReport(runId: string, redis: string[]): Promise<RunReport> 
 }
 
 describe('runs through the Pushgateway into Prometheus: dashboards, catalogue and alerts', {
-  skip: needsPrometheus.skip || needsRedis.skip,
+  skip: needsPrometheus.skip || needsRedis.skip || needsNginx.skip,
 }, () => {
   const prefix = testPrefix();
   let lab: Lab;
+  let nginx: Nginx;
   let gateway: Pushgateway;
   let prometheus: Prometheus;
   let coordinator: CliProcess;
@@ -117,7 +120,9 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
     // Two runs, as on two nights: increase() over cumulative series needs a value before and after.
     // The first is waited for by `run --pushgateway`; the second is detached, so its run group
     // can only come from the coordinator, as with a nightly schedule.
-    const plan = await writePlan(await everyProbePlan(lab, PLAN, [REGION]));
+    // A dual-stack server for the IPv4 vs IPv6 panel (NAME-ipv4 and NAME-ipv6 of `ipFamily: both`).
+    nginx = await startNginx([{ files: { 'index.html': 'ok' }, ipv6: true }]);
+    const plan = await writePlan(await everyProbePlan(lab, PLAN, [REGION], Number(new URL(nginx.urls[0]).port)));
     const dir = tempDir('probefleet-e2e-');
     for (const n of [1, 2]) {
       let report: RunReport;
@@ -155,6 +160,7 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
     await Promise.all([worker?.stop(), coordinator?.stop()]);
     await prometheus?.stop();
     await gateway?.stop();
+    await nginx?.stop();
     await lab?.close();
     if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, prefix);
   });
@@ -211,7 +217,7 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
       };
       for (const panel of json.panels) {
         for (const target of panel.targets) {
-          const expr = target.expr.replace(/\$(region|target|window)\b/g, (v) => VARIABLE_VALUES[v]);
+          const expr = target.expr.replace(/\$(region|target|window|label)\b/g, (v) => VARIABLE_VALUES[v]);
           const result = await prometheus.query(expr);
           const finite = result.filter((s) => Number.isFinite(Number(s.value[1])));
           assert.ok(
@@ -221,6 +227,15 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
         }
       }
       for (const variable of json.templating.list) {
+        const names = typeof variable.query === 'string' ? variable.query.match(/^label_names\((\w+)\)$/) : null;
+        if (names) {
+          const series = await prometheus.series(names[1]);
+          assert.ok(
+            series.some((s) => VARIABLE_VALUES.$label in s),
+            `variable ${variable.name}: ${names[1]} has no ${VARIABLE_VALUES.$label} label`,
+          );
+          continue;
+        }
         const match = typeof variable.query === 'string' ? variable.query.match(/^label_values\((.+), (\w+)\)$/) : null;
         if (!match) continue;
         const values = await prometheus.query(`count by (${match[2]}) (${match[1].replace('$region', '.*')})`);
@@ -241,7 +256,14 @@ describe('runs through the Pushgateway into Prometheus: dashboards, catalogue an
           .filter((l) => l !== '__name__')
           .sort();
         const perProbe = s.probe ? catalogue.probes[s.probe]?.[metric.name] : undefined;
-        const expected = [...(perProbe ?? metric.labels), 'job', ...(scraped ? ['instance'] : [])].sort();
+        // probefleet_target_info carries the plan's target labels too (examples/metrics-lab.yaml: team).
+        const planLabels = metric.planLabels ? [VARIABLE_VALUES.$label] : [];
+        const expected = [
+          ...(perProbe ?? metric.labels),
+          ...planLabels,
+          'job',
+          ...(scraped ? ['instance'] : []),
+        ].sort();
         assert.deepEqual(labels, expected, `${metric.name} ${JSON.stringify(s)}`);
       }
     }

@@ -90,7 +90,7 @@ describe('emulated regions leave nothing behind', { skip }, () => {
   test('close() removes the namespaces, the helper processes and the run directory; twice is fine', async () => {
     const regions = await startRegions({
       regions: [
-        { name: 'a', rttMs: 10 },
+        { name: 'a', rttMs: 10, ipv6RttMs: 20 },
         { name: 'b', rttMs: 0 },
       ],
       forwardPorts: [6379],
@@ -104,8 +104,8 @@ describe('emulated regions leave nothing behind', { skip }, () => {
       [...namespaces].sort(),
     );
     const made = { id: regions.id, namespaces, pids: processesOf(regions.id, namespaces) };
-    // nfq-delay in a, a relay in a and in b, and the relay on this machine.
-    assert.ok(made.pids.length >= (regions.delay === 'nfqueue' ? 4 : 3), `helpers: ${made.pids.join(', ')}`);
+    // nfq-delay in a for each link (IPv4, IPv6), a relay in a and in b, and the relay on this machine.
+    assert.ok(made.pids.length >= (regions.delay === 'nfqueue' ? 5 : 3), `helpers: ${made.pids.join(', ')}`);
     await regions.close();
     await regions.close();
     assertGone(made);

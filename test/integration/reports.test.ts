@@ -360,9 +360,10 @@ describe('Markdown and CSV say what the JSON says', () => {
       const drain = only(report, 'drain');
       if (drain.length > 0) {
         const rows = markdownTable(markdown, '**Drain: sequential HTTP/1.1 requests');
+        // region, target, mode, client, requests, new conns: each row names its client.
         assert.deepEqual(
-          rows.map((cells) => Number(cells[4])).sort(),
-          drain.map((r) => r.summary.connectionsOpened).sort(),
+          rows.map((cells) => `${cells[1]} ${cells[3]} ${cells[5]}`).sort(),
+          drain.map((r) => `${r.target} ${r.variant.client} ${r.summary.connectionsOpened}`).sort(),
           name,
         );
       }

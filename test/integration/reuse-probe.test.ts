@@ -1,5 +1,8 @@
 // The reuse probe against real loopback servers; connection counts are checked against
-// what the lab server itself accepted.
+// what the lab server itself accepted. The Nagle finding and the new-connection cost judge times (a
+// control request against the stalled ones, one median against another): those runs are measured
+// at a real-time priority, the lab too (it answers in this process), so that other work on the
+// machine cannot decide them (helpers/realtime.ts).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ResultOf } from '../../contracts/result.js';
@@ -11,8 +14,13 @@ import { buildRunReport } from '../../coordinator/run-report.js';
 import { createLogger } from '../../common/log.js';
 import type { LabServerName } from '../../lab/index.js';
 import { executeJob } from '../../worker/execute-job.js';
+import { runAlone } from '../helpers/exclusive.js';
 import { jobsOf } from '../helpers/plans.js';
 import { labForThisFile } from '../helpers/lab.js';
+import { atRealtimePriority } from '../helpers/realtime.js';
+
+// Measures at a real-time priority: one such file at a time (helpers/exclusive.ts).
+await runAlone('realtime');
 
 const log = createLogger('test', 'silent');
 const lab = labForThisFile();
@@ -36,6 +44,14 @@ experiments:
   const acceptedBefore = lab.servers[server].connectionsAccepted();
   const result = (await executeJob(job, { region: 'local', log })) as ResultOf<'reuse'>;
   return { result, serverAccepted: lab.servers[server].connectionsAccepted() - acceptedBefore };
+}
+
+/** `runReuse` at a real-time priority (this process and its lab): for the results whose times are
+ * judged. Under `stress-ng --cpu 2` at normal priority, one request in three or four is held up by
+ * 10-40 ms, which makes the one control the Nagle finding has from a reused job (its first request)
+ * as slow as the stalled requests. */
+async function measured(...args: Parameters<typeof runReuse>): ReturnType<typeof runReuse> {
+  return (await atRealtimePriority(() => runReuse(...args))).value;
 }
 
 describe('reuse probe', () => {
@@ -92,8 +108,8 @@ describe('reuse probe', () => {
 
   test('the Nagle endpoint is flagged NAGLE_DELAYED_ACK_STALL; the normal endpoint is not', async () => {
     const analyse = async (path: string) => {
-      const reused = (await runReuse('keepalive', 'reused', 20, path)).result;
-      const fresh = (await runReuse('keepalive', 'new', 20, path)).result;
+      const reused = (await measured('keepalive', 'reused', 20, path)).result;
+      const fresh = (await measured('keepalive', 'new', 20, path)).result;
       return analyzeRun([reused, fresh]);
     };
     const nagle = await analyse('/nagle');
@@ -108,7 +124,7 @@ describe('reuse probe', () => {
   });
 
   test('the Nagle stall is found from the reused requests alone (modes: [reused])', async () => {
-    const reused = (await runReuse('keepalive', 'reused', 12, '/nagle')).result;
+    const reused = (await measured('keepalive', 'reused', 12, '/nagle')).result;
     const { findings } = analyzeRun([reused]);
     assert.deepEqual(
       findings.map((f) => f.code),
@@ -116,18 +132,18 @@ describe('reuse probe', () => {
     );
     assert.match(findings[0].evidence, /for the first request \(a fresh connection\): the body waits/);
     assert.equal(findings[0].data.newMedianMs, undefined, 'no new mode ran');
-    const normal = (await runReuse('keepalive', 'reused', 12, '/')).result;
+    const normal = (await measured('keepalive', 'reused', 12, '/')).result;
     assert.deepEqual(analyzeRun([normal]).findings, []);
   });
 
   test('no negative number is printed as a cost, and a server closing every connection is left out of the keep-alive row', async () => {
     const results = [
-      (await runReuse('keepalive', 'reused', 20, '/', 'normal')).result,
-      (await runReuse('keepalive', 'new', 20, '/', 'normal')).result,
-      (await runReuse('keepalive', 'reused', 20, '/nagle', 'nagle')).result,
-      (await runReuse('keepalive', 'new', 20, '/nagle', 'nagle')).result,
-      (await runReuse('close', 'reused', 12, '/', 'closing')).result,
-      (await runReuse('close', 'new', 12, '/', 'closing')).result,
+      (await measured('keepalive', 'reused', 20, '/', 'normal')).result,
+      (await measured('keepalive', 'new', 20, '/', 'normal')).result,
+      (await measured('keepalive', 'reused', 20, '/nagle', 'nagle')).result,
+      (await measured('keepalive', 'new', 20, '/nagle', 'nagle')).result,
+      (await measured('close', 'reused', 12, '/', 'closing')).result,
+      (await measured('close', 'new', 12, '/', 'closing')).result,
     ];
     const analysis = analyzeRun(results);
     const byTarget = Object.fromEntries(analysis.comparisons.map((c) => [c.target, c]));
@@ -163,7 +179,21 @@ describe('reuse probe', () => {
     });
     const text = renderRunReport(report);
     const costLines = text.split('New-connection cost = ')[1].split('\n\n')[0];
-    assert.doesNotMatch(costLines, /\s-\d/, `no negative cost printed:\n${costLines}`);
+    // The cost column only: its 95% CI beside it may well reach below 0 (a cost of 0.37 ms, CI -2.42 to 2.52 ms).
+    const [headers, , ...rows] = costLines
+      .split('\n')
+      .slice(1)
+      .filter((line) => /^\s+(region|-+|local)\s/.test(line))
+      .map((line) => line.trim().split(/\s{2,}/));
+    const costColumn = headers!.indexOf('new-connection cost');
+    assert.ok(costColumn > 0, costLines);
+    const costs = rows.map((row) => row[costColumn]);
+    assert.equal(costs.length, 3, costLines);
+    assert.deepEqual(
+      costs.filter((cost) => /-\s*\d/.test(cost!)),
+      [],
+      `no negative cost printed:\n${costLines}`,
+    );
     assert.match(costLines, /nagle\s+http\s+\S+ ms\s+\S+ ms\s+none\s+-/);
     assert.match(costLines, /nagle \(local\): no new-connection cost to show: reused requests were the slower ones/);
     const chart = costChart(report);

@@ -8,6 +8,10 @@ import { COORDINATOR_METRICS } from '../../contracts/metric-names.js';
 import { createLogger } from '../../common/log.js';
 import { startCoordinator, type RunningCoordinator } from '../../coordinator/coordinator-service.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
+import { listSchedules } from '../../coordinator/schedules.js';
+import { countJobs } from '../../coordinator/split.js';
+import { scheduledRunDataSchema } from '../../contracts/run-job.js';
+import { openSignedData } from '../../common/job-signature.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { startRegionWorker, type RegionWorker } from '../../worker/queue-worker.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
@@ -162,5 +166,61 @@ experiments: [{ probe: reuse, requests: 1, modes: [reused, new] }]
       await strictFleet.close();
       if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, `${prefix}-strict`);
     }
+  });
+});
+
+describe('schedule list', needsRedis, () => {
+  const prefix = testPrefix();
+  let fleet: Fleet;
+
+  before(() => {
+    requireRedis();
+    fleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
+  });
+  after(async () => {
+    await fleet?.close();
+    if (!needsRedis.skip) await deletePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  test("reads BullMQ's keys of the schedules as BullMQ's getJobSchedulers does", async () => {
+    // listSchedules reads them with the client alone, so that `schedule list` loads no BullMQ: an
+    // upgrade of BullMQ that keeps its schedulers otherwise shows here. No coordinator: nothing fires.
+    const redisArgs = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
+    const nightly = await writePlan(`
+name: nightly
+regions: [a, b]
+targets: [{ name: http, url: "http://127.0.0.1:9/" }]
+experiments: [{ probe: reuse, requests: 1, modes: [reused, new] }]
+`);
+    const hourly = await writePlan(`
+name: hourly
+targets: [{ name: http, url: "http://127.0.0.1:9/" }]
+experiments: [{ probe: reuse, requests: 1, modes: [reused] }]
+`);
+    for (const added of [
+      await runCli(['schedule', 'add', nightly, '--cron', '0 2 * * *', '--tz', 'Europe/Berlin', ...redisArgs]),
+      await runCli(['schedule', 'add', hourly, '--every', '3600', ...redisArgs]),
+    ])
+      assert.equal(added.code, 0, added.stderr);
+
+    const byBullmq = (await fleet.runs.getJobSchedulers(0, -1, true)).map((s) => {
+      const { plan } = scheduledRunDataSchema.parse(openSignedData(s.template?.data, undefined));
+      return {
+        name: s.key,
+        ...(s.pattern ? { cron: s.pattern, tz: s.tz ?? 'UTC' } : {}),
+        ...(s.every ? { everyMs: Number(s.every) } : {}),
+        ...(s.next ? { next: new Date(s.next) } : {}),
+        regions: plan.regions,
+        jobs: countJobs(plan).total,
+      };
+    });
+    assert.equal(byBullmq.length, 2);
+    assert.deepEqual(await listSchedules(fleet), byBullmq);
+    const listed = await runCli(['schedule', 'list', '--json', ...redisArgs]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(
+      JSON.parse(listed.stdout),
+      byBullmq.map((s) => ({ ...s, next: s.next?.toISOString() })),
+    );
   });
 });

@@ -1,19 +1,20 @@
 // The target policy end to end, on loopback with the loopback permission off: every probe's job
 // becomes a TARGET_REFUSED_BY_POLICY result and the lab sees no connection; the connectors refuse
-// a name that resolves to a refused address and connect to the address they checked; a worker
-// process refuses loopback unless started with --allow-loopback.
+// a name that resolves to a refused address, at each connection's own lookup, and connect to the
+// address they checked; a worker process refuses loopback unless started with --allow-loopback.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PROBE_KINDS } from '../../contracts/probes/index.js';
-import { runReportSchema, type RunReport } from '../../contracts/result.js';
+import { runReportSchema, type ResultOf, type RunReport } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { executeJob } from '../../worker/execute-job.js';
 import { TimedConnector } from '../../worker/http/connector.js';
 import { generateLoad } from '../../worker/http/load-generator.js';
 import { TargetPolicy, TargetRefusedError } from '../../worker/target-policy.js';
+import { labDnsQueries } from '../helpers/lab.js';
 import { jobsOf, writePlan } from '../helpers/plans.js';
 import { spawnCli, type CliProcess } from '../helpers/processes.js';
 import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
@@ -28,6 +29,9 @@ const labDotExample = async (host: string) => {
   return { address: '127.0.0.1' };
 };
 
+/** A name the lab's DNS server answers. */
+const DNS_NAME = 'refused.lab.probefleet.test';
+
 function connectionsTo(lab: Lab): number {
   return Object.values(lab.servers).reduce((sum, s) => sum + s.connectionsAccepted(), 0);
 }
@@ -38,12 +42,17 @@ describe('target policy against the lab, loopback permission off', () => {
   after(async () => lab?.close());
 
   test('every probe kind: a TARGET_REFUSED_BY_POLICY result naming the rule, and no connection', async () => {
-    const experiments = PROBE_KINDS.map(
-      (kind) => `  - { probe: ${kind}${kind === 'load' ? ', durationSeconds: 0.5' : ''} }`,
+    // The dns probe sends to its resolver, not the target: the lab's DNS server, refused the same way.
+    const experiments = PROBE_KINDS.map((kind) =>
+      kind === 'dns'
+        ? `  - { probe: dns, targets: [name], resolvers: ["127.0.0.1:${lab.servers.dns.port}"] }`
+        : `  - { probe: ${kind}, targets: [https]${kind === 'load' ? ', durationSeconds: 0.5' : ''} }`,
     ).join('\n');
     const jobs = await jobsOf(`
 name: refused
-targets: [{ name: https, url: "${lab.url('https')}", tls: { insecure: true } }]
+targets:
+  - { name: https, url: "${lab.url('https')}", tls: { insecure: true } }
+  - { name: name, url: "http://${DNS_NAME}/" }
 experiments:
 ${experiments}
 `);
@@ -58,29 +67,39 @@ ${experiments}
       );
     }
     assert.equal(connectionsTo(lab), 0);
+    assert.equal(await labDnsQueries(lab, DNS_NAME), 0, 'the lab DNS server saw no query');
   });
 
-  test('a name that resolves somewhere allowed first and to loopback next (DNS rebinding) is refused at each connection', async () => {
+  test("a name that resolves somewhere allowed first and somewhere refused next (DNS rebinding) is judged at each connection's own lookup", async () => {
     let lookups = 0;
-    // The first answer (checked before the probe starts) is never connected to: only the later ones are used, and refused.
-    const rebinding = new TargetPolicy({ allowLoopback: false, allowTargets: [] }, async () => ({
-      address: lookups++ === 0 ? '93.184.215.14' : '127.0.0.1',
+    // Loopback allowed, private refused: the first connection's lookup answers the lab, the later ones a private address.
+    const rebinding = new TargetPolicy({ allowLoopback: true, allowTargets: [] }, async () => ({
+      address: lookups++ === 0 ? '127.0.0.1' : '10.1.2.3',
     }));
     const before = connectionsTo(lab);
     const [job] = await jobsOf(`
 name: rebinding
 targets: [{ name: http, url: "http://rebind.example:${lab.servers.keepalive.port}/" }]
-experiments: [{ probe: reuse, requests: 5, modes: [reused] }]
+experiments: [{ probe: reuse, requests: 5, modes: [new] }]
 `);
     const result = await executeJob(job, { region: 'local', log, targetPolicy: rebinding });
-    assert.ok(lookups >= 2, 'the connector looked the name up again');
-    assert.equal(result.error?.code, 'TARGET_REFUSED_BY_POLICY');
-    assert.equal(result.summary.requests - result.summary.errors, 0, 'no request answered');
-    assert.equal(connectionsTo(lab), before);
+    // The sequence stops after a few failures in a row: every request it made opened a connection.
+    assert.equal(lookups, result.summary.requests, 'one lookup per connection, and none before the probe');
+    assert.equal(result.summary.requests - result.summary.errors, 1, 'the first, to the lab, answered');
+    assert.equal(connectionsTo(lab), before + 1);
+    assert.deepEqual(result.resolution?.answers, [['127.0.0.1'], ['10.1.2.3']]);
+    const refused = (result as ResultOf<'reuse'>).details!.samples.filter((s) => s.error);
+    assert.ok(refused.length >= 1);
+    assert.deepEqual(
+      refused.map((s) => s.error!.code),
+      Array(refused.length).fill('TARGET_REFUSED_BY_POLICY'),
+    );
+    assert.match(refused[0].error!.message, /10\.1\.2\.3 \(rebind\.example\) is private/);
   });
 
   test('the connectors check the address a name resolved to, and connect to that address', async () => {
     const port = lab.servers.keepalive.port;
+    const before = connectionsTo(lab);
     const refusing = new TargetPolicy({ allowLoopback: false, allowTargets: [] }, labDotExample);
     const connector = new TimedConnector({
       resumeTlsSessions: false,
@@ -106,7 +125,7 @@ experiments: [{ probe: reuse, requests: 5, modes: [reused] }]
     });
     assert.equal(load.completed, 0);
     assert.ok((load.errors.TARGET_REFUSED_BY_POLICY ?? 0) > 0, JSON.stringify(load.errors));
-    assert.equal(connectionsTo(lab), 0);
+    assert.equal(connectionsTo(lab), before);
 
     // Allowed, the same made-up name reaches the lab: the connection went to the address the policy gave.
     const allowing = new TargetPolicy({ allowLoopback: true, allowTargets: [] }, labDotExample);

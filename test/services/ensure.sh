@@ -19,6 +19,7 @@ PACKAGE_OF+=(
   [ip]=iproute2
   [tc]=iproute2
   [iptables-legacy]=iptables
+  [ip6tables-legacy]=iptables
   [gcc]=gcc
   [chrt]=util-linux
   [setpriv]=util-linux
@@ -44,9 +45,21 @@ PACKAGE_OF+=(
 PACKAGE_OF+=(
   [nginx]=nginx
 )
+# A real Go client (Debian's Go 1.19) for the drain probe's go-before-1.27 policy: the test builds
+# test/peers/go-drain-client with it (standard library only, no network).
+PACKAGE_OF+=(
+  [go]=golang-go
+)
 # Egress proxies: tests start their own tinyproxy on a free loopback port (CONNECT tunnels).
 PACKAGE_OF+=(
   [tinyproxy]=tinyproxy
+)
+# The dns probe against a real resolver: tests start their own dnsmasq on a free loopback port
+# (forwarding to the lab's DNS server), dig as a second opinion, stress-ng to load the machine.
+PACKAGE_OF+=(
+  [dnsmasq]=dnsmasq
+  [dig]=dnsutils
+  [stress-ng]=stress-ng
 )
 # A worker cut off from Redis: a socat relay of the test's own in front of Redis, its port dropped
 # with iptables.

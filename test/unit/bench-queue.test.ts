@@ -12,6 +12,7 @@ import {
   type QueueRound,
 } from '../../bench/queue.js';
 import { renderResults, type BenchResults } from '../../bench/results-markdown.js';
+import type { LoadRun } from '../../bench/tools.js';
 import type { Measured } from '../../bench/measure.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { splitPlan } from '../../coordinator/split.js';
@@ -111,7 +112,7 @@ describe('queue benchmark', () => {
 
   test('results of the queue benchmark alone render its targets and say which were missed', () => {
     const missedAll = renderResults(queueOnly(2_000, 6_000, [300, 10]));
-    assert.deepEqual(missedAll.missed, { sequential: false, load: false, enqueue: true, endToEnd: true });
+    assert.deepEqual(missedAll.missed, { sequential: false, load: false, h2: false, enqueue: true, endToEnd: true });
     assert.match(
       missedAll.markdown,
       /\| submit a run of 100,000 jobs as the coordinator does .* \| 2,000\/s \| ≥ 30,000\/s: \*\*missed\*\* by 93% \|/,
@@ -129,7 +130,52 @@ describe('queue benchmark', () => {
     assert.doesNotMatch(missedAll.markdown, /## Sequential|## Load|## Peak RSS/);
 
     const metAll = renderResults(queueOnly(35_000, 30_000, [900, 5]));
-    assert.deepEqual(metAll.missed, { sequential: false, load: false, enqueue: false, endToEnd: false });
+    assert.deepEqual(metAll.missed, { sequential: false, load: false, h2: false, enqueue: false, endToEnd: false });
     assert.doesNotMatch(metAll.markdown, /missed/);
+  });
+});
+
+describe('HTTP/2 load benchmark', () => {
+  const shape = { connections: 2, streams: 10, seconds: 5 };
+  const run = (tool: LoadRun['tool'], requestsPerSecond: number, busiest?: number): LoadRun => ({
+    tool,
+    requests: requestsPerSecond * 5,
+    seconds: 5,
+    requestsPerSecond,
+    p99Ms: Number.NaN,
+    errors: 0,
+    measured,
+    ...(busiest === undefined ? {} : { busiest }),
+  });
+  const results = (probefleet: number[]): BenchResults => ({
+    ...queueOnly(35_000, 30_000, [900, 5]),
+    settings: { only: ['h2'], rounds: 2, queueRounds: 1, requests: 200, connections: 10, seconds: 10 },
+    queue: undefined,
+    h2: {
+      shape,
+      rounds: probefleet.map((rps) => [
+        run('probefleet', rps, 0.97),
+        run('probefleet 2 threads', rps * 1.5, 0.8),
+        run('node:http2', 5_000),
+        run('node:http2, undici loaded', 4_600),
+        run('h2load', 25_000),
+      ]),
+    },
+  });
+
+  test('probefleet against the bare node:http2 loop: met at 0.9x, the rounds and the scaling shown', () => {
+    const met = renderResults(results([4_600, 4_500]));
+    assert.equal(met.missed.h2, false);
+    assert.match(
+      met.markdown,
+      /\| nginx over TLS, HTTP\/2 load at least 0\.9x a bare node:http2 loop \(2 connections x 10 streams, 5 s\) \| 0\.91x \| met \|/,
+    );
+    assert.match(met.markdown, /\| 1 \| probefleet \| 4,600 \| - \| 0 \| 97% \|/);
+    assert.match(met.markdown, /2 threads \/ 1 thread: 1\.50, 1\.50 \(median \*\*1\.50x\*\*\)/);
+    assert.match(met.markdown, /npm run bench -- --only h2 --rounds 2/);
+
+    const missed = renderResults(results([3_000, 3_200]));
+    assert.equal(missed.missed.h2, true);
+    assert.match(missed.markdown, /\| 0\.62x \| \*\*missed\*\* by 31% \|/);
   });
 });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { errors } from 'undici';
 import type { ErrorCode } from '../../contracts/common.js';
-import { classifyError } from '../../worker/classify-error.js';
+import { classifyDnsError, classifyError } from '../../worker/classify-error.js';
 import { ConnectError } from '../../worker/http/connector.js';
 
 /** An error as Node throws it: a message and a `code`. */
@@ -200,3 +200,25 @@ test('classifyError: a cause chain that leads back to itself ends', () => {
   Object.assign(first, { cause: second });
   assert.equal(classifyError(first).code, 'INTERNAL_ERROR');
 });
+
+// node:dns's resolver (c-ares), for the dns probe: an outcome in DNS's terms, DNS_FAILED unless it is an answer.
+const dnsCases: [string, string | undefined][] = [
+  ['ENODATA', 'nodata'],
+  ['ENOTFOUND', 'nxdomain'],
+  ['ESERVFAIL', 'servfail'],
+  ['EREFUSED', 'refused'],
+  ['ENOTIMP', 'refused'],
+  ['ETIMEOUT', 'timeout'],
+  ['ECONNREFUSED', 'unreachable'],
+  ['EBADRESP', 'bad-response'],
+  ['EFORMERR', 'bad-response'],
+  ['EWHATEVER', 'other'],
+];
+for (const [code, outcome] of dnsCases) {
+  test(`classifyDnsError: ${code} → ${outcome}`, () => {
+    const classified = classifyDnsError(nodeError(code, `queryA ${code} api.example`));
+    assert.equal(classified.outcome, outcome);
+    if (outcome === 'nodata') assert.equal(classified.error, undefined, 'an answer without records is no failure');
+    else assert.deepEqual(classified.error, { code: 'DNS_FAILED', message: `${outcome}: queryA ${code} api.example` });
+  });
+}

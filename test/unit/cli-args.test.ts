@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { withStdoutDashesJoined } from '../../cli/commands/args.js';
+import { withStdoutDashesJoined } from '../../cli/options/args.js';
 import { RUN_END_SLACK_SECONDS } from '../../coordinator/distributed-run.js';
 import { DEADLINE_SLACK_SECONDS } from '../../coordinator/flow.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';

@@ -32,11 +32,18 @@ function runClosingStdout(args: string[]): Promise<{ code: number | null; stderr
 describe('a reader of stdout that goes away', () => {
   let plan: string;
   before(async () => {
-    // 20 regions x 100 targets x 3 drain modes = 6,000 jobs: megabytes of output, far more than a pipe holds.
+    // 20 regions x 100 targets x 3 drain modes (one client) = 6,000 jobs: megabytes of output, far more than a pipe holds.
     const regions = Array.from({ length: 20 }, (_, i) => `r${i}`).join(', ');
     const targets = Array.from({ length: 100 }, (_, i) => `  - { name: t${i}, url: "http://127.0.0.1:9/" }`);
     plan = await writePlan(
-      ['name: many', `regions: [${regions}]`, 'targets:', ...targets, 'experiments: [{ probe: drain }]', ''].join('\n'),
+      [
+        'name: many',
+        `regions: [${regions}]`,
+        'targets:',
+        ...targets,
+        'experiments: [{ probe: drain, clients: [undici] }]',
+        '',
+      ].join('\n'),
     );
   });
 

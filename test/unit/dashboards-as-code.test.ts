@@ -64,7 +64,9 @@ function problemsIn(expr: string): string[] {
     }
   }
   const known = new Set([...used].flatMap((m) => [...labelsOf.get(m)!]).concat(ADDED_LABELS, 'le'));
-  for (const [, list] of expr.matchAll(/\b(?:by|on)\s*\(([^)]*)\)/g)) {
+  // The target label chosen in the dashboard: a metric that carries the plans' targetLabels is joined in.
+  if ([...used].some((m) => catalogue.metrics.find((c) => c.name === m)?.planLabels)) known.add('$label');
+  for (const [, list] of expr.matchAll(/\b(?:by|on|group_left)\s*\(([^)]*)\)/g)) {
     for (const label of list
       .split(',')
       .map((l) => l.trim())
@@ -83,16 +85,17 @@ test('the committed dashboards, alert rules, provisioning and catalogue are what
   }
 });
 
-test('there are three dashboards, each with region and target variables and a description for every panel', async () => {
+test('there are three dashboards, each with region and target variables (a target label where a panel groups by one) and a description for every panel', async () => {
   const dashboards = await committedDashboards();
   assert.deepEqual(
     dashboards.map((d) => d.title),
     ['probefleet / Regional connection cost', 'probefleet / Protocols and payloads', 'probefleet / Fleet'],
   );
   for (const d of dashboards) {
+    const byLabel = d.panels.some((p) => p.targets.some((t) => t.expr.includes('$label')));
     assert.deepEqual(
       d.templating.list.map((v) => v.name),
-      ['datasource', 'region', 'target', 'window'],
+      ['datasource', 'region', 'target', ...(byLabel ? ['label'] : []), 'window'],
       d.title,
     );
     for (const p of d.panels) {
@@ -156,6 +159,16 @@ test('the query checker catches unknown metrics and labels', () => {
   assert.deepEqual(
     problemsIn(
       'histogram_quantile(0.5, sum by (le, phase) (rate(probefleet_request_phase_seconds_bucket{phase="total"}[5m])))',
+    ),
+    [],
+  );
+  // The chosen target label only with the series that carries it joined in.
+  assert.deepEqual(problemsIn('sum by ($label) (probefleet_probe_jobs_total)'), [
+    '"$label" in by/on is a label of none of probefleet_probe_jobs_total',
+  ]);
+  assert.deepEqual(
+    problemsIn(
+      'sum by ($label) (probefleet_probe_success * on(plan, region, target) group_left($label) probefleet_target_info)',
     ),
     [],
   );

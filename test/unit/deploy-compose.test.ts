@@ -6,11 +6,12 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { DEFAULT_COORDINATOR_PORT } from '../../cli/commands/coordinator.js';
-import { labAtOf } from '../../cli/commands/lab-args.js';
+import { labAtOf } from '../../cli/options/lab.js';
 import { isLabUrl, resolveLabUrl } from '../../contracts/lab-roles.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { DATASOURCE_UID } from '../../dashboards/src/grafana.js';
-import { DEFAULT_LAB_PORT, LAB_SERVERS } from '../../lab/index.js';
+import { DEFAULT_LAB_PORT } from '../../contracts/lab-roles.js';
+import { LAB_SERVERS } from '../../lab/index.js';
 import {
   codeEnvVars,
   DEPLOY_DIR,

@@ -241,7 +241,7 @@ describe('batches of probe jobs', () => {
         ['run.a.3', 'a', ['run.a.3']],
       ],
     );
-    // One job per batch: each batch is named as its job, as before batches.
+    // One job per batch: each batch is named as its job, as in a run of fewer than 128 jobs per region.
     assert.deepEqual(
       batchesOf(jobs, 1).map((batch) => batch.id),
       jobs.map((job) => job.jobId),

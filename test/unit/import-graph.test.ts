@@ -22,7 +22,7 @@ describe('import graph', () => {
   test('reads every layer, including type-only and dynamic imports', () => {
     assert.ok(graph.size > 300, `only ${graph.size} files read`);
     assert.ok(graph.get('worker/http/timed-client.ts')?.has('worker/target-policy.ts'), 'import type');
-    assert.ok(graph.get('cli/probefleet.ts')?.has('cli/commands/run.ts'), "import('…')");
+    assert.ok(graph.get('cli/commands/index.ts')?.has('cli/commands/run.ts'), "import('…')");
     assert.ok(graph.get('metrics/job-metrics.ts')?.has('contracts/metric-names.ts'));
   });
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { JOB_LIMITS } from '../../contracts/limits.js';
-import { planSchema } from '../../contracts/plan.js';
+import { planAsRunSchema } from '../../contracts/plan.js';
 import { RUN_SCHEMA, runReportSchema } from '../../contracts/result.js';
 import { RUN_JOB_SCHEMA, runJobDataSchema } from '../../contracts/run-job.js';
 import { jobTargetSchema } from '../../contracts/job.js';
@@ -171,8 +171,8 @@ experiments:
     assert.equal(redactUrl('lab:keepalive/nagle?token=${env:T}&n=1'), 'lab:keepalive/nagle?token=[redacted]&n=1');
   });
 
-  test('a run report and the runs queue hold the plan redacted, and read it back (Authorization used to fail it)', () => {
-    const plan = planSchema.parse({
+  test('a run report and the runs queue hold the plan redacted, and read it back, an Authorization header included', () => {
+    const plan = planAsRunSchema.parse({
       name: 'secrets',
       regions: ['eu-west'],
       targets: [

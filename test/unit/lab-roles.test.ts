@@ -2,14 +2,21 @@
 // lab listens resolves them before the plan is split.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { labAtOf } from '../../cli/commands/lab-args.js';
+import { labAtOf } from '../../cli/options/lab.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { jobTargetSchema } from '../../contracts/job.js';
-import { LAB_ROLES, parseLabUrl, resolveLabUrl } from '../../contracts/lab-roles.js';
+import {
+  DEFAULT_LAB_PORT,
+  LAB_PORT_OFFSETS,
+  LAB_ROLES,
+  labAddressAt,
+  parseLabUrl,
+  resolveLabUrl,
+} from '../../contracts/lab-roles.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { splitPlan } from '../../coordinator/split.js';
-import { DEFAULT_LAB_PORT, LAB_SERVERS, labAddressAt } from '../../lab/index.js';
+import { LAB_SERVERS } from '../../lab/index.js';
 
 const PLAN = `
 name: roles
@@ -23,11 +30,12 @@ experiments:
 `;
 
 describe('lab servers by role', () => {
-  test('every role has a lab server of the same scheme, and every lab server a role', () => {
+  test('every role has a lab server of the same scheme and port offset, and every lab server a role', () => {
     assert.deepEqual(
       Object.fromEntries(LAB_SERVERS.map((s) => [s.name, s.scheme])),
       LAB_ROLES as Record<string, string>,
     );
+    assert.deepEqual(Object.fromEntries(LAB_SERVERS.map((s) => [s.name, s.offset])), LAB_PORT_OFFSETS);
   });
 
   test('lab URLs: a role and a path (default /); anything else says what is wrong', () => {
@@ -49,6 +57,38 @@ describe('lab servers by role', () => {
     assert.equal(resolveLabUrl('lab:keepalive/nagle', lab), 'http://10.77.0.1:18170/nagle');
     assert.equal(resolveLabUrl('lab:h2', lab), 'https://10.77.0.1:18173/');
     assert.equal(resolveLabUrl('lab:h2-rst/', labAddressAt('::1', 20000)), 'https://[::1]:20029/');
+  });
+
+  test('lab:dns/NAME is a name the lab DNS server answers, wherever the lab is; lab:dns as a resolver is its address', async () => {
+    assert.equal(
+      resolveLabUrl('lab:dns/slow-150.ttl-2', labAddressAt('10.77.0.1', 18170)),
+      'http://slow-150.ttl-2.lab.probefleet.test/',
+    );
+    assert.equal(resolveLabUrl('lab:dns', labAddressAt('10.77.0.1', 18170)), 'http://lab.probefleet.test/');
+    assert.match(
+      (parseLabUrl('lab:dns/a_b') as { problem: string }).problem,
+      /^lab:dns\/NAME names a host under lab\.probefleet\.test/,
+    );
+    const loaded = await parsePlan(
+      `
+name: dns-roles
+targets: [{ name: slow, url: "lab:dns/slow-150" }]
+experiments: [{ probe: dns, resolvers: [lab:dns, system], caches: [cold] }]
+`,
+      'dns.yaml',
+    );
+    assert.throws(() => splitPlan(loaded, 'r'), /lab targets not resolved before splitting: slow/);
+    assert.throws(
+      () => withLabTargets(loaded, undefined, 'run with --lab'),
+      (err: Error) =>
+        err.message ===
+        'dns.yaml: target slow names a lab server (lab:...); experiments[0] (lab:dns) names a lab server in its parameters; run with --lab',
+    );
+    const jobs = splitPlan(withLabTargets(loaded, labAddressAt('::1', 20000), ''), 'r');
+    assert.deepEqual(
+      jobs.map((j) => `${j.target.url} ${(j.variant as { resolver: string }).resolver}`),
+      ['http://slow-150.lab.probefleet.test/ [::1]:20013', 'http://slow-150.lab.probefleet.test/ system'],
+    );
   });
 
   test('--lab-at is HOST:PORT, servers at PORT + their offsets', () => {

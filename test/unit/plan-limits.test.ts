@@ -11,7 +11,7 @@ import { PLAN_LIMITS } from '../../contracts/limits.js';
 import { formatProblem, loadPlanFile, parsePlan, PlanError } from '../../coordinator/plan-loader.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { countJobs, splitPlan, TooManyJobsError } from '../../coordinator/split.js';
-import { DEFAULT_LAB_PORT, labAddressAt } from '../../lab/index.js';
+import { DEFAULT_LAB_PORT, labAddressAt } from '../../contracts/lab-roles.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -25,13 +25,13 @@ async function refusal(file: string): Promise<string[]> {
   return err.problems.map((p) => formatProblem(p).slice(file.length + 1));
 }
 
-/** 50 regions x 100 targets x 50 drain experiments x 4 modes = 1,000,000 jobs, in 12 KB of YAML. */
+/** 50 regions x 100 targets x 50 drain experiments x 4 modes (one client) = 1,000,000 jobs, in 13 KB of YAML. */
 function millionJobPlan(): string {
   const regions = Array.from({ length: 50 }, (_, i) => `r${i}`).join(', ');
   const targets = Array.from({ length: 100 }, (_, i) => `  - { name: t${i}, url: "http://127.0.0.1:9/" }`);
   const experiments = Array.from(
     { length: 50 },
-    (_, i) => `  - { probe: drain, modes: [full, unread, drain, json], requests: ${i + 1} }`,
+    (_, i) => `  - { probe: drain, modes: [full, unread, drain, json], clients: [undici], requests: ${i + 1} }`,
   );
   return ['name: million', `regions: [${regions}]`, 'targets:', ...targets, 'experiments:', ...experiments, ''].join(
     '\n',
@@ -60,7 +60,7 @@ describe('plan limits', () => {
     ]);
   });
 
-  test('a FIFO, a directory or a device as the plan is bad input, at once (a FIFO used to hang)', {
+  test('a FIFO, a directory or a device as the plan is bad input, at once (a FIFO would block the reader)', {
     timeout: 10_000,
   }, async () => {
     execFileSync('mkfifo', [file('plan.fifo')]);

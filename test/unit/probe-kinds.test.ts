@@ -1,30 +1,38 @@
 // What the compiler cannot see about a probe kind (docs/adding-a-probe.md, "Checked by a test"):
-// for every kind in contracts/probes/index.ts, a section of docs/probes.md, an example plan that
-// runs it against the lab, a dashboard panel, and an integration test against the lab.
+// for every kind in contracts/probes/index.ts, a section of docs/probes.md, its details in
+// docs/result-json.md, its row in plan.md's request table, an example plan that runs it against
+// the lab and an experiment in metrics-lab.yaml, a dashboard panel, its finding rules with their
+// table-driven test (every code of its contract made by code and met by a test), and an
+// integration test against the lab.
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { parse } from 'yaml';
 import { isLabUrl } from '../../contracts/lab-roles.js';
-import { PROBE_JOB_METRICS, PROBE_METRICS, RUN_METRICS } from '../../contracts/metric-names.js';
-import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
+import { PROBE_JOB_METRICS, probeMetricsOf, RUN_METRICS } from '../../contracts/metric-names.js';
+import { PROBE_KINDS, PROBES, type ProbeKind } from '../../contracts/probes/index.js';
 import { DASHBOARDS } from '../../dashboards/src/dashboards.js';
 import { REPO_ROOT } from '../helpers/repo.js';
 
 /** What the checks read: docs/probes.md, the example plans, the panels' queries, the integration tests. */
 interface Sources {
   probesDoc: string;
+  resultJsonDoc: string;
+  planDoc: string;
+  /** worker/ and coordinator/ sources, where finding codes are made. */
+  code: { file: string; text: string }[];
+  unitTests: { file: string; text: string }[];
   examples: { file: string; text: string }[];
   queries: { panel: string; expr: string }[];
   integrationTests: { file: string; text: string }[];
 }
 
-/** Every metric of a probe (PROBE_METRICS), by name, that no other probe produces. */
+/** Every metric of a probe (probeMetricsOf), by name, that no other probe produces. */
 function ownMetrics(kind: ProbeKind): string[] {
   const names = (k: ProbeKind) => [
-    ...Object.keys(PROBE_METRICS[k].job).map((m) => PROBE_JOB_METRICS[m as keyof typeof PROBE_JOB_METRICS].name),
-    ...Object.keys(PROBE_METRICS[k].run).map((m) => RUN_METRICS[m as keyof typeof RUN_METRICS].name),
+    ...Object.keys(probeMetricsOf(k).job).map((m) => PROBE_JOB_METRICS[m as keyof typeof PROBE_JOB_METRICS].name),
+    ...Object.keys(probeMetricsOf(k).run).map((m) => RUN_METRICS[m as keyof typeof RUN_METRICS].name),
   ];
   const others = new Set(PROBE_KINDS.filter((k) => k !== kind).flatMap(names));
   return names(kind).filter((name) => !others.has(name));
@@ -57,9 +65,40 @@ function labExamples(examples: Sources['examples'], kind: ProbeKind): string[] {
     .map(({ file }) => file);
 }
 
+/** plan.md's table of what each probe applies of a target's request: a row naming the probe. */
+const hasRequestRow = (planDoc: string, kind: ProbeKind) => {
+  const section = planDoc.split(/^## /m).find((part) => part.startsWith('Methods, bodies and response checks')) ?? '';
+  return section.split('\n').some((line) => line.startsWith('| ') && line.split('|')[1].includes(`\`${kind}\``));
+};
+
+/** The finding rules of a probe and their test, and every code of its contract made in code and met by a test. */
+function missingFindings(kind: ProbeKind, sources: Sources): string[] {
+  const codes = Object.keys(PROBES[kind].findings ?? {});
+  if (codes.length === 0) return [];
+  const missing: string[] = [];
+  if (!sources.code.some(({ file }) => file === `worker/probes/${kind}-findings.ts`))
+    missing.push(`no worker/probes/${kind}-findings.ts with its finding rules`);
+  const ruleTest = sources.unitTests.find(({ file }) => file === `${kind}-findings.test.ts`);
+  if (!ruleTest) missing.push(`no test/unit/${kind}-findings.test.ts (the table of its rules' cases)`);
+  for (const code of codes) {
+    if (!sources.code.some(({ text }) => text.includes(`'${code}'`)))
+      missing.push(`finding ${code} is in its contract, but no rule in worker/ or coordinator/ makes it`);
+    if (!sources.unitTests.some(({ text }) => text.includes(code))) missing.push(`finding ${code} has no unit test`);
+  }
+  return missing;
+}
+
 /** What is missing for one probe kind, one sentence each; empty when nothing is. */
 function missingFor(kind: ProbeKind, sources: Sources): string[] {
   const missing: string[] = [];
+  if (!sources.resultJsonDoc.split('\n').some((line) => line.includes('details') && line.includes(`\`${kind}\``)))
+    missing.push(`docs/result-json.md does not say what the details of ${kind} hold (a heading or row naming it)`);
+  if (PROBES[kind].request && !hasRequestRow(sources.planDoc, kind))
+    missing.push(`docs/plan.md, "Methods, bodies and response checks", has no row naming ${kind}`);
+  const metricsLab = sources.examples.find((e) => e.file === 'metrics-lab.yaml');
+  if (!metricsLab || !labExamples([metricsLab], kind).length)
+    missing.push(`examples/metrics-lab.yaml has no experiment of ${kind} on a lab: target`);
+  missing.push(...missingFindings(kind, sources));
   if (!hasDocSection(sources.probesDoc, kind))
     missing.push(`docs/probes.md has no "## ..." or "### ..." heading naming ${kind}`);
   // metrics-lab.yaml runs every probe for the metric catalogue; an example shows one off.
@@ -85,9 +124,23 @@ async function readDir(dir: string, suffix: string): Promise<{ file: string; tex
   );
 }
 
+/** The .ts files under a folder, by path from the repository root. */
+async function readTree(dir: string): Promise<{ file: string; text: string }[]> {
+  const entries = await readdir(path.join(REPO_ROOT, dir), { recursive: true });
+  const files = entries.filter((f) => f.endsWith('.ts')).sort();
+  return Promise.all(
+    files.map(async (f) => ({ file: `${dir}/${f}`, text: await readFile(path.join(REPO_ROOT, dir, f), 'utf8') })),
+  );
+}
+
 async function repoSources(): Promise<Sources> {
+  const doc = (file: string) => readFile(path.join(REPO_ROOT, 'docs', file), 'utf8');
   return {
-    probesDoc: await readFile(path.join(REPO_ROOT, 'docs/probes.md'), 'utf8'),
+    probesDoc: await doc('probes.md'),
+    resultJsonDoc: await doc('result-json.md'),
+    planDoc: await doc('plan.md'),
+    code: [...(await readTree('worker')), ...(await readTree('coordinator'))],
+    unitTests: await readDir('test/unit', '.test.ts'),
     examples: await readDir('examples', '.yaml'),
     queries: DASHBOARDS.flatMap((d) =>
       d.panels.flatMap((p) => p.queries.map((q) => ({ panel: `${d.title}: ${p.title}`, expr: q.expr }))),
@@ -96,7 +149,7 @@ async function repoSources(): Promise<Sources> {
   };
 }
 
-test('every probe kind has its docs section, a lab example plan, a dashboard panel and a lab test', async () => {
+test('every probe kind has its docs, request row, example plans, dashboard panel, finding rules with their test, and a lab test', async () => {
   const sources = await repoSources();
   const missing = PROBE_KINDS.flatMap((kind) => missingFor(kind, sources).map((m) => `${kind}: ${m}`));
   assert.deepEqual(missing, [], `see docs/adding-a-probe.md:\n${missing.join('\n')}`);
@@ -125,5 +178,29 @@ test('the check fails for each piece taken away', async () => {
   assert.match(
     without({ integrationTests: sources.integrationTests.filter((t) => t.file !== 'drain-probe.test.ts') }).join(),
     /no test\/integration\/drain-probe\.test\.ts/,
+  );
+  assert.match(
+    without({ resultJsonDoc: sources.resultJsonDoc.replaceAll('`drain`', '`drained`') }).join(),
+    /docs\/result-json\.md does not say what the details of drain hold/,
+  );
+  assert.match(
+    without({ planDoc: sources.planDoc.replaceAll('`drain`', 'drain') }).join(),
+    /docs\/plan\.md, "Methods, bodies and response checks", has no row naming drain/,
+  );
+  assert.match(
+    without({
+      examples: sources.examples.map((e) =>
+        e.file === 'metrics-lab.yaml' ? { ...e, text: e.text.replaceAll('probe: drain', 'probe: reuse') } : e,
+      ),
+    }).join(),
+    /examples\/metrics-lab\.yaml has no experiment of drain/,
+  );
+  assert.match(
+    without({ code: sources.code.filter((c) => c.file !== 'worker/probes/drain-findings.ts') }).join(),
+    /no worker\/probes\/drain-findings\.ts .*finding UNREAD_BODY_BREAKS_REUSE is in its contract, but no rule/,
+  );
+  assert.match(
+    without({ unitTests: sources.unitTests.filter((t) => t.file !== 'drain-findings.test.ts') }).join(),
+    /no test\/unit\/drain-findings\.test\.ts/,
   );
 });

@@ -27,6 +27,14 @@ describe('redisErrorKind', () => {
     ['a connection lost mid-command', reply('Command aborted due to connection close'), 'connection'],
     ['a refused connection', reply('connect ECONNREFUSED 127.0.0.1:6379'), 'connection'],
     ['a bounded command past its bound', reply('Command timed out'), 'connection'],
+    [
+      "a Cluster's slot on a dead primary",
+      reply('Too many Cluster redirections. Last error: ReplyError: MOVED 224 127.0.0.1:33373'),
+      'connection',
+    ],
+    ['a Cluster failing over', reply('CLUSTERDOWN The cluster is down'), 'connection'],
+    ['a slot moving', reply('TRYAGAIN Multiple keys request during rehashing of slot'), 'connection'],
+    ['no primary named yet', reply('All sentinels are unreachable. Retrying from scratch after 10ms.'), 'connection'],
     ['anything else', reply('ERR unknown command'), 'other'],
     ['text that only mentions OOM', reply('ERR value is not OOM'), 'other'],
   ];

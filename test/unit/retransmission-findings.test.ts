@@ -154,6 +154,26 @@ describe('findings from results', () => {
     );
   });
 
+  test("a step the measuring thread's own wait for a CPU could make is not blamed on the network", () => {
+    const samples = [
+      ...steady(38).map((connect, i) => ({ connect, tls: 22 + (i % 3) / 10 })),
+      { connect: 20, tls: 247 },
+    ].map((phases, seq) => requestSample(seq, phases));
+    const busy = (cpuWaitMs: number) =>
+      probeResult({
+        probe: 'reuse',
+        variant: { mode: 'new', scheme: 'https' },
+        details: { samples },
+        worker: { host: 'test', pid: 1, region: 'lossy', cpuWaitMs },
+      });
+    // The step is 225 ms over the median: a 150 ms wait for a CPU could be half of it or more.
+    assert.deepEqual(retransmissionFindings([busy(150)]), []);
+    assert.deepEqual(
+      retransmissionFindings([busy(20)]).map((f) => f.code),
+      ['HANDSHAKE_RETRANSMITTED'],
+    );
+  });
+
   test('the tls probe: full and resumed handshakes each against their own median', () => {
     // TLS 1.2: full 2 RTT (43 ms), resumed 1 RTT (22 ms); a 268 ms full one and a 250 ms resumed one waited.
     const full = [...repeat(43, 9), 268].map((tls) => ({ kind: 'full' as const, phases: { connect: 20, tls } }));

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import type { Finding, FindingCode } from '../../contracts/findings.js';
 import type { ProbeResult } from '../../contracts/result.js';
 import { h3Advertised } from '../../coordinator/analysis-alt-svc.js';
+import { familyFails, familySlower } from '../../coordinator/analysis-resolution.js';
 import { nagleStalls } from '../../coordinator/analysis-reuse.js';
 import { analyzeRun, RUN_RULES } from '../../coordinator/analysis.js';
 import { probeResult, requestSample } from '../helpers/results.js';
@@ -37,7 +38,8 @@ function altSvc(probe: 'reuse' | 'drain', values: string[], target = 'h2'): Prob
     probe,
     target,
     altSvc: values,
-    variant: { mode: probe === 'reuse' ? 'reused' : 'full', scheme: 'https' },
+    variant:
+      probe === 'reuse' ? { mode: 'reused', scheme: 'https' } : { mode: 'full', client: 'undici', scheme: 'https' },
     details:
       probe === 'reuse'
         ? { samples: [] }
@@ -48,6 +50,29 @@ function altSvc(probe: 'reuse' | 'drain', values: string[], target = 'h2'): Prob
             http2: { checked: false, negotiated: null, note: '' },
             samples: [],
           },
+  });
+}
+
+/** A reuse job (new connections) of a dual-stack target's family: its connects, or none answered. */
+function family(ipFamily: 4 | 6, connects: number[] | 'failed', { variant = 'new' as 'new' | 'reused' } = {}) {
+  const failed = connects === 'failed';
+  const n = failed ? 0 : connects.length;
+  const p50 = failed ? 0 : [...connects].sort((a, b) => a - b)[Math.floor((n - 1) / 2)];
+  return probeResult({
+    probe: 'reuse',
+    target: `api-ipv${ipFamily}`,
+    variant: { mode: variant, scheme: 'http' },
+    ok: !failed,
+    error: failed ? { code: 'CONNECT_TIMEOUT', message: 'TCP connect: no answer within the connect time bound' } : null,
+    summary: {
+      requests: 10,
+      errors: failed ? 10 : 0,
+      connectionsOpened: n,
+      durationMs: 100,
+      phases: failed ? {} : { connect: { p50, p95: Math.max(...connects), n } },
+    },
+    details: { samples: [] },
+    resolution: { server: 'system', cache: 'cold', ipFamily, lookups: 10, fromCache: 0, answers: [] },
   });
 }
 
@@ -163,6 +188,57 @@ const cases: Case[] = [
     name: 'Alt-Svc: clear, and HTTP/2 only',
     rule: h3Advertised,
     results: [altSvc('reuse', ['clear']), altSvc('drain', ['h2=":443"; ma=60'])],
+    expected: [],
+  },
+  {
+    name: 'IPv6 answers nothing, IPv4 answers',
+    rule: familyFails,
+    results: [family(4, repeat(20, 10)), family(6, 'failed')],
+    expected: [
+      {
+        code: 'IP_FAMILY_FAILS',
+        target: 'api-ipv6',
+        evidence: /^over IPv6 no request was answered \(CONNECT_TIMEOUT: .*\), over IPv4 10 of 10 were$/,
+        data: { failedFamily: 'IPv6', answered: 10 },
+      },
+    ],
+  },
+  {
+    name: 'both families fail: no family to blame',
+    rule: familyFails,
+    results: [family(4, 'failed'), family(6, 'failed')],
+    expected: [],
+  },
+  {
+    name: 'a family of another variant is no pair',
+    rule: familyFails,
+    results: [family(4, repeat(20, 10)), family(6, 'failed', { variant: 'reused' })],
+    expected: [],
+  },
+  {
+    name: 'IPv6 connects 40 ms against IPv4 20 ms',
+    rule: familySlower,
+    results: [family(4, repeat(20, 10)), family(6, repeat(40, 10))],
+    expected: [
+      {
+        code: 'IP_FAMILY_SLOWER',
+        target: 'api-ipv6',
+        evidence:
+          /^IPv6 connects took a median 40\.0 ms, IPv4 20\.0 ms \(api-ipv4\): 20\.0 ms more per new connection$/,
+        data: { slowFamily: 'IPv6', slowConnectMedianMs: 40, fastConnectMedianMs: 20 },
+      },
+    ],
+  },
+  {
+    name: 'twice as slow on loopback is microseconds: under 5 ms more is nothing',
+    rule: familySlower,
+    results: [family(4, repeat(0.05, 10)), family(6, repeat(0.1, 10))],
+    expected: [],
+  },
+  {
+    name: 'one slow connect of two is no path',
+    rule: familySlower,
+    results: [family(4, [0.3, 0.4]), family(6, [5.4, 0.3])],
     expected: [],
   },
 ];

@@ -10,7 +10,7 @@ import { lookup } from 'node:dns/promises';
 import type { PhaseTimes } from '../../contracts/common.js';
 import type { JobTls } from '../../contracts/job.js';
 import { openTunnel, ProxyRefusedError, type ProxySettings } from './proxy.js';
-import { TargetRefusedError, type TargetPolicy } from '../target-policy.js';
+import { TargetRefusedError, type AddressResolver } from '../target-policy.js';
 
 /** Raw timestamps (performance.now(), ms) of one connection; durations are derived later. */
 export interface ConnectionTimeline {
@@ -44,7 +44,7 @@ export interface ConnectorOptions {
   /** Offer and accept only this TLS version; Node's defaults (1.2 to 1.3) when absent. */
   tlsVersion?: tls.SecureVersion;
   /** Decides on, and gives, the address each connection goes to. */
-  policy: TargetPolicy;
+  policy: AddressResolver;
   /** Connect through this proxy (a CONNECT tunnel to the address the policy allowed). */
   proxy?: ProxySettings;
 }
@@ -78,7 +78,7 @@ diagnostics.subscribe('undici:client:sendHeaders', (message) => {
 /**
  * The time bound of one connection's resolve, connect and handshake: a plain timer, cleared once
  * the connection is up or has failed. (AbortSignal.timeout, a signal registered for finalization
- * per connection, cost a one-request job a measurable share of its CPU: bench/README.md, "Per job".)
+ * per connection, costs a one-request job a measurable share of its CPU: bench/README.md, "Per job".)
  * Unref'd, as AbortSignal.timeout's is: the socket being opened is what keeps the process up.
  */
 class ConnectDeadline {
@@ -160,7 +160,8 @@ export class TimedConnector {
       const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
 
       // The policy judges the final target, proxy or not: the tunnel goes to the address it allowed.
-      const address = await resolveChecked(this.options.policy, host);
+      const addresses = await resolveCheckedAll(this.options.policy, host);
+      const address = addresses[0];
       const proxy = this.options.proxy;
       // A proxy the plan named is held to the policy too; the worker's own (its environment) is the operator's.
       const proxyAddress = proxy
@@ -171,7 +172,9 @@ export class TimedConnector {
       if (net.isIP(host) === 0 || (proxy && net.isIP(proxy.host) === 0)) timeline.resolved = performance.now();
 
       const socket = await this.step(
-        net.connect({ host: proxyAddress ?? address, port: proxy?.port ?? port, noDelay: true }),
+        proxy || addresses.length === 1
+          ? net.connect({ host: proxyAddress ?? address, port: proxy?.port ?? port, noDelay: true })
+          : racingConnect(host, port, addresses),
         'connect',
         deadline,
         proxy
@@ -179,7 +182,8 @@ export class TimedConnector {
           : '',
       );
       timeline.connected = performance.now();
-      timeline.remoteAddress = `${address}:${port}`;
+      // The address that answered first when both families raced.
+      timeline.remoteAddress = `${proxy ? address : (socket.remoteAddress ?? address)}:${port}`;
       if (proxy) {
         await this.tunnel(
           socket,
@@ -349,9 +353,14 @@ export function connectionPhases(c: ConnectionTimeline): PhaseTimes {
  * every probe's connections get their address here. A refusal is thrown as is (TARGET_REFUSED_BY_POLICY);
  * a failed lookup as a ConnectError of the resolve phase.
  */
-export async function resolveChecked(policy: TargetPolicy, host: string): Promise<string> {
+export async function resolveChecked(policy: AddressResolver, host: string): Promise<string> {
+  return (await resolveCheckedAll(policy, host))[0];
+}
+
+/** resolveChecked, with every address when the connection races them (Happy Eyeballs: racingConnect). */
+export async function resolveCheckedAll(policy: AddressResolver, host: string): Promise<string[]> {
   try {
-    return await policy.resolve(host);
+    return policy.resolveAll ? await policy.resolveAll(host) : [await policy.resolve(host)];
   } catch (err) {
     if (err instanceof TargetRefusedError) throw err;
     throw new ConnectError(
@@ -361,6 +370,21 @@ export async function resolveChecked(policy: TargetPolicy, host: string): Promis
       { cause: err },
     );
   }
+}
+
+/**
+ * A TCP connection to `host` that races its addresses, already resolved and checked, as Node
+ * does (autoSelectFamily, RFC 8305 Happy Eyeballs: the families interleaved, the next attempt
+ * after 250 ms without an answer): the lookup it asks for is answered with them, so nothing else is
+ * looked up or connected to.
+ */
+export function racingConnect(host: string, port: number, addresses: string[]): net.Socket {
+  const entries = addresses.map((address) => ({ address, family: net.isIP(address) }));
+  const lookup = ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (options.all) callback(null, entries);
+    else callback(null, entries[0].address, entries[0].family);
+  }) as unknown as net.LookupFunction;
+  return net.connect({ host, port, noDelay: true, autoSelectFamily: true, lookup });
 }
 
 /** An error a TLS socket raised after its handshake, when it is a TLS alert (OpenSSL's code), with a readable message. */

@@ -1,5 +1,6 @@
-// The load probe's engine: `concurrency` lanes over C undici Clients (one connection each), each
-// lane one request in flight at a time, lanes spread evenly over the connections. Closed loop:
+// The load probe's engine: `concurrency` lanes over C channels (one connection each: an undici
+// Client for HTTP/1.1, a node:http2 session for h2), each lane one request in flight at a time,
+// lanes spread evenly over the connections. Closed loop:
 // a lane sends its next request when the previous one is answered. Open loop: lanes take
 // requests from one schedule (request n is due at n / rate) in order, like a client queueing
 // for a free connection; a request sent late is timed from when it was due, so a stalled target
@@ -10,15 +11,17 @@
 // dispatch handler object (no promise, no body stream); errors are classified when they happen.
 // Bounds: each request as a whole within `timeoutMs` (one sweep timer for the run), and the
 // job's signal cuts everything in flight and closes every connection at once.
+import http2 from 'node:http2';
 import { performance } from 'node:perf_hooks';
-import { Client, type Dispatcher } from 'undici';
+import type { Client, Dispatcher } from 'undici';
 import type { ErrorCode, ProbeError } from '../../contracts/common.js';
 import type { JobTls } from '../../contracts/job.js';
-import type { LoadMode } from '../../contracts/probes/load.js';
+import type { LoadMode, LoadStopReason } from '../../contracts/probes/load.js';
 import { newLatencyHistogram, recordMs, type Histogram } from '../../common/latency-histogram.js';
 import { classifyError } from '../classify-error.js';
-import type { TargetPolicy } from '../target-policy.js';
+import type { AddressResolver } from '../target-policy.js';
 import { CountingConnector } from './counting-connector.js';
+import { h2SessionOver } from './h2-session.js';
 import type { ProxySettings } from './proxy.js';
 import { MAX_CONSECUTIVE_FAILURES } from './sequence.js';
 import { overResponseCap, responseTooLarge, WireError } from './wire.js';
@@ -46,12 +49,17 @@ export interface LoadOptions {
   tlsResume: boolean;
   /** The job's time bound: stops the run and cuts requests in flight. */
   signal: AbortSignal;
-  policy: TargetPolicy;
+  policy: AddressResolver;
   /** Alt-Svc of each lane's first response is noted here (later ones would cost the hot path). */
-  altSvc?: AltSvcLog;
+  altSvc?: Pick<AltSvcLog, 'note'>;
+  /** Runs sharing one load (worker/http/load-threads.ts): they start at this instant (ms since
+   * the epoch, as performance.timeOrigin + performance.now()), so the open loop's schedule is
+   * one, and take request numbers from `taken[0]` (shared between threads) so the request bound
+   * and the schedule hold for them together. */
+  shared?: { startAt: number; taken: Int32Array };
 }
 
-export type StopReason = 'duration' | 'requests' | 'failures' | 'deadline';
+export type StopReason = LoadStopReason;
 
 export interface LoadOutcome {
   concurrency: number;
@@ -74,10 +82,12 @@ export interface LoadOutcome {
   /** Open loop: requests due within the run. */
   scheduled?: number;
   stoppedBy: StopReason;
+  /** The share of the run the event loop running it was busy (0..1): near 1, the client, not
+   * the target, decided how fast requests went. */
+  eventLoopUtilization: number;
 }
 
 export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
-  const url = new URL(options.url);
   const h2 = options.mode === 'h2';
   const connector = new CountingConnector({
     tls: options.tls,
@@ -87,26 +97,16 @@ export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
     timeoutMs: options.timeoutMs,
     policy: options.policy,
   });
-  const clients = Array.from(
-    { length: options.connections },
-    () =>
-      new Client(url.origin, {
-        // h2: `streams` lanes share each connection. HTTP/1.1: one lane per connection, which sends
-        // its next request only when the previous one is answered; allowing a second lets undici
-        // write it in that same tick (as wrk and autocannon do) instead of one event-loop turn later.
-        pipelining: h2 ? options.streams : 2,
-        allowH2: h2,
-        ...(h2 ? { maxConcurrentStreams: options.streams } : {}),
-        connect: connector.connect,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-      }),
+  // undici only where it is used: a thread running an HTTP/2 load never loads it.
+  const undici = h2 ? undefined : await import('undici');
+  const channels = Array.from({ length: options.connections }, () =>
+    undici ? new UndiciChannel(options, connector, undici.Client) : new H2Channel(options, connector),
   );
-  const run = new LoadRun(options, clients, h2 ? options.streams : 1);
+  const run = new LoadRun(options, channels, h2 ? options.streams : 1);
   try {
     await run.start();
   } finally {
-    await Promise.all(clients.map((client) => client.destroy(RUN_STOPPED).catch(() => {})));
+    await Promise.all(channels.map((channel) => channel.destroy()));
   }
   return {
     concurrency: run.lanes.length,
@@ -124,7 +124,144 @@ export async function generateLoad(options: LoadOptions): Promise<LoadOutcome> {
     durationMs: run.endedAt - run.startedAt,
     ...(options.rate !== undefined ? { scheduled: run.limit } : {}),
     stoppedBy: run.stoppedBy ?? 'duration',
+    eventLoopUtilization: run.eventLoopUtilization,
   };
+}
+
+/** Where a lane's requests go: one connection, opened when first needed and again after it closed. */
+interface Channel {
+  send(request: LaneRequest): void;
+  /** Closes the connection and cuts whatever is in flight on it. */
+  destroy(): Promise<void>;
+}
+
+/** Methods whose requests node:http2 ends with their headers unless told otherwise. */
+const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'DELETE']);
+
+/** HTTP/1.1: an undici Client, one connection, a lane's LaneRequest as the dispatch handler. */
+class UndiciChannel implements Channel {
+  private readonly client: Client;
+  private readonly dispatchOptions: Dispatcher.DispatchOptions;
+
+  constructor(options: LoadOptions, connector: CountingConnector, UndiciClient: typeof Client) {
+    const url = new URL(options.url);
+    this.client = new UndiciClient(url.origin, {
+      // One lane per connection, which sends its next request only when the previous one is
+      // answered; allowing a second lets undici write it in that same tick (as wrk and autocannon
+      // do) instead of one event-loop turn later.
+      pipelining: 2,
+      connect: connector.connect,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+    });
+    this.dispatchOptions = {
+      path: url.pathname + url.search,
+      method: options.method ?? 'GET',
+      ...(options.body === undefined ? {} : { body: options.body }),
+      headers: options.headers,
+      // `new`: Connection: close, so the next request on this connection opens a new one.
+      reset: options.mode === 'new',
+    };
+  }
+
+  send(request: LaneRequest): void {
+    this.client.dispatch(this.dispatchOptions, request);
+  }
+
+  destroy(): Promise<void> {
+    return this.client.destroy(RUN_STOPPED).catch(() => {});
+  }
+}
+
+/**
+ * HTTP/2: a node:http2 session over a connection the counting connector opened (ALPN h2 on
+ * https, prior knowledge on http), `streams` lanes on it. node:http2 directly, not undici's
+ * HTTP/2 client: per request it costs what a bare node:http2 loop does (bench/h2-bare-process.ts).
+ * Requests sent while the connection opens wait for it; a session that closed (GOAWAY, a reset
+ * connection) is replaced by the next request, as an undici Client reconnects.
+ */
+class H2Channel implements Channel {
+  private session: http2.ClientHttp2Session | undefined;
+  private opening = false;
+  private waiting: LaneRequest[] = [];
+  private destroyed = false;
+  private readonly origin: string;
+  /** What undici's Client gives its connector: the checked address replaces `hostname`; `host` names the server (SNI, certificate). */
+  private readonly connectOptions: { host: string; hostname: string; port: string; protocol: string };
+  private readonly headers: http2.OutgoingHttpHeaders;
+  private readonly body: string | undefined;
+  /** None where node:http2's default ends the stream as we would: given any, it costs ~7 µs a
+   * request more (its priority defaults are added to a copy of them). */
+  private readonly requestOptions: http2.ClientSessionRequestOptions | undefined;
+
+  constructor(
+    options: LoadOptions,
+    private readonly connector: CountingConnector,
+  ) {
+    const url = new URL(options.url);
+    this.origin = url.origin;
+    this.connectOptions = {
+      host: url.host,
+      hostname: url.hostname.replace(/^\[|\]$/g, ''),
+      port: url.port,
+      protocol: url.protocol,
+    };
+    this.headers = { ...options.headers, ':method': options.method ?? 'GET', ':path': url.pathname + url.search };
+    this.body = options.body;
+    this.requestOptions =
+      options.body === undefined && BODYLESS_METHODS.has(options.method ?? 'GET')
+        ? undefined
+        : { endStream: options.body === undefined };
+  }
+
+  send(request: LaneRequest): void {
+    const session = this.session;
+    if (session !== undefined && !session.closed && !session.destroyed) return this.start(session, request);
+    this.waiting.push(request);
+    if (!this.opening) this.open();
+  }
+
+  private start(session: http2.ClientHttp2Session, request: LaneRequest): void {
+    let stream: http2.ClientHttp2Stream;
+    try {
+      stream = session.request(this.headers, this.requestOptions);
+    } catch (err) {
+      return request.onError(err as Error);
+    }
+    request.watch(stream);
+    if (this.body !== undefined) stream.end(this.body);
+  }
+
+  private open(): void {
+    this.opening = true;
+    this.session = undefined;
+    this.connector.connect(this.connectOptions, (err, socket) => {
+      this.opening = false;
+      const waiting = this.waiting;
+      this.waiting = [];
+      if (err || socket === null || this.destroyed) {
+        socket?.destroy();
+        for (const request of waiting) request.onError(err ?? RUN_STOPPED);
+        return;
+      }
+      const session = h2SessionOver(this.origin, socket);
+      this.session = session;
+      for (const request of waiting) this.start(session, request);
+    });
+  }
+
+  destroy(): Promise<void> {
+    this.destroyed = true;
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const request of waiting) request.onError(RUN_STOPPED);
+    const session = this.session;
+    if (session === undefined || session.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      session.once('close', () => resolve());
+      session.destroy();
+    });
+  }
 }
 
 /** How often requests in flight are held against `timeoutMs`: a tenth of it, between 10 and 250 ms. */
@@ -139,18 +276,18 @@ class LoadRun {
   readonly latency = newLatencyHistogram();
   readonly serviceTime: Histogram | undefined;
   readonly lanes: Lane[] = [];
-  readonly dispatchOptions: Dispatcher.DispatchOptions;
   /** Requests that may be sent: the request bound, and in the open loop those due within the duration. */
   readonly limit: number;
   /** Open loop: milliseconds between intended send times; 0 in the closed loop. */
   readonly intervalMs: number;
   private readonly maxFailuresInARow: number;
-  readonly altSvc: AltSvcLog | undefined;
+  readonly altSvc: Pick<AltSvcLog, 'note'> | undefined;
 
   startedAt = 0;
   endedAt = 0;
-  /** Next request index a lane may take. */
-  next = 0;
+  eventLoopUtilization = 0;
+  /** `[0]`: the next request number a lane may take. */
+  private readonly taken: Int32Array;
   sent = 0;
   completed = 0;
   failed = 0;
@@ -167,25 +304,17 @@ class LoadRun {
 
   constructor(
     private readonly options: LoadOptions,
-    private readonly clients: Client[],
-    lanesPerClient: number,
+    private readonly channels: Channel[],
+    lanesPerChannel: number,
   ) {
-    const url = new URL(options.url);
     this.altSvc = options.altSvc;
-    this.dispatchOptions = {
-      path: url.pathname + url.search,
-      method: options.method ?? 'GET',
-      ...(options.body === undefined ? {} : { body: options.body }),
-      headers: options.headers,
-      // `new`: Connection: close, so the next request on this connection opens a new one.
-      reset: options.mode === 'new',
-    };
+    this.taken = options.shared?.taken ?? new Int32Array(1);
     this.intervalMs = options.rate === undefined ? 0 : 1000 / options.rate;
     const due = options.rate === undefined ? Infinity : Math.ceil(options.durationMs / this.intervalMs);
     this.limit = Math.min(options.maxRequests ?? Infinity, due);
     this.serviceTime = options.rate === undefined ? undefined : newLatencyHistogram();
-    this.maxFailuresInARow = MAX_CONSECUTIVE_FAILURES * clients.length * lanesPerClient;
-    for (let i = 0; i < lanesPerClient; i++) for (const client of clients) this.lanes.push(new Lane(this, client));
+    this.maxFailuresInARow = MAX_CONSECUTIVE_FAILURES * channels.length * lanesPerChannel;
+    for (let i = 0; i < lanesPerChannel; i++) for (const channel of channels) this.lanes.push(new Lane(this, channel));
   }
 
   start(): Promise<void> {
@@ -193,7 +322,8 @@ class LoadRun {
     const done = new Promise<void>((resolve) => (this.finished = resolve));
     const onAbort = () => this.stop('deadline');
     signal.addEventListener('abort', onAbort, { once: true });
-    this.startedAt = performance.now();
+    const busy = performance.eventLoopUtilization();
+    this.startedAt = this.options.shared ? this.options.shared.startAt - performance.timeOrigin : performance.now();
     // libuv timers keep millisecond loop time and may fire up to 1 ms early by performance.now();
     // re-arm for what is left so a run never ends before its duration.
     let durationTimer: NodeJS.Timeout;
@@ -202,7 +332,7 @@ class LoadRun {
       if (left > 0) durationTimer = setTimeout(stopWhenDue, Math.ceil(left));
       else this.stop('duration');
     };
-    durationTimer = setTimeout(stopWhenDue, durationMs);
+    durationTimer = setTimeout(stopWhenDue, Math.max(0, this.startedAt + durationMs - performance.now()));
     // undici's timeouts bound each wait (headers, the gap between two body chunks), so a body that
     // trickles a byte at a time never trips them: one timer for the run bounds every request whole.
     const sweep = setInterval(() => {
@@ -213,6 +343,7 @@ class LoadRun {
     if (signal.aborted) this.stop('deadline');
     for (const lane of this.lanes) lane.next();
     return done.finally(() => {
+      this.eventLoopUtilization = performance.eventLoopUtilization(busy).utilization;
       clearTimeout(durationTimer);
       clearInterval(sweep);
       signal.removeEventListener('abort', onAbort);
@@ -232,17 +363,18 @@ class LoadRun {
     if (reason === 'duration' || reason === 'requests') return;
     this.cut = true;
     for (const lane of this.lanes) lane.stopNow();
-    for (const client of this.clients) void client.destroy(RUN_STOPPED).catch(() => {});
+    for (const channel of this.channels) void channel.destroy();
   }
 
   /** Takes the next request index, or -1 when the run is over. */
   take(): number {
     if (this.stoppedBy !== undefined) return -1;
-    if (this.next >= this.limit) {
-      if (this.next >= (this.options.maxRequests ?? Infinity)) this.stop('requests');
+    const n = Atomics.add(this.taken, 0, 1);
+    if (n >= this.limit) {
+      if (n >= (this.options.maxRequests ?? Infinity)) this.stop('requests');
       return -1;
     }
-    return this.next++;
+    return n;
   }
 
   recordAnswer(request: LaneRequest, end: number): void {
@@ -290,7 +422,7 @@ class Lane {
 
   constructor(
     readonly run: LoadRun,
-    private readonly client: Client,
+    private readonly channel: Channel,
   ) {}
 
   next(): void {
@@ -325,13 +457,13 @@ class Lane {
     );
   }
 
-  /** The lane's first response head: an Alt-Svc header in it is noted (one per lane, not per request). */
-  noteAltSvc(rawHeaders: Buffer[]): void {
+  /** The lane's first response head: its Alt-Svc header, if any, is noted (one per lane, not per
+   * request); `altSvcOf` reads it from the head only then. */
+  noteAltSvc<H>(head: H, altSvcOf: (head: H) => string | undefined): void {
     if (this.altSvcRead) return;
     this.altSvcRead = true;
-    for (let i = 0; i + 1 < rawHeaders.length; i += 2)
-      if (rawHeaders[i].toString('latin1').toLowerCase() === 'alt-svc')
-        this.run.altSvc?.note(rawHeaders[i + 1].toString('latin1'));
+    const value = altSvcOf(head);
+    if (value !== undefined) this.run.altSvc?.note(value);
   }
 
   answered(request: LaneRequest): void {
@@ -353,7 +485,7 @@ class Lane {
     run.sent++;
     const request = new LaneRequest(this, this.dueAt, performance.now());
     this.request = request;
-    this.client.dispatch(run.dispatchOptions, request);
+    this.channel.send(request);
   }
 
   /** Once per lane, however it ends. */
@@ -365,11 +497,10 @@ class Lane {
 }
 
 /**
- * The dispatch handler of one request. Its first onComplete or onError ends it, and whatever
- * undici reports after that is ignored: undici 7's HTTP/2 client can report an error twice for
- * one request (ERR_HTTP2_INVALID_SESSION, then ERR_HTTP2_ERROR, against a server that does not
- * speak HTTP/2) and never report some requests queued on the broken session at all; those the
- * run cuts itself (`cut`), at `timeoutMs` or when it stops.
+ * One request: undici's dispatch handler (HTTP/1.1), or the listener of a node:http2 stream
+ * (`watch`). Its first completion or error ends it, and whatever is reported after that is
+ * ignored; a request nothing ever reports on is cut by the run itself (`cut`), at `timeoutMs`
+ * or when it stops.
  */
 class LaneRequest implements Dispatcher.DispatchHandler {
   /** 0 until the response head arrives. */
@@ -377,6 +508,7 @@ class LaneRequest implements Dispatcher.DispatchHandler {
   /** Body bytes of this response, against the per-job cap. */
   private bytes = 0;
   private abort: ((err: Error) => void) | undefined;
+  private stream: http2.ClientHttp2Stream | undefined;
   private ended = false;
 
   constructor(
@@ -386,11 +518,12 @@ class LaneRequest implements Dispatcher.DispatchHandler {
     readonly sentAt: number,
   ) {}
 
-  /** Ends it now with `err`, whether or not undici ever reports it. */
+  /** Ends it now with `err`, whether or not anything ever reports it. */
   cut(err: Error): void {
     if (this.ended) return;
     this.ended = true;
     this.abort?.(err);
+    this.stream?.close(http2.constants.NGHTTP2_CANCEL);
     this.lane.failed(err);
   }
 
@@ -401,7 +534,7 @@ class LaneRequest implements Dispatcher.DispatchHandler {
   onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
     if (this.ended) return false;
     this.status = statusCode;
-    this.lane.noteAltSvc(rawHeaders);
+    this.lane.noteAltSvc(rawHeaders, altSvcOfRaw);
     return true;
   }
 
@@ -424,4 +557,41 @@ class LaneRequest implements Dispatcher.DispatchHandler {
     this.ended = true;
     this.lane.failed(err);
   }
+
+  /** HTTP/2: follows `stream` to its end. node:http2 closes a stream that ended well only after
+   * its 'end' (onStreamClose waits for it), so 'close' alone tells an answer (ended, with a
+   * status) from a stream reset or cut short, one listener fewer per request. */
+  watch(stream: http2.ClientHttp2Stream): void {
+    this.stream = stream;
+    stream.on('response', (headers) => {
+      if (this.ended) return;
+      this.status = Number(headers[':status']);
+      this.lane.noteAltSvc(headers, altSvcOfH2);
+    });
+    stream.on('data', (chunk: Buffer) => this.onData(chunk));
+    stream.on('error', (err: Error) => this.onError(err));
+    stream.on('close', () => {
+      if (this.ended) return;
+      if (stream.readableEnded && this.status !== 0) return this.onComplete();
+      this.onError(
+        stream.readableEnded
+          ? new WireError('HTTP/2 stream ended without response headers', 'EWIRE_MALFORMED')
+          : new WireError(
+              `HTTP/2 stream closed before ${this.status === 0 ? 'a response' : 'the end of the body'} (RST_STREAM code ${stream.rstCode ?? 'none'})`,
+              'EWIRE_CLOSED',
+            ),
+      );
+    });
+  }
+}
+
+function altSvcOfRaw(rawHeaders: Buffer[]): string | undefined {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+    if (rawHeaders[i].toString('latin1').toLowerCase() === 'alt-svc') return rawHeaders[i + 1].toString('latin1');
+  return undefined;
+}
+
+function altSvcOfH2(headers: http2.IncomingHttpHeaders): string | undefined {
+  const value = headers['alt-svc'];
+  return Array.isArray(value) ? value.join(', ') : value;
 }

@@ -19,7 +19,7 @@ import {
   type ResponseBody,
   type ResponseHead,
 } from './body.js';
-import type { TargetPolicy } from '../target-policy.js';
+import type { AddressResolver } from '../target-policy.js';
 import type { AltSvcLog } from './alt-svc.js';
 import { proxyOf } from './proxy.js';
 import { CheckedBody, ResponseCheck, type CheckedHeaders } from './response-checks.js';
@@ -33,7 +33,7 @@ export interface TimedClientOptions {
   timeoutMs: number;
   resumeTlsSessions?: boolean;
   /** Where the client may connect (worker/target-policy.ts). */
-  policy: TargetPolicy;
+  policy: AddressResolver;
   /** Where every response's Alt-Svc header is noted (the job's). */
   altSvc?: AltSvcLog;
 }
@@ -81,15 +81,58 @@ const CLIENT_CLOSED = new errors.ClientDestroyedError();
 
 type PlainRequestOptions = Omit<TimedRequestOptions, 'consumeBody'>;
 
-export class TimedHttpClient {
+/** How a client reaches its target, which says what a reused connection skipped. */
+export interface ConnectionShape {
+  /** The URL's host is an IP address: nothing is resolved. */
+  hostIsLiteral: boolean;
+  /** Connections go through a proxy's tunnel (a reused one skips its CONNECT too). */
+  proxied: boolean;
+  secure: boolean;
+}
+
+/** Whether a target URL's host is an IP address. */
+export function isIpLiteralHost(url: URL): boolean {
+  return /^[\d.]+$|^\[/.test(url.hostname);
+}
+
+/** A request's raw timestamps (performance.now(), ms). */
+export interface RequestTimes {
+  start: number;
+  /** When its head was written, and on which connection; absent when it never was. */
+  sent: RequestSent | undefined;
+  newConnection: boolean;
+  headersAt: number;
+  end: number;
+}
+
+/** A request's phase durations from its raw timestamps, computed once. */
+export function requestPhases(shape: ConnectionShape, times: RequestTimes): PhaseTimes {
+  const { start, sent, newConnection, headersAt, end } = times;
+  let phases: PhaseTimes = {};
+  const c = sent?.timeline;
+  if (newConnection && c?.connected !== undefined) {
+    phases = connectionPhases(c);
+  } else if (!newConnection) {
+    // A reused connection skipped these; they cost nothing, which is the point.
+    if (!shape.hostIsLiteral) phases.resolve = 0;
+    phases.connect = 0;
+    if (shape.proxied) phases.proxy = 0;
+    if (shape.secure) phases.tls = 0;
+  }
+  if (sent) phases.processing = headersAt - sent.at;
+  phases.transfer = end - headersAt;
+  phases.total = end - start;
+  return phases;
+}
+
+export class TimedHttpClient implements ConnectionShape {
   private readonly connector: TimedConnector;
   private readonly client: Client;
   private readonly url: URL;
   private readonly path: string;
-  private readonly hostIsLiteral: boolean;
-  /** Connections go through a proxy's tunnel (a reused one skips its CONNECT too). */
-  private readonly proxied: boolean;
-  private readonly secure: boolean;
+  readonly hostIsLiteral: boolean;
+  readonly proxied: boolean;
+  readonly secure: boolean;
   /** The target's headers with lower-case names, so a request's own headers replace them rather than doubling them. */
   private readonly targetHeaders: Record<string, string>;
   private readonly timeoutMs: number;
@@ -114,7 +157,7 @@ export class TimedHttpClient {
     this.targetHeaders = Object.fromEntries(
       Object.entries(options.target.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
     );
-    this.hostIsLiteral = /^[\d.]+$|^\[/.test(this.url.hostname);
+    this.hostIsLiteral = isIpLiteralHost(this.url);
 
     this.method = options.target.method ?? 'GET';
     this.body = options.target.body;
@@ -319,7 +362,7 @@ export class TimedHttpClient {
       seq,
       status,
       newConnection,
-      phases: this.phases(start, sent, newConnection, headersAt, end),
+      phases: requestPhases(this, { start, sent, newConnection, headersAt, end }),
       bodyBytes,
       serverClosed,
     };
@@ -359,31 +402,6 @@ export class TimedHttpClient {
       : error;
   }
 
-  /** Durations from raw timestamps, computed once. */
-  private phases(
-    start: number,
-    sent: RequestSent | undefined,
-    newConnection: boolean,
-    headersAt: number,
-    end: number,
-  ): PhaseTimes {
-    let phases: PhaseTimes = {};
-    const c = sent?.timeline;
-    if (newConnection && c?.connected !== undefined) {
-      phases = connectionPhases(c);
-    } else if (!newConnection) {
-      // A reused connection skipped these; they cost nothing, which is the point.
-      if (!this.hostIsLiteral) phases.resolve = 0;
-      phases.connect = 0;
-      if (this.proxied) phases.proxy = 0;
-      if (this.secure) phases.tls = 0;
-    }
-    if (sent) phases.processing = headersAt - sent.at;
-    phases.transfer = end - headersAt;
-    phases.total = end - start;
-    return phases;
-  }
-
   async close(): Promise<void> {
     clearTimeout(this.bound);
     this.watched?.removeEventListener('abort', this.onAbort);
@@ -392,7 +410,7 @@ export class TimedHttpClient {
 }
 
 /** A `Connection` header that asks to close (values are case-insensitive tokens). */
-function saysClose(value: string | string[] | undefined): boolean {
+export function saysClose(value: string | string[] | undefined): boolean {
   return typeof value === 'string' && value.toLowerCase() === 'close';
 }
 

@@ -12,12 +12,14 @@ import { classifyError } from '../classify-error.js';
 import { connectionPhases, TimedConnector } from '../http/connector.js';
 import { proxyOf } from '../http/proxy.js';
 import { overResponseCap, responseTooLarge, WireError } from '../http/wire.js';
+import { TargetAddresses } from '../target-addresses.js';
 import { TargetPolicy, type TargetPolicySettings } from '../target-policy.js';
 
 export interface ColdRequestInput {
   target: JobTarget;
   timeoutMs: number;
-  /** The worker's target policy, applied here as in the worker (the child resolves the name itself). */
+  /** The worker's target policy, applied here as in the worker (the child resolves the name
+   * itself, as the target's `dns` and `ipFamily` say: a new process has no cache). */
   policy: TargetPolicySettings;
 }
 
@@ -36,7 +38,7 @@ async function coldRequest({ target, timeoutMs, policy }: ColdRequestInput): Pro
     resumeTlsSessions: false,
     alpn: ['http/1.1'],
     timeoutMs,
-    policy: new TargetPolicy(policy),
+    policy: new TargetAddresses(new TargetPolicy(policy), target, AbortSignal.timeout(timeoutMs)),
   });
   const start = performance.now();
   const fail = (err: unknown): ColdRequestOutput => ({

@@ -165,7 +165,7 @@ function encodingRow(acceptEncoding: AcceptEncoding, seen: Observation[]): Encod
   };
 }
 
-export const runCompressionProbe: Probe<'compression'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runCompressionProbe: Probe<'compression'> = async (job, { signal, addresses, altSvc }) => {
   const { params } = job;
   const unavailable = params.encodings.flatMap((encoding) => {
     const reason = encoding === 'identity' ? undefined : codingUnavailable(encoding);
@@ -175,7 +175,7 @@ export const runCompressionProbe: Probe<'compression'> = async (job, { signal, t
   const seen = new Map<AcceptEncoding, Observation[]>(asked.map((e) => [e, []]));
   const bodies = new Map<AcceptEncoding, Buffer>();
 
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: addresses, altSvc });
   // A body decoded past a limit ends the job: no more requests.
   let decodeStop: ProbeError | undefined;
   const stopped = new AbortController();

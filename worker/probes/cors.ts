@@ -75,7 +75,7 @@ function verdictOf(
   };
 }
 
-export const runCorsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runCorsProbe: Probe<'cors'> = async (job, { signal, addresses, altSvc }) => {
   const { params } = job;
   const origins: { origin: string; role: CorsOriginResult['role'] }[] = [
     ...params.allowedOrigins.map((origin) => ({ origin, role: 'allowed' as const })),
@@ -83,7 +83,7 @@ export const runCorsProbe: Probe<'cors'> = async (job, { signal, targetPolicy, a
     // Reserved TLD: no allowlist can hold it, so an echo means any origin is echoed.
     { origin: `https://probefleet-${randomBytes(4).toString('hex')}.example`, role: 'random' as const },
   ];
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });
+  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: addresses, altSvc });
   const samples: RequestSample[] = [];
   const results: CorsOriginResult[] = [];
   let serverLog: Details['serverLog'] = null;

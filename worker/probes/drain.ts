@@ -1,38 +1,23 @@
 // `drain`: does the client lose connection reuse when it leaves a body unread?
-// N sequential requests over one undici Client (one connection at a time), handling each body
-// as the job's mode says; connections are counted at the socket layer. undici completes a
-// response whose body it has buffered whole (about 64 KiB) even if nobody reads it, so only a
-// body it has not finished receiving costs the connection when it is closed.
-import { finding, type Finding } from '../../contracts/findings.js';
+// N sequential requests, one connection at a time, handling each body as the job's mode says,
+// through the job's client (worker/probes/drain-clients.ts), whose policy for a body closed
+// before its end decides the connection's fate; connections are counted at the socket layer.
+import { applyRules } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import type { DrainMode, DrainSample } from '../../contracts/probes/drain.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import { classifyError } from '../classify-error.js';
-import {
-  closeBody,
-  contentLength,
-  decodeJsonValue,
-  drainBody,
-  readWholeBody,
-  type BodyConsumer,
-  type BodyRead,
-} from '../http/body.js';
+import { contentLength, decodeJsonValue, drainBody, readWholeBody } from '../http/body.js';
 import { TimedConnector } from '../http/connector.js';
-import type { TargetPolicy } from '../target-policy.js';
+import type { AddressResolver } from '../target-policy.js';
 import { proxyOf } from '../http/proxy.js';
 import { runSequence, summarize } from '../http/sequence.js';
-import { TimedHttpClient } from '../http/timed-client.js';
+import { saysClose } from '../http/timed-client.js';
+import { drainClient, type BodyHandler, type DrainCap } from './drain-clients.js';
+import { DRAIN_RULES } from './drain-findings.js';
 import type { Probe } from './probe.js';
 
-type Handling = DrainSample['body'];
-
-/** UNREAD_BODY_BREAKS_REUSE needs at least this share of requests to have paid a new connection (one stray drain timeout on a busy machine is not a diagnosis). */
-const FINDING_SHARE = 0.1;
-
-function consumerFor(
-  mode: DrainMode,
-  cap: { maxBytes: number; maxMs: number },
-): BodyConsumer<BodyRead & { handling: Handling }> {
+function handlerFor(mode: DrainMode, cap: DrainCap): BodyHandler {
   return async (body, head) => {
     const declared = contentLength(head);
     const length = declared === undefined ? {} : { contentLength: declared };
@@ -42,12 +27,12 @@ function consumerFor(
         return { bytes, handling: { outcome: 'read-to-end', ...length } };
       }
       case 'unread':
-        closeBody(body);
+        body.close();
         return { bytes: 0, handling: { outcome: 'closed-early', ...length } };
       case 'drain': {
         // The connection dies anyway: downloading the rest is wasted work.
-        if (head.headers.connection === 'close') {
-          closeBody(body);
+        if (saysClose(head.headers.connection)) {
+          body.close();
           return { bytes: 0, handling: { outcome: 'skipped-connection-close', ...length } };
         }
         const drained = await drainBody(body, head, cap);
@@ -69,14 +54,19 @@ function consumerFor(
   };
 }
 
-export const runDrainProbe: Probe<'drain'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runDrainProbe: Probe<'drain'> = async (job, { signal, addresses, altSvc }) => {
   const { params, variant } = job;
-  const consume = consumerFor(variant.mode, { maxBytes: params.drainMaxBytes, maxMs: params.drainMaxMs });
-  const client = new TimedHttpClient({ target: job.target, timeoutMs: params.timeoutMs, policy: targetPolicy, altSvc });
+  const cap = { maxBytes: params.drainMaxBytes, maxMs: params.drainMaxMs };
+  const handle = handlerFor(variant.mode, cap);
+  const client = drainClient(
+    variant.client,
+    { target: job.target, timeoutMs: params.timeoutMs, policy: addresses, altSvc },
+    cap,
+  );
   try {
     const run = await runSequence(params.requests, signal, async (seq): Promise<DrainSample> => {
-      const { sample, body } = await client.exchange({ seq, signal, consumeBody: consume });
-      return { ...sample, body: body?.handling ?? { outcome: 'closed-early' } };
+      const { sample, handling } = await client.exchange(seq, signal, handle);
+      return { ...sample, body: handling ?? { outcome: 'closed-early' } };
     });
     const connectionsOpened = client.connections.length;
     const extraConnections = countExtraConnections(run.samples);
@@ -84,15 +74,27 @@ export const runDrainProbe: Probe<'drain'> = async (job, { signal, targetPolicy,
       summary: summarize(run.samples, connectionsOpened, run.durationMs),
       details: {
         protocol: 'http/1.1',
-        drainCap: variant.mode === 'drain' ? { bytes: params.drainMaxBytes, ms: params.drainMaxMs } : null,
+        drainCap:
+          variant.mode === 'drain' || variant.client === 'go-1.27'
+            ? { bytes: params.drainMaxBytes, ms: params.drainMaxMs }
+            : null,
         extraConnections,
-        http2: await http2Support(job, signal, targetPolicy),
+        http2: await http2Support(job, signal, addresses),
         samples: run.samples,
       },
-      findings:
-        extraConnections > 0 && extraConnections >= FINDING_SHARE * run.samples.length
-          ? [unreadBodyFinding(job, run.samples, connectionsOpened, extraConnections)]
-          : [],
+      findings: applyRules(
+        DRAIN_RULES,
+        {
+          mode: variant.mode,
+          client: variant.client,
+          drainMaxBytes: params.drainMaxBytes,
+          drainMaxMs: params.drainMaxMs,
+          samples: run.samples,
+          connectionsOpened,
+          extraConnections,
+        },
+        { region: job.region, target: job.target.name, probe: job.probe },
+      ),
       error: run.stoppedEarly,
     };
   } finally {
@@ -116,50 +118,11 @@ function countExtraConnections(samples: readonly DrainSample[]): number {
   return extra;
 }
 
-const MODE_WORDS: Record<DrainMode, string> = {
-  full: 'read to the end',
-  unread: 'closed unread',
-  drain: 'drained within the cap',
-  json: 'closed once the JSON decoder reached the closing bracket',
-};
-
-function unreadBodyFinding(
-  job: JobOf<'drain'>,
-  samples: readonly DrainSample[],
-  connectionsOpened: number,
-  extra: number,
-): Finding {
-  const { mode } = job.variant;
-  const answered = samples.filter((s) => !s.error);
-  const lengths = [
-    ...new Set(answered.flatMap((s) => (s.body.contentLength === undefined ? [] : [s.body.contentLength]))),
-  ];
-  const size = lengths.length === 1 ? ` of ${lengths[0].toLocaleString('en-US')} B` : '';
-  const caps = mode === 'drain' ? capWords(job, answered) : '';
-  return finding(
-    'UNREAD_BODY_BREAKS_REUSE',
-    { region: job.region, target: job.target.name, probe: job.probe },
-    `${answered.length} requests, bodies${size} ${MODE_WORDS[mode]}: ${connectionsOpened} connections opened, ${extra} of them after a body closed before its end${caps}`,
-    {
-      mode,
-      requests: answered.length,
-      connectionsOpened,
-      extraConnections: extra,
-      ...(lengths.length === 1 ? { contentLength: lengths[0] } : {}),
-    },
-  );
-}
-
-function capWords(job: JobOf<'drain'>, samples: readonly DrainSample[]): string {
-  const over = (hit: 'bytes' | 'time') => samples.filter((s) => s.body.capHit === hit).length;
-  return ` (cap ${job.params.drainMaxBytes.toLocaleString('en-US')} B / ${job.params.drainMaxMs} ms: ${over('bytes')} over the byte cap, ${over('time')} still arriving at the time cap)`;
-}
-
 /** HTTP/2 multiplexes streams: an unread body there holds no connection. Checked with ALPN on https. */
 async function http2Support(
   job: JobOf<'drain'>,
   signal: AbortSignal,
-  policy: TargetPolicy,
+  policy: AddressResolver,
 ): Promise<ProbeDetails<'drain'>['http2']> {
   const url = new URL(job.target.url);
   if (url.protocol !== 'https:') {

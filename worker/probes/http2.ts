@@ -18,16 +18,16 @@ import type net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import type { ProbeError } from '../../contracts/common.js';
-import { finding, type Finding } from '../../contracts/findings.js';
+import { applyRules } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
-import type { H2cAttempt, HTTP2_STEPS, MultiplexRun } from '../../contracts/probes/http2.js';
+import type { H2cAttempt, H2cOutcome, HTTP2_STEPS, MultiplexRun } from '../../contracts/probes/http2.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
 import { encodeFrame, FRAME_TYPE, FrameReader, H2_PREFACE, type Frame } from '../../common/h2-frames.js';
 import { median } from '../../common/stats.js';
 import { classifyError } from '../classify-error.js';
 import { TimedConnector } from '../http/connector.js';
-import type { TargetPolicy } from '../target-policy.js';
+import type { AddressResolver } from '../target-policy.js';
 import type { AltSvcLog } from '../http/alt-svc.js';
 import { H2WireTap, type HeaderBytes } from '../http/h2-wire-tap.js';
 import { h2Request, h2SessionOver } from '../http/h2-session.js';
@@ -36,6 +36,7 @@ import { proxyOf } from '../http/proxy.js';
 import { describeBytes, http1RequestHead, readHttp1ResponseHead } from '../http/raw-http1.js';
 import { readWholeBody } from '../http/body.js';
 import { bounded, exchangeBound, WireError } from '../http/wire.js';
+import { HTTP2_RULES } from './http2-findings.js';
 import type { Probe, ProbeOutcome } from './probe.js';
 
 const ALPN_OFFER = ['h2', 'http/1.1'];
@@ -57,7 +58,7 @@ const UPGRADE_SETTINGS = Buffer.from([0x00, 0x02, 0x00, 0x00, 0x00, 0x00]).toStr
 type Step = (typeof HTTP2_STEPS)[number];
 type Details = ProbeDetails<'http2'>;
 
-export const runHttp2Probe: Probe<'http2'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runHttp2Probe: Probe<'http2'> = async (job, { signal, addresses, altSvc }) => {
   // Concurrent requests each listen on the signal: give them one of their own, relayed from the job's.
   const local = new AbortController();
   setMaxListeners(job.params.concurrent + 10, local.signal);
@@ -65,7 +66,7 @@ export const runHttp2Probe: Probe<'http2'> = async (job, { signal, targetPolicy,
   if (signal.aborted) relay();
   else signal.addEventListener('abort', relay, { once: true });
   try {
-    return await new Http2Run(job, local.signal, targetPolicy, altSvc).run();
+    return await new Http2Run(job, local.signal, addresses, altSvc).run();
   } finally {
     signal.removeEventListener('abort', relay);
   }
@@ -90,7 +91,7 @@ class Http2Run {
   constructor(
     private readonly job: JobOf<'http2'>,
     private readonly signal: AbortSignal,
-    private readonly policy: TargetPolicy,
+    private readonly policy: AddressResolver,
     private readonly altSvc: AltSvcLog,
   ) {
     this.url = new URL(job.target.url);
@@ -165,7 +166,15 @@ class Http2Run {
     return {
       summary: this.summary(start),
       details,
-      findings: findingsOf(this.job, details, speaksH2),
+      findings: applyRules(
+        HTTP2_RULES,
+        { details, speaksH2 },
+        {
+          region: this.job.region,
+          target: this.job.target.name,
+          probe: this.job.probe,
+        },
+      ),
       error: firstError ? { code: firstError.code, message: `${firstError.step}: ${firstError.message}` } : null,
     };
   }
@@ -266,15 +275,14 @@ class Http2Run {
         } catch (err) {
           if (seq === 0 && !this.secure && !this.signal.aborted) {
             // Refused prior knowledge is the answer to "is h2c supported?", not a failure.
-            priorKnowledge = { supported: false, answer: this.refusal(err, tap.firstBytesIn) };
+            priorKnowledge = this.refusal(err, tap.firstBytesIn);
           } else {
             this.failedRequests++;
             this.fail('h2-headers', err);
           }
           break;
         }
-        if (seq === 0 && !this.secure)
-          priorKnowledge = { supported: true, answer: `answered HTTP/2 ${response.status}` };
+        if (seq === 0 && !this.secure) priorKnowledge = h2cAttempt('http2', `answered HTTP/2 ${response.status}`);
         this.checked('h2-headers', response.status);
         requests.push({ seq, status: response.status, ...tap.headerBytes(response.streamId) });
       }
@@ -284,16 +292,18 @@ class Http2Run {
     return { requests, priorKnowledge };
   }
 
-  /** What a server that did not speak HTTP/2 answered instead, in words. */
-  private refusal(err: unknown, firstBytes: Buffer): string {
+  /** What a server that did not speak HTTP/2 answered instead. */
+  private refusal(err: unknown, firstBytes: Buffer): H2cAttempt {
     const text = firstBytes.toString('latin1');
-    if (/^HTTP\/\d/.test(text)) return `protocol error: answered ${JSON.stringify(text.split('\r\n')[0])}`;
+    if (/^HTTP\/\d/.test(text))
+      return h2cAttempt('http1', `protocol error: answered ${JSON.stringify(text.split('\r\n')[0])}`);
     const { code, message } = classifyError(err);
-    if (code === 'RESPONSE_TIMEOUT') return `no answer within ${this.timeoutMs} ms`;
+    if (code === 'RESPONSE_TIMEOUT') return h2cAttempt('no-answer', `no answer within ${this.timeoutMs} ms`);
     if (firstBytes.length === 0 && (code === 'SOCKET_CLOSED' || code === 'CONNECTION_RESET'))
-      return 'closed the connection without an answer';
-    if (firstBytes.length > 0 && code === 'HTTP2_ERROR') return `protocol error: answered ${framesOrBytes(firstBytes)}`;
-    return `${code}: ${message}`;
+      return h2cAttempt('closed', 'closed the connection without an answer');
+    if (firstBytes.length > 0 && code === 'HTTP2_ERROR')
+      return h2cAttempt('protocol-error', `protocol error: answered ${framesOrBytes(firstBytes)}`);
+    return h2cAttempt('error', `${code}: ${message}`);
   }
 
   /** Step 3: one hand-written HTTP/1.1 request; its head and the response's, byte for byte. */
@@ -344,10 +354,7 @@ class Http2Run {
       );
       const answer = await bounded(readHttp1ResponseHead(socket), this.timeoutMs, this.signal, 'Upgrade: h2c', give);
       if (answer.status !== 101)
-        return {
-          supported: false,
-          answer: `answered HTTP/${answer.httpVersion} ${answer.status}, ignored the upgrade`,
-        };
+        return h2cAttempt('http1', `answered HTTP/${answer.httpVersion} ${answer.status}, ignored the upgrade`);
       socket.write(Buffer.concat([H2_PREFACE, encodeFrame(FRAME_TYPE.SETTINGS, 0, 0)]));
       const streamOne = await bounded(
         firstFrameOfStreamOne(socket, answer.rest),
@@ -357,21 +364,21 @@ class Http2Run {
         give,
       );
       return streamOne.type === FRAME_TYPE.HEADERS
-        ? { supported: true, answer: 'answered 101 Switching Protocols, then the response as HTTP/2 on stream 1' }
-        : {
-            supported: false,
-            answer: `answered 101 Switching Protocols, then ${frameName(streamOne.type)} instead of a response on stream 1`,
-          };
+        ? h2cAttempt('http2', 'answered 101 Switching Protocols, then the response as HTTP/2 on stream 1')
+        : h2cAttempt(
+            'protocol-error',
+            `answered 101 Switching Protocols, then ${frameName(streamOne.type)} instead of a response on stream 1`,
+          );
     } catch (err) {
       const { code, message } = classifyError(err);
-      if (code === 'RESPONSE_TIMEOUT') return { supported: false, answer: `no answer within ${this.timeoutMs} ms` };
+      if (code === 'RESPONSE_TIMEOUT') return h2cAttempt('no-answer', `no answer within ${this.timeoutMs} ms`);
       if (code === 'SOCKET_CLOSED' || code === 'CONNECTION_RESET')
-        return { supported: false, answer: 'closed the connection without an answer' };
+        return h2cAttempt('closed', 'closed the connection without an answer');
       if (code === 'DEADLINE_EXCEEDED') {
         this.fail('h2c-upgrade', err);
         return null;
       }
-      return { supported: false, answer: `${code}: ${message}` };
+      return h2cAttempt('error', `${code}: ${message}`);
     } finally {
       socket.destroy();
     }
@@ -461,6 +468,10 @@ class Http2Run {
   }
 }
 
+function h2cAttempt(outcome: H2cOutcome, answer: string): H2cAttempt {
+  return { supported: outcome === 'http2', outcome, answer };
+}
+
 function isProbeError(value: unknown): value is ProbeError {
   return (
     !(value instanceof Error) && typeof value === 'object' && value !== null && 'code' in value && 'message' in value
@@ -507,61 +518,4 @@ function medianHeaderBytes(requests: HeaderBytes[]): HeaderBytes | null {
     request: Math.round(median(requests.map((r) => r.request))),
     response: Math.round(median(requests.map((r) => r.response))),
   };
-}
-
-const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
-
-/** An attempt the server let time out or closed without sending a byte. */
-const unanswered = (attempt: H2cAttempt) =>
-  attempt.answer.startsWith('no answer within') || attempt.answer === 'closed the connection without an answer';
-
-function findingsOf(job: JobOf<'http2'>, details: Details, speaksH2: boolean): Finding[] {
-  const where = { region: job.region, target: job.target.name, probe: job.probe };
-  const findings: Finding[] = [];
-  if (details.alpn && details.alpn.selected !== 'h2') {
-    const offered = details.alpn.offered.join(', ');
-    findings.push(
-      finding(
-        'H2_NOT_NEGOTIATED',
-        where,
-        details.alpn.selected === null
-          ? `offered ALPN ${offered}; the server selected no protocol at all (no ALPN), so an HTTP/2 client cannot start`
-          : `offered ALPN ${offered}; the server selected ${details.alpn.selected}`,
-        { alpnSelected: details.alpn.selected ?? 'none' },
-      ),
-    );
-  }
-  const { h2cPriorKnowledge: prior, h2cUpgrade: upgrade } = details;
-  const h1Failed = details.errors.find((e) => e.step === 'h1-headers');
-  if (prior && upgrade && unanswered(prior) && unanswered(upgrade) && h1Failed) {
-    // Nothing answered at all: no protocol question was put to it, so none is answered "no".
-    findings.push(
-      finding(
-        'SERVER_NO_ANSWER',
-        where,
-        `HTTP/2 prior knowledge: ${prior.answer}; Upgrade: h2c: ${upgrade.answer}; HTTP/1.1: ${h1Failed.code} (${h1Failed.message})`,
-        { h1Error: h1Failed.code },
-      ),
-    );
-  } else if (prior && upgrade && !prior.supported && !upgrade.supported) {
-    findings.push(
-      finding('H2C_UNSUPPORTED', where, `prior knowledge: ${prior.answer}; Upgrade: h2c: ${upgrade.answer}`, {
-        priorKnowledge: prior.answer,
-        upgrade: upgrade.answer,
-      }),
-    );
-  }
-  const h1 = details.multiplexing.h1;
-  if (!speaksH2 && !upgrade?.supported && h1 && h1.errors === 0 && h1.connectionsOpened > 1) {
-    const n = details.multiplexing.requests;
-    findings.push(
-      finding(
-        'HTTP1_ONLY_MANY_CONNECTIONS',
-        where,
-        `${n} concurrent requests over HTTP/1.1 opened ${h1.connectionsOpened} connections and took ${ms(h1.totalMs)}; over HTTP/2 they would share one`,
-        { concurrentRequests: n, h1Connections: h1.connectionsOpened, h1TotalMs: h1.totalMs },
-      ),
-    );
-  }
-  return findings;
 }

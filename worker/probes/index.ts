@@ -25,4 +25,5 @@ export const PROBE_IMPLEMENTATIONS: { [K in ProbeKind]: Probe<K> } = {
   tls: loadedOnFirstJob(async () => (await import('./tls.js')).runTlsProbe),
   http2: loadedOnFirstJob(async () => (await import('./http2.js')).runHttp2Probe),
   load: loadedOnFirstJob(async () => (await import('./load.js')).runLoadProbe),
+  dns: loadedOnFirstJob(async () => (await import('./dns.js')).runDnsProbe),
 };

@@ -2,38 +2,45 @@
 // its counters and histograms into a result; percentiles are read from the histograms, which
 // travel with the result (encoded) so the coordinator can merge regions exactly.
 import type { ProbeError } from '../../contracts/common.js';
-import { finding, type Finding } from '../../contracts/findings.js';
+import { applyRules } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
 import type { LoadDetails } from '../../contracts/probes/load.js';
 import { encodeHistogram, percentilesOf } from '../../common/latency-histogram.js';
-import { generateLoad, type LoadOutcome } from '../http/load-generator.js';
+import { availableParallelism } from 'node:os';
+import type { LoadOutcome } from '../http/load-generator.js';
+import { generateLoadOnThreads } from '../http/load-threads.js';
 import { proxyOf } from '../http/proxy.js';
 import { ResponseCheck } from '../http/response-checks.js';
+import { LOAD_RULES } from './load-findings.js';
 import type { Probe } from './probe.js';
 
-export const runLoadProbe: Probe<'load'> = async (job, { signal, targetPolicy, altSvc }) => {
+export const runLoadProbe: Probe<'load'> = async (job, { signal, addresses, altSvc }) => {
   const { params, variant } = job;
-  const run = await generateLoad({
-    url: job.target.url,
-    headers: job.target.headers,
-    method: job.target.method,
-    body: job.target.body,
-    tls: job.target.tls,
-    proxy: proxyOf(job.target),
-    mode: variant.mode,
-    connections: params.connections,
-    streams: params.streams,
-    durationMs: params.durationSeconds * 1000,
-    // A closed loop without a count runs as fast as the target answers: the per-job cap still holds.
-    maxRequests: params.requests ?? JOB_LIMITS.requests,
-    rate: params.rate,
-    timeoutMs: params.timeoutMs,
-    tlsResume: params.tlsResume,
-    signal,
-    policy: targetPolicy,
-    altSvc,
-  });
+  const cores = availableParallelism();
+  const run = await generateLoadOnThreads(
+    {
+      url: job.target.url,
+      headers: job.target.headers,
+      method: job.target.method,
+      body: job.target.body,
+      tls: job.target.tls,
+      proxy: proxyOf(job.target),
+      mode: variant.mode,
+      connections: params.connections,
+      streams: params.streams,
+      durationMs: params.durationSeconds * 1000,
+      // A closed loop without a count runs as fast as the target answers: the per-job cap still holds.
+      maxRequests: params.requests ?? JOB_LIMITS.requests,
+      rate: params.rate,
+      timeoutMs: params.timeoutMs,
+      tlsResume: params.tlsResume,
+      signal,
+      policy: addresses,
+      altSvc,
+    },
+    params.threads === undefined || params.threads === 'auto' ? cores : params.threads,
+  );
   const latencyMs = percentilesOf(run.latency);
   const details: LoadDetails = {
     loop: variant.loop,
@@ -56,6 +63,12 @@ export const runLoadProbe: Probe<'load'> = async (job, { signal, targetPolicy, a
     ...(run.serviceTime
       ? { serviceTimeMs: percentilesOf(run.serviceTime), serviceTimeHistogram: encodeHistogram(run.serviceTime) }
       : {}),
+    client: {
+      threads: run.threads,
+      cores,
+      eventLoopUtilization: run.eventLoopUtilizations.map((u) => Math.min(1, Math.max(0, u))),
+      cpuSeconds: run.cpuSeconds,
+    },
   };
   return {
     summary: {
@@ -76,7 +89,18 @@ export const runLoadProbe: Probe<'load'> = async (job, { signal, targetPolicy, a
           : {},
     },
     details,
-    findings: keepAliveLostUnderLoad(job, run),
+    findings: applyRules(
+      LOAD_RULES,
+      {
+        mode: variant.mode,
+        connections: params.connections,
+        completed: run.completed,
+        connectionsOpened: run.connectionsOpened,
+        eventLoopUtilization: details.client.eventLoopUtilization,
+        cores,
+      },
+      { region: job.region, target: job.target.name, probe: job.probe },
+    ),
     error: stopError(run) ?? statusCheckError(job, run),
   };
 };
@@ -94,24 +118,6 @@ function statusCheckError(job: JobOf<'load'>, run: LoadOutcome): ProbeError | nu
     code: 'RESPONSE_CHECK_FAILED',
     message: `response check failed: ${failed} of ${run.completed} responses had a status of ${outside.map(([i, count]) => `${i}xx (${count})`).join(', ')}, not ${(job.target.checks?.status ?? ['2xx']).join(', ')}`,
   };
-}
-
-/** Keep-alive asked for, yet (nearly) every answered request needed a connection of its own. */
-function keepAliveLostUnderLoad(job: JobOf<'load'>, run: LoadOutcome): Finding[] {
-  if (
-    job.variant.mode === 'new' ||
-    run.completed < 2 * job.params.connections ||
-    run.connectionsOpened < 0.9 * run.completed
-  )
-    return [];
-  return [
-    finding(
-      'SERVER_CLOSES_EVERY_CONNECTION',
-      { region: job.region, target: job.target.name, probe: job.probe },
-      `under load with ${job.params.connections} keep-alive connections (${job.variant.mode}), ${run.completed} answered requests opened ${run.connectionsOpened} connections`,
-      { requests: run.completed, connectionsOpened: run.connectionsOpened, connections: job.params.connections },
-    ),
-  ];
 }
 
 function statusCounts(classes: readonly number[]): Record<string, number> {

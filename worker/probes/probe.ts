@@ -7,14 +7,15 @@ import type { ProbeDetails, ProbeKind } from '../../contracts/probes/index.js';
 import type { Summary } from '../../contracts/result.js';
 import type { Logger } from '../../common/log.js';
 import type { AltSvcLog } from '../http/alt-svc.js';
-import type { TargetPolicy } from '../target-policy.js';
+import type { TargetAddresses } from '../target-addresses.js';
 
 export interface ProbeContext {
   /** Aborted when the job's time bound is reached or the worker shuts down. */
   signal: AbortSignal;
   log: Logger;
-  /** Where the probe may connect: every connector it opens takes it. */
-  targetPolicy: TargetPolicy;
+  /** Where the probe's connections go: the target's addresses as its settings resolve them,
+   * checked by the worker's target policy. Every connector it opens takes it. */
+  addresses: TargetAddresses;
   /** A command named in the job may run (embedded runs; never a worker's jobs from Redis). */
   allowClientCommands: boolean;
   /** Every Alt-Svc header value a response of this job carried: probes note what they see. */

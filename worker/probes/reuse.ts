@@ -3,8 +3,7 @@
 // client process per request (curl by default: the shell loop users write; worker/cold-clients.ts),
 // timed from spawn to exit.
 import { performance } from 'node:perf_hooks';
-import type { RequestSample } from '../../contracts/common.js';
-import { finding, type Finding } from '../../contracts/findings.js';
+import { applyRules } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { classifyError } from '../classify-error.js';
 import { ColdClientRefusedError, coldClientFor } from '../cold-clients.js';
@@ -12,17 +11,18 @@ import { runSequence, summarize } from '../http/sequence.js';
 import { ResponseCheck } from '../http/response-checks.js';
 import { TimedHttpClient } from '../http/timed-client.js';
 import type { Probe, ProbeContext, ProbeOutcome } from './probe.js';
+import { REUSE_RULES } from './reuse-findings.js';
 
 export const runReuseProbe: Probe<'reuse'> = async (job, ctx) => {
   const { params, variant } = job;
-  const { signal, targetPolicy } = ctx;
+  const { signal, addresses } = ctx;
   if (variant.mode === 'cold') return coldMode(job, ctx);
 
   const client = new TimedHttpClient({
     target: job.target,
     timeoutMs: params.timeoutMs,
     resumeTlsSessions: params.tlsResume,
-    policy: targetPolicy,
+    policy: addresses,
     altSvc: ctx.altSvc,
   });
   try {
@@ -33,28 +33,17 @@ export const runReuseProbe: Probe<'reuse'> = async (job, ctx) => {
     return {
       summary: summarize(run.samples, connectionsOpened, run.durationMs),
       details: { samples: run.samples },
-      findings: variant.mode === 'reused' ? closesEveryConnection(job, run.samples, connectionsOpened) : [],
+      findings: applyRules(
+        REUSE_RULES,
+        { mode: variant.mode, samples: run.samples, connectionsOpened },
+        { region: job.region, target: job.target.name, probe: job.probe },
+      ),
       error: run.stoppedEarly,
     };
   } finally {
     await client.close();
   }
 };
-
-function closesEveryConnection(job: JobOf<'reuse'>, samples: RequestSample[], connectionsOpened: number): Finding[] {
-  const answered = samples.filter((s) => !s.error);
-  const closed = answered.filter((s) => s.serverClosed).length;
-  if (answered.length < 2 || connectionsOpened < answered.length || closed < answered.length) return [];
-  return [
-    finding(
-      'SERVER_CLOSES_EVERY_CONNECTION',
-      { region: job.region, target: job.target.name, probe: job.probe },
-      `asked to keep one connection alive, ${answered.length} requests opened ${connectionsOpened} connections; ` +
-        `${closed} of ${answered.length} responses said Connection: close`,
-      { requests: answered.length, connectionsOpened, responsesWithClose: closed },
-    ),
-  ];
-}
 
 async function coldMode(job: JobOf<'reuse'>, ctx: ProbeContext): Promise<ProbeOutcome<'reuse'>> {
   const { signal } = ctx;
@@ -63,7 +52,7 @@ async function coldMode(job: JobOf<'reuse'>, ctx: ProbeContext): Promise<ProbeOu
     client = await coldClientFor(job.params.client, {
       target: job.target,
       timeoutMs: job.params.timeoutMs,
-      policy: ctx.targetPolicy,
+      addresses: ctx.addresses,
       allowCommand: ctx.allowClientCommands,
     });
   } catch (err) {

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import type tls from 'node:tls';
 import type { PhaseTimes, ProbeError } from '../../contracts/common.js';
-import { finding, type Finding } from '../../contracts/findings.js';
+import { applyRules } from '../../contracts/findings.js';
 import type { JobOf } from '../../contracts/job.js';
 import { TLS_PROTOCOL_NAME, type CertificateInfo, type HandshakeSample } from '../../contracts/probes/tls.js';
 import { median, percentiles } from '../../common/stats.js';
@@ -16,84 +16,25 @@ import { connectionPhases, TimedConnector, tlsAlertOf, type ConnectionTimeline }
 import { proxyOf } from '../http/proxy.js';
 import { runSequence, summarize } from '../http/sequence.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
-import type { TargetPolicy } from '../target-policy.js';
+import type { AddressResolver } from '../target-policy.js';
 import type { Probe } from './probe.js';
+import { TLS_RULES } from './tls-findings.js';
 import { dateMs, isoDate } from '../../common/target-values.js';
 
 const DAY_MS = 86_400_000;
 /** A session ticket comes about one round trip after the handshake; TCP connect took one. This is the least we wait. */
 const SESSION_WAIT_FLOOR_MS = 200;
 
-export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) => {
+export const runTlsProbe: Probe<'tls'> = async (job, { signal, addresses }) => {
   const { params, variant } = job;
   const url = new URL(job.target.url);
-  const port = Number(url.port) || 443;
-  const connector = new TimedConnector({
-    tls: job.target.tls,
-    proxy: proxyOf(job.target),
-    resumeTlsSessions: params.resumption,
-    alpn: params.alpn,
-    timeoutMs: params.timeoutMs,
-    tlsVersion: TLS_PROTOCOL_NAME[variant.version],
-    policy: targetPolicy,
-  });
-  // Written by the handshakes as they go.
-  const seen = { certificate: null as CertificateInfo | null, longestSessionWaitMs: 0 };
-
-  /** A server that refused the client after a handshake (TLS 1.3's certificate_required) refuses every one: not asked again. */
-  let refusal: ProbeError | undefined;
-  const handshake = async (seq: number): Promise<HandshakeSample> => {
-    const kind = params.resumption && seq % 2 === 1 ? 'resumed' : 'full';
-    if (refusal) return refusedSample(seq, kind, false, refusal);
-    if (kind === 'full') connector.forgetTlsSession();
-    const sessionOffered = connector.hasTlsSession;
-    const start = performance.now();
-    let socket: tls.TLSSocket;
-    try {
-      socket = (await connector.open(url.hostname, port, true)) as tls.TLSSocket;
-    } catch (err) {
-      return refusedSample(seq, kind, sessionOffered, classifyError(err), performance.now() - start);
-    }
-    // Nothing is sent on this socket; a late reset must not become an uncaught error, and a late
-    // TLS alert is the server's answer (below).
-    const refusedLate = lateRefusal(socket);
-    const timeline = connector.connections.at(-1)!;
-    const waitMs = sessionWaitMs(params.timeoutMs, timeline);
-    try {
-      if (kind === 'full') {
-        seen.certificate ??= readCertificate(socket);
-        if (params.resumption) {
-          seen.longestSessionWaitMs = Math.max(seen.longestSessionWaitMs, waitMs);
-          await sessionArrival(socket, timeline, waitMs, signal);
-        } else if (seq === 0 && variant.version === '1.3') {
-          // A TLS 1.3 server refuses a client (one without the certificate it requires) after the
-          // client's side of the handshake is done: wait for that answer once, as for a ticket.
-          await sessionArrival(socket, timeline, waitMs, signal);
-        }
-      }
-    } finally {
-      // close_notify first: a server may drop a session from its cache when the connection just dies.
-      socket.end(() => socket.destroy());
-    }
-    refusal = refusedLate();
-    if (refusal) return refusedSample(seq, kind, sessionOffered, refusal, performance.now() - start);
-    const info = timeline.tls!;
-    return {
-      seq,
-      kind,
-      sessionOffered,
-      resumed: info.resumed,
-      phases: handshakePhases(timeline),
-      tlsVersion: info.version,
-      alpn: info.alpn || null,
-      cipher: info.cipher,
-    };
-  };
+  const connector = handshakeConnector(job, addresses, job.target.tls, params.resumption);
+  const handshakes = new Handshakes(job, connector, url, signal);
 
   const samples = params.resumption ? 2 * params.samples : params.samples;
-  const run = await runSequence(samples, signal, handshake, 'handshakes');
+  const run = await runSequence(samples, signal, (seq) => handshakes.next(seq), 'handshakes');
   const clientCertificate = job.target.tls?.cert
-    ? await withoutClientCertificate(job, signal, targetPolicy, run.samples)
+    ? await withoutClientCertificate(job, signal, addresses, run.samples)
     : undefined;
   const answered = run.samples.filter((s) => !s.error);
   const full = answered.filter((s) => s.kind === 'full');
@@ -118,8 +59,8 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
           resumed: resumed.length,
         }
       : null,
-    certificate: seen.certificate,
-    certNotAfter: seen.certificate?.notAfter ?? null,
+    certificate: handshakes.certificate,
+    certNotAfter: handshakes.certificate?.notAfter ?? null,
     samples: run.samples,
     ...(clientCertificate ? { clientCertificate } : {}),
   };
@@ -131,30 +72,100 @@ export const runTlsProbe: Probe<'tls'> = async (job, { signal, targetPolicy }) =
       errors: run.samples.length - answered.length,
     },
     details,
-    findings: findingsOf(job, run.samples, details, seen.longestSessionWaitMs),
+    findings: applyRules(
+      TLS_RULES,
+      {
+        version: variant.version,
+        samples: run.samples,
+        details,
+        certExpiryWarningDays: params.certExpiryWarningDays,
+        sessionWaitMs: handshakes.longestSessionWaitMs,
+      },
+      { region: job.region, target: job.target.name, probe: job.probe },
+    ),
     error: run.stoppedEarly,
   };
 };
+
+/** One job's handshakes, in turn: what they saw (the certificate, the longest wait for a session),
+ * and a refusal that ends them. */
+class Handshakes {
+  certificate: CertificateInfo | null = null;
+  longestSessionWaitMs = 0;
+  /** A server that refused the client after a handshake (TLS 1.3's certificate_required) refuses every one: not asked again. */
+  private refusal: ProbeError | undefined;
+
+  constructor(
+    private readonly job: JobOf<'tls'>,
+    private readonly connector: TimedConnector,
+    private readonly url: URL,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** Handshake `seq`: full, or (resumption on, odd seq) offering the session the full one before it left. */
+  async next(seq: number): Promise<HandshakeSample> {
+    const kind = this.job.params.resumption && seq % 2 === 1 ? 'resumed' : 'full';
+    if (this.refusal) return refusedSample(seq, kind, false, this.refusal);
+    if (kind === 'full') this.connector.forgetTlsSession();
+    const sessionOffered = this.connector.hasTlsSession;
+    const start = performance.now();
+    let socket: tls.TLSSocket;
+    try {
+      socket = (await this.connector.open(this.url.hostname, Number(this.url.port) || 443, true)) as tls.TLSSocket;
+    } catch (err) {
+      return refusedSample(seq, kind, sessionOffered, classifyError(err), performance.now() - start);
+    }
+    // Nothing is sent on this socket; a late reset must not become an uncaught error, and a late
+    // TLS alert is the server's answer (below).
+    const refusedLate = lateRefusal(socket);
+    const timeline = this.connector.connections.at(-1)!;
+    try {
+      if (kind === 'full') await this.afterFullHandshake(seq, socket, timeline);
+    } finally {
+      // close_notify first: a server may drop a session from its cache when the connection just dies.
+      socket.end(() => socket.destroy());
+    }
+    this.refusal = refusedLate();
+    if (this.refusal) return refusedSample(seq, kind, sessionOffered, this.refusal, performance.now() - start);
+    const info = timeline.tls!;
+    return {
+      seq,
+      kind,
+      sessionOffered,
+      resumed: info.resumed,
+      phases: handshakePhases(timeline),
+      tlsVersion: info.version,
+      alpn: info.alpn || null,
+      cipher: info.cipher,
+    };
+  }
+
+  /** Reads the certificate, then waits for what the server sends after the handshake: the session
+   * the next handshake resumes, or once, on TLS 1.3, a refusal of the client (certificate_required),
+   * which comes after the client's side of the handshake is done. */
+  private async afterFullHandshake(seq: number, socket: tls.TLSSocket, timeline: ConnectionTimeline): Promise<void> {
+    this.certificate ??= readCertificate(socket);
+    const waitMs = sessionWaitMs(this.job.params.timeoutMs, timeline);
+    if (this.job.params.resumption) {
+      this.longestSessionWaitMs = Math.max(this.longestSessionWaitMs, waitMs);
+      await sessionArrival(socket, timeline, waitMs, this.signal);
+    } else if (seq === 0 && this.job.variant.version === '1.3') {
+      await sessionArrival(socket, timeline, waitMs, this.signal);
+    }
+  }
+}
 
 /** As many full handshakes as the job made, without the target's client certificate: what it costs. */
 async function withoutClientCertificate(
   job: JobOf<'tls'>,
   signal: AbortSignal,
-  policy: TargetPolicy,
+  policy: AddressResolver,
   withCertificate: HandshakeSample[],
 ): Promise<NonNullable<ProbeDetails<'tls'>['clientCertificate']>> {
   const { params, variant } = job;
   const url = new URL(job.target.url);
   const { cert: _cert, key: _key, passphrase: _passphrase, ...tlsWithout } = job.target.tls!;
-  const connector = new TimedConnector({
-    tls: tlsWithout,
-    proxy: proxyOf(job.target),
-    resumeTlsSessions: false,
-    alpn: params.alpn,
-    timeoutMs: params.timeoutMs,
-    tlsVersion: TLS_PROTOCOL_NAME[variant.version],
-    policy,
-  });
+  const connector = handshakeConnector(job, policy, tlsWithout, false);
   let refusal: ProbeError | undefined;
   const run = await runSequence(
     params.samples,
@@ -184,6 +195,24 @@ async function withoutClientCertificate(
     costMs: withoutMs.length > 0 && withMs.length > 0 ? median(withMs) - median(withoutMs) : null,
     withoutError: run.stoppedEarly,
   };
+}
+
+/** A connector offering only the job's TLS version, with the target's TLS settings or `tls`. */
+function handshakeConnector(
+  job: JobOf<'tls'>,
+  policy: AddressResolver,
+  tls: JobOf<'tls'>['target']['tls'],
+  resumeTlsSessions: boolean,
+): TimedConnector {
+  return new TimedConnector({
+    tls,
+    proxy: proxyOf(job.target),
+    resumeTlsSessions,
+    alpn: job.params.alpn,
+    timeoutMs: job.params.timeoutMs,
+    tlsVersion: TLS_PROTOCOL_NAME[job.variant.version],
+    policy,
+  });
 }
 
 /** A handshake that did not measure: its error, and the time until it failed. */
@@ -270,78 +299,4 @@ function readCertificate(socket: tls.TLSSocket): CertificateInfo | null {
     daysLeft: notAfter === null ? null : Math.round(((Date.parse(notAfter) - Date.now()) / DAY_MS) * 10) / 10,
     verifyError: socket.authorized ? null : String(socket.authorizationError ?? 'not authorized'),
   };
-}
-
-function findingsOf(
-  job: JobOf<'tls'>,
-  samples: HandshakeSample[],
-  details: {
-    certificate: CertificateInfo | null;
-    resumption: { attempted: number; sessionsOffered: number; resumed: number } | null;
-  },
-  sessionWaitMs: number,
-): Finding[] {
-  const where = { region: job.region, target: job.target.name, probe: job.probe };
-  const version = job.variant.version;
-  const findings: Finding[] = [];
-
-  const answered = samples.filter((s) => !s.error);
-  if (version === '1.3' && answered.length === 0 && samples[0]?.error?.code === 'TLS_VERSION_UNSUPPORTED') {
-    findings.push(
-      finding(
-        'TLS13_UNAVAILABLE',
-        where,
-        `${samples.length} handshakes offering only TLS 1.3 were refused (TLS_VERSION_UNSUPPORTED)`,
-        {
-          refusedHandshakes: samples.length,
-        },
-      ),
-    );
-  }
-
-  const resumption = details.resumption;
-  if (resumption && resumption.attempted > 0 && resumption.resumed === 0) {
-    const fullHandshakes = answered.filter((s) => s.kind === 'full').length;
-    findings.push(
-      finding(
-        'NO_SESSION_RESUMPTION',
-        where,
-        resumption.sessionsOffered > 0
-          ? `offered the session of the full TLS ${version} handshake before it ${resumption.sessionsOffered} times; the server resumed none`
-          : `the server issued no session ticket or id within ${Math.round(sessionWaitMs)} ms of ${fullHandshakes} full TLS ${version} handshakes: nothing to resume`,
-        {
-          tlsVersion: version,
-          attempted: resumption.attempted,
-          sessionsOffered: resumption.sessionsOffered,
-          resumed: 0,
-        },
-      ),
-    );
-  }
-
-  const cert = details.certificate;
-  const thresholdDays = job.params.certExpiryWarningDays;
-  if (cert?.notAfter && cert.daysLeft !== null && cert.daysLeft < thresholdDays) {
-    const day = cert.notAfter.slice(0, 10);
-    const whole = Math.floor(Math.abs(cert.daysLeft));
-    const days = `${whole} day${whole === 1 ? '' : 's'}`;
-    // The same sentence from every version's job, so the run keeps one copy (coordinator/analysis.ts).
-    // An expired certificate (seen through tls.insecure) is not "soon": it fails every verifying client now.
-    findings.push(
-      cert.daysLeft < 0
-        ? finding(
-            'CERT_EXPIRED',
-            where,
-            `certificate ${cert.subject} (issuer ${cert.issuer}) expired on ${day}, ${days} ago`,
-            { notAfter: cert.notAfter, daysLeft: cert.daysLeft },
-          )
-        : finding(
-            'CERT_EXPIRES_SOON',
-            where,
-            `certificate ${cert.subject} (issuer ${cert.issuer}) expires on ${day}, in ${days} (warning below ${thresholdDays} days)`,
-            { notAfter: cert.notAfter, daysLeft: cert.daysLeft, thresholdDays },
-          ),
-    );
-  }
-  return findings;
 }

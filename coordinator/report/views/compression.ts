@@ -7,9 +7,10 @@ import { formatCount, formatMs, formatPercent } from '../format.js';
 import { byPlace } from './place.js';
 
 type CompressionResult = ResultOf<'compression'>;
-type LevelTable = NonNullable<NonNullable<CompressionResult['details']>['levelTable']>;
-
-type ServerGzip = NonNullable<NonNullable<CompressionResult['details']>['serverGzip']>;
+type CompressionDetails = NonNullable<CompressionResult['details']>;
+type EncodingMeasured = CompressionDetails['encodings'][number];
+type LevelTable = NonNullable<CompressionDetails['levelTable']>;
+type ServerGzip = NonNullable<CompressionDetails['serverGzip']>;
 
 const LIBRARY_NAMES = { zlib: 'zlib 1.2 (nginx, Apache, Python)', node: "Node's zlib" } as const;
 
@@ -59,131 +60,149 @@ function levelChart(r: CompressionResult, t: LevelTable): BarChart {
   };
 }
 
+/** The section: every Accept-Encoding asked, then each result's level and link-model tables, then
+ * the raw-gzip trap. */
 export function compressionView(results: CompressionResult[]): ReportSection {
   const sorted = [...results].sort(byPlace);
-  const unavailable = new Map<string, Set<string>>();
+  const blocks: ReportBlock[] = [encodingsTable(sorted)];
+  for (const r of sorted) blocks.push(...levelBlocks(r), ...linkModelBlocks(r));
+  const rawGzip = rawGzipNote(sorted);
+  if (rawGzip) blocks.push(rawGzip);
+  return { heading: 'Compression', blocks };
+}
+
+/** One row per Accept-Encoding asked, of every result; a note per coding some target could not be asked for. */
+function encodingsTable(sorted: CompressionResult[]): ReportBlock {
+  return {
+    kind: 'table',
+    title:
+      'Compression: one row per Accept-Encoding asked (encoded = body as sent, wire = every byte read for the response)',
+    table: {
+      headers: [
+        'region',
+        'target',
+        'accept',
+        'status',
+        'encoding',
+        'encoded',
+        'wire',
+        'decoded',
+        'ratio',
+        'decode',
+        'vary',
+      ],
+      align: 'llllrrrrrrl',
+      rows: sorted.flatMap((r) => (r.details?.encodings ?? []).map((e) => encodingRow(r, e))),
+    },
+    notes: unavailableNotes(sorted),
+  };
+}
+
+/** What one Accept-Encoding got: the coding, the bytes encoded, on the wire and decoded. */
+function encodingRow(r: CompressionResult, e: EncodingMeasured): string[] {
+  // A decode stopped at a limit (a decompression bomb) says how far it got, and no ratio.
+  const stopped = e.decodeError !== undefined && e.decodedBytes !== undefined;
+  return [
+    r.region,
+    r.target,
+    e.acceptEncoding,
+    e.status === undefined ? '-' : String(e.status),
+    e.decodeError
+      ? `${e.contentEncoding} (${stopped ? 'decoding stopped' : 'undecodable'})`
+      : (e.contentEncoding ?? '-'),
+    formatCount(e.encodedBytes),
+    formatCount(e.wireBytes),
+    stopped ? `> ${formatCount(e.decodedBytes)}` : formatCount(e.decodedBytes),
+    e.decodeError ? '-' : formatPercent(e.encodedBytes, e.decodedBytes),
+    formatMs(e.decodeMs),
+    e.vary ?? '-',
+  ];
+}
+
+/** "not measured for api, assets: br: ...": each coding a probe could not ask for, once, with the targets it missed. */
+function unavailableNotes(sorted: CompressionResult[]): string[] {
+  const targetsByReason = new Map<string, Set<string>>();
   for (const r of sorted)
-    for (const u of r.details?.unavailable ?? [])
-      unavailable.set(
-        `${u.encoding}: ${u.reason}`,
-        (unavailable.get(`${u.encoding}: ${u.reason}`) ?? new Set()).add(r.target),
-      );
-  const blocks: ReportBlock[] = [
+    for (const u of r.details?.unavailable ?? []) {
+      const why = `${u.encoding}: ${u.reason}`;
+      targetsByReason.set(why, (targetsByReason.get(why) ?? new Set()).add(r.target));
+    }
+  return [...targetsByReason].map(([why, targets]) => `not measured for ${[...targets].join(', ')}: ${why}`);
+}
+
+/** The level chart and table of one result, when it measured levels. */
+function levelBlocks(r: CompressionResult): ReportBlock[] {
+  const t = r.details?.levelTable;
+  if (!t || t.rows.length === 0) return [];
+  const serverGzip = r.details?.serverGzip;
+  return [
+    { kind: 'chart', chart: levelChart(r, t) },
     {
       kind: 'table',
-      title:
-        'Compression: one row per Accept-Encoding asked (encoded = body as sent, wire = every byte read for the response)',
+      title: `Level table for ${r.target} (${r.region}): what each level would give, ${formatCount(t.inputBytes)} B of ${t.contentType ?? 'body'} compressed here (Node's zlib), medians over each row's runs`,
       table: {
-        headers: [
-          'region',
-          'target',
-          'accept',
-          'status',
-          'encoding',
-          'encoded',
-          'wire',
-          'decoded',
-          'ratio',
-          'decode',
-          'vary',
-        ],
-        align: 'llllrrrrrrl',
-        rows: sorted.flatMap((r) =>
-          (r.details?.encodings ?? []).map((e) => {
-            // A decode stopped at a limit (a decompression bomb) says how far it got, and no ratio.
-            const stopped = e.decodeError !== undefined && e.decodedBytes !== undefined;
-            return [
-              r.region,
-              r.target,
-              e.acceptEncoding,
-              e.status === undefined ? '-' : String(e.status),
-              e.decodeError
-                ? `${e.contentEncoding} (${stopped ? 'decoding stopped' : 'undecodable'})`
-                : (e.contentEncoding ?? '-'),
-              formatCount(e.encodedBytes),
-              formatCount(e.wireBytes),
-              stopped ? `> ${formatCount(e.decodedBytes)}` : formatCount(e.decodedBytes),
-              e.decodeError ? '-' : formatPercent(e.encodedBytes, e.decodedBytes),
-              formatMs(e.decodeMs),
-              e.vary ?? '-',
-            ];
-          }),
-        ),
+        headers: ['coding', 'level', 'bytes', 'ratio', 'compress', 'decompress', 'runs'],
+        align: 'lrrrrrr',
+        rows: t.rows.map((row) => [
+          row.coding,
+          String(row.level),
+          formatCount(row.bytes),
+          formatPercent(row.bytes, t.inputBytes),
+          formatMs(row.compressMs),
+          formatMs(row.decompressMs),
+          String(row.runs),
+        ]),
       },
-      notes: [...unavailable].map(([why, targets]) => `not measured for ${[...targets].join(', ')}: ${why}`),
+      notes: serverGzip ? [`the server's own gzip: ${describeServerGzip(serverGzip)}`] : [],
     },
   ];
+}
 
-  for (const r of sorted) {
-    const d = r.details;
-    if (!d) continue;
-    const where = `${r.target} (${r.region})`;
-    if (d.levelTable && d.levelTable.rows.length > 0) {
-      const t = d.levelTable;
-      blocks.push(
-        { kind: 'chart', chart: levelChart(r, t) },
-        {
-          kind: 'table',
-          title: `Level table for ${where}: what each level would give, ${formatCount(t.inputBytes)} B of ${t.contentType ?? 'body'} compressed here (Node's zlib), medians over each row's runs`,
-          table: {
-            headers: ['coding', 'level', 'bytes', 'ratio', 'compress', 'decompress', 'runs'],
-            align: 'lrrrrrr',
-            rows: t.rows.map((row) => [
-              row.coding,
-              String(row.level),
-              formatCount(row.bytes),
-              formatPercent(row.bytes, t.inputBytes),
-              formatMs(row.compressMs),
-              formatMs(row.decompressMs),
-              String(row.runs),
-            ]),
-          },
-          notes: d.serverGzip ? [`the server's own gzip: ${describeServerGzip(d.serverGzip)}`] : [],
-        },
-      );
-    }
-    if (d.linkModel.length > 0) {
-      blocks.push({
-        kind: 'table',
-        title: `Link model for ${where}: server compression (its extra time to first byte) + transfer at the link speed + decode here`,
-        table: {
-          headers: ['link', 'encoding', 'wire bytes', 'compress', 'transfer', 'decode', 'total'],
-          align: 'llrrrrr',
-          rows: d.linkModel.flatMap((m) =>
-            m.rows.map((row) => [
-              `${m.linkMBps} MB/s`,
-              row.contentEncoding ?? 'identity',
-              formatCount(row.wireBytes),
-              formatMs(row.compressMs),
-              formatMs(row.transferMs),
-              formatMs(row.decodeMs),
-              formatMs(row.totalMs),
-            ]),
-          ),
-        },
-        notes: d.linkModel.map((m) => `at ${m.linkMBps} MB/s: ${m.recommendation}`),
-      });
-    }
-  }
+/** The link model table of one result, when it has one. */
+function linkModelBlocks(r: CompressionResult): ReportBlock[] {
+  const linkModel = r.details?.linkModel ?? [];
+  if (linkModel.length === 0) return [];
+  return [
+    {
+      kind: 'table',
+      title: `Link model for ${r.target} (${r.region}): server compression (its extra time to first byte) + transfer at the link speed + decode here`,
+      table: {
+        headers: ['link', 'encoding', 'wire bytes', 'compress', 'transfer', 'decode', 'total'],
+        align: 'llrrrrr',
+        rows: linkModel.flatMap((m) =>
+          m.rows.map((row) => [
+            `${m.linkMBps} MB/s`,
+            row.contentEncoding ?? 'identity',
+            formatCount(row.wireBytes),
+            formatMs(row.compressMs),
+            formatMs(row.transferMs),
+            formatMs(row.decodeMs),
+            formatMs(row.totalMs),
+          ]),
+        ),
+      },
+      notes: linkModel.map((m) => `at ${m.linkMBps} MB/s: ${m.recommendation}`),
+    },
+  ];
+}
 
-  // The raw-gzip trap, explained once with this run's bytes.
+/** The raw-gzip trap, explained once with this run's bytes, when a target sent gzip. */
+function rawGzipNote(sorted: CompressionResult[]): ReportBlock | undefined {
   const rawGzip = sorted.flatMap((r) => {
     const row = r.details?.encodings.find(
       (e) => e.contentEncoding?.toLowerCase() === 'gzip' && e.firstBytesHex.startsWith('1f8b'),
     );
     return row ? [{ target: r.target, row }] : [];
   });
-  if (rawGzip.length > 0) {
-    const { row } = rawGzip[0];
-    // Each target's own content type: what a client that does not decode fails to get.
-    const types = [...new Set(rawGzip.map((g) => g.row.contentType ?? 'body'))];
-    blocks.push({
-      kind: 'text',
-      text:
-        `Raw gzip: asked for gzip, ${rawGzip.map((g) => `${g.target} (${g.row.contentType ?? 'body'})`).join(', ')} sent bodies starting ${row.firstBytesHex.match(/../g)!.join(' ')}. ` +
-        `A client that sends Accept-Encoding: gzip but does not decode (curl -H 'Accept-Encoding: gzip' without --compressed) ` +
-        `gets exactly these bytes, not the ${types.length === 1 ? types[0] : 'decoded body'}.`,
-    });
-  }
-  return { heading: 'Compression', blocks };
+  if (rawGzip.length === 0) return undefined;
+  const { row } = rawGzip[0];
+  // Each target's own content type: what a client that does not decode fails to get.
+  const types = [...new Set(rawGzip.map((g) => g.row.contentType ?? 'body'))];
+  return {
+    kind: 'text',
+    text:
+      `Raw gzip: asked for gzip, ${rawGzip.map((g) => `${g.target} (${g.row.contentType ?? 'body'})`).join(', ')} sent bodies starting ${row.firstBytesHex.match(/../g)!.join(' ')}. ` +
+      `A client that sends Accept-Encoding: gzip but does not decode (curl -H 'Accept-Encoding: gzip' without --compressed) ` +
+      `gets exactly these bytes, not the ${types.length === 1 ? types[0] : 'decoded body'}.`,
+  };
 }

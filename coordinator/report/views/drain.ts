@@ -1,5 +1,6 @@
 // The connection-reuse article's benchmark: per body handling, how many connections N
 // sequential requests opened, and how long they took.
+import { DRAIN_CLIENTS, DRAIN_MODES } from '../../../contracts/probes/drain.js';
 import type { ResultOf } from '../../../contracts/result.js';
 import type { BarChart, ReportSection } from '../document.js';
 import { plural } from '../../../common/plural.js';
@@ -8,7 +9,8 @@ import { barLabeller, byPlace, byTarget, errorsCell, nothingMeasured } from './p
 
 type DrainResult = ResultOf<'drain'>;
 
-const MODE_ORDER = ['full', 'unread', 'drain', 'json'];
+const MODE_ORDER: readonly string[] = DRAIN_MODES;
+const CLIENT_ORDER: readonly string[] = DRAIN_CLIENTS;
 
 const modeName = (r: DrainResult) =>
   r.variant.mode === 'drain' && r.details?.drainCap
@@ -21,14 +23,15 @@ function connectionsChart(results: DrainResult[]): BarChart {
     id: 'drain-connections',
     title: 'Connections opened per body handling',
     description:
-      'Connections that N sequential requests over one client opened, per way of handling each body: read to its end (full), ' +
-      'closed unread, drained within a cap, or decoded as JSON up to its closing bracket. One connection means every request reused it.',
+      'Connections that N sequential requests over one client opened, per way of handling each body (read to its end, ' +
+      'closed unread, drained within a cap, or decoded as JSON up to its closing bracket) and per HTTP client, whose ' +
+      'policy for a body closed early each bar shows (Go before 1.27, Go 1.27, undici). One connection means every request reused it.',
     unit: 'count',
     groups: byTarget(results).map(([target, mine]) => ({
       label: target,
       bars: mine.map((r) => ({
-        label: label(r, modeName(r)),
-        series: r.variant.mode,
+        label: label(r, `${modeName(r)} · ${r.variant.client}`),
+        series: r.variant.client,
         value: r.summary.connectionsOpened,
         text:
           nothingMeasured(r) ??
@@ -40,7 +43,10 @@ function connectionsChart(results: DrainResult[]): BarChart {
 
 export function drainView(results: DrainResult[]): ReportSection {
   const sorted = [...results].sort(
-    (a, b) => byPlace(a, b) || MODE_ORDER.indexOf(a.variant.mode) - MODE_ORDER.indexOf(b.variant.mode),
+    (a, b) =>
+      byPlace(a, b) ||
+      MODE_ORDER.indexOf(a.variant.mode) - MODE_ORDER.indexOf(b.variant.mode) ||
+      CLIENT_ORDER.indexOf(a.variant.client) - CLIENT_ORDER.indexOf(b.variant.client),
   );
   const count = (r: DrainResult, test: (s: NonNullable<DrainResult['details']>['samples'][number]) => boolean) =>
     String(r.details?.samples.filter((s) => !s.error && test(s)).length ?? '-');
@@ -54,12 +60,14 @@ export function drainView(results: DrainResult[]): ReportSection {
       { kind: 'chart', chart: connectionsChart(sorted) },
       {
         kind: 'table',
-        title: 'Drain: sequential HTTP/1.1 requests per body handling (total = wall time of all requests of the job)',
+        title:
+          'Drain: sequential HTTP/1.1 requests per body handling and client (the client whose policy for a body closed early the row shows; total = wall time of all requests of the job)',
         table: {
           headers: [
             'region',
             'target',
             'mode',
+            'client',
             'requests',
             'new conns',
             'extra',
@@ -69,11 +77,12 @@ export function drainView(results: DrainResult[]): ReportSection {
             'conn: close',
             'errors',
           ],
-          align: 'lllrrrrrrrr',
+          align: 'llllrrrrrrrr',
           rows: sorted.map((r) => [
             r.region,
             r.target,
             modeName(r),
+            r.variant.client,
             String(r.summary.requests),
             String(r.summary.connectionsOpened),
             String(r.details?.extraConnections ?? '-'),

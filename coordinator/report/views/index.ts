@@ -6,6 +6,7 @@ import type { ResultOf } from '../../../contracts/result.js';
 import type { ReportSection } from '../document.js';
 import { compressionView } from './compression.js';
 import { corsView } from './cors.js';
+import { dnsView } from './dns.js';
 import { drainView } from './drain.js';
 import { http2View } from './http2.js';
 import { loadView } from './load.js';
@@ -20,4 +21,5 @@ export const REPORT_VIEWS: { [K in ProbeKind]: (results: ResultOf<K>[]) => Repor
   tls: tlsView,
   http2: http2View,
   load: loadView,
+  dns: dnsView,
 };

@@ -1,11 +1,12 @@
 // Load results: throughput and latency percentiles per region, target and mode; where an
 // experiment ran in several regions, a row with their histograms merged. Open-loop runs get a
-// second table: latency from the intended send time next to the time from the actual send.
-import type { LatencyPercentiles, LoadDetails } from '../../../contracts/probes/load.js';
+// second table: latency from the intended send time next to the time from the actual send. A load
+// spread over several workers (`workers`) is one row, merged, and a table of each worker's part.
+import { type LatencyPercentiles, type LoadDetails, SATURATED_UTILIZATION } from '../../../contracts/probes/load.js';
 import type { ResultOf } from '../../../contracts/result.js';
 import { loadTotals } from '../../load-totals.js';
 import type { BarChart, ReportBlock, ReportSection } from '../document.js';
-import { formatMs } from '../format.js';
+import { formatCount, formatMs } from '../format.js';
 import { barLabeller, byTarget, errorsCell, nothingMeasured } from './place.js';
 import { plural } from '../../../common/plural.js';
 
@@ -16,13 +17,12 @@ function loadShape(r: LoadResult): string {
   if (!d) return '-';
   const conns =
     d.mode === 'h2' ? `${d.connections} conns x ${d.concurrency / d.connections} streams` : `${d.connections} conns`;
-  return d.rate === undefined ? conns : `${formatCount(d.rate)}/s, ${conns}`;
+  const shape = d.rate === undefined ? conns : `${formatCount(d.rate)}/s, ${conns}`;
+  return d.shards ? `${shape}, ${plural(d.shards.length, 'worker')}` : shape;
 }
 
-const formatCount = (n: number) => Math.round(n).toLocaleString('en-US');
-
 function latencyCells(l: LatencyPercentiles | undefined): string[] {
-  return l && l.n > 0 ? [l.p50, l.p90, l.p99, l.p999, l.max].map(formatMs) : ['-', '-', '-', '-', '-'];
+  return l && l.n > 0 ? [l.p50, l.p90, l.p99, l.p999, l.max].map((ms) => formatMs(ms)) : ['-', '-', '-', '-', '-'];
 }
 
 function errorCell(r: LoadResult): string {
@@ -126,6 +126,30 @@ export function loadView(results: LoadResult[]): ReportSection {
     },
   ];
 
+  const measured = sorted.filter((r) => r.details);
+  if (measured.length > 0) {
+    blocks.push({
+      kind: 'table',
+      title: `The load generator: how busy its threads were (${Math.round(SATURATED_UTILIZATION * 100)}% or more: the client, not the target, set the pace; LOAD_CLIENT_SATURATED)`,
+      table: {
+        headers: ['region', 'target', 'mode', 'threads', 'cores', 'busiest thread', 'CPU'],
+        align: 'lllrrrr',
+        rows: measured.map((r) => {
+          const client = r.details!.client;
+          return [
+            r.region,
+            r.target,
+            r.variant.mode,
+            String(client.threads),
+            String(client.cores),
+            `${Math.round(Math.max(...client.eventLoopUtilization) * 100)}%`,
+            `${client.cpuSeconds.toFixed(1)} s`,
+          ];
+        }),
+      },
+    });
+  }
+
   const open = sorted.filter((r) => r.details?.loop === 'open');
   if (open.length > 0) {
     blocks.push({
@@ -161,6 +185,49 @@ export function loadView(results: LoadResult[]): ReportSection {
             formatMs(d.serviceTimeMs?.p99),
           ];
         }),
+      },
+    });
+  }
+  const spread = sorted.filter((r) => r.details?.shards);
+  if (spread.length > 0) {
+    blocks.push({
+      kind: 'table',
+      title:
+        "Load spread over several workers: each worker's part (started: after the first of them; the row above merges their histograms)",
+      table: {
+        headers: [
+          'region',
+          'target',
+          'mode',
+          'worker',
+          'host',
+          'pid',
+          'started',
+          'conns',
+          'answered',
+          'req/s',
+          'p50',
+          'p99',
+          'errors',
+        ],
+        align: 'lllrlrrrrrrrr',
+        rows: spread.flatMap((r) =>
+          r.details!.shards!.map((shard) => [
+            r.region,
+            r.target,
+            r.variant.mode,
+            String(shard.index + 1),
+            shard.worker.host,
+            String(shard.worker.pid),
+            `+${formatMs(shard.startOffsetMs)}`,
+            formatCount(shard.connections),
+            formatCount(shard.completed),
+            formatCount(shard.requestsPerSecond),
+            formatMs(shard.latencyMs.p50),
+            formatMs(shard.latencyMs.p99),
+            shard.error ? `${formatCount(shard.errors)} (${shard.error.code})` : formatCount(shard.errors),
+          ]),
+        ),
       },
     });
   }

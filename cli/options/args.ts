@@ -1,9 +1,11 @@
+// What every command's options share: the type of the arguments they parse, and `-` after a
+// file option read as stdout.
 import type { Argv } from 'yargs';
 
 /** The parsed arguments a command's option builder declares. */
 export type ArgsOf<B extends (y: Argv) => Argv<unknown>> = ReturnType<B> extends Argv<infer T> ? T : never;
 
-/** Options that write a file, where "-" is stdout (report-files.ts). */
+/** Options that write a file, where "-" is stdout (cli/commands/report-files.ts). */
 const FILE_OPTIONS = new Set(['--json', '--html', '--markdown', '--csv']);
 
 /**

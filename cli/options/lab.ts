@@ -4,8 +4,8 @@
 import type { Argv } from 'yargs';
 import { BadArgumentError } from '../../common/bad-input.js';
 import type { Logger } from '../../common/log.js';
-import type { LabAddress } from '../../contracts/lab-roles.js';
-import { DEFAULT_LAB_PORT, LabPortInUseError, labAddressAt, startLab, type Lab } from '../../lab/index.js';
+import { DEFAULT_LAB_PORT, labAddressAt, type LabAddress } from '../../contracts/lab-roles.js';
+import type { Lab } from '../../lab/index.js';
 
 export const labAtArg = <T>(y: Argv<T>) =>
   y.option('lab-at', {
@@ -39,6 +39,8 @@ export function labAtOf(text: string): LabAddress {
  * port does). Says on stderr when it fell back.
  */
 export async function startRunLab(port: number | undefined, log: Logger): Promise<Lab> {
+  // Loaded here: the lab's servers and certificates are for the commands that start one.
+  const { LabPortInUseError, startLab } = await import('../../lab/index.js');
   if (port !== undefined) return startLab({ basePort: port, log });
   try {
     return await startLab({ basePort: DEFAULT_LAB_PORT, log });

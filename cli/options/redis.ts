@@ -1,20 +1,11 @@
 // The options every command that talks to a fleet's Redis shares: --redis, --redis-ca, --prefix,
-// --redis-timeout; and how a command that ends uses a fleet (withFleet): bounded in time whatever
-// Redis does, an unreachable Redis said as such (exit 4).
+// --redis-timeout, and what they say. Light: a command that may not use Redis (compare of files)
+// declares them without loading ioredis; connecting is cli/options/fleet.ts.
 import type { Argv } from 'yargs';
 import { DEFAULT_QUEUE_PREFIX, prefixProblem } from '../../contracts/queues.js';
-import type { RetentionSettings } from '../../contracts/retention.js';
-import type { Logger } from '../../common/log.js';
-import {
-  DEFAULT_REDIS_TIMEOUT_SECONDS,
-  DEFAULT_REDIS_URL,
-  RedisUnreachableError,
-  redisSettingsFrom,
-  type RedisSettings,
-} from '../../common/redis.js';
+import { DEFAULT_REDIS_TIMEOUT_SECONDS, DEFAULT_REDIS_URL } from '../../common/redis-defaults.js';
 import { jobKeyFromEnv, JobKeyError } from '../../common/job-signature.js';
-import { openFleet, type Fleet } from '../../coordinator/fleet.js';
-import { BadArgumentError, BadInputError } from '../../common/bad-input.js';
+import { BadArgumentError } from '../../common/bad-input.js';
 
 export const redisArgs = (y: Argv) =>
   y
@@ -66,74 +57,11 @@ export function redisTimeoutMsOf(args: RedisArgs): number {
   return Math.round(seconds * 1000);
 }
 
-/** `bounded`: for a command that ends, every Redis command fails after --redis-timeout. */
-export function redisSettingsOf(args: RedisArgs, options: { bounded?: boolean } = {}): RedisSettings {
-  const settings = redisSettingsFrom(
-    redisUrlFrom(args) ?? DEFAULT_REDIS_URL,
-    args.redisCa || process.env.REDIS_CA_FILE || undefined,
-  );
-  return options.bounded ? { ...settings, commandTimeoutMs: redisTimeoutMsOf(args) } : settings;
-}
-
 export function prefixOf(args: RedisArgs): string {
   const prefix = args.prefix || process.env.PROBEFLEET_PREFIX || DEFAULT_QUEUE_PREFIX;
   const problem = prefixProblem(prefix);
   if (problem) throw new BadArgumentError(`--prefix: ${problem}`);
   return prefix;
-}
-
-export function fleetOf(
-  args: RedisArgs,
-  log: Logger,
-  options: { bounded?: boolean; retention?: RetentionSettings } = {},
-): Fleet {
-  return openFleet({
-    redis: redisSettingsOf(args, options),
-    prefix: prefixOf(args),
-    log,
-    jobKey: jobKeyOf(),
-    ...(options.retention ? { retention: options.retention } : {}),
-  });
-}
-
-const RECHECK_MS = 1_000;
-
-/**
- * A command that ends, on the fleet: Redis answers first (else RedisUnreachableError, exit 4),
- * every command is bounded by --redis-timeout, and closing is bounded too. A failure while Redis
- * does not answer is reported as Redis being unreachable, whatever the command was doing.
- */
-export async function withFleet<T>(
-  args: RedisArgs,
-  log: Logger,
-  work: (fleet: Fleet) => Promise<T>,
-  options: { retention?: RetentionSettings } = {},
-): Promise<T> {
-  const fleet = fleetOf(args, log, { ...options, bounded: true });
-  try {
-    await fleet.reachable();
-    return await work(fleet);
-  } catch (err) {
-    if (err instanceof RedisUnreachableError) throw withUrlSource(err, args);
-    if (err instanceof BadInputError) throw err;
-    // Not every failure is Redis's: ask it once more (briefly: it answered a moment ago) before blaming it.
-    const stillThere = await fleet.reachable(RECHECK_MS).then(
-      () => true,
-      () => false,
-    );
-    if (!stillThere) throw withUrlSource(fleet.unreachable(`lost while working (${(err as Error).message})`), args);
-    throw err;
-  } finally {
-    await fleet.close();
-  }
-}
-
-/** The error, saying where its URL came from when that was the environment. */
-function withUrlSource(err: RedisUnreachableError, args: RedisArgs): RedisUnreachableError {
-  if (!redisUrlFromEnvironment(args)) return err;
-  return new RedisUnreachableError(
-    `${err.message}; the URL is REDIS_URL from the environment (--redis names another; REDIS_URL= unsets it)`,
-  );
 }
 
 /** PROBEFLEET_JOB_KEY, checked: a key too short to trust is bad input. */

@@ -1,0 +1,111 @@
+// A fleet's Redis without BullMQ: one client under the fleet's prefix, with the report store, for
+// what reads or writes the fleet's keys itself (`runs`, `schedule list`, `compare --redis`), so
+// that those commands do not load BullMQ. The Fleet (fleet.ts) is this plus the queues.
+import { prefixProblem } from '../contracts/queues.js';
+import { DEFAULT_RETENTION, type RetentionSettings } from '../contracts/retention.js';
+import type { Logger } from '../common/log.js';
+import {
+  createRedisClient,
+  pingWithin,
+  redactRedisUrl,
+  refuseOtherKind,
+  warnOnRedisErrors,
+  type RedisClient,
+  type RedisSettings,
+} from '../common/redis.js';
+import { DEFAULT_REDIS_TIMEOUT_SECONDS } from '../common/redis-defaults.js';
+import { RedisUnreachableError } from '../common/redis-errors.js';
+import { settlesWithin } from '../common/settle.js';
+import { ReportStore } from './report-store.js';
+
+/** How long closing waits for the connections to say goodbye before cutting them (and then for
+ * the cut: closing takes at most twice this). */
+export const FLEET_CLOSE_BOUND_MS = 2_000;
+
+export interface FleetClientOptions {
+  redis: RedisSettings;
+  /** Key prefix with a Redis Cluster hash tag, e.g. "{probefleet}". */
+  prefix: string;
+  /** What is kept and for how long: reports here; jobs where they finish. */
+  retention?: RetentionSettings;
+  log: Logger;
+}
+
+export interface FleetClient {
+  redis: RedisSettings;
+  prefix: string;
+  retention: RetentionSettings;
+  /** The fleet's one connection (a Cluster's: one per node). */
+  client: RedisClient;
+  store: ReportStore;
+  /** Resolves once Redis answers; else RedisUnreachableError saying where and why, after `timeoutMs`.
+   * The first answer is also checked for a Redis of another kind than the URL says (RedisKindError). */
+  reachable(timeoutMs?: number): Promise<void>;
+  /** The error that says Redis could not be reached, with the last connection error seen. */
+  unreachable(what: string): RedisUnreachableError;
+  /** Closes every connection; bounded, whatever Redis does. */
+  close(): Promise<void>;
+}
+
+export class QueuePrefixError extends Error {
+  override name = 'QueuePrefixError';
+}
+
+/** What closing needs of a BullMQ queue or flow producer that shares the client. */
+export interface OnClient {
+  close(): Promise<void>;
+  disconnect(): Promise<void>;
+}
+
+/**
+ * Closes the client and what shares it (`sharing`: the Fleet's queues), bounded whatever Redis
+ * does: each says goodbye, within FLEET_CLOSE_BOUND_MS, then every connection is cut.
+ */
+export async function closeFleetConnections(client: RedisClient, sharing: OnClient[]): Promise<void> {
+  // QUIT would wait behind commands queued for a Redis that is away: only say goodbye to one that answers.
+  const closing = Promise.allSettled([
+    ...sharing.map((q) => q.close()),
+    client.status === 'ready' ? client.quit() : client.disconnect(),
+  ]);
+  await settlesWithin(closing, FLEET_CLOSE_BOUND_MS);
+  // A BullMQ connection whose QUIT failed (Redis away: it timed out, or never came) stops
+  // listening for errors but goes on reconnecting, which would keep the process alive; and
+  // commands may still be queued for it. Cutting every connection ends both (a no-op for one
+  // that closed). Bounded too: a promise that never settles, once nothing else is pending,
+  // would end the process with Node's exit code 13 instead of ours.
+  await settlesWithin(Promise.allSettled(sharing.map((q) => q.disconnect())), FLEET_CLOSE_BOUND_MS);
+  client.disconnect();
+}
+
+export function openFleetClient(options: FleetClientOptions): FleetClient {
+  const problem = prefixProblem(options.prefix);
+  if (problem) throw new QueuePrefixError(problem);
+  const { prefix, log } = options;
+  const client = createRedisClient(options.redis, 'probefleet-coordinator');
+  const lastError = warnOnRedisErrors(client, log, 'fleet');
+  let kindChecked = false;
+  const where = redactRedisUrl(options.redis.url);
+  const unreachable = (what: string) => {
+    const cause = lastError();
+    return new RedisUnreachableError(
+      `cannot reach Redis at ${where}: ${what}${cause ? ` (last error: ${cause})` : ''}`,
+    );
+  };
+  const retention = options.retention ?? DEFAULT_RETENTION;
+  return {
+    redis: options.redis,
+    prefix,
+    retention,
+    client,
+    store: new ReportStore(client, prefix, retention.reports),
+    async reachable(timeoutMs = options.redis.commandTimeoutMs ?? DEFAULT_REDIS_TIMEOUT_SECONDS * 1000) {
+      if (!(await pingWithin(client, timeoutMs)))
+        throw unreachable(`no answer within ${Math.round(timeoutMs / 100) / 10} s`);
+      if (kindChecked) return;
+      refuseOtherKind(options.redis, await client.info('cluster'));
+      kindChecked = true;
+    },
+    unreachable,
+    close: () => closeFleetConnections(client, []),
+  };
+}
