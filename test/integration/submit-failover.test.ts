@@ -92,9 +92,14 @@ describe('a failover during a submit', needsRedis, () => {
     return readReport(json);
   }
 
-  function everyJobOnce(report: RunReport, expected: string[]): void {
-    assert.deepEqual(report.unfinishedJobs, []);
-    assert.deepEqual(report.results.map((r) => r.jobId).sort(), [...expected].sort(), 'every job exactly once');
+  /** Every job has one result; on failure, what `run` printed says how it got there. */
+  function everyJobOnce(report: RunReport, expected: string[], run: CliProcess): void {
+    assert.deepEqual(report.unfinishedJobs, [], run.stderr());
+    assert.deepEqual(
+      report.results.map((r) => r.jobId).sort(),
+      [...expected].sort(),
+      `every job exactly once:\n${run.stderr()}`,
+    );
   }
 
   test('replication held through the submit: the failover loses the whole run, and the waiting run adds it all again', async () => {
@@ -115,6 +120,7 @@ describe('a failover during a submit', needsRedis, () => {
     everyJobOnce(
       report,
       (await jobsOf(yaml, 'fo-all')).map((j) => j.jobId),
+      run,
     );
     assert.match(run.stderr(), /^run fo-all: its parent job is no longer in Redis; adding it again \(1 of 3\)$/m);
     assert.match(run.stderr(), /^run fo-all: added 6 of 6 batches again$/m);
@@ -138,6 +144,7 @@ describe('a failover during a submit', needsRedis, () => {
     everyJobOnce(
       report,
       (await jobsOf(yaml, 'fo-part')).map((j) => j.jobId),
+      run,
     );
     // Progress counted the jobs Redis held: the ones lost showed as lost, and were added again.
     assert.match(run.stderr(), /^jobs done per region: fb \d+\/400 \(\d+ lost\)$/m);
@@ -169,11 +176,13 @@ describe('a failover during a submit', needsRedis, () => {
     everyJobOnce(
       report,
       (await jobsOf(yaml, 'fo-mid')).map((j) => j.jobId),
+      run,
     );
     // Named before anything was written: had the submit failed, its id would have been on the screen.
     assert.match(
       run.stderr().split('\n')[0]!,
       /^run fo-mid: submitting to redis:\/\/127\.0\.0\.1:\d+ \(prefix \{pftest-\w+\}\)$/,
+      run.stderr(),
     );
   });
 
@@ -189,6 +198,7 @@ describe('a failover during a submit', needsRedis, () => {
     everyJobOnce(
       report,
       (await jobsOf(yaml, 'fo-confirmed')).map((j) => j.jobId),
+      run,
     );
     assert.doesNotMatch(run.stderr(), /did not confirm|adding it again|lost/);
   });
