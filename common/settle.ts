@@ -1,7 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** True if the promise settles within `ms` (either way), false otherwise. The timer does not
- * outlive the answer, so it never holds a process open. */
+/** The longest timer Node keeps (2^31 - 1 ms, ~24.8 days); it fires a longer one after 1 ms. */
+export const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
+/** True if the promise settles within `ms` (either way), false otherwise; `ms` beyond
+ * LONGEST_TIMER_MS is that long (a run's deadline can be weeks away). The timer does not outlive
+ * the answer, so it never holds a process open. */
 export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   const timer = new AbortController();
   try {
@@ -10,7 +14,7 @@ export async function settlesWithin(promise: Promise<unknown>, ms: number): Prom
         () => true,
         () => true,
       ),
-      sleep(ms, false, { signal: timer.signal }).catch(() => false),
+      sleep(Math.min(ms, LONGEST_TIMER_MS), false, { signal: timer.signal }).catch(() => false),
     ]);
   } finally {
     timer.abort();

@@ -103,9 +103,12 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
         throw new RunDataError(`run ${data.runId} is no longer in Redis and has no stored report`);
       return undefined;
     }
-    const parent = await fleet.runs.getJob(data.runId);
-    if (!parent) return undefined; // gone since the reading: finished, and read as such next time
+    // The parent job (its data lists every job) is read only to finish or expire the run, not to
+    // show progress: a big run's data is tens of MB.
+    const parentJob = async (): Promise<Job | undefined> => fleet.runs.getJob(data.runId);
     if (!state.waiting) {
+      const parent = await parentJob();
+      if (!parent) return undefined; // gone since the reading: finished, and read as such next time
       progress.update(totals); // nothing is pending any more
       return finished(fleet, parent, options, notice);
     }
@@ -120,7 +123,8 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
           ? `${lostJobs} of its jobs are not in Redis (lost: a failover, or a restart without persistence)`
           : 'its submission gate is back in Redis (a failover lost its removal)',
       );
-    if (state.pastDeadline) {
+    const parent = state.pastDeadline ? await parentJob() : undefined;
+    if (parent) {
       const removed = await expireRunIfDue(fleet, parent, data, state.now);
       if (removed > 0)
         log.warn(

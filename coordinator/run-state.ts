@@ -19,9 +19,18 @@ import type { RunJobData } from '../contracts/run-job.js';
 import { msOfRedisTime } from '../common/redis.js';
 import type { Fleet } from './fleet.js';
 
+/** Cut once per run's data: a wait reads the run's state twice a second, and a big run has
+ * thousands of batches. */
+const batchesOfData = new WeakMap<Pick<RunJobData, 'jobs' | 'jobsPerBatch'>, Map<string, BatchOf<JobRef>>>();
+
 /** The run's batches by id, as its submit cut them (the same ids from job refs or payloads). */
 export function batchesById(data: Pick<RunJobData, 'jobs' | 'jobsPerBatch'>): Map<string, BatchOf<JobRef>> {
-  return new Map(batchesOf(data.jobs, data.jobsPerBatch).map((batch) => [batch.id, batch]));
+  let batches = batchesOfData.get(data);
+  if (!batches) {
+    batches = new Map(batchesOf(data.jobs, data.jobsPerBatch).map((batch) => [batch.id, batch]));
+    batchesOfData.set(data, batches);
+  }
+  return batches;
 }
 
 export interface RunState {

@@ -461,6 +461,16 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
     assert.equal(again.stdout, first.stdout, "the run's report, as it was");
   });
 
+  test('a deadline weeks away (past the longest timer Node keeps) is waited for like any other', async () => {
+    // 35 days: a big run's default deadline (its busiest region's jobs × jobTimeoutSeconds) can be that far.
+    const plan = await writePlan(planYaml(lab, 'far-deadline', ['a'], 1));
+    const { code, stderr } = await runCli(['run', plan, ...redisArgs, '--deadline', '3000000', '--csv', '/dev/null'], {
+      timeoutMs: 60_000,
+    });
+    assert.equal(code, 0, stderr);
+    assert.doesNotMatch(stderr, /TimeoutOverflowWarning/);
+  });
+
   test('submitting the same run twice adds no jobs', async () => {
     // Region "idle" has no worker, so the jobs stay where they were put.
     const plan = await writePlan(planYaml(lab, 'same-twice', ['idle']));

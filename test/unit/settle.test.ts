@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { settledByBound } from '../../common/settle.js';
+import { settledByBound, settlesWithin } from '../../common/settle.js';
 
 describe('settledByBound', () => {
   test('a promise that never settles ends with the overrun value, and not before graceMs after the abort', async () => {
@@ -35,5 +35,22 @@ describe('settledByBound', () => {
     const never = new AbortController();
     const slow = new Promise<string>((resolve) => setTimeout(() => resolve('done'), 30));
     assert.equal(await settledByBound(slow, never.signal, 1, () => 'overrun'), 'done');
+  });
+});
+
+describe('settlesWithin', () => {
+  test('a bound past the longest timer Node keeps waits for the promise, and Node warns of nothing', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const later = sleep(20, 'answered');
+      // 35 days: Node would fire a timer this long after 1 ms (TimeoutOverflowWarning).
+      assert.equal(await settlesWithin(later, 35 * 86_400_000), true);
+      assert.equal(await settlesWithin(new Promise(() => {}), 10), false);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    assert.deepEqual(warnings, []);
   });
 });
