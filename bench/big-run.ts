@@ -1,0 +1,208 @@
+// A run as big as a fleet's night, end to end through real processes: a redis-server of its own,
+// Debian's nginx as every target, one `probefleet worker` per region, a `probefleet coordinator`,
+// and the run submitted and waited for as users run it. Prints each target as met or missed:
+//   - submit rate as the user sees it: `probefleet run PLAN --redis URL --detach`, process start
+//     to exit (workers not started yet, so the submit has the machine);
+//   - peak RSS of the `run --redis` process that waits for the run and writes its report, of the
+//     coordinator and of each worker;
+//   - the report ready (the `run` process has written it and exited) after the last job finished;
+//   - Redis memory per finished job once the report is stored (what the retention settings keep).
+// Not part of `npm run bench` (it takes minutes); run it when a big run is in question:
+//   npm run build && node dist/bench/big-run.js [--jobs 100000] [--submit-only]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { startNginx } from '../common/nginx-server.js';
+import { redisOptions } from '../common/redis.js';
+import { TIED_TO_THIS_PROCESS } from '../regions/system.js';
+import { queuePlanYaml, startBenchRedis, type PlanShape } from './queue.js';
+
+const CLI = fileURLToPath(new URL('../../bin/probefleet.js', import.meta.url));
+const TARGETS = {
+  submitJobsPerSecond: 30_000,
+  peakRssMb: 300,
+  reportSeconds: 30,
+};
+/** Jobs per region: one worker each, as many regions as make the run. */
+const JOBS_PER_REGION = 10_000;
+
+const { values } = parseArgs({
+  options: { jobs: { type: 'string', default: '100000' }, 'submit-only': { type: 'boolean', default: false } },
+});
+const jobs = Number(values.jobs);
+if (!(Number.isInteger(jobs) && jobs % JOBS_PER_REGION === 0 && jobs >= JOBS_PER_REGION && jobs <= 500_000))
+  throw new Error(`--jobs: a multiple of ${JOBS_PER_REGION} up to 500000 (50 regions), got ${values.jobs}`);
+const shape: PlanShape = { regions: jobs / JOBS_PER_REGION, targets: 100, experiments: 50, modes: ['reused', 'new'] };
+const regions = Array.from({ length: shape.regions }, (_, i) => `r${i}`);
+const say = (line: string) => process.stderr.write(`big-run: ${line}\n`);
+
+/** Peak and current RSS of a live process, in MB (VmHWM, VmRSS). */
+function memoryMb(pid: number): { peak: number; now: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return { peak: Math.round(field('VmHWM') / 1024), now: Math.round(field('VmRSS') / 1024) };
+}
+
+/** A CLI process tied to this one; resolves on exit with its code, wall time and, through GNU
+ * time, its peak RSS. */
+function cli(
+  args: string[],
+  timeFile?: string,
+): {
+  child: ChildProcess;
+  done: Promise<{ code: number | null; endedAt: number; seconds: number; peakRssMb?: number; stderr: string }>;
+} {
+  const start = performance.now();
+  const timed = timeFile ? ['/usr/bin/time', '-f', '%M', '-o', timeFile] : [];
+  const [launcher, ...launcherArgs] = TIED_TO_THIS_PROCESS;
+  const child = spawn(launcher!, [...launcherArgs, ...timed, process.execPath, CLI, ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-8000)));
+  const done = new Promise<{
+    code: number | null;
+    endedAt: number;
+    seconds: number;
+    peakRssMb?: number;
+    stderr: string;
+  }>((resolve) =>
+    child.once('exit', async (code) => {
+      const endedAt = Date.now();
+      const seconds = (performance.now() - start) / 1000;
+      const peakKb = timeFile ? Number((await readFile(timeFile, 'utf8')).trim().split('\n').pop()) : undefined;
+      resolve({ code, endedAt, seconds, ...(peakKb ? { peakRssMb: Math.round(peakKb / 1024) } : {}), stderr });
+    }),
+  );
+  return { child, done };
+}
+
+const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-big-run-'));
+const redis = await startBenchRedis();
+const client = new Redis(redisOptions({ url: redis.url }));
+const nginx = await startNginx([{ files: { 'index.html': 'probefleet bench.\n\n' }, directives: ['access_log off;'] }]);
+const services: ChildProcess[] = [];
+const rows: { what: string; result: string; target: string; met?: boolean }[] = [];
+const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1] ?? 0);
+try {
+  const plan = path.join(dir, 'plan.yaml');
+  await writeFile(plan, queuePlanYaml('big-run', shape, `${nginx.urls[0]}/`));
+  const common = ['--redis', redis.url, '--max-jobs', String(jobs)];
+  const memoryBefore = await usedMemory();
+
+  const submitCommand = `probefleet run PLAN --redis URL --max-jobs ${jobs} --detach --run-id big`;
+  say(`${submitCommand} (${jobs} jobs, ${shape.regions} regions)`);
+  const submit = await cli(['run', plan, ...common, '--detach', '--run-id', 'big'], path.join(dir, 'submit.time')).done;
+  if (submit.code !== 0) throw new Error(`run --detach exited ${submit.code}: ${submit.stderr}`);
+  const rate = jobs / submit.seconds;
+  rows.push({
+    what: `submit, process start to exit: \`${submitCommand}\``,
+    result: `${Math.round(rate).toLocaleString('en')} jobs/s (${submit.seconds.toFixed(2)} s, peak RSS ${submit.peakRssMb} MB)`,
+    target: `≥ ${TARGETS.submitJobsPerSecond.toLocaleString('en')} jobs/s`,
+    met: rate >= TARGETS.submitJobsPerSecond,
+  });
+
+  if (!values['submit-only']) {
+    const started = [
+      cli(['coordinator', ...common, '--port', '0']),
+      ...regions.map((region) => cli(['worker', '--region', region, '--redis', redis.url, '--allow-loopback'])),
+    ];
+    services.push(...started.map((service) => service.child));
+    say(`a coordinator and ${regions.length} workers started; waiting for the run`);
+    // A service that ends before the run does ends the benchmark, with what it said.
+    const serviceEnded = Promise.race(started.map((service) => service.done)).then((ended) => {
+      throw new Error(`a service exited (${ended.code}) during the run: ${ended.stderr}`);
+    });
+    // The user's wait for the run: the same run id completes nothing and waits for it.
+    const waitStarted = Date.now();
+    const wait = cli(
+      ['run', plan, ...common, '--run-id', 'big', '--json', path.join(dir, 'run.json')],
+      path.join(dir, 'wait.time'),
+    );
+    const peaks = new Map<string, number>();
+    const sample = () => {
+      for (const [i, child] of services.entries()) {
+        const name = i === 0 ? 'coordinator' : `worker ${regions[i - 1]}`;
+        try {
+          peaks.set(name, Math.max(peaks.get(name) ?? 0, memoryMb(child.pid!).peak));
+        } catch {
+          // exited: its last sample stands
+        }
+      }
+    };
+    const sampler = setInterval(sample, 1000);
+    const waited = await Promise.race([wait.done, serviceEnded]);
+    sample();
+    clearInterval(sampler);
+    if (waited.code !== 0) throw new Error(`run exited ${waited.code}: ${waited.stderr}`);
+    const report = JSON.parse(await readFile(path.join(dir, 'run.json'), 'utf8')) as {
+      results: { finishedAt: string }[];
+      unfinishedJobs: unknown[];
+    };
+    const lastJob = Math.max(...report.results.map((r) => Date.parse(r.finishedAt)));
+    say(
+      `${report.results.length} results, ${report.unfinishedJobs.length} unfinished, in ${((waited.endedAt - waitStarted) / 1000).toFixed(1)} s`,
+    );
+    const reportSeconds = (waited.endedAt - lastJob) / 1000;
+    rows.push({
+      what: `peak RSS of the \`probefleet run PLAN --redis URL --run-id big --json FILE\` that waits and writes the report`,
+      result: `${waited.peakRssMb} MB`,
+      target: `< ${TARGETS.peakRssMb} MB`,
+      met: (waited.peakRssMb ?? Infinity) < TARGETS.peakRssMb,
+    });
+    const coordinatorPeak = peaks.get('coordinator') ?? 0;
+    rows.push({
+      what: 'peak RSS of `probefleet coordinator`',
+      result: `${coordinatorPeak} MB`,
+      target: `< ${TARGETS.peakRssMb} MB`,
+      met: coordinatorPeak < TARGETS.peakRssMb,
+    });
+    const workerPeaks = [...peaks].filter(([name]) => name.startsWith('worker')).map(([, mb]) => mb);
+    rows.push({
+      what: `peak RSS of each \`probefleet worker\` (${workerPeaks.length})`,
+      result: `${Math.min(...workerPeaks)}–${Math.max(...workerPeaks)} MB`,
+      target: `< ${TARGETS.peakRssMb} MB`,
+      met: Math.max(...workerPeaks) < TARGETS.peakRssMb,
+    });
+    rows.push({
+      what: 'report ready after the last job finished (the `run` above has written it and exited)',
+      result: `${reportSeconds.toFixed(1)} s`,
+      target: `< ${TARGETS.reportSeconds} s`,
+      met: reportSeconds < TARGETS.reportSeconds,
+    });
+    // Let the coordinator's own finishing of the run settle before Redis is weighed.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const perJob = ((await usedMemory()) - memoryBefore) / jobs;
+    rows.push({
+      what: "Redis memory per finished job (INFO used_memory after the run, less before; the report stored, the run's other keys gone)",
+      result: `${Math.round(perJob)} bytes`,
+      target: "stated; bounded by the reports' retention (`--report-retention-days`, `--report-retention-count`)",
+    });
+  }
+} finally {
+  for (const child of services) child.kill('SIGTERM');
+  await Promise.all(
+    services.map((child) => (child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : null)),
+  );
+  client.disconnect();
+  await nginx.stop();
+  await redis.stop();
+  await rm(dir, { recursive: true, force: true });
+}
+
+const mark = (met?: boolean) => (met === undefined ? '' : met ? ': met' : ': MISSED');
+process.stdout.write(
+  [
+    `| ${jobs.toLocaleString('en')} jobs (\`node dist/bench/big-run.js --jobs ${jobs}\`) | result | target |`,
+    '|---|---|---|',
+    ...rows.map((row) => `| ${row.what} | ${row.result} | ${row.target}${mark(row.met)} |`),
+    '',
+  ].join('\n'),
+);
+if (rows.some((row) => row.met === false)) process.exitCode = 1;
