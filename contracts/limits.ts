@@ -49,7 +49,8 @@ export const PLAN_LIMITS = {
   /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise.
    * Submitting 100,000 fits in a few hundred MB (bench/README.md); the default is lower, because
    * the rest of a run holds every job at once: the parent's data lists them all, and the
-   * report (one JSON document, one Redis string) holds every result. */
+   * report (one JSON document, one Redis string) holds every result. A 100,000-job run finishes,
+   * with ~1 GB peak in `run` and the coordinator (`node dist/bench/big-run.js`). */
   jobsPerRun: 10_000,
 } as const;
 
