@@ -64,9 +64,13 @@ function notRunReason(ref: JobRef, note: ExpiredJobNote | undefined, deadline: s
   return `${worker} took it${note.takenAt ? ` at ${note.takenAt}` : ''} and it had not finished ${before}`;
 }
 
+/** Values of the run's results hash read per page (HSCAN): a big run's ~1.2 KB per job is never
+ * held as text all at once beside its parsed results. */
+const RESULTS_PER_READ = 1_000;
+
 /** Each job's result, from the values the workers saved (worker/run-results.ts) and those a
  * batch returned (`{results: [...]}`), or why one cannot be read. */
-function resultsOf(saved: string[], returned: unknown[]): Map<string, ProbeResult | string> {
+async function resultsOf(fleet: Fleet, runId: string, returned: unknown[]): Promise<Map<string, ProbeResult | string>> {
   const resultById = new Map<string, ProbeResult | string>();
   const add = (value: unknown) => {
     const parsed = probeResultSchema.safeParse(value);
@@ -76,13 +80,20 @@ function resultsOf(saved: string[], returned: unknown[]): Map<string, ProbeResul
     else if (typeof jobId === 'string')
       resultById.set(jobId, `the worker gave an invalid result: ${parsed.error.issues[0]?.message}`);
   };
-  for (const value of saved) {
-    try {
-      add(JSON.parse(value));
-    } catch {
-      // not JSON: as if it was never saved
+  const key = reportKeys.results(fleet.prefix, runId);
+  let cursor = '0';
+  do {
+    const [next, fieldsAndValues] = await fleet.client.hscan(key, cursor, 'COUNT', RESULTS_PER_READ);
+    cursor = next;
+    // HSCAN may return a field twice: the map keeps one result per job.
+    for (let i = 1; i < fieldsAndValues.length; i += 2) {
+      try {
+        add(JSON.parse(fieldsAndValues[i]!));
+      } catch {
+        // not JSON: as if it was never saved
+      }
     }
-  }
+  } while (cursor !== '0');
   for (const value of returned) {
     const results = (value as { results?: unknown } | null)?.results;
     if (Array.isArray(results)) results.forEach(add);
@@ -96,13 +107,12 @@ export async function collectRun(
   parent: Job,
   data: RunJobData,
 ): Promise<{ results: ProbeResult[]; unfinishedJobs: UnfinishedJob[] }> {
-  const [saved, returned, failures, notes] = await Promise.all([
-    fleet.client.hvals(reportKeys.results(fleet.prefix, data.runId)),
+  const [returned, failures, notes] = await Promise.all([
     parent.getChildrenValues(),
     parent.getIgnoredChildrenFailures(),
     fleet.client.hgetall(reportKeys.expiredJobs(fleet.prefix, data.runId)),
   ]);
-  const resultById = resultsOf(saved, Object.values(returned));
+  const resultById = await resultsOf(fleet, data.runId, Object.values(returned));
   const failureByBatch = new Map<string, string>();
   for (const [key, reason] of Object.entries(failures)) {
     const id = parseJobKey(fleet.prefix, key)?.jobId;
