@@ -10,7 +10,6 @@
 // Not part of `npm run bench` (it takes minutes); run it when a big run is in question:
 //   npm run build && node dist/bench/big-run.js [--jobs 100000] [--submit-only]
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,6 +20,7 @@ import { Redis } from 'ioredis';
 import { startNginx } from '../common/nginx-server.js';
 import { redisOptions } from '../common/redis.js';
 import { TIED_TO_THIS_PROCESS } from '../regions/system.js';
+import { processMemoryKb } from './measure.js';
 import { queuePlanYaml, startBenchRedis, type PlanShape } from './queue.js';
 
 const CLI = fileURLToPath(new URL('../../bin/probefleet.js', import.meta.url));
@@ -42,22 +42,18 @@ const shape: PlanShape = { regions: jobs / JOBS_PER_REGION, targets: 100, experi
 const regions = Array.from({ length: shape.regions }, (_, i) => `r${i}`);
 const say = (line: string) => process.stderr.write(`big-run: ${line}\n`);
 
-/** Peak and current RSS of a live process, in MB (VmHWM, VmRSS). */
-function memoryMb(pid: number): { peak: number; now: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-  return { peak: Math.round(field('VmHWM') / 1024), now: Math.round(field('VmRSS') / 1024) };
+/** How a CLI process ended: its code, when, after how long, its peak RSS (through GNU time, when
+ * asked) and the end of what it said. */
+interface Ended {
+  code: number | null;
+  endedAt: number;
+  seconds: number;
+  peakRssMb?: number;
+  stderr: string;
 }
 
-/** A CLI process tied to this one; resolves on exit with its code, wall time and, through GNU
- * time, its peak RSS. */
-function cli(
-  args: string[],
-  timeFile?: string,
-): {
-  child: ChildProcess;
-  done: Promise<{ code: number | null; endedAt: number; seconds: number; peakRssMb?: number; stderr: string }>;
-} {
+/** A CLI process tied to this one. */
+function cli(args: string[], timeFile?: string): { child: ChildProcess; done: Promise<Ended> } {
   const start = performance.now();
   const timed = timeFile ? ['/usr/bin/time', '-f', '%M', '-o', timeFile] : [];
   const [launcher, ...launcherArgs] = TIED_TO_THIS_PROCESS;
@@ -66,17 +62,14 @@ function cli(
   });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-8000)));
-  const done = new Promise<{
-    code: number | null;
-    endedAt: number;
-    seconds: number;
-    peakRssMb?: number;
-    stderr: string;
-  }>((resolve) =>
+  const done = new Promise<Ended>((resolve) =>
     child.once('exit', async (code) => {
       const endedAt = Date.now();
       const seconds = (performance.now() - start) / 1000;
-      const peakKb = timeFile ? Number((await readFile(timeFile, 'utf8')).trim().split('\n').pop()) : undefined;
+      // No file when GNU time could not run: the peak is then unknown, not a hang.
+      const peakKb = timeFile
+        ? Number((await readFile(timeFile, 'utf8').catch(() => '')).trim().split('\n').pop()) || undefined
+        : undefined;
       resolve({ code, endedAt, seconds, ...(peakKb ? { peakRssMb: Math.round(peakKb / 1024) } : {}), stderr });
     }),
   );
@@ -130,7 +123,7 @@ try {
       for (const [i, child] of services.entries()) {
         const name = i === 0 ? 'coordinator' : `worker ${regions[i - 1]}`;
         try {
-          peaks.set(name, Math.max(peaks.get(name) ?? 0, memoryMb(child.pid!).peak));
+          peaks.set(name, Math.max(peaks.get(name) ?? 0, Math.round(processMemoryKb(child.pid!).hwm / 1024)));
         } catch {
           // exited: its last sample stands
         }

@@ -28,6 +28,13 @@ export function processCpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
+/** A live process's resident memory now and at its peak (VmRSS, VmHWM), in kB. */
+export function processMemoryKb(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return { rss: field('VmRSS'), hwm: field('VmHWM') };
+}
+
 /** A process and its descendants, from /proc (nginx's master and its workers, say). */
 function processTree(pid: number): number[] {
   const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>

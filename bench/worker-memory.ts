@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startNginx } from '../common/nginx-server.js';
 import { TIED_TO_THIS_PROCESS } from '../regions/system.js';
+import { processMemoryKb } from './measure.js';
 import { END_TO_END_SHAPE, queuePlanYaml, startBenchRedis } from './queue.js';
 
 const CLI = fileURLToPath(new URL('../../bin/probefleet.js', import.meta.url));
@@ -22,12 +23,6 @@ const REGION = 'r0';
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '10000' } } });
 const batches = Math.round(Number(values.jobs) / 10_000);
 if (!(batches >= 1 && batches <= 10)) throw new Error(`--jobs: a multiple of 10000 up to 100000, got ${values.jobs}`);
-
-function memoryKb(pid: number): { rss: number; hwm: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-  return { rss: field('VmRSS'), hwm: field('VmHWM') };
-}
 
 const finishedIn = (logFile: string) => readFileSync(logFile, 'utf8').split('"probe finished"').length - 1;
 
@@ -60,7 +55,7 @@ const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve(
 const samples: { seconds: number; jobs: number; rssMb: number }[] = [];
 const started = Date.now();
 const sampler = setInterval(() => {
-  const { rss } = memoryKb(worker.pid!);
+  const { rss } = processMemoryKb(worker.pid!);
   samples.push({ seconds: (Date.now() - started) / 1000, jobs: finishedIn(logFile), rssMb: Math.round(rss / 1024) });
   process.stderr.write(`worker-memory: ${samples.at(-1)!.jobs} jobs, RSS ${samples.at(-1)!.rssMb} MB\n`);
 }, 1000);
@@ -78,7 +73,7 @@ try {
   }
 } finally {
   clearInterval(sampler);
-  const { hwm } = memoryKb(worker.pid!);
+  const { hwm } = processMemoryKb(worker.pid!);
   worker.kill('SIGTERM');
   await exited;
   await nginx.stop();
