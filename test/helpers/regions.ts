@@ -1,6 +1,7 @@
 // Tests that need emulated regions (root, network namespaces, the NFQUEUE helper's tools):
 // outside CI they skip with the harness's own message and what to run; under CI=true they run
 // and fail loudly with that message.
+import type { Regions } from '../../regions/harness.js';
 import { checkNfqueueSupported, checkRegionsSupported, RegionsUnavailableError } from '../../regions/preflight.js';
 
 export function regionsSkipReason(): string | false {
@@ -13,4 +14,35 @@ export function regionsSkipReason(): string | false {
     if (!(err instanceof RegionsUnavailableError)) throw err;
     return `${err.message} (skipped outside CI; as root: bash test/services/ensure.sh && npm test)`;
   }
+}
+
+/** The connect times curl reports (ms) for `count` connects in a row from a region to `url`
+ * (`Connection: close`: each transfer opens its own connection), in one curl process at the
+ * regions' real-time priority. */
+export async function curlConnects(
+  regions: Regions,
+  region: string,
+  url: string,
+  count: number,
+  bounds: { connectTimeoutSeconds: number; timeoutMs: number },
+): Promise<number[]> {
+  const out = await regions.exec(
+    regions.region(region).namespace,
+    'curl',
+    [
+      '-sS',
+      '--connect-timeout',
+      String(bounds.connectTimeoutSeconds),
+      '-H',
+      'Connection: close',
+      '-w',
+      '%{time_connect}\\n',
+      ...Array.from({ length: count }, () => ['-o', '/dev/null', url]).flat(),
+    ],
+    { realtime: true, timeoutMs: bounds.timeoutMs },
+  );
+  return out
+    .trim()
+    .split('\n')
+    .map((line) => Number(line) * 1000);
 }

@@ -31,7 +31,7 @@ import { runReportSchema, type ResultOf, type RunReport } from '../../contracts/
 import { startRegions, TARGET_ALLOWANCE, type RegionSpec, type Regions } from '../../regions/harness.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { synLosses, synRoundTrips } from '../helpers/link-draws.js';
-import { regionsSkipReason } from '../helpers/regions.js';
+import { curlConnects, regionsSkipReason } from '../helpers/regions.js';
 import { CLI } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { runAlone } from '../helpers/exclusive.js';
@@ -49,6 +49,8 @@ const JITTER_MS = 10;
 const JITTER_SEED = 5;
 const CONNECTS = 40;
 const JITTERED_CONNECTS = 30;
+/** curl's bounds: lost SYNs are retransmitted within them. */
+const CURL_BOUNDS = { connectTimeoutSeconds: 20, timeoutMs: 120_000 };
 /** The TLS handshakes of the lossy probefleet run (after its connects): TLS 1.2 has two client
  * flights to lose, so 60 handshakes all but surely meet a retransmission timeout. */
 const HANDSHAKES = 60;
@@ -107,29 +109,6 @@ function synTimeoutsSeconds(lost: number): number {
     if (i >= linear) timeout *= 2;
   }
   return total;
-}
-
-/** The connect times curl reports for `count` connects in a row from a region. */
-async function curlConnects(regions: Regions, region: string, url: string, count: number): Promise<number[]> {
-  const out = await regions.exec(
-    regions.region(region).namespace,
-    'curl',
-    [
-      '-sS',
-      '--connect-timeout',
-      '20',
-      '-H',
-      'Connection: close',
-      '-w',
-      '%{time_connect}\\n',
-      ...Array.from({ length: count }, () => ['-o', '/dev/null', url]).flat(),
-    ],
-    { realtime: true, timeoutMs: 120_000 },
-  );
-  return out
-    .trim()
-    .split('\n')
-    .map((line) => Number(line) * 1000);
 }
 
 /** `probefleet run PLAN` inside a region (embedded; no Redis or Pushgateway from the environment). */
@@ -261,7 +240,7 @@ describe('lossy and jittery links: the tail is the retransmission timeout, where
       assertConnects(
         t,
         'curl time_connect',
-        await curlConnects(regions, `lossy-curl${again}`, url, CONNECTS),
+        await curlConnects(regions, `lossy-curl${again}`, url, CONNECTS, CURL_BOUNDS),
         expected,
       ),
     );
@@ -356,7 +335,7 @@ experiments:
     await measureTwice(t, async (again) =>
       assertFollowsDraws(
         'curl time_connect',
-        await curlConnects(regions, `jitter-curl${again}`, url, JITTERED_CONNECTS),
+        await curlConnects(regions, `jitter-curl${again}`, url, JITTERED_CONNECTS, CURL_BOUNDS),
       ),
     );
     await measureTwice(t, async (again) =>
