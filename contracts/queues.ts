@@ -70,8 +70,14 @@ export const schedulerKeys = {
 /** Keys of stored run reports. They sit under the same hash tag as the queues, and their
  * names cannot clash with BullMQ's (queue names never contain "~"). */
 export const reportKeys = {
-  /** The run report JSON (`probefleet.run/v1`), with a TTL. */
+  /** The run report's head (RunReportHead JSON: the report without its results), with a TTL. A
+   * report stored by an earlier version is the whole report JSON (`probefleet.run/v1`) here. */
   report: (prefix: string, runId: string) => `${prefix}:~run-report:${runId}`,
+  /** List of the run report's results, each element a page (a JSON array of results), with the
+   * head's TTL. Written under a draft key (reportDraft) and renamed to this with the head. */
+  reportResults: (prefix: string, runId: string) => `${prefix}:~run-report-results:${runId}`,
+  /** Where one finisher writes a report's result pages before they are stored (a TTL as a backstop). */
+  reportDraft: (prefix: string, runId: string, finisher: string) => `${prefix}:~run-report-draft:${runId}:${finisher}`,
   /** Sorted set of run ids, scored by the run's start (ms since the epoch). */
   index: (prefix: string) => `${prefix}:~run-reports`,
   /** Hash of run id → one-line summary JSON, for `runs list` without reading whole reports. */

@@ -179,3 +179,42 @@ export const runReportSchema = z.strictObject({
   thresholds: thresholdOutcomeSchema.default({ checks: [], unchecked: [] }),
 });
 export type RunReport = Omit<z.output<typeof runReportSchema>, 'results'> & { results: ProbeResult[] };
+
+/** A run's results with an error, or measured again after their worker was lost, that a report's
+ * head keeps (the first of them): what the summary of a big run shows of its results. */
+export const NOTABLE_RESULTS_KEPT = 100;
+
+/**
+ * A run report stored in parts (coordinator/report-store.ts): this head, which is the report
+ * without its results, and the results apart, in pages. A run of 100,000 jobs is never one JSON
+ * document in Redis or in a process; the run JSON (`probefleet.run/v1`) is the head and the pages
+ * written out together.
+ */
+export const runReportHeadSchema = runReportSchema.omit({ results: true }).extend({
+  resultCount: z.int().nonnegative(),
+  /** Results whose `ok` is true. */
+  okCount: z.int().nonnegative(),
+  /** The first NOTABLE_RESULTS_KEPT results with an error or a lost worker. */
+  notableResults: z.array(probeResultSchema).max(NOTABLE_RESULTS_KEPT),
+});
+export type RunReportHead = Omit<z.output<typeof runReportHeadSchema>, 'notableResults'> & {
+  notableResults: ProbeResult[];
+};
+
+/** The report of a head and its results (the run JSON's shape, keys in the schema's order). */
+export function reportOf(head: RunReportHead, results: ProbeResult[]): RunReport {
+  const { resultCount: _count, okCount: _ok, notableResults: _notable, ...rest } = head;
+  const { schema, runId, mode, plan, startedAt, finishedAt, ...analysis } = rest;
+  return { schema, runId, mode, plan, startedAt, finishedAt, results, ...analysis };
+}
+
+/** The head of a whole report (as `run --json` writes it, and as earlier versions stored it). */
+export function headOf(report: RunReport): RunReportHead {
+  const { results, ...rest } = report;
+  return {
+    ...rest,
+    resultCount: results.length,
+    okCount: results.filter((r) => r.ok).length,
+    notableResults: results.filter((r) => r.error || r.workersLost).slice(0, NOTABLE_RESULTS_KEPT),
+  };
+}

@@ -4,7 +4,8 @@
 import type { Decision, ProbeResult, ResultOf } from '../contracts/result.js';
 import { formatCount, formatMs } from './report/format.js';
 
-export function compressionDecision(results: ProbeResult[]): Decision | undefined {
+/** One evidence line per compression result whose slowest link gained from compression. */
+export function compressionEvidence(results: readonly ProbeResult[]): string[] {
   const evidence: string[] = [];
   for (const result of results) {
     if (result.probe !== 'compression' || !result.details) continue;
@@ -21,6 +22,11 @@ export function compressionDecision(results: ProbeResult[]): Decision | undefine
         (fastest !== slowest ? `; at ${fastest.linkMBps} MB/s ${fastest.recommendation}` : ''),
     );
   }
+  return evidence;
+}
+
+/** The decision row from every result's evidence (compressionEvidence), or none without any. */
+export function compressionDecision(evidence: readonly string[]): Decision | undefined {
   if (evidence.length === 0) return undefined;
   return {
     situation: 'Text over 1 KB (JSON, HTML, CSS, JS) crosses a slow link',

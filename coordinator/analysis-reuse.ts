@@ -46,7 +46,7 @@ function costTail(fresh: ReuseResult): Pick<Comparison, 'newConnectionCostTailMs
 }
 
 /** reuse results of one region and target, by mode. */
-export function reuseGroups(results: ProbeResult[]): Partial<Record<Mode, ReuseResult>>[] {
+export function reuseGroups(results: readonly ProbeResult[]): Partial<Record<Mode, ReuseResult>>[] {
   const groups = new Map<string, Partial<Record<Mode, ReuseResult>>>();
   for (const result of results) {
     if (result.probe !== 'reuse') continue;
@@ -181,9 +181,11 @@ function processLoop(client: NonNullable<NonNullable<ReuseResult['details']>['cl
   return { loop: `a shell loop of ${name}`, processes: `separate ${name} processes` };
 }
 
-/** A process per request: one row per client that ran, with its numbers against one connection. */
-export function coldProcessDecisions(results: ProbeResult[]): Decision[] {
-  const byLoop = new Map<string, { processes: string; evidence: string[] }>();
+/** Evidence for the process-per-request rows, by the loop that ran (processLoop). */
+export type ColdProcessEvidence = Map<string, { processes: string; evidence: string[] }>;
+
+/** Adds each region and target's cold-process numbers against one connection to `byLoop`. */
+export function addColdProcessEvidence(byLoop: ColdProcessEvidence, results: readonly ProbeResult[]): void {
   for (const { cold, reused } of reuseGroups(results)) {
     const coldTotals = totals(cold);
     const reusedTotals = totals(reused);
@@ -195,6 +197,10 @@ export function coldProcessDecisions(results: ProbeResult[]): Decision[] {
     );
     byLoop.set(loop, row);
   }
+}
+
+/** A process per request: one row per client that ran, with its numbers against one connection. */
+export function coldProcessDecisions(byLoop: ColdProcessEvidence): Decision[] {
   return [...byLoop].map(([loop, { evidence }]) => ({
     situation: `A script starts a new process per request (${loop})`,
     action: 'Send all requests from one process: curl with many URLs (a glob or --config), or one HTTP client object',

@@ -4,11 +4,19 @@
 import { applyRules, FINDINGS, type Finding, type FindingCode, type FindingRule } from '../contracts/findings.js';
 import type { LoadTotal } from '../contracts/probes/load.js';
 import type { Comparison, Decision, ProbeResult } from '../contracts/result.js';
-import { compressionDecision } from './analysis-compression.js';
+import { DUAL_STACK_SUFFIXES } from '../contracts/plan.js';
+import { compressionDecision, compressionEvidence } from './analysis-compression.js';
 import { h3Advertised } from './analysis-alt-svc.js';
 import { addressesChanged, familyFails, familySlower, slowResolution } from './analysis-resolution.js';
 import { connectRetransmitted, handshakeRetransmitted } from './analysis-retransmissions.js';
-import { coldProcessDecisions, keepAliveDecision, nagleStalls, newConnectionComparisons } from './analysis-reuse.js';
+import {
+  addColdProcessEvidence,
+  type ColdProcessEvidence,
+  coldProcessDecisions,
+  keepAliveDecision,
+  nagleStalls,
+  newConnectionComparisons,
+} from './analysis-reuse.js';
 import { loadTotals } from './load-totals.js';
 
 export interface RunAnalysis {
@@ -46,33 +54,80 @@ export const JOB_RULES: readonly FindingRule<ProbeResult>[] = [
   addressesChanged,
 ];
 
-export function analyzeRun(results: ProbeResult[]): RunAnalysis {
-  const findings: Finding[] = withoutRepeats(results.flatMap((r) => r.findings));
-  for (const rule of RUN_RULES) findings.push(...rule(results));
-  for (const r of results)
-    findings.push(...applyRules(JOB_RULES, r, { region: r.region, target: r.target, probe: r.probe }));
-  const comparisons = newConnectionComparisons(results, findings);
-  return { comparisons, findings, decisions: decide(results, comparisons, findings), loadTotals: loadTotals(results) };
+/**
+ * The group a result is analysed in: its target, the two families of a dual-stack target together.
+ * Every run rule compares results of one region and target (or of a dual-stack pair), and load
+ * totals merge one target's regions, so a run analysed a group at a time (RunAnalyzer) holds one
+ * target's results, not the run's, and finds what the whole run would.
+ */
+export function analysisGroupOf(target: string): string {
+  for (const suffix of Object.values(DUAL_STACK_SUFFIXES))
+    if (target.endsWith(suffix)) return target.slice(0, -suffix.length);
+  return target;
 }
 
-function decide(results: ProbeResult[], comparisons: Comparison[], findings: Finding[]): Decision[] {
-  const decisions: Decision[] = [];
-  const keepAlive = keepAliveDecision(comparisons);
-  if (keepAlive) decisions.push(keepAlive);
-  decisions.push(...coldProcessDecisions(results));
-  const compression = compressionDecision(results);
-  if (compression) decisions.push(compression);
+/** A run's analysis built group by group (analysisGroupOf): `add` each group's results whole, then `finish`. */
+export class RunAnalyzer {
+  private readonly comparisons: Comparison[] = [];
+  private readonly findings: Finding[] = [];
+  private readonly loadTotals: LoadTotal[] = [];
+  private readonly coldProcesses: ColdProcessEvidence = new Map();
+  private readonly compression: string[] = [];
 
-  const byCode = new Map<FindingCode, Finding[]>();
-  for (const f of findings) byCode.set(f.code, [...(byCode.get(f.code) ?? []), f]);
-  for (const [code, list] of byCode) {
-    const spec = FINDINGS[code];
-    decisions.push({
-      situation: spec.situation,
-      action: spec.advice,
-      evidence: list.map((f) => `${f.target} from ${f.region}: ${f.evidence}`).join('; '),
-      severity: spec.severity,
-    });
+  add(results: ProbeResult[]): void {
+    const findings: Finding[] = withoutRepeats(results.flatMap((r) => r.findings));
+    for (const rule of RUN_RULES) findings.push(...rule(results));
+    for (const r of results)
+      findings.push(...applyRules(JOB_RULES, r, { region: r.region, target: r.target, probe: r.probe }));
+    this.findings.push(...findings);
+    this.comparisons.push(...newConnectionComparisons(results, findings));
+    this.loadTotals.push(...loadTotals(results));
+    addColdProcessEvidence(this.coldProcesses, results);
+    this.compression.push(...compressionEvidence(results));
   }
-  return decisions;
+
+  finish(): RunAnalysis {
+    const { comparisons, findings, loadTotals } = this;
+    return { comparisons, findings, decisions: this.decide(), loadTotals };
+  }
+
+  private decide(): Decision[] {
+    const decisions: Decision[] = [];
+    const keepAlive = keepAliveDecision(this.comparisons);
+    if (keepAlive) decisions.push(keepAlive);
+    decisions.push(...coldProcessDecisions(this.coldProcesses));
+    const compression = compressionDecision(this.compression);
+    if (compression) decisions.push(compression);
+
+    const byCode = new Map<FindingCode, Finding[]>();
+    for (const f of this.findings) byCode.set(f.code, [...(byCode.get(f.code) ?? []), f]);
+    for (const [code, list] of byCode) {
+      const spec = FINDINGS[code];
+      decisions.push({
+        situation: spec.situation,
+        action: spec.advice,
+        evidence: list.map((f) => `${f.target} from ${f.region}: ${f.evidence}`).join('; '),
+        severity: spec.severity,
+      });
+    }
+    return decisions;
+  }
+}
+
+/** Results split into their analysis groups (analysisGroupOf), each in the results' order. */
+export function analysisGroups(results: readonly ProbeResult[]): ProbeResult[][] {
+  const groups = new Map<string, ProbeResult[]>();
+  for (const r of results) {
+    const key = analysisGroupOf(r.target);
+    const group = groups.get(key);
+    if (group) group.push(r);
+    else groups.set(key, [r]);
+  }
+  return [...groups.values()];
+}
+
+export function analyzeRun(results: ProbeResult[]): RunAnalysis {
+  const analyzer = new RunAnalyzer();
+  for (const group of analysisGroups(results)) analyzer.add(group);
+  return analyzer.finish();
 }

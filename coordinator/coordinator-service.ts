@@ -216,12 +216,14 @@ async function finish(
   pusher: MetricsPusher | undefined,
   log: Logger,
 ) {
-  const { report, stored } = await finishRun(fleet, job);
+  const { head, stored } = await finishRun(fleet, job);
+  const report = await fleet.store.get(head.runId);
+  if (!report) throw new Error(`run ${head.runId}: its stored report is gone (removed since it was stored)`);
   metrics.recordRun(report);
   // Idempotent: the `run` command that waited for this run pushes the same stored report.
   if (pusher) await pushRunMetrics(pusher, report, log);
   await compareWithBaseline(fleet.store, report, { log, ...(pusher ? { pusher } : {}) });
-  const summary = summarizeReport(report);
+  const summary = summarizeReport(head);
   log.info({ ...summary, storedHere: stored }, 'run finished');
   return summary;
 }

@@ -17,7 +17,7 @@ import { settlesWithin } from '../common/settle.js';
 import type { Fleet } from './fleet.js';
 import type { Completion } from './flow.js';
 import type { RegionProgress } from './region-progress.js';
-import { expireRunIfDue, finishRun, ReportNotStoredError, RunDataError, storeReport } from './run-finisher.js';
+import { buildRunInMemory, expireRunIfDue, finishRun, ReportNotStoredError, RunDataError } from './run-finisher.js';
 import { countJobs, readRunState } from './run-state.js';
 
 /** Past the deadline, a job a worker took just before it still has its own time bound to finish
@@ -185,8 +185,8 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
   }
 }
 
-/** The finished run's report, stored; when Redis is too full to store it, tried again (backing off)
- * for `storeWithinMs`, then returned as built. */
+/** The finished run's report, stored; when Redis is too full to store it, finished again (backing
+ * off) for `storeWithinMs`, then built here and returned unstored. */
 async function finished(
   fleet: Fleet,
   parent: Job,
@@ -194,27 +194,33 @@ async function finished(
   notice: (line: string) => void,
 ): Promise<RunReport> {
   const withinMs = options.storeWithinMs ?? 10_000;
+  const storedReport = async () => {
+    const { head } = await finishRun(fleet, parent);
+    const report = await fleet.store.get(head.runId);
+    if (!report) throw new RunDataError(`run ${head.runId}: its stored report is gone (removed since it was stored)`);
+    return report;
+  };
   let notStored: ReportNotStoredError;
   try {
-    return (await finishRun(fleet, parent)).report;
+    return await storedReport();
   } catch (err) {
     if (!(err instanceof ReportNotStoredError)) throw err;
     notStored = err;
   }
-  const { report } = notStored;
-  notice(`run ${report.runId}: cannot store its report: ${notStored.message}; trying again for ${withinMs / 1000} s`);
+  const { runId } = notStored;
+  notice(`run ${runId}: cannot store its report: ${notStored.message}; trying again for ${withinMs / 1000} s`);
   const until = Date.now() + withinMs;
   const backoff = new Backoff(500, 5_000);
   while (Date.now() + backoff.failed() <= until && !options.signal?.aborted) {
     await backoff.wait(options.signal);
     try {
-      return (await storeReport(fleet, report)).report;
+      return await storedReport();
     } catch (err) {
       if (!isRedisFull(err)) throw err;
     }
   }
   notice(
-    `run ${report.runId}: its report is not stored (Redis is still full); here it is as built. A coordinator stores it once Redis has room (probefleet runs show ${report.runId})`,
+    `run ${runId}: its report is not stored (Redis is still full); here it is as built. A coordinator stores it once Redis has room (probefleet runs show ${runId})`,
   );
-  return report;
+  return buildRunInMemory(fleet, parent);
 }

@@ -245,7 +245,7 @@ export async function completeRun(
       let wrote = false;
       if (!state.parent) {
         // Over meanwhile (its report stored, its parent gone): nothing to add.
-        if (await fleet.store.get(data.runId)) return { added, batches: batches.size };
+        if (await fleet.store.getHead(data.runId)) return { added, batches: batches.size };
         write();
         await fleet.flows.add(runParentOf(data));
         wrote = true;

@@ -1,9 +1,20 @@
 // Run reports stored in Redis with bounded retention (age and count, contracts/retention.ts):
-// each report under its own key with a TTL, an index sorted by start time and a hash of one-line
-// summaries for `runs list`. All keys carry the queues' hash tag (contracts/queues.ts), so the
-// multi-key updates stay in one slot.
+// each report in two parts with a TTL, its head (the report without its results) and its results
+// as a list of pages, an index sorted by start time and a hash of one-line summaries for `runs
+// list`. A run of 100,000 jobs is written and read a page at a time, never as one document. All
+// keys carry the queues' hash tag (contracts/queues.ts), so the multi-key updates stay in one slot.
 import { reportKeys } from '../contracts/queues.js';
-import { runReportSchema, type RunReport } from '../contracts/result.js';
+import { randomUUID } from 'node:crypto';
+import {
+  headOf,
+  probeResultSchema,
+  reportOf,
+  runReportHeadSchema,
+  runReportSchema,
+  type ProbeResult,
+  type RunReport,
+  type RunReportHead,
+} from '../contracts/result.js';
 import { DEFAULT_RETENTION, type Keep } from '../contracts/retention.js';
 import { runSummarySchema, type RunSummary } from '../contracts/run-job.js';
 import { RUN_SCHEMA } from '../contracts/result.js';
@@ -11,21 +22,50 @@ import { comparisonSchema, type RunComparison } from '../contracts/comparison.js
 import { isRedisFull, redisFullError } from '../common/redis-errors.js';
 import type { RedisClient } from '../common/redis.js';
 
-export function summarizeReport(report: RunReport): RunSummary {
+/** Results per element of a stored report's results list: a page is a few hundred KB. */
+export const RESULTS_PER_PAGE = 500;
+/** Pages read per LRANGE. */
+const PAGES_PER_READ = 4;
+
+/** One finisher's result pages of a report, under a key of its own until the report is stored. */
+export interface ReportDraft {
+  readonly key: string;
+  /** Appends results, a page per RESULTS_PER_PAGE. RedisFullError when Redis is too full for them. */
+  add(results: readonly ProbeResult[]): Promise<void>;
+  /** Drops what was written (a report that was stored by another finisher, or could not be). */
+  discard(): Promise<void>;
+}
+
+/** KEYS: head, results list, draft; ARGV: head JSON, TTL seconds. Stores the head and renames the
+ * draft to the results list unless a head is stored already (then drops the draft): 1 if stored. */
+const STORE_REPORT = `if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('DEL', KEYS[3])
+  return 0
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('RENAME', KEYS[3], KEYS[2])
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+else
+  redis.call('DEL', KEYS[2])
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1`;
+
+export function summarizeReport(head: RunReportHead): RunSummary {
   return {
     schema: RUN_SCHEMA,
-    runId: report.runId,
-    plan: report.plan.name,
-    mode: report.mode,
-    regions: report.plan.regions,
-    startedAt: report.startedAt,
-    finishedAt: report.finishedAt,
-    jobs: report.results.length + report.unfinishedJobs.length,
-    ok: report.results.filter((r) => r.ok).length,
-    errors: report.results.filter((r) => !r.ok).length,
-    failed: report.unfinishedJobs.filter((j) => j.status === 'failed').length,
-    notRun: report.unfinishedJobs.filter((j) => j.status === 'not-run').length,
-    findings: report.findings.length,
+    runId: head.runId,
+    plan: head.plan.name,
+    mode: head.mode,
+    regions: head.plan.regions,
+    startedAt: head.startedAt,
+    finishedAt: head.finishedAt,
+    jobs: head.resultCount + head.unfinishedJobs.length,
+    ok: head.okCount,
+    errors: head.resultCount - head.okCount,
+    failed: head.unfinishedJobs.filter((j) => j.status === 'failed').length,
+    notRun: head.unfinishedJobs.filter((j) => j.status === 'not-run').length,
+    findings: head.findings.length,
   };
 }
 
@@ -37,45 +77,74 @@ export class ReportStore {
     private readonly keep: Keep = DEFAULT_RETENTION.reports,
   ) {}
 
-  /** Stores the report unless one is already stored for its run; returns the stored one.
-   * Two processes may finish the same run (the `run` command and the coordinator): the first wins.
-   * RedisFullError when Redis refuses it as full (a big report can be refused while small writes
-   * still pass: Redis counts the command's own bytes); calling again once it has room completes it. */
-  async saveIfAbsent(report: RunReport): Promise<{ report: RunReport; stored: boolean }> {
-    const text = JSON.stringify(report);
-    try {
-      const key = reportKeys.report(this.prefix, report.runId);
-      const ttl = this.keep.maxAgeSeconds;
-      const set = await this.redis.set(key, text, 'EX', ttl, 'NX');
-      if (set === null) {
-        const existing = await this.get(report.runId);
-        if (existing) {
-          // Stored by a call that could not list it (Redis filled up in between): list it now.
-          if ((await this.redis.zscore(reportKeys.index(this.prefix), existing.runId)) === null)
-            await this.listReport(existing);
-          return { report: existing, stored: false };
+  /** Where a finisher writes the report's result pages before `saveIfAbsent` stores them with its head. */
+  draft(runId: string): ReportDraft {
+    const key = reportKeys.reportDraft(this.prefix, runId, randomUUID());
+    const { redis, keep } = this;
+    let pages = 0;
+    return {
+      key,
+      async add(results) {
+        for (let i = 0; i < results.length; i += RESULTS_PER_PAGE) {
+          const page = JSON.stringify(results.slice(i, i + RESULTS_PER_PAGE));
+          try {
+            // The TTL is a backstop for a finisher that dies before storing or discarding it.
+            if (pages++ === 0) await redis.multi().rpush(key, page).expire(key, keep.maxAgeSeconds).exec();
+            else await redis.rpush(key, page);
+          } catch (err) {
+            if (!isRedisFull(err)) throw err;
+            throw await redisFullError(
+              redis,
+              `cannot store the results of run ${runId} (a page of ${Math.ceil(page.length / 1024)} KiB)`,
+            );
+          }
         }
-        // Expired between the two calls: store ours.
-        await this.redis.set(key, text, 'EX', ttl);
+      },
+      async discard() {
+        await redis.del(key);
+      },
+    };
+  }
+
+  /** Stores the report's head, with the results its draft holds, unless a report is already stored
+   * for its run; `stored` says which. Two processes may finish the same run (the `run` command and
+   * the coordinator): the first wins, and the other's draft is dropped. RedisFullError when Redis
+   * refuses it as full; calling again (with a new draft) once it has room completes it. */
+  async saveIfAbsent(head: RunReportHead, draft?: ReportDraft): Promise<{ stored: boolean }> {
+    const text = JSON.stringify(head);
+    try {
+      const stored =
+        (await this.redis.eval(
+          STORE_REPORT,
+          3,
+          reportKeys.report(this.prefix, head.runId),
+          reportKeys.reportResults(this.prefix, head.runId),
+          draft?.key ?? reportKeys.reportDraft(this.prefix, head.runId, 'none'),
+          text,
+          this.keep.maxAgeSeconds,
+        )) === 1;
+      // Stored by a call that could not list it (Redis filled up in between): listed now.
+      if (stored || (await this.redis.zscore(reportKeys.index(this.prefix), head.runId)) === null) {
+        const listed = stored ? head : await this.getHead(head.runId);
+        if (listed) await this.listReport(listed);
       }
-      await this.listReport(report);
-      await this.prune();
-      return { report, stored: true };
+      if (stored) await this.prune();
+      return { stored };
     } catch (err) {
       if (!isRedisFull(err)) throw err;
       throw await redisFullError(
         this.redis,
-        `cannot store the report of run ${report.runId} (${Math.ceil(text.length / 1024)} KiB)`,
+        `cannot store the report of run ${head.runId} (${Math.ceil(text.length / 1024)} KiB)`,
       );
     }
   }
 
   /** Puts a stored report in the index and the summaries (`runs list`). */
-  private async listReport(report: RunReport): Promise<void> {
+  private async listReport(head: RunReportHead): Promise<void> {
     const replies = await this.redis
       .multi()
-      .zadd(reportKeys.index(this.prefix), Date.parse(report.startedAt), report.runId)
-      .hset(reportKeys.summaries(this.prefix), report.runId, JSON.stringify(summarizeReport(report)))
+      .zadd(reportKeys.index(this.prefix), Date.parse(head.startedAt), head.runId)
+      .hset(reportKeys.summaries(this.prefix), head.runId, JSON.stringify(summarizeReport(head)))
       .exec();
     const failure = replies?.find(([err]) => err)?.[0];
     if (failure) throw failure;
@@ -95,14 +164,56 @@ export class ReportStore {
       .multi()
       .zrem(index, ...gone)
       .hdel(reportKeys.summaries(this.prefix), ...gone)
-      .del(...gone.flatMap((id) => [reportKeys.report(this.prefix, id), reportKeys.comparison(this.prefix, id)]))
+      .del(
+        ...gone.flatMap((id) => [
+          reportKeys.report(this.prefix, id),
+          reportKeys.reportResults(this.prefix, id),
+          reportKeys.comparison(this.prefix, id),
+        ]),
+      )
       .exec();
   }
 
+  /** The stored head of a run's report; a whole report stored by an earlier version, as its head. */
+  async getHead(runId: string): Promise<RunReportHead | undefined> {
+    const stored = await this.readStored(runId);
+    if (!stored) return undefined;
+    return 'results' in stored ? headOf(stored) : stored;
+  }
+
+  /** A stored report's results, a page at a time (in the order they were stored). */
+  async *results(runId: string): AsyncGenerator<ProbeResult[]> {
+    const stored = await this.readStored(runId);
+    if (!stored) return;
+    if ('results' in stored) {
+      yield stored.results;
+      return;
+    }
+    const key = reportKeys.reportResults(this.prefix, runId);
+    for (let start = 0; ; start += PAGES_PER_READ) {
+      const pages = await this.redis.lrange(key, start, start + PAGES_PER_READ - 1);
+      for (const page of pages) yield probeResultSchema.array().parse(JSON.parse(page)) as ProbeResult[];
+      if (pages.length < PAGES_PER_READ) return;
+    }
+  }
+
+  /** The whole stored report (its head and every result): for runs small enough to hold at once. */
   async get(runId: string): Promise<RunReport | undefined> {
+    const head = await this.getHead(runId);
+    if (!head) return undefined;
+    const results: ProbeResult[] = [];
+    for await (const page of this.results(runId)) results.push(...page);
+    return reportOf(head, results);
+  }
+
+  /** The head, or a whole report an earlier version stored. */
+  private async readStored(runId: string): Promise<RunReportHead | RunReport | undefined> {
     const text = await this.redis.get(reportKeys.report(this.prefix, runId));
     if (text === null) return undefined;
-    return runReportSchema.parse(JSON.parse(text)) as RunReport;
+    const json = JSON.parse(text) as { results?: unknown };
+    return 'results' in json
+      ? (runReportSchema.parse(json) as RunReport)
+      : (runReportHeadSchema.parse(json) as RunReportHead);
   }
 
   /** The newest stored runs first (the index is pruned on writes, so expired reports are skipped here). */

@@ -3,34 +3,39 @@
 // good, and the jobs that had no result by the deadline (never taken, or taken by a worker that
 // was lost). Whoever finishes a run (the coordinator processing the parent job, or
 // the `run` command that submitted it) calls the same code, and the first stored report wins.
+// A run is read, analysed and stored a target at a time (buildRunInParts), so finishing a run of
+// 100,000 jobs holds one target's results, not the run's.
 import type { Job } from 'bullmq';
 import { JOB_STALLS_RETRIED, jobKey, parseJobKey, reportKeys } from '../contracts/queues.js';
 import {
   probeResultSchema,
+  reportOf,
   type JobRef,
   type ProbeResult,
   type RunReport,
+  type RunReportHead,
   type UnfinishedJob,
 } from '../contracts/result.js';
 import { expiredJobNoteSchema, runJobDataSchema, type ExpiredJobNote, type RunJobData } from '../contracts/run-job.js';
 import { redisNow } from '../common/redis.js';
 import { RedisFullError } from '../common/redis-errors.js';
 import type { Fleet } from './fleet.js';
-import { buildRunReport } from './run-report.js';
+import { analysisGroupOf } from './analysis.js';
+import { RunReportBuilder } from './run-report.js';
 import { batchesById } from './run-state.js';
 
 export class RunDataError extends Error {
   override name = 'RunDataError';
 }
 
-/** The run's report is built but Redis is too full to store it: the report is here, to be stored
- * again later (the coordinator) or shown anyway (the `run` command). */
+/** Redis is too full to store the run's report: finishing again once it has room stores it (the
+ * coordinator), or the report is built in memory and shown anyway (the `run` command). */
 export class ReportNotStoredError extends RedisFullError {
   override name = 'ReportNotStoredError';
 
   constructor(
     cause: RedisFullError,
-    readonly report: RunReport,
+    readonly runId: string,
   ) {
     super(cause.message);
   }
@@ -64,55 +69,88 @@ function notRunReason(ref: JobRef, note: ExpiredJobNote | undefined, deadline: s
   return `${worker} took it${note.takenAt ? ` at ${note.takenAt}` : ''} and it had not finished ${before}`;
 }
 
-/** Values of the run's results hash read per page (HSCAN): a big run's ~1.2 KB per job is never
- * held as text all at once beside its parsed results. */
+/** Results read from the run's results hash per HMGET: a group's thousands of jobs in a few reads. */
 const RESULTS_PER_READ = 1_000;
 
-/** Each job's result, from the values the workers saved (worker/run-results.ts) and those a
- * batch returned (`{results: [...]}`), or why one cannot be read. */
-async function resultsOf(fleet: Fleet, runId: string, returned: unknown[]): Promise<Map<string, ProbeResult | string>> {
-  const resultById = new Map<string, ProbeResult | string>();
-  const add = (value: unknown) => {
-    const parsed = probeResultSchema.safeParse(value);
-    const jobId = (value as { jobId?: unknown } | null)?.jobId;
-    // A result that breaks the contract is as good as none: say so rather than drop it.
-    if (parsed.success) resultById.set(parsed.data.jobId, parsed.data as ProbeResult);
-    else if (typeof jobId === 'string')
-      resultById.set(jobId, `the worker gave an invalid result: ${parsed.error.issues[0]?.message}`);
-  };
-  const key = reportKeys.results(fleet.prefix, runId);
-  let cursor = '0';
-  do {
-    const [next, fieldsAndValues] = await fleet.client.hscan(key, cursor, 'COUNT', RESULTS_PER_READ);
-    cursor = next;
-    // HSCAN may return a field twice: the map keeps one result per job.
-    for (let i = 1; i < fieldsAndValues.length; i += 2) {
-      try {
-        add(JSON.parse(fieldsAndValues[i]!));
-      } catch {
-        // not JSON: as if it was never saved
-      }
-    }
-  } while (cursor !== '0');
-  for (const value of returned) {
-    const results = (value as { results?: unknown } | null)?.results;
-    if (Array.isArray(results)) results.forEach(add);
-  }
-  return resultById;
+/** A result as the finisher reads it: valid, or why it cannot be used. */
+type ReadResult = ProbeResult | string;
+
+/** A saved or returned result, or why it breaks the contract (as good as none: said, not dropped). */
+function readResult(value: unknown): { jobId: string; result: ReadResult } | undefined {
+  const parsed = probeResultSchema.safeParse(value);
+  if (parsed.success) return { jobId: parsed.data.jobId, result: parsed.data as ProbeResult };
+  const jobId = (value as { jobId?: unknown } | null)?.jobId;
+  return typeof jobId === 'string'
+    ? { jobId, result: `the worker gave an invalid result: ${parsed.error.issues[0]?.message}` }
+    : undefined;
 }
 
-/** Results and unfinished jobs of a run whose children are all done (or removed at the deadline). */
-export async function collectRun(
+/** The results a batch returned (`{results: [...]}`) rather than saved: at most its last job's. */
+function returnedResults(returned: unknown[]): Map<string, ReadResult> {
+  const byId = new Map<string, ReadResult>();
+  for (const value of returned) {
+    const results = (value as { results?: unknown } | null)?.results;
+    if (!Array.isArray(results)) continue;
+    for (const item of results) {
+      const read = readResult(item);
+      if (read) byId.set(read.jobId, read.result);
+    }
+  }
+  return byId;
+}
+
+/** The results the workers saved (worker/run-results.ts) for these jobs, read in pages. */
+async function savedResults(fleet: Fleet, runId: string, jobIds: string[]): Promise<Map<string, ReadResult>> {
+  const byId = new Map<string, ReadResult>();
+  const key = reportKeys.results(fleet.prefix, runId);
+  for (let i = 0; i < jobIds.length; i += RESULTS_PER_READ) {
+    const values = await fleet.client.hmget(key, ...jobIds.slice(i, i + RESULTS_PER_READ));
+    for (const text of values) {
+      if (text === null) continue;
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        continue; // not JSON: as if it was never saved
+      }
+      const read = readResult(value);
+      if (read) byId.set(read.jobId, read.result);
+    }
+  }
+  return byId;
+}
+
+/** The run's jobs, each with its batch, by analysis group (analysisGroupOf), in the batches' order. */
+function jobsByGroup(data: RunJobData): Map<string, { ref: JobRef; batchId: string }[]> {
+  const groups = new Map<string, { ref: JobRef; batchId: string }[]>();
+  for (const batch of batchesById(data).values()) {
+    for (const ref of batch.jobs) {
+      const key = analysisGroupOf(ref.target);
+      const group = groups.get(key);
+      if (group) group.push({ ref, batchId: batch.id });
+      else groups.set(key, [{ ref, batchId: batch.id }]);
+    }
+  }
+  return groups;
+}
+
+/**
+ * Builds the report of a run whose children are all done (or removed at the deadline), a group
+ * of jobs at a time: each group's results are read, analysed and handed to `sink` (the stored
+ * report's pages), then let go. Returns the head; the process holds one target's results at most.
+ */
+export async function buildRunInParts(
   fleet: Fleet,
   parent: Job,
   data: RunJobData,
-): Promise<{ results: ProbeResult[]; unfinishedJobs: UnfinishedJob[] }> {
+  sink: (results: ProbeResult[]) => Promise<void>,
+): Promise<RunReportHead> {
   const [returned, failures, notes] = await Promise.all([
     parent.getChildrenValues(),
     parent.getIgnoredChildrenFailures(),
     fleet.client.hgetall(reportKeys.expiredJobs(fleet.prefix, data.runId)),
   ]);
-  const resultById = await resultsOf(fleet, data.runId, Object.values(returned));
+  const returnedById = returnedResults(Object.values(returned));
   const failureByBatch = new Map<string, string>();
   for (const [key, reason] of Object.entries(failures)) {
     const id = parseJobKey(fleet.prefix, key)?.jobId;
@@ -128,15 +166,29 @@ export async function collectRun(
     return parsed.success ? parsed.data : undefined;
   };
 
-  const results: ProbeResult[] = [];
+  const builder = new RunReportBuilder({
+    runId: data.runId,
+    mode: 'distributed',
+    plan: data.plan,
+    startedAt: new Date(data.submittedAt),
+  });
   const unfinishedJobs: UnfinishedJob[] = [];
-  for (const batch of batchesById(data).values()) {
-    for (const ref of batch.jobs) {
-      // A batch's failure is each of its jobs' without a result.
-      const result = resultById.get(ref.jobId);
-      const failure = failureByBatch.get(batch.id);
-      if (result && typeof result !== 'string') results.push(result);
-      else if (typeof result === 'string') unfinishedJobs.push({ ...ref, status: 'failed', reason: result });
+  let lastResultAt = Number.NEGATIVE_INFINITY;
+  for (const jobs of jobsByGroup(data).values()) {
+    const saved = await savedResults(
+      fleet,
+      data.runId,
+      jobs.map(({ ref }) => ref.jobId),
+    );
+    const results: ProbeResult[] = [];
+    for (const { ref, batchId } of jobs) {
+      // A returned result is the batch's last word on its job; a batch's failure is each of its jobs' without a result.
+      const result = returnedById.get(ref.jobId) ?? saved.get(ref.jobId);
+      const failure = failureByBatch.get(batchId);
+      if (result && typeof result !== 'string') {
+        results.push(result);
+        lastResultAt = Math.max(lastResultAt, Date.parse(result.finishedAt));
+      } else if (typeof result === 'string') unfinishedJobs.push({ ...ref, status: 'failed', reason: result });
       else if (failure === STALLED_TOO_OFTEN) {
         const workersLost = JOB_STALLS_RETRIED + 1;
         unfinishedJobs.push({
@@ -156,59 +208,64 @@ export async function collectRun(
         });
       }
     }
+    await sink(builder.add(results));
   }
-  return { results, unfinishedJobs };
+  const finishedAt = runFinishedAt(lastResultAt, unfinishedJobs, data.deadline, await redisNow(fleet.client));
+  return builder.head(finishedAt, unfinishedJobs);
 }
 
 /**
  * When a run finished, on Redis's clock (as its start, and its results' times, are): when its last
- * job finished, or its deadline if jobs were still waited for then; not when someone got to
- * building its report (a coordinator that was down, a `run` command that came back later).
+ * job finished (`lastResultAt`, ms; -Infinity for none), or its deadline if jobs were still waited
+ * for then; not when someone got to building its report (a coordinator that was down, a `run`
+ * command that came back later).
  */
 export function runFinishedAt(
-  results: readonly ProbeResult[],
+  lastResultAt: number,
   unfinishedJobs: readonly UnfinishedJob[],
   deadline: string,
   now: Date,
 ): Date {
-  let latest = Number.NEGATIVE_INFINITY;
-  for (const result of results) latest = Math.max(latest, Date.parse(result.finishedAt));
+  let latest = lastResultAt;
   if (unfinishedJobs.some((job) => job.status === 'not-run')) latest = Math.max(latest, Date.parse(deadline));
   return Number.isFinite(latest) && latest < now.getTime() ? new Date(latest) : now;
 }
 
-/** Builds the run's report and stores it, unless it is stored already; returns the stored one.
- * ReportNotStoredError (with the report) when Redis is too full to store it. */
-export async function finishRun(fleet: Fleet, parent: Job): Promise<{ report: RunReport; stored: boolean }> {
+/** Builds the run's report and stores it in parts, unless one is stored already; returns the
+ * stored head. ReportNotStoredError when Redis is too full to store it (what was written of it
+ * is dropped; the results it is built from stay until a report is stored). */
+export async function finishRun(fleet: Fleet, parent: Job): Promise<{ head: RunReportHead; stored: boolean }> {
   const data = runDataOf(parent);
-  const stored = await fleet.store.get(data.runId);
-  if (stored) return { report: stored, stored: false };
-  const { results, unfinishedJobs } = await collectRun(fleet, parent, data);
-  const report = buildRunReport({
-    runId: data.runId,
-    mode: 'distributed',
-    plan: data.plan,
-    startedAt: new Date(data.submittedAt),
-    finishedAt: runFinishedAt(results, unfinishedJobs, data.deadline, await redisNow(fleet.client)),
-    results,
-    unfinishedJobs,
-  });
-  return storeReport(fleet, report);
+  const existing = await fleet.store.getHead(data.runId);
+  if (existing) return { head: existing, stored: false };
+  const draft = fleet.store.draft(data.runId);
+  try {
+    const head = await buildRunInParts(fleet, parent, data, (results) => draft.add(results));
+    const { stored } = await fleet.store.saveIfAbsent(head, draft);
+    if (!stored) {
+      const first = await fleet.store.getHead(data.runId);
+      if (first) return { head: first, stored: false };
+    }
+    // The results and notes are in the report now (the first report stored wins, so they are done with).
+    await fleet.client.del(
+      reportKeys.results(fleet.prefix, data.runId),
+      reportKeys.expiredJobs(fleet.prefix, data.runId),
+    );
+    return { head, stored };
+  } catch (err) {
+    await draft.discard().catch(() => {});
+    throw err instanceof RedisFullError ? new ReportNotStoredError(err, data.runId) : err;
+  }
 }
 
-/** Stores a run's report unless one is stored (the first wins: that one is returned), then drops
- * what it was built from. ReportNotStoredError (with the report) when Redis is too full for it. */
-export async function storeReport(fleet: Fleet, report: RunReport): Promise<{ report: RunReport; stored: boolean }> {
-  const saved = await fleet.store.saveIfAbsent(report).catch((err: unknown) => {
-    throw err instanceof RedisFullError ? new ReportNotStoredError(err, report) : err;
+/** The report of a finished run built in this process without storing it, when Redis is too full
+ * to store it: shown anyway. Holds every result. */
+export async function buildRunInMemory(fleet: Fleet, parent: Job): Promise<RunReport> {
+  const results: ProbeResult[] = [];
+  const head = await buildRunInParts(fleet, parent, runDataOf(parent), async (group) => {
+    results.push(...group);
   });
-  // The results and notes are in the report now (the first report stored wins, so they are done with).
-  if (saved.stored)
-    await fleet.client.del(
-      reportKeys.results(fleet.prefix, report.runId),
-      reportKeys.expiredJobs(fleet.prefix, report.runId),
-    );
-  return saved;
+  return reportOf(head, results);
 }
 
 /** Keys of the run's children not done yet (the parent's pending dependencies, read in pages). */

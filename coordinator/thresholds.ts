@@ -56,45 +56,80 @@ const applier =
 const whereText = (w: MeasuredValue['where']) =>
   [w.region, w.target, w.probe, ...Object.values(w.variant).map(String)].join(' ');
 
-export function checkThresholds(plan: Pick<Plan, 'thresholds' | 'targets'>, results: ProbeResult[]): ThresholdOutcome {
-  const outcome: ThresholdOutcome = { checks: [], unchecked: [] };
-  const applies = applier(new Map(plan.targets.map((t) => [t.name, t])));
-  const runCosts = costs(results);
-  for (const t of plan.thresholds ?? []) {
-    const name = thresholdName(t);
-    const measured: MeasuredValue[] =
-      t.quantity === 'new_connection_cost'
-        ? runCosts.filter((c) => applies(t, c.where))
-        : results
-            .filter((r) => applies(t, r))
-            .flatMap((r) => {
-              const value = valueIn(t, r);
-              return value === undefined
-                ? []
-                : [{ where: { region: r.region, target: r.target, probe: r.probe, variant: r.variant }, value }];
-            });
-    if (measured.length === 0)
-      outcome.unchecked.push({
-        threshold: name,
-        where: [t.regions?.join(', '), t.targets?.join(', '), t.probes?.join(', ')].filter(Boolean).join(' ') || 'any',
-        reason: `no result of this run measured ${t.quantity} there`,
-      });
-    for (const { where, value } of measured) {
-      if (typeof value === 'string') {
-        outcome.unchecked.push({ threshold: name, where: whereText(where), reason: value });
-        continue;
-      }
-      const breached = (t.max !== undefined && value.value > t.max) || (t.min !== undefined && value.value < t.min);
-      outcome.checks.push({
-        threshold: name,
-        quantity: t.quantity,
-        ...where,
-        value: value.value,
-        max: t.max ?? null,
-        min: t.min ?? null,
-        breached,
-      });
-    }
+/**
+ * The plan's thresholds checked over a run's results, added a group at a time: every value a
+ * threshold reads is one result's, or one region and target's new-connection cost, so a group
+ * holding each target's results whole (coordinator/analysis.ts, analysisGroupOf) checks exactly
+ * what the whole run would. Checks come out in the plan's order of thresholds.
+ */
+export class ThresholdChecker {
+  private readonly thresholds: readonly Threshold[];
+  private readonly applies: ReturnType<typeof applier>;
+  /** Per threshold, in the plan's order: its checks, and what it could not check. */
+  private readonly checked: { checks: ThresholdCheck[]; unchecked: ThresholdOutcome['unchecked'] }[];
+
+  constructor(plan: Pick<Plan, 'thresholds' | 'targets'>) {
+    this.thresholds = plan.thresholds ?? [];
+    this.applies = applier(new Map(plan.targets.map((t) => [t.name, t])));
+    this.checked = this.thresholds.map(() => ({ checks: [], unchecked: [] }));
   }
-  return outcome;
+
+  add(results: ProbeResult[]): void {
+    if (this.thresholds.length === 0) return;
+    const runCosts = costs(results);
+    this.thresholds.forEach((t, i) => {
+      const name = thresholdName(t);
+      const { checks, unchecked } = this.checked[i]!;
+      const measured: MeasuredValue[] =
+        t.quantity === 'new_connection_cost'
+          ? runCosts.filter((c) => this.applies(t, c.where))
+          : results
+              .filter((r) => this.applies(t, r))
+              .flatMap((r) => {
+                const value = valueIn(t, r);
+                return value === undefined
+                  ? []
+                  : [{ where: { region: r.region, target: r.target, probe: r.probe, variant: r.variant }, value }];
+              });
+      for (const { where, value } of measured) {
+        if (typeof value === 'string') {
+          unchecked.push({ threshold: name, where: whereText(where), reason: value });
+          continue;
+        }
+        const breached = (t.max !== undefined && value.value > t.max) || (t.min !== undefined && value.value < t.min);
+        checks.push({
+          threshold: name,
+          quantity: t.quantity,
+          ...where,
+          value: value.value,
+          max: t.max ?? null,
+          min: t.min ?? null,
+          breached,
+        });
+      }
+    });
+  }
+
+  outcome(): ThresholdOutcome {
+    const outcome: ThresholdOutcome = { checks: [], unchecked: [] };
+    this.thresholds.forEach((t, i) => {
+      const { checks, unchecked } = this.checked[i]!;
+      if (checks.length === 0 && unchecked.length === 0)
+        outcome.unchecked.push({
+          threshold: thresholdName(t),
+          where:
+            [t.regions?.join(', '), t.targets?.join(', '), t.probes?.join(', ')].filter(Boolean).join(' ') || 'any',
+          reason: `no result of this run measured ${t.quantity} there`,
+        });
+      outcome.unchecked.push(...unchecked);
+      outcome.checks.push(...checks);
+    });
+    return outcome;
+  }
+}
+
+export function checkThresholds(plan: Pick<Plan, 'thresholds' | 'targets'>, results: ProbeResult[]): ThresholdOutcome {
+  const checker = new ThresholdChecker(plan);
+  checker.add(results);
+  return checker.outcome();
 }

@@ -264,26 +264,47 @@ test('every rule in RUN_RULES has a case that fires and one that does not', () =
   }
 });
 
-test("analyzeRun: the probes' own findings first, then each run rule's in the order of the list", () => {
-  const own = probeResult({
-    probe: 'reuse',
-    target: 'close',
-    variant: { mode: 'reused', scheme: 'http' },
-    details: { samples: [] },
-    findings: [
-      {
-        code: 'SERVER_CLOSES_EVERY_CONNECTION',
-        severity: 'warning',
-        region: 'lossy',
-        target: 'close',
-        probe: 'reuse',
-        evidence: 'x',
-      },
-    ],
-  });
-  const { findings } = analyzeRun([own, altSvc('drain', ['h3=":443"']), reuse('reused', [1.2, ...stalled(19)])]);
+test("analyzeRun: a target at a time; in each, the probes' own findings first, then each run rule's in the order of the list", () => {
+  const own = (target: string) =>
+    probeResult({
+      probe: 'reuse',
+      target,
+      variant: { mode: 'reused', scheme: 'http' },
+      details: { samples: [] },
+      findings: [
+        {
+          code: 'SERVER_CLOSES_EVERY_CONNECTION',
+          severity: 'warning',
+          region: 'lossy',
+          target,
+          probe: 'reuse',
+          evidence: 'x',
+        },
+      ],
+    });
+  const oneTarget = analyzeRun([
+    reuse('reused', [1.2, ...stalled(19)]),
+    own('nagle'),
+    altSvc('drain', ['h3=":443"'], 'nagle'),
+  ]);
   assert.deepEqual(
-    findings.map((f) => f.code),
+    oneTarget.findings.map((f) => f.code),
     ['SERVER_CLOSES_EVERY_CONNECTION', 'NAGLE_DELAYED_ACK_STALL', 'H3_ADVERTISED'],
+  );
+  // Targets in the order their first result came; a dual-stack pair is one target.
+  const targets = analyzeRun([
+    own('close'),
+    altSvc('drain', ['h3=":443"'], 'api-ipv4'),
+    reuse('reused', [1.2, ...stalled(19)]),
+    own('api-ipv6'),
+  ]);
+  assert.deepEqual(
+    targets.findings.map((f) => [f.target, f.code]),
+    [
+      ['close', 'SERVER_CLOSES_EVERY_CONNECTION'],
+      ['api-ipv6', 'SERVER_CLOSES_EVERY_CONNECTION'],
+      ['api-ipv4', 'H3_ADVERTISED'],
+      ['nagle', 'NAGLE_DELAYED_ACK_STALL'],
+    ],
   );
 });

@@ -1,0 +1,111 @@
+// A run report stored in parts on a real Redis: its head and its results in pages, read back whole
+// or a page at a time; two finishers of one run, the first stored wins and the other's pages go;
+// a report an earlier version stored whole still reads.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { reportKeys } from '../../contracts/queues.js';
+import { headOf, type ProbeResult } from '../../contracts/result.js';
+import { createLogger } from '../../common/log.js';
+import { redisOptions } from '../../common/redis.js';
+import { parsePlan } from '../../coordinator/plan-loader.js';
+import { RESULTS_PER_PAGE } from '../../coordinator/report-store.js';
+import { buildRunReport } from '../../coordinator/run-report.js';
+import { openFleet, type Fleet } from '../../coordinator/fleet.js';
+import { deletePrefix, needsRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { probeResult, requestSample } from '../helpers/results.js';
+
+const log = createLogger('test', 'silent');
+/** More than two pages, the last one short. */
+const RESULTS = 2 * RESULTS_PER_PAGE + 37;
+
+async function reportOfSize(runId: string, count: number) {
+  const { plan } = await parsePlan(
+    'name: parts\ntargets:\n  - { name: t0, url: "http://127.0.0.1:1/" }\nexperiments:\n  - { probe: reuse }\n',
+    'parts.yaml',
+  );
+  const results: ProbeResult[] = Array.from({ length: count }, (_, i) =>
+    probeResult({
+      jobId: `${runId}.local.t${i % 7}.reuse-new-${String(i).padStart(10, '0')}`,
+      runId,
+      target: `t${i % 7}`,
+      probe: 'reuse',
+      variant: { mode: i % 2 ? 'new' : 'reused', scheme: 'http' },
+      ok: i % 50 !== 0,
+      error: i % 50 !== 0 ? null : { code: 'RESPONSE_TIMEOUT', message: `job ${i} timed out` },
+      details: { samples: [requestSample(0, { connect: 1, total: 2 + (i % 5) })] },
+    }),
+  );
+  const at = new Date('2026-12-04T00:00:00.000Z');
+  return buildRunReport({ runId, mode: 'distributed', plan, startedAt: at, finishedAt: at, results });
+}
+
+describe('a run report stored in parts', needsRedis, () => {
+  const prefix = testPrefix();
+  let fleet: Fleet;
+  let client: Redis;
+
+  before(() => {
+    fleet = openFleet({ redis: { url: TEST_REDIS_URL }, prefix, log });
+    client = new Redis(redisOptions({ url: TEST_REDIS_URL }));
+  });
+  after(async () => {
+    await fleet?.close();
+    client?.disconnect();
+    await deletePrefix(TEST_REDIS_URL, prefix);
+  });
+
+  test('stored as a head and pages, it reads back whole and page by page', async () => {
+    const report = await reportOfSize('parts-whole', RESULTS);
+    const draft = fleet.store.draft(report.runId);
+    // As a finisher writes it: a group at a time.
+    for (let i = 0; i < RESULTS; i += 300) await draft.add(report.results.slice(i, i + 300));
+    assert.deepEqual(await fleet.store.saveIfAbsent(headOf(report), draft), { stored: true });
+
+    const pages = await client.llen(reportKeys.reportResults(prefix, report.runId));
+    assert.ok(pages >= Math.ceil(RESULTS / RESULTS_PER_PAGE), `${pages} pages`);
+    assert.equal(await client.exists(draft.key), 0, 'the draft became the results list');
+    const head = await fleet.store.getHead(report.runId);
+    assert.equal(head?.resultCount, RESULTS);
+    assert.equal(head?.okCount, report.results.filter((r) => r.ok).length);
+    assert.ok(head!.notableResults.every((r) => r.error));
+    assert.deepEqual(await fleet.store.get(report.runId), report);
+    let read = 0;
+    for await (const page of fleet.store.results(report.runId)) {
+      assert.ok(page.length <= RESULTS_PER_PAGE);
+      read += page.length;
+    }
+    assert.equal(read, RESULTS);
+    const [summary] = await fleet.store.list(1);
+    assert.deepEqual(
+      [summary?.runId, summary?.jobs, summary?.errors],
+      [report.runId, RESULTS, head!.resultCount - head!.okCount],
+    );
+  });
+
+  test("two finishers of one run: the first stored wins, the other one's pages are dropped", async () => {
+    const report = await reportOfSize('parts-twice', 40);
+    const first = fleet.store.draft(report.runId);
+    const second = fleet.store.draft(report.runId);
+    await first.add(report.results);
+    await second.add(report.results.slice(0, 10));
+    assert.deepEqual(await fleet.store.saveIfAbsent(headOf(report), first), { stored: true });
+    assert.deepEqual(await fleet.store.saveIfAbsent({ ...headOf(report), findings: [] }, second), { stored: false });
+    assert.equal(await client.exists(second.key), 0);
+    assert.deepEqual(await fleet.store.get(report.runId), report);
+  });
+
+  test('a run without results: a head and no pages', async () => {
+    const report = await reportOfSize('parts-empty', 0);
+    assert.deepEqual(await fleet.store.saveIfAbsent(headOf(report), fleet.store.draft(report.runId)), { stored: true });
+    assert.equal(await client.exists(reportKeys.reportResults(prefix, report.runId)), 0);
+    assert.deepEqual(await fleet.store.get(report.runId), report);
+  });
+
+  test('a report an earlier version stored whole reads as before', async () => {
+    const report = await reportOfSize('parts-earlier', 12);
+    await client.set(reportKeys.report(prefix, report.runId), JSON.stringify(report), 'EX', 60);
+    assert.deepEqual(await fleet.store.get(report.runId), report);
+    assert.equal((await fleet.store.getHead(report.runId))?.resultCount, 12);
+  });
+});
