@@ -47,10 +47,10 @@ export const PLAN_LIMITS = {
   /** Items in any one list or mapping of a plan, checked before the schema reads them (the longest a plan may hold is 255). */
   collectionItems: 1_000,
   /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise.
-   * Submitting 100,000 fits in a few hundred MB (bench/README.md); the default is lower, because
-   * the rest of a run holds every job at once: the parent's data lists them all, and the
-   * report (one JSON document, one Redis string) holds every result. A 100,000-job run finishes,
-   * with ~1 GB peak in `run` and the coordinator (`node dist/bench/big-run.js`). */
+   * Submitting 100,000 fits in a few hundred MB, and finishing goes a target at a time (the
+   * coordinator peaks at ~370 MB); the default is lower because what reads a finished report (the
+   * `run` command's views and JSON, the metrics push, the baseline comparison) reads it whole:
+   * ~0.9 GB in `run` for 100,000 (`node dist/bench/big-run.js`, bench/README.md). */
   jobsPerRun: 10_000,
 } as const;
 

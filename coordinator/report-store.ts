@@ -24,6 +24,8 @@ import type { RedisClient } from '../common/redis.js';
 
 /** Results per element of a stored report's results list: a page is a few hundred KB. */
 export const RESULTS_PER_PAGE = 500;
+/** A draft no finisher wrote to for this long is dropped by Redis (its finisher died). */
+const DRAFT_TTL_SECONDS = 3_600;
 /** Pages read per LRANGE. */
 const PAGES_PER_READ = 4;
 
@@ -80,17 +82,17 @@ export class ReportStore {
   /** Where a finisher writes the report's result pages before `saveIfAbsent` stores them with its head. */
   draft(runId: string): ReportDraft {
     const key = reportKeys.reportDraft(this.prefix, runId, randomUUID());
-    const { redis, keep } = this;
-    let pages = 0;
+    const { redis } = this;
     return {
       key,
       async add(results) {
         for (let i = 0; i < results.length; i += RESULTS_PER_PAGE) {
           const page = JSON.stringify(results.slice(i, i + RESULTS_PER_PAGE));
           try {
-            // The TTL is a backstop for a finisher that dies before storing or discarding it.
-            if (pages++ === 0) await redis.multi().rpush(key, page).expire(key, keep.maxAgeSeconds).exec();
-            else await redis.rpush(key, page);
+            // Renewed with every page: a backstop for a finisher that dies before storing or dropping it.
+            const replies = await redis.multi().rpush(key, page).expire(key, DRAFT_TTL_SECONDS).exec();
+            const failure = replies?.find(([err]) => err)?.[0];
+            if (failure) throw failure;
           } catch (err) {
             if (!isRedisFull(err)) throw err;
             throw await redisFullError(
