@@ -183,6 +183,8 @@ export type RunReport = Omit<z.output<typeof runReportSchema>, 'results'> & { re
 /** A run's results with an error, or measured again after their worker was lost, that a report's
  * head keeps (the first of them): what the summary of a big run shows of its results. */
 export const NOTABLE_RESULTS_KEPT = 100;
+/** A result a report's head keeps (among the first NOTABLE_RESULTS_KEPT): an error, or a lost worker. */
+export const isNotableResult = (r: ProbeResult) => !!(r.error || r.workersLost);
 
 /**
  * A run report stored in parts (coordinator/report-store.ts): this head, which is the report
@@ -215,6 +217,6 @@ export function headOf(report: RunReport): RunReportHead {
     ...rest,
     resultCount: results.length,
     okCount: results.filter((r) => r.ok).length,
-    notableResults: results.filter((r) => r.error || r.workersLost).slice(0, NOTABLE_RESULTS_KEPT),
+    notableResults: results.filter(isNotableResult).slice(0, NOTABLE_RESULTS_KEPT),
   };
 }

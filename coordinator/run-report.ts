@@ -1,6 +1,7 @@
 // Assembles the run report (`probefleet.run/v1`): the same shape from embedded and distributed runs.
 import type { Plan } from '../contracts/plan.js';
 import {
+  isNotableResult,
   NOTABLE_RESULTS_KEPT,
   RUN_SCHEMA,
   type ProbeResult,
@@ -65,7 +66,7 @@ export class RunReportBuilder {
     for (const r of results) {
       this.resultCount++;
       if (r.ok) this.okCount++;
-      if ((r.error || r.workersLost) && this.notableResults.length < NOTABLE_RESULTS_KEPT) this.notableResults.push(r);
+      if (isNotableResult(r) && this.notableResults.length < NOTABLE_RESULTS_KEPT) this.notableResults.push(r);
     }
     return results;
   }
