@@ -36,7 +36,7 @@ import { runPlanInRegions } from '../../regions/fleet-run.js';
 import { startRegions, type RegionSpec, type Regions } from '../../regions/harness.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { needsPrometheus, prometheusMissing, requirePrometheus } from '../helpers/prometheus.js';
-import { regionsSkipReason } from '../helpers/regions.js';
+import { measuredTwice, regionsSkipReason } from '../helpers/regions.js';
 import { runCli } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { runAlone } from '../helpers/exclusive.js';
@@ -411,28 +411,21 @@ describe('emulated regions: measured times are the added round trips', { skip },
     report = await runPlanInRegions(regions, loaded, { runId: 'fidelity-test', log });
   });
 
-  /**
-   * Runs a figure's assertions on the run's report; if they fail, once more on a fresh run of
-   * that probe's experiment alone. On this shared 2-vCPU VM a stall of the machine (or of the
-   * delaying helper) once put 3 of the tls probe's 6 TLS 1.3 handshakes from `far` ~10 ms late
-   * (72.4 ms against 62.3 ± 6.2) in a run whose other figures were exact; a probe that measures
-   * wrong fails both times.
-   */
-  async function measuredTwice(t: TestContext, probe: ProbeKind, check: (report: RunReport) => void) {
-    try {
-      check(report);
-    } catch (err) {
-      if (!(err instanceof assert.AssertionError)) throw err;
-      t.diagnostic(`first measurement disturbed, measuring ${probe} again: ${err.message.split('\n')[0]}`);
+  /** A figure's assertions on the run's report; when the machine disturbed it (helpers/regions.ts),
+   * on a fresh run of that probe's experiments alone. On this shared VM a stall once put 3 of the
+   * tls probe's 6 TLS 1.3 handshakes from `far` ~10 ms late in a run whose other figures were exact. */
+  const measuredTwiceBy = (t: TestContext, probe: ProbeKind, check: (report: RunReport) => void) =>
+    measuredTwice(t, async (again) => {
+      if (!again) return check(report);
       const experiments = loaded.plan.experiments.filter((e) => e.probe === probe);
-      const again = await runPlanInRegions(
-        regions,
-        { ...loaded, plan: { ...loaded.plan, experiments } },
-        { runId: `fidelity-test-${probe}-again`, log },
+      check(
+        await runPlanInRegions(
+          regions,
+          { ...loaded, plan: { ...loaded.plan, experiments } },
+          { runId: `fidelity-test-${probe}-again`, log },
+        ),
       );
-      check(again);
-    }
-  }
+    });
 
   after(async () => {
     await lab?.close();
@@ -443,7 +436,7 @@ describe('emulated regions: measured times are the added round trips', { skip },
   for (const expectation of EXPECTATIONS) {
     const { what, probe, adds, measure } = expectation;
     test(`${what} ≈ ${describeAddition(adds)}`, async (t) => {
-      await measuredTwice(t, probe, (measured) => assertRegionsAdd(t, expectation, measured, measured));
+      await measuredTwiceBy(t, probe, (measured) => assertRegionsAdd(t, expectation, measured, measured));
       if ('rtts' in adds) {
         // What the reference holds beyond its own round trips, against no delay at all: the
         // delayed path's fixed costs (see the header). Shown, not asserted.
@@ -503,7 +496,7 @@ describe('emulated regions: measured times are the added round trips', { skip },
       }
       curlMs.set(encoding, median(runs));
     }
-    await measuredTwice(t, 'compression', (measuredIn) => {
+    await measuredTwiceBy(t, 'compression', (measuredIn) => {
       const model = compressionResult(measuredIn, BASE.name).details!.linkModel.find(
         (m) => m.linkMBps === SLOW_LINK_MBPS,
       );

@@ -31,7 +31,7 @@ import { runReportSchema, type ResultOf, type RunReport } from '../../contracts/
 import { startRegions, TARGET_ALLOWANCE, type RegionSpec, type Regions } from '../../regions/harness.js';
 import { startTargetLab, type TargetLab } from '../../regions/target-lab.js';
 import { synLosses, synRoundTrips } from '../helpers/link-draws.js';
-import { curlConnects, regionsSkipReason } from '../helpers/regions.js';
+import { curlConnects, measuredTwice, regionsSkipReason } from '../helpers/regions.js';
 import { CLI } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { runAlone } from '../helpers/exclusive.js';
@@ -71,21 +71,10 @@ const REGIONS = ['', AGAIN].flatMap((again) => [
   jittery(`jitter-pf${again}`),
 ]);
 
-/**
- * Runs a measurement and its assertions; if they fail, once more in the fresh regions (names
- * ending in AGAIN), whose draws start from the seed again. On this shared 2-vCPU VM a stall of
- * the whole machine (at load 14: six consecutive connects 16-200 ms late) once broke a
- * measurement that was otherwise exact; a link that does not follow its seed fails both times.
- */
-async function measureTwice(t: TestContext, measure: (again: string) => Promise<void>): Promise<void> {
-  try {
-    await measure('');
-  } catch (err) {
-    if (!(err instanceof assert.AssertionError)) throw err;
-    t.diagnostic(`first measurement disturbed, measuring again in fresh regions: ${err.message.split('\n')[0]}`);
-    await measure(AGAIN);
-  }
-}
+/** A measurement and its assertions, once more in the fresh regions (names ending in AGAIN), whose
+ * draws start from the seed again, when the machine disturbed the first (helpers/regions.ts). */
+const measureTwice = (t: TestContext, measure: (again: string) => Promise<void>) =>
+  measuredTwice(t, (again) => measure(again ? AGAIN : ''));
 
 /** Fixed costs of a connect on top of its round trip and timeouts. */
 const FIXED_COSTS_MS = { below: 1, above: 3 };
