@@ -7,7 +7,8 @@ import { realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
  * followed, so the file it names is replaced, not the link. A write that fails (a full disk)
  * leaves no temporary file behind, and its error names the file that was not written.
  */
-export async function writeFileAtomic(file: string, data: string): Promise<void> {
+/** `data` whole, or in pieces as they come (a big run's JSON, a page of results at a time). */
+export async function writeFileAtomic(file: string, data: string | AsyncIterable<string>): Promise<void> {
   const target = await realpath(file).catch(() => file);
   const existing = await stat(target).catch(() => undefined);
   try {

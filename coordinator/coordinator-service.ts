@@ -25,6 +25,7 @@ import type { Fleet } from './fleet.js';
 import { submitRun } from './flow.js';
 import { summarizeReport } from './report-store.js';
 import { expireRunIfDue, finishRun, runDataOf } from './run-finisher.js';
+import { wholeReport } from './run-parts.js';
 import { planOfFiring, ScheduleError } from './schedules.js';
 import { runIdFor, TooManyJobsError } from './split.js';
 
@@ -217,12 +218,12 @@ async function finish(
   log: Logger,
 ) {
   const { head, stored } = await finishRun(fleet, job);
-  const report = await fleet.store.get(head.runId);
-  if (!report) throw new Error(`run ${head.runId}: its stored report is gone (removed since it was stored)`);
-  metrics.recordRun(report);
+  const run = await fleet.store.parts(head.runId);
+  if (!run) throw new Error(`run ${head.runId}: its stored report is gone (removed since it was stored)`);
+  await metrics.recordRun(run);
   // Idempotent: the `run` command that waited for this run pushes the same stored report.
-  if (pusher) await pushRunMetrics(pusher, report, log);
-  await compareWithBaseline(fleet.store, report, { log, ...(pusher ? { pusher } : {}) });
+  if (pusher) await pushRunMetrics(pusher, await wholeReport(run), log);
+  await compareWithBaseline(fleet.store, run, { log, ...(pusher ? { pusher } : {}) });
   const summary = summarizeReport(head);
   log.info({ ...summary, storedHere: stored }, 'run finished');
   return summary;

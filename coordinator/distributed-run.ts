@@ -18,6 +18,7 @@ import type { Fleet } from './fleet.js';
 import type { Completion } from './flow.js';
 import type { RegionProgress } from './region-progress.js';
 import { buildRunInMemory, expireRunIfDue, finishRun, ReportNotStoredError, RunDataError } from './run-finisher.js';
+import { partsOf, type RunParts, wholeReport } from './run-parts.js';
 import { countJobs, readRunState } from './run-state.js';
 
 /** Past the deadline, a job a worker took just before it still has its own time bound to finish
@@ -74,6 +75,16 @@ async function untilRunEnd(fleet: Fleet, data: RunJobData, log: Logger): Promise
  * for past it; then RedisUnreachableError if Redis was the reason, RunNotFinishedError otherwise.
  */
 export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOptions): Promise<RunReport | undefined> {
+  const parts = await waitForRunParts(fleet, data, options);
+  return parts && wholeReport(parts);
+}
+
+/** waitForRun, with the run as its parts (run-parts.ts): what a big run is shown from. */
+export async function waitForRunParts(
+  fleet: Fleet,
+  data: RunJobData,
+  options: WaitOptions,
+): Promise<RunParts | undefined> {
   const { log, progress, signal } = options;
   const notice = options.notice ?? ((line: string) => log.warn(line));
   const totals = jobsPerRegion(data.jobs);
@@ -93,10 +104,10 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
   };
   /** One look at the run: its report once it is over; else progress shown, lost jobs added again,
    * and past the deadline the jobs no worker holds taken off. */
-  const look = async (): Promise<RunReport | undefined> => {
+  const look = async (): Promise<RunParts | undefined> => {
     const state = await readRunState(fleet, data);
     if (!state.parent) {
-      const stored = await fleet.store.get(data.runId);
+      const stored = await fleet.store.parts(data.runId);
       if (stored) return stored;
       // Lost with its batches (a failover to a replica that had not received them).
       if (state.pastDeadline || !(await repair('its parent job is no longer in Redis')))
@@ -154,7 +165,7 @@ export async function waitForRun(fleet: Fleet, data: RunJobData, options: WaitOp
           `run ${data.runId} had jobs pending when its wait ended (${end.toISOString()}: the deadline, one job's time bound and ${RUN_END_SLACK_SECONDS} s): ${pending || 'unknown'}${lastProblem ? ` (last error: ${lastProblem})` : ''}; ${after}`,
         );
       }
-      let report: RunReport | undefined;
+      let report: RunParts | undefined;
       let failure: Error | undefined;
       const looked = look().then(
         (found) => (report = found),
@@ -192,13 +203,13 @@ async function finished(
   parent: Job,
   options: WaitOptions,
   notice: (line: string) => void,
-): Promise<RunReport> {
+): Promise<RunParts> {
   const withinMs = options.storeWithinMs ?? 10_000;
   const storedReport = async () => {
     const { head } = await finishRun(fleet, parent);
-    const report = await fleet.store.get(head.runId);
-    if (!report) throw new RunDataError(`run ${head.runId}: its stored report is gone (removed since it was stored)`);
-    return report;
+    const stored = await fleet.store.parts(head.runId);
+    if (!stored) throw new RunDataError(`run ${head.runId}: its stored report is gone (removed since it was stored)`);
+    return stored;
   };
   let notStored: ReportNotStoredError;
   try {
@@ -222,5 +233,5 @@ async function finished(
   notice(
     `run ${runId}: its report is not stored (Redis is still full); here it is as built. A coordinator stores it once Redis has room (probefleet runs show ${runId})`,
   );
-  return buildRunInMemory(fleet, parent);
+  return partsOf(await buildRunInMemory(fleet, parent));
 }

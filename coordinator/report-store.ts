@@ -21,6 +21,7 @@ import { RUN_SCHEMA } from '../contracts/result.js';
 import { comparisonSchema, type RunComparison } from '../contracts/comparison.js';
 import { isRedisFull, redisFullError } from '../common/redis-errors.js';
 import type { RedisClient } from '../common/redis.js';
+import type { RunParts } from './run-parts.js';
 
 /** Results per element of a stored report's results list: a page is a few hundred KB. */
 export const RESULTS_PER_PAGE = 500;
@@ -199,6 +200,12 @@ export class ReportStore {
     }
   }
 
+  /** A stored run as what shows it reads it: its head, and its results read a page at a time. */
+  async parts(runId: string): Promise<RunParts | undefined> {
+    const head = await this.getHead(runId);
+    return head && { head, pages: () => this.results(runId) };
+  }
+
   /** The whole stored report (its head and every result): for runs small enough to hold at once. */
   async get(runId: string): Promise<RunReport | undefined> {
     const head = await this.getHead(runId);
@@ -238,7 +245,7 @@ export class ReportStore {
    * Up to `count` stored runs of the same plan that started before this one and have a result,
    * newest first: the run's baseline. Empty for a plan's first run.
    */
-  async previousRuns(report: RunReport, count: number, scan = 200): Promise<RunReport[]> {
+  async previousRuns(report: Pick<RunReport, 'startedAt' | 'plan'>, count: number, scan = 200): Promise<RunReport[]> {
     const ids = await this.redis.zrevrangebyscore(
       reportKeys.index(this.prefix),
       `(${Date.parse(report.startedAt)}`,

@@ -2,7 +2,7 @@
 // an error (refused by the target policy, connection refused, a failed response check, its time
 // bound) or without a result (a distributed run's failed or not-run jobs) failed. The CLI exits 1
 // on any failed job, so a cron job or CI step that runs a plan cannot report green on a dead target.
-import type { RunReport } from '../contracts/result.js';
+import type { ProbeResult, RunReport, UnfinishedJob } from '../contracts/result.js';
 import { plural } from '../common/plural.js';
 
 export interface RunOutcome {
@@ -12,16 +12,31 @@ export interface RunOutcome {
   reasons: [reason: string, jobs: number][];
 }
 
-export function runOutcome(report: Pick<RunReport, 'results' | 'unfinishedJobs'>): RunOutcome {
+/** Counts a run's results as they come (a page at a time), then its jobs without one. */
+export function outcomeCounter() {
   const reasons = new Map<string, number>();
   const count = (reason: string) => reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
-  for (const r of report.results) if (r.error) count(r.error.code);
-  for (const u of report.unfinishedJobs) count(u.status === 'not-run' ? 'NOT_RUN' : 'FAILED');
+  let results = 0;
   return {
-    jobs: report.results.length + report.unfinishedJobs.length,
-    failed: [...reasons.values()].reduce((a, b) => a + b, 0),
-    reasons: [...reasons].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])),
+    addResults(page: readonly ProbeResult[]): void {
+      results += page.length;
+      for (const r of page) if (r.error) count(r.error.code);
+    },
+    outcome(unfinishedJobs: readonly UnfinishedJob[]): RunOutcome {
+      for (const u of unfinishedJobs) count(u.status === 'not-run' ? 'NOT_RUN' : 'FAILED');
+      return {
+        jobs: results + unfinishedJobs.length,
+        failed: [...reasons.values()].reduce((a, b) => a + b, 0),
+        reasons: [...reasons].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])),
+      };
+    },
   };
+}
+
+export function runOutcome(report: Pick<RunReport, 'results' | 'unfinishedJobs'>): RunOutcome {
+  const counter = outcomeCounter();
+  counter.addResults(report.results);
+  return counter.outcome(report.unfinishedJobs);
 }
 
 /** "2 of 12 threshold checks breached: tls-p95 (eu-west api tls 1.3: 212 > 150)"; undefined when none was. */

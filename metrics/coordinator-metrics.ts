@@ -6,7 +6,7 @@
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { COORDINATOR_METRICS as M, JOB_OUTCOMES, QUEUE_STATES, REDIS_PERSISTENCE } from '../contracts/metric-names.js';
-import type { RunReport } from '../contracts/result.js';
+import type { ProbeResult, RunReport } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { metricsOf } from './prom.js';
@@ -16,7 +16,11 @@ export type RedisPersistence = (typeof REDIS_PERSISTENCE)[number];
 
 export interface CoordinatorMetrics {
   registry: Registry;
-  recordRun(report: RunReport): void;
+  /** A finished run's jobs, counted a page of results at a time (a run's parts, coordinator/run-parts.ts). */
+  recordRun(run: {
+    head: Pick<RunReport, 'plan' | 'unfinishedJobs' | 'startedAt' | 'finishedAt'>;
+    pages(): AsyncIterable<ProbeResult[]>;
+  }): Promise<void>;
   /** Reads queue depths and worker counts from Redis, waiting at most `boundMs`; a reading still
    * under way is not started twice. Without an answer the queue series go (rather than go stale)
    * and probefleet_redis_up is 0. */
@@ -96,15 +100,16 @@ export function createCoordinatorMetrics(
     setPersistence(found) {
       for (const p of REDIS_PERSISTENCE) persistence.set({ persistence: p }, p === found ? 1 : 0);
     },
-    recordRun(report) {
+    async recordRun({ head: report, pages }) {
       for (const region of report.plan.regions) {
         for (const outcome of JOB_OUTCOMES) jobs.inc({ region, outcome }, 0);
         stalled.inc({ region }, 0);
       }
-      for (const r of report.results) {
-        jobs.inc({ region: r.region, outcome: r.ok ? 'ok' : 'error' });
-        if (r.workersLost) stalled.inc({ region: r.region }, r.workersLost);
-      }
+      for await (const page of pages())
+        for (const r of page) {
+          jobs.inc({ region: r.region, outcome: r.ok ? 'ok' : 'error' });
+          if (r.workersLost) stalled.inc({ region: r.region }, r.workersLost);
+        }
       for (const u of report.unfinishedJobs) {
         jobs.inc({ region: u.region, outcome: u.status === 'failed' ? 'failed' : 'not_run' });
         if (u.workersLost) stalled.inc({ region: u.region }, u.workersLost);

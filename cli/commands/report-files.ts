@@ -8,7 +8,8 @@ import { writeFileAtomic } from '../../common/write-file-atomic.js';
 import { EXIT_INTERRUPTED } from '../exit-codes.js';
 import type { RunReport } from '../../contracts/result.js';
 import { renderCsvReport } from '../../coordinator/report/csv.js';
-import { renderRunReport } from '../../coordinator/report/text.js';
+import { renderRunReport, renderRunSummary } from '../../coordinator/report/text.js';
+import { isWhole, runJsonText, type RunParts, wholeReport } from '../../coordinator/run-parts.js';
 import { renderHtmlReport } from '../../coordinator/report/html.js';
 import { renderMarkdownReport } from '../../coordinator/report/markdown.js';
 
@@ -84,6 +85,41 @@ export async function printRunReport(
   if (Object.values(files).includes('-')) process.stderr.write(text);
   else process.stdout.write(text);
   await writeReportFiles(report, files, written);
+}
+
+/** Text to stdout a piece at a time, waiting for it to drain (a big run's JSON is hundreds of MB). */
+async function writeToStdout(pieces: AsyncIterable<string>): Promise<void> {
+  for await (const piece of pieces)
+    if (!process.stdout.write(piece)) await new Promise((resolve) => process.stdout.once('drain', resolve));
+}
+
+/** The run JSON (`probefleet.run/v1`) to a file (- for stdout), written a page of results at a time. */
+export async function writeRunJson(run: RunParts, file: string): Promise<void> {
+  if (file === '-') await writeToStdout(runJsonText(run));
+  else await writeFileAtomic(file, runJsonText(run));
+}
+
+/**
+ * printRunReport for a run as its parts (coordinator/run-parts.ts): a run small enough from its
+ * whole report; a bigger one as its head's summary and its JSON written a page at a time, so the
+ * process never holds its results. HTML, Markdown and CSV have a row or a chart per job: they are
+ * rendered from the whole report, which a big run then holds.
+ */
+export async function printRunParts(
+  run: RunParts,
+  files: ReportFiles,
+  written: (format: keyof ReportFiles) => void = () => {},
+): Promise<void> {
+  if (isWhole(run)) return printRunReport(await wholeReport(run), files, written);
+  const text = renderRunSummary(run.head);
+  if (Object.values(files).includes('-')) process.stderr.write(text);
+  else process.stdout.write(text);
+  if (files.json) {
+    await writeRunJson(run, files.json);
+    written('json');
+  }
+  const perJob = { html: files.html, markdown: files.markdown, csv: files.csv };
+  if (wantsReportFiles(perJob)) await writeReportFiles(await wholeReport(run), perJob, written);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from '../options/args.js';
 import { createLogger } from '../../common/log.js';
 import type { Lab } from '../../lab/index.js';
-import { RUN_END_SLACK_SECONDS, runEndOf, waitForRun } from '../../coordinator/distributed-run.js';
+import { RUN_END_SLACK_SECONDS, runEndOf, waitForRunParts } from '../../coordinator/distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../../coordinator/embedded-runner.js';
 import { completeRun, DEADLINE_SLACK_SECONDS, submitRun, type SubmittedRun } from '../../coordinator/flow.js';
 import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
@@ -23,12 +23,13 @@ import { planSchema } from '../../contracts/plan.js';
 import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
+import { outcomeOfParts, partsOf, type RunParts, wholeReport } from '../../coordinator/run-parts.js';
 import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
 import { redisArgs, redisTimeoutArg, redisTimeoutMsOf, redisUrlFrom, redisUrlSourceNote } from '../options/redis.js';
 import { withFleet } from '../options/fleet.js';
 import { retentionArgs, retentionOf } from '../options/retention.js';
 import { BadArgumentError } from '../../common/bad-input.js';
-import { interruptible, printRunReport, reportFileArgs } from './report-files.js';
+import { interruptible, printRunParts, printRunReport, reportFileArgs } from './report-files.js';
 import { createJobMetrics } from '../../metrics/job-metrics.js';
 import { MetricsPusher } from '../../metrics/pusher.js';
 import { pushRunMetrics } from '../../metrics/run-metrics.js';
@@ -37,7 +38,7 @@ import { targetPolicyArgs, targetPolicyOf } from '../options/target-policy.js';
 import { labArgs, labAtOf, startRunLab } from '../options/lab.js';
 import { maxJobsArgs, maxJobsOf } from '../options/max-jobs.js';
 import { boundHeapGrowth } from '../../common/heap-growth.js';
-import { breachedThresholdsLine, failedJobsLine, runOutcome } from '../../coordinator/run-outcome.js';
+import { breachedThresholdsLine, failedJobsLine, type RunOutcome, runOutcome } from '../../coordinator/run-outcome.js';
 import { EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_THRESHOLD_BREACHED } from '../exit-codes.js';
 
 const options = (y: Argv) =>
@@ -202,7 +203,12 @@ async function withRunLab<T>(
 /** A run with a job that failed or has no result did not do what was asked: exit 1, and say why in
  * one line; otherwise a breached threshold exits 5, said the same way. */
 function exitOnFailedJobs(report: RunReport): void {
-  const failed = failedJobsLine(runOutcome(report));
+  exitOn(report, runOutcome(report));
+}
+
+/** The exit code and its line: failed jobs (EXIT_FAILED) before breached thresholds. */
+function exitOn(report: Pick<RunReport, 'runId' | 'thresholds'>, outcome: RunOutcome): void {
+  const failed = failedJobsLine(outcome);
   const breached = breachedThresholdsLine(report);
   if (breached)
     process.stderr.write(`run ${report.runId}: ${breached}${failed ? '' : ` (exit ${EXIT_THRESHOLD_BREACHED})`}\n`);
@@ -255,10 +261,10 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
   const retention = retentionOf(args);
   const { stop, files, written } = stopOnSigint(args);
   await withRunLab(args, withOwnRegions, log, async (loaded) => {
-    const report = await withFleet(
+    await withFleet(
       args,
       log,
-      async (fleet): Promise<RunReport | undefined> => {
+      async (fleet): Promise<void> => {
         const runId = args.runId ?? newRunId(loaded.plan.name);
         const where = `${redactRedisUrl(fleet.redis.url)}${redisUrlSourceNote(args)} (prefix ${fleet.prefix})`;
         const say = (line: string) => process.stderr.write(`${line}\n`);
@@ -282,7 +288,8 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
         if (submitted.report) {
           say(`run ${runId} is over (same plan: nothing added); its report as stored in ${where}`);
           if (args.detach) process.stdout.write(`${runId}\n`);
-          return args.detach ? undefined : submitted.report;
+          if (!args.detach) await show(partsOf(submitted.report));
+          return;
         }
         const { completion } = submitted;
         const regions = [...jobsPerRegion(submitted.data.jobs)].map(([region, n]) => `${region} ${n}`).join(', ');
@@ -304,7 +311,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
           process.stdout.write(`${runId}\n`);
           return undefined;
         }
-        const waited = await waitForRun(fleet, submitted.data, {
+        const waited = await waitForRunParts(fleet, submitted.data, {
           log,
           progress: regionProgressFor(jobsPerRegion(submitted.data.jobs)),
           signal: stop,
@@ -315,20 +322,25 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
         if (!waited) {
           say(`stopped waiting; the run goes on in the fleet: probefleet runs show ${runId}`);
           process.exitCode = EXIT_INTERRUPTED;
+          return;
         }
-        return waited;
+        await show(waited);
       },
       { retention },
     );
-    if (!report) return;
-    await printRunReport(report, files, written);
+  });
+
+  /** The run's report, metrics and exit code; while the fleet is open, since a big run's results
+   * are read from the store a page at a time. */
+  async function show(run: RunParts): Promise<void> {
+    await printRunParts(run, files, written);
     // The workers pushed their jobs' metrics; the run's last-run groups come from whoever finishes it.
     if (pushgateway) {
       const pusher = new MetricsPusher(pushgateway, log, new Registry());
-      const pushed = await pushRunMetrics(pusher, report, log);
+      const pushed = await pushRunMetrics(pusher, await wholeReport(run), log);
       await pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
       await pusher.close();
     }
-    exitOnFailedJobs(report);
-  });
+    exitOn(run.head, await outcomeOfParts(run));
+  }
 }

@@ -3,12 +3,13 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from '../options/args.js';
 import { createLogger } from '../../common/log.js';
-import { renderRunReport } from '../../coordinator/report/text.js';
+import { renderRunReport, renderRunSummary } from '../../coordinator/report/text.js';
+import { isWhole, wholeReport } from '../../coordinator/run-parts.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { redisArgs, redisTimeoutArg } from '../options/redis.js';
 import { withFleetClient } from '../options/fleet.js';
-import { reportFileArgs, wantsReportFiles, writeReportFiles } from './report-files.js';
 import { printableJsonText } from '../../common/printable.js';
+import { reportFileArgs, wantsReportFiles, writeReportFiles, writeRunJson } from './report-files.js';
 
 const listOptions = (y: Argv) =>
   redisTimeoutArg(redisArgs(y))
@@ -69,17 +70,21 @@ const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
   describe: "Print a stored run's report (--json: the whole run; --html, --markdown, --csv: write those instead)",
   builder: showOptions,
   handler: async (args) => {
-    const report = await withFleetClient(args, log(), (fleet) => fleet.store.get(args.id));
-    if (!report) {
-      process.stderr.write(
-        `probefleet: no stored run "${args.id}" (see: probefleet runs list; reports expire after the fleet's report retention)\n`,
-      );
-      process.exitCode = 1;
-      return;
-    }
-    const files = { html: args.html, markdown: args.markdown, csv: args.csv };
-    if (wantsReportFiles(files)) await writeReportFiles(report, files);
-    else process.stdout.write(args.json ? `${printableJsonText(report, 2)}\n` : renderRunReport(report));
+    // Shown while the client is open: a big run's results are read a page at a time.
+    await withFleetClient(args, log(), async (fleet) => {
+      const run = await fleet.store.parts(args.id);
+      if (!run) {
+        process.stderr.write(
+          `probefleet: no stored run "${args.id}" (see: probefleet runs list; reports expire after the fleet's report retention)\n`,
+        );
+        process.exitCode = 1;
+        return;
+      }
+      const files = { html: args.html, markdown: args.markdown, csv: args.csv };
+      if (wantsReportFiles(files)) await writeReportFiles(await wholeReport(run), files);
+      else if (args.json) await writeRunJson(run, '-');
+      else process.stdout.write(isWhole(run) ? renderRunReport(await wholeReport(run)) : renderRunSummary(run.head));
+    });
   },
 };
 

@@ -6,12 +6,14 @@ import type { RunReport } from '../../contracts/result.js';
 import type { Logger } from '../../common/log.js';
 import type { MetricsPusher } from '../../metrics/pusher.js';
 import type { ReportStore } from '../report-store.js';
+import { type RunParts, wholeReport } from '../run-parts.js';
 import { compareRuns } from './compare-runs.js';
 import { pushComparisonMetrics } from '../../metrics/comparison-metrics.js';
 import { BASELINE_RULE } from './rules.js';
 
 /** How many earlier runs a run's baseline holds: the plan's `baseline.runs`, else the rule's default. */
-export const baselineRunsOf = (report: RunReport) => report.plan.baseline?.runs ?? BASELINE_RULE.defaultRuns;
+export const baselineRunsOf = (report: Pick<RunReport, 'plan'>) =>
+  report.plan.baseline?.runs ?? BASELINE_RULE.defaultRuns;
 
 /**
  * The stored comparison of a run, else one made now from the earlier stored runs of its plan
@@ -20,27 +22,31 @@ export const baselineRunsOf = (report: RunReport) => report.plan.baseline?.runs 
  */
 export async function comparisonWithBaseline(
   store: ReportStore,
-  report: RunReport,
+  report: RunReport | RunParts,
   runs?: number,
 ): Promise<RunComparison | undefined> {
+  const head = 'head' in report ? report.head : report;
   if (runs === undefined) {
-    const stored = await store.getComparison(report.runId);
+    const stored = await store.getComparison(head.runId);
     if (stored) return stored;
   }
-  const baseline = await store.previousRuns(report, runs ?? baselineRunsOf(report));
-  return baseline.length > 0 ? compareRuns(baseline, report) : undefined;
+  const baseline = await store.previousRuns(head, runs ?? baselineRunsOf(head));
+  if (baseline.length === 0) return undefined;
+  // A run in parts is read whole only when there is something to compare it with.
+  return compareRuns(baseline, 'head' in report ? await wholeReport(report) : report);
 }
 
 /** The coordinator's step after a run's report is stored: compare, store, push. Idempotent (the
  * first stored comparison wins, and is pushed again); never throws, since the run itself is done. */
 export async function compareWithBaseline(
   store: ReportStore,
-  report: RunReport,
+  run: RunParts,
   options: { log: Logger; pusher?: MetricsPusher },
 ): Promise<RunComparison | undefined> {
   const { log, pusher } = options;
+  const report = run.head;
   try {
-    const made = await comparisonWithBaseline(store, report);
+    const made = await comparisonWithBaseline(store, run);
     if (!made) {
       log.info(
         { runId: report.runId, plan: report.plan.name },

@@ -1,7 +1,7 @@
 // The run report as terminal text: one section per probe, the new-connection cost per region
 // and target, jobs that failed, findings with evidence, and the decision table. With more than
 // one region the headline is the new-connection cost per target, one column per region.
-import type { RunReport } from '../../contracts/result.js';
+import { NOTABLE_RESULTS_KEPT, reportOf, type RunReport, type RunReportHead } from '../../contracts/result.js';
 import { renderBlocksAsText, tableAsText } from './document.js';
 import { shown } from './format.js';
 import {
@@ -19,26 +19,39 @@ import {
 } from './run-views.js';
 import { plural } from '../../common/plural.js';
 
-export function renderRunReport(run: RunReport): string {
+/** The text report of a run shown from its parts (coordinator/run-parts.ts): what its head holds,
+ * without the sections that have a row per job. */
+export function renderRunSummary(head: RunReportHead): string {
+  return renderRunReport(reportOf(head, head.notableResults), head.resultCount);
+}
+
+/** The text report; with `resultCount`, `run` holds only some of the results (a summary). */
+export function renderRunReport(run: RunReport, resultCount?: number): string {
   const report = shown(run);
-  const jobs = report.results.length + report.unfinishedJobs.length;
+  const summary = resultCount !== undefined;
+  const jobs = (resultCount ?? report.results.length) + report.unfinishedJobs.length;
   const out: string[] = [
     `run ${report.runId} (${report.mode}), plan ${report.plan.name}, ${plural(jobs, 'job')}${report.mode === 'distributed' ? `, regions ${report.plan.regions.join(', ')}` : ''}`,
   ];
   if (comparedRegions(report).length > 1) {
     out.push('', costByRegionTitle('-'), tableAsText(costByRegionTable(report)));
   }
-  const byLabel = labelBlocks(report);
+  if (summary)
+    out.push(
+      '',
+      `${plural(resultCount, 'result')}: the sections with a row per job are left out of a run this big; the run JSON (--json FILE) holds every result`,
+    );
+  const byLabel = summary ? [] : labelBlocks(report);
   if (byLabel.length > 0) out.push('', renderBlocksAsText(byLabel));
   // Each probe's view (views/<kind>.ts) without its heading: the tables carry their own titles.
-  for (const { section } of probeSections(report)) {
+  for (const { section } of summary ? [] : probeSections(report)) {
     const text = renderBlocksAsText(section.blocks);
     if (text) out.push('', text);
   }
   if (report.comparisons.length > 0) {
     out.push('', renderBlocksAsText([costBlock(report)]));
   }
-  const h3 = h3Block(report);
+  const h3 = summary ? undefined : h3Block(report);
   if (h3) out.push('', renderBlocksAsText([h3]));
   const failed = report.results.filter((r) => r.error);
   const retried = report.results.filter((r) => r.workersLost);
@@ -51,6 +64,10 @@ export function renderRunReport(run: RunReport): string {
     for (const r of failed)
       out.push(
         `  ${r.region} ${r.target} ${r.probe} ${Object.values(r.variant).join(' ')}: ${r.error?.code} ${r.error?.message}`,
+      );
+    if (summary && report.results.length >= NOTABLE_RESULTS_KEPT)
+      out.push(
+        `  (the first ${NOTABLE_RESULTS_KEPT} results with an error or a lost worker; the run JSON holds every one)`,
       );
     for (const u of report.unfinishedJobs) {
       out.push(
