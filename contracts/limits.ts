@@ -47,10 +47,9 @@ export const PLAN_LIMITS = {
   /** Items in any one list or mapping of a plan, checked before the schema reads them (the longest a plan may hold is 255). */
   collectionItems: 1_000,
   /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise.
-   * Submitting 100,000 fits in a few hundred MB, and finishing goes a target at a time (the
-   * coordinator peaks at ~370 MB); the default is lower because what reads a finished report (the
-   * `run` command's views and JSON, the metrics push, the baseline comparison) reads it whole:
-   * ~0.9 GB in `run` for 100,000 (`node dist/bench/big-run.js`, bench/README.md). */
+   * A run of 100,000 is submitted, finished and shown in under 300 MB per process (its report
+   * stored and read in parts: `node dist/bench/big-run.js`, bench/README.md); the default is lower
+   * because the comparison with a baseline reads the run and up to 7 earlier ones whole. */
   jobsPerRun: 10_000,
 } as const;
 
