@@ -1,6 +1,6 @@
 // A run report stored in parts on a real Redis: its head and its results in pages, read back whole
 // or a page at a time; two finishers of one run, the first stored wins and the other's pages go;
-// a report an earlier version stored whole still reads.
+// `runs show` of a run too big to show whole; a report an earlier version stored whole still reads.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
@@ -10,9 +10,12 @@ import { createLogger } from '../../common/log.js';
 import { redisOptions } from '../../common/redis.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { RESULTS_PER_PAGE } from '../../coordinator/report-store.js';
+import { WHOLE_REPORT_RESULTS } from '../../coordinator/run-parts.js';
+import { printableJsonText } from '../../common/printable.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { deletePrefix, needsRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { runCli } from '../helpers/repo.js';
 import { probeResult, requestSample } from '../helpers/results.js';
 
 const log = createLogger('test', 'silent');
@@ -100,6 +103,27 @@ describe('a run report stored in parts', needsRedis, () => {
     assert.deepEqual(await fleet.store.saveIfAbsent(headOf(report), fleet.store.draft(report.runId)), { stored: true });
     assert.equal(await client.exists(reportKeys.reportResults(prefix, report.runId)), 0);
     assert.deepEqual(await fleet.store.get(report.runId), report);
+  });
+
+  test('runs show of a run too big to show whole: the summary, and --json with every result as a whole report writes it', async () => {
+    const report = await reportOfSize('parts-big', WHOLE_REPORT_RESULTS + 1);
+    const draft = fleet.store.draft(report.runId);
+    await draft.add(report.results);
+    await fleet.store.saveIfAbsent(headOf(report), draft);
+    const where = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
+
+    const shown = await runCli(['runs', 'show', report.runId, ...where]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /^run parts-big \(distributed\), plan parts, 10,001 jobs/);
+    assert.match(shown.stdout, /10,001 results: the sections with a row per job are left out/);
+    assert.match(
+      shown.stdout,
+      /\(the first 100 results with an error or a lost worker; the run JSON holds every one\)/,
+    );
+
+    const json = await runCli(['runs', 'show', report.runId, '--json', ...where]);
+    assert.equal(json.code, 0, json.stderr);
+    assert.equal(json.stdout, `${printableJsonText(report, 2)}\n`);
   });
 
   test('a report an earlier version stored whole reads as before', async () => {
