@@ -411,9 +411,11 @@ export function compareRuns(
   if (!newest) throw new RangeError('a comparison needs at least one earlier run');
   const afterJobs = jobsOf(after);
   const pairings = baseline.map((run) => pairJobs(jobsOf(run), afterJobs));
+  // By the after run's job: a search of the pairs per job was quadratic in the run's jobs.
+  const earlierByJob = pairings.map((p) => new Map(p.pairs.map((pair) => [pair.after, pair.before])));
   const histories: JobHistory[] = afterJobs.map((job) => ({
     after: job,
-    earlier: pairings.map((p) => p.pairs.find((pair) => pair.after === job)?.before),
+    earlier: earlierByJob.map((earlier) => earlier.get(job)),
   }));
   const rows: Compared[] = [];
   const notCompared: NotCompared[] = [];
