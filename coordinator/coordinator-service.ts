@@ -25,7 +25,6 @@ import type { Fleet } from './fleet.js';
 import { submitRun } from './flow.js';
 import { summarizeReport } from './report-store.js';
 import { expireRunIfDue, finishRun, runDataOf } from './run-finisher.js';
-import { wholeReport } from './run-parts.js';
 import { planOfFiring, ScheduleError } from './schedules.js';
 import { runIdFor, TooManyJobsError } from './split.js';
 
@@ -222,7 +221,7 @@ async function finish(
   if (!run) throw new Error(`run ${head.runId}: its stored report is gone (removed since it was stored)`);
   await metrics.recordRun(run);
   // Idempotent: the `run` command that waited for this run pushes the same stored report.
-  if (pusher) await pushRunMetrics(pusher, await wholeReport(run), log);
+  if (pusher) await pushRunMetrics(pusher, run, log);
   await compareWithBaseline(fleet.store, run, { log, ...(pusher ? { pusher } : {}) });
   const summary = summarizeReport(head);
   log.info({ ...summary, storedHere: stored }, 'run finished');

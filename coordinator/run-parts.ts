@@ -37,7 +37,8 @@ export async function wholeReport(run: RunParts): Promise<RunReport> {
  * in pieces: the head's fields around the results, each result indented as a member of the array. */
 export async function* runJsonText(run: RunParts): AsyncGenerator<string> {
   const skeleton = printableJsonText(reportOf(run.head, []), 2);
-  const marker = '"results": []';
+  // The top-level member: indented by two spaces (a plan's own keys are deeper).
+  const marker = '\n  "results": []';
   const at = skeleton.indexOf(marker);
   yield skeleton.slice(0, at + marker.length - 1);
   let first = true;

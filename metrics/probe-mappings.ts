@@ -26,8 +26,13 @@ export type RunRecorder = (metric: RunMetric, labels: Labels, value: number) => 
 export interface ProbeMetricMapping<K extends ProbeKind> {
   /** Called for every result as the job finishes, besides the series every probe has. */
   job(result: ResultOf<K>, record: JobRecorder): void;
-  /** Called once per region of a finished run with that probe's results there. */
-  run(results: ResultOf<K>[], record: RunRecorder, context: { report: RunReport; region: string }): void;
+  /** Called per region of a finished run with that probe's results there, one call per page of
+   * results for a big run: a mapping sets gauges per result, or from the report's head. */
+  run(
+    results: ResultOf<K>[],
+    record: RunRecorder,
+    context: { report: Omit<RunReport, 'results'>; region: string },
+  ): void;
 }
 
 const seconds = (ms: number) => ms / 1000;

@@ -23,7 +23,7 @@ import { planSchema } from '../../contracts/plan.js';
 import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
-import { outcomeOfParts, partsOf, type RunParts, wholeReport } from '../../coordinator/run-parts.js';
+import { outcomeOfParts, partsOf, type RunParts } from '../../coordinator/run-parts.js';
 import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
 import { redisArgs, redisTimeoutArg, redisTimeoutMsOf, redisUrlFrom, redisUrlSourceNote } from '../options/redis.js';
 import { withFleet } from '../options/fleet.js';
@@ -337,7 +337,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
     // The workers pushed their jobs' metrics; the run's last-run groups come from whoever finishes it.
     if (pushgateway) {
       const pusher = new MetricsPusher(pushgateway, log, new Registry());
-      const pushed = await pushRunMetrics(pusher, await wholeReport(run), log);
+      const pushed = await pushRunMetrics(pusher, run, log);
       await pusher.pushFailureCounts(instanceOf(args) ?? hostname(), { once: !pushed });
       await pusher.close();
     }

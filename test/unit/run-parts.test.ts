@@ -10,6 +10,7 @@ import { renderRunReport, renderRunSummary } from '../../coordinator/report/text
 import { runOutcome } from '../../coordinator/run-outcome.js';
 import { outcomeOfParts, partsOf, type RunParts, runJsonText, wholeReport } from '../../coordinator/run-parts.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
+import { type RegionRunMetrics, runMetricsOf, runMetricsOfPages } from '../../metrics/run-metrics.js';
 import { probeResult, requestSample } from '../helpers/results.js';
 
 async function report(count: number): Promise<RunReport> {
@@ -22,6 +23,7 @@ async function report(count: number): Promise<RunReport> {
       jobId: `parts.local.t${i % 3}.reuse-new-${String(i).padStart(10, '0')}`,
       runId: 'parts',
       target: `t${i % 3}`,
+      region: i % 5 === 0 ? 'far' : 'lossy',
       probe: 'reuse',
       variant: { mode: i % 2 ? 'new' : 'reused', scheme: 'http' },
       ok: i % 4 !== 0,
@@ -79,4 +81,16 @@ test("a big run's text report is its head's: counts, costs and the first failure
     .find((line) => /^\s*region\s+target/.test(line));
   assert.ok(perJob, 'the whole report has a per-job table');
   assert.ok(!summary.includes(perJob), summary);
+});
+
+test("the last-run metrics made a page at a time are the whole report's", async () => {
+  const whole = await report(40);
+  const exposition = async (groups: RegionRunMetrics[]) =>
+    Promise.all(groups.map(async (g) => [g.plan, g.region, await g.registry.metrics()]));
+  const fromWhole = await exposition(runMetricsOf(whole));
+  assert.deepEqual(
+    fromWhole.map(([, region]) => region),
+    ['far', 'lossy'],
+  );
+  assert.deepEqual(await exposition(await runMetricsOfPages(inPages(whole, 3))), fromWhole);
 });
