@@ -33,25 +33,38 @@ const PAGES_PER_READ = 4;
 /** One finisher's result pages of a report, under a key of its own until the report is stored. */
 export interface ReportDraft {
   readonly key: string;
+  /** Pages written so far: what the draft must hold when it is stored. */
+  readonly pages: number;
   /** Appends results, a page per RESULTS_PER_PAGE. RedisFullError when Redis is too full for them. */
   add(results: readonly ProbeResult[]): Promise<void>;
   /** Drops what was written (a report that was stored by another finisher, or could not be). */
   discard(): Promise<void>;
 }
 
-/** KEYS: head, results list, draft; ARGV: head JSON, TTL seconds. Stores the head and renames the
- * draft to the results list unless a head is stored already (then drops the draft): 1 if stored. */
+/**
+ * Stores a report unless one is stored for its run: 1 if stored, 0 if one was (the draft is
+ * dropped), -1 if the draft does not hold the pages written to it (expired, or lost in a failover).
+ * KEYS: head, results list, draft, index, summaries; ARGV: head JSON, TTL seconds, pages written,
+ * start (ms), summary JSON, run id. The head's SET is the first write: a full Redis refuses it
+ * before anything changed (a script is checked only up to its first write), and the listing after
+ * it is part of the same change, so a report is never stored without being listed.
+ */
 const STORE_REPORT = `if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('DEL', KEYS[3])
   return 0
 end
-if redis.call('EXISTS', KEYS[3]) == 1 then
+if redis.call('LLEN', KEYS[3]) ~= tonumber(ARGV[3]) then
+  return -1
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[6])
+redis.call('HSET', KEYS[5], ARGV[6], ARGV[5])
+if tonumber(ARGV[3]) > 0 then
   redis.call('RENAME', KEYS[3], KEYS[2])
   redis.call('EXPIRE', KEYS[2], ARGV[2])
 else
   redis.call('DEL', KEYS[2])
 end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return 1`;
 
 export function summarizeReport(head: RunReportHead): RunSummary {
@@ -72,6 +85,11 @@ export function summarizeReport(head: RunReportHead): RunSummary {
   };
 }
 
+/** A report's draft lost pages before it was stored: built again by the next finisher's try. */
+export class ReportPagesLostError extends Error {
+  override name = 'ReportPagesLostError';
+}
+
 export class ReportStore {
   constructor(
     private readonly redis: RedisClient,
@@ -84,8 +102,12 @@ export class ReportStore {
   draft(runId: string): ReportDraft {
     const key = reportKeys.reportDraft(this.prefix, runId, randomUUID());
     const { redis } = this;
+    let pages = 0;
     return {
       key,
+      get pages() {
+        return pages;
+      },
       async add(results) {
         for (let i = 0; i < results.length; i += RESULTS_PER_PAGE) {
           const page = JSON.stringify(results.slice(i, i + RESULTS_PER_PAGE));
@@ -94,6 +116,7 @@ export class ReportStore {
             const replies = await redis.multi().rpush(key, page).expire(key, DRAFT_TTL_SECONDS).exec();
             const failure = replies?.find(([err]) => err)?.[0];
             if (failure) throw failure;
+            pages++;
           } catch (err) {
             if (!isRedisFull(err)) throw err;
             throw await redisFullError(
@@ -109,30 +132,30 @@ export class ReportStore {
     };
   }
 
-  /** Stores the report's head, with the results its draft holds, unless a report is already stored
-   * for its run; `stored` says which. Two processes may finish the same run (the `run` command and
-   * the coordinator): the first wins, and the other's draft is dropped. RedisFullError when Redis
-   * refuses it as full; calling again (with a new draft) once it has room completes it. */
+  /** Stores the report's head, with the results its draft holds, and lists it (`runs list`),
+   * unless a report is already stored for its run; `stored` says which. Two processes may finish the
+   * same run (the `run` command and the coordinator): the first wins, and the other's draft is
+   * dropped. RedisFullError when Redis refuses it as full (nothing changed: calling again with a new
+   * draft once it has room completes it); ReportPagesLostError when the draft lost pages. */
   async saveIfAbsent(head: RunReportHead, draft?: ReportDraft): Promise<{ stored: boolean }> {
     const text = JSON.stringify(head);
+    let outcome: number;
     try {
-      const stored =
-        (await this.redis.eval(
-          STORE_REPORT,
-          3,
-          reportKeys.report(this.prefix, head.runId),
-          reportKeys.reportResults(this.prefix, head.runId),
-          draft?.key ?? reportKeys.reportDraft(this.prefix, head.runId, 'none'),
-          text,
-          this.keep.maxAgeSeconds,
-        )) === 1;
-      // Stored by a call that could not list it (Redis filled up in between): listed now.
-      if (stored || (await this.redis.zscore(reportKeys.index(this.prefix), head.runId)) === null) {
-        const listed = stored ? head : await this.getHead(head.runId);
-        if (listed) await this.listReport(listed);
-      }
-      if (stored) await this.prune();
-      return { stored };
+      outcome = (await this.redis.eval(
+        STORE_REPORT,
+        5,
+        reportKeys.report(this.prefix, head.runId),
+        reportKeys.reportResults(this.prefix, head.runId),
+        draft?.key ?? reportKeys.reportDraft(this.prefix, head.runId, 'none'),
+        reportKeys.index(this.prefix),
+        reportKeys.summaries(this.prefix),
+        text,
+        this.keep.maxAgeSeconds,
+        draft?.pages ?? 0,
+        Date.parse(head.startedAt),
+        JSON.stringify(summarizeReport(head)),
+        head.runId,
+      )) as number;
     } catch (err) {
       if (!isRedisFull(err)) throw err;
       throw await redisFullError(
@@ -140,17 +163,12 @@ export class ReportStore {
         `cannot store the report of run ${head.runId} (${Math.ceil(text.length / 1024)} KiB)`,
       );
     }
-  }
-
-  /** Puts a stored report in the index and the summaries (`runs list`). */
-  private async listReport(head: RunReportHead): Promise<void> {
-    const replies = await this.redis
-      .multi()
-      .zadd(reportKeys.index(this.prefix), Date.parse(head.startedAt), head.runId)
-      .hset(reportKeys.summaries(this.prefix), head.runId, JSON.stringify(summarizeReport(head)))
-      .exec();
-    const failure = replies?.find(([err]) => err)?.[0];
-    if (failure) throw failure;
+    if (outcome === -1)
+      throw new ReportPagesLostError(
+        `run ${head.runId}: the report's result pages written to Redis are not all there (${draft?.pages ?? 0} written; the draft expired or a failover lost some): it is built again`,
+      );
+    if (outcome === 1) await this.prune();
+    return { stored: outcome === 1 };
   }
 
   /** Removes reports past the age bound (their keys expired already; the index and summaries

@@ -236,22 +236,21 @@ export function runFinishedAt(
  * is dropped; the results it is built from stay until a report is stored). */
 export async function finishRun(fleet: Fleet, parent: Job): Promise<{ head: RunReportHead; stored: boolean }> {
   const data = runDataOf(parent);
+  // The results and notes are in the stored report once there is one (the first stored wins).
+  const dropInputs = () =>
+    fleet.client.del(reportKeys.results(fleet.prefix, data.runId), reportKeys.expiredJobs(fleet.prefix, data.runId));
   const existing = await fleet.store.getHead(data.runId);
-  if (existing) return { head: existing, stored: false };
+  if (existing) {
+    await dropInputs();
+    return { head: existing, stored: false };
+  }
   const draft = fleet.store.draft(data.runId);
   try {
     const head = await buildRunInParts(fleet, parent, data, (results) => draft.add(results));
     const { stored } = await fleet.store.saveIfAbsent(head, draft);
-    if (!stored) {
-      const first = await fleet.store.getHead(data.runId);
-      if (first) return { head: first, stored: false };
-    }
-    // The results and notes are in the report now (the first report stored wins, so they are done with).
-    await fleet.client.del(
-      reportKeys.results(fleet.prefix, data.runId),
-      reportKeys.expiredJobs(fleet.prefix, data.runId),
-    );
-    return { head, stored };
+    const first = stored ? head : await fleet.store.getHead(data.runId);
+    await dropInputs();
+    return { head: first ?? head, stored };
   } catch (err) {
     await draft.discard().catch(() => {});
     throw err instanceof RedisFullError ? new ReportNotStoredError(err, data.runId) : err;

@@ -7,7 +7,7 @@ import { printableJsonText } from '../../common/printable.js';
 import { writeFileAtomic } from '../../common/write-file-atomic.js';
 import { EXIT_INTERRUPTED } from '../exit-codes.js';
 import type { RunReport } from '../../contracts/result.js';
-import { renderCsvReport } from '../../coordinator/report/csv.js';
+import { csvText, renderCsvReport } from '../../coordinator/report/csv.js';
 import { renderRunReport, renderRunSummary } from '../../coordinator/report/text.js';
 import { isWhole, runJsonText, type RunParts, wholeReport } from '../../coordinator/run-parts.js';
 import { renderHtmlReport } from '../../coordinator/report/html.js';
@@ -93,33 +93,50 @@ async function writeToStdout(pieces: AsyncIterable<string>): Promise<void> {
     if (!process.stdout.write(piece)) await new Promise((resolve) => process.stdout.once('drain', resolve));
 }
 
-/** The run JSON (`probefleet.run/v1`) to a file (- for stdout), written a page of results at a time. */
-export async function writeRunJson(run: RunParts, file: string): Promise<void> {
-  if (file === '-') await writeToStdout(runJsonText(run));
-  else await writeFileAtomic(file, runJsonText(run));
+/** Text made a piece at a time to a file (- for stdout). */
+async function writePieces(file: string, pieces: AsyncIterable<string>): Promise<void> {
+  if (file === '-') await writeToStdout(pieces);
+  else await writeFileAtomic(file, pieces);
 }
 
+/** The run JSON (`probefleet.run/v1`) to a file (- for stdout), written a page of results at a time. */
+export const writeRunJson = (run: RunParts, file: string) => writePieces(file, runJsonText(run));
+
 /**
- * printRunReport for a run as its parts (coordinator/run-parts.ts): a run small enough from its
- * whole report; a bigger one as its head's summary and its JSON written a page at a time, so the
- * process never holds its results. HTML, Markdown and CSV have a row or a chart per job: they are
+ * writeReportFiles for a run as its parts (coordinator/run-parts.ts): a run small enough from its
+ * whole report; for a bigger one the JSON and CSV are written a page at a time, so the process
+ * never holds its results. HTML and Markdown have a chart or a table of every job: they are
  * rendered from the whole report, which a big run then holds.
  */
-export async function printRunParts(
+export async function writeRunFiles(
   run: RunParts,
   files: ReportFiles,
   written: (format: keyof ReportFiles) => void = () => {},
+): Promise<void> {
+  if (isWhole(run)) return writeReportFiles(await wholeReport(run), files, written);
+  if (files.json) {
+    await writeRunJson(run, files.json);
+    written('json');
+  }
+  const pages = { html: files.html, markdown: files.markdown };
+  if (wantsReportFiles(pages)) await writeReportFiles(await wholeReport(run), pages, written);
+  if (files.csv) {
+    await writePieces(files.csv, csvText(run));
+    written('csv');
+  }
+}
+
+/** printRunReport for a run as its parts: a big run's text is its head's summary (writeRunFiles). */
+export async function printRunParts(
+  run: RunParts,
+  files: ReportFiles,
+  written?: (format: keyof ReportFiles) => void,
 ): Promise<void> {
   if (isWhole(run)) return printRunReport(await wholeReport(run), files, written);
   const text = renderRunSummary(run.head);
   if (Object.values(files).includes('-')) process.stderr.write(text);
   else process.stdout.write(text);
-  if (files.json) {
-    await writeRunJson(run, files.json);
-    written('json');
-  }
-  const perJob = { html: files.html, markdown: files.markdown, csv: files.csv };
-  if (wantsReportFiles(perJob)) await writeReportFiles(await wholeReport(run), perJob, written);
+  await writeRunFiles(run, files, written);
 }
 
 /**

@@ -9,7 +9,7 @@ import { renderTable } from '../../coordinator/report/table.js';
 import { redisArgs, redisTimeoutArg } from '../options/redis.js';
 import { withFleetClient } from '../options/fleet.js';
 import { printableJsonText } from '../../common/printable.js';
-import { reportFileArgs, wantsReportFiles, writeReportFiles, writeRunJson } from './report-files.js';
+import { reportFileArgs, wantsReportFiles, writeRunFiles, writeRunJson } from './report-files.js';
 
 const listOptions = (y: Argv) =>
   redisTimeoutArg(redisArgs(y))
@@ -81,7 +81,7 @@ const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
         return;
       }
       const files = { html: args.html, markdown: args.markdown, csv: args.csv };
-      if (wantsReportFiles(files)) await writeReportFiles(await wholeReport(run), files);
+      if (wantsReportFiles(files)) await writeRunFiles(run, files);
       else if (args.json) await writeRunJson(run, '-');
       else process.stdout.write(isWhole(run) ? renderRunReport(await wholeReport(run)) : renderRunSummary(run.head));
     });

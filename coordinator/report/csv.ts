@@ -5,7 +5,7 @@
 // A text field that a spreadsheet would take for a formula (=, +, -, @, tab, CR first) gets a
 // leading apostrophe, so a value a server sent cannot run as one.
 import { PHASES } from '../../contracts/common.js';
-import type { RunReport } from '../../contracts/result.js';
+import type { ProbeResult, RunReport } from '../../contracts/result.js';
 import { shown } from './format.js';
 
 /** The columns, in order; docs/reports.md says what each holds. */
@@ -55,36 +55,68 @@ function csvField(value: string | number | undefined): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
+/** The run as CSV, whole. */
 export function renderCsvReport(run: RunReport): string {
+  const csv = csvOf(run);
+  return [csv.header, ...csv.resultLines(run.results), ...csv.tailLines].join('');
+}
+
+/** The run as CSV a page of results at a time (a big run's parts, coordinator/run-parts.ts): the
+ * same text as renderCsvReport, without the results held at once. */
+export async function* csvText(run: {
+  head: Omit<RunReport, 'results'>;
+  pages(): AsyncIterable<readonly ProbeResult[]>;
+}): AsyncGenerator<string> {
+  const csv = csvOf(run.head);
+  yield csv.header;
+  for await (const page of run.pages()) yield csv.resultLines(page).join('');
+  yield csv.tailLines.join('');
+}
+
+/** The CSV's pieces, each line ending in CRLF: its header, the rows of some results, and the rows
+ * after every result's (jobs without one, threshold checks). */
+function csvOf(run: Omit<RunReport, 'results'>) {
   const report = shown(run);
-  const rows: CsvRow[] = [];
-  for (const r of report.results) {
-    const job: CsvRow = {
-      run_id: r.runId,
-      job_id: r.jobId,
-      region: r.region,
-      target: r.target,
-      probe: r.probe,
-      variant: variantField(r.variant),
-      client: r.probe === 'reuse' ? r.details?.client?.label : undefined,
-      status: r.error ? 'error' : 'ok',
-      error_code: r.error?.code,
-      error: r.error?.message,
-      started_at: r.startedAt,
-      requests: r.summary.requests,
-      errors: r.summary.errors,
-      connections_opened: r.summary.connectionsOpened,
-      duration_ms: r.summary.durationMs,
-    };
-    const phases = PHASES.filter((p) => r.summary.phases[p]);
-    if (phases.length === 0) rows.push(job);
-    for (const phase of phases) {
-      const p = r.summary.phases[phase]!;
-      rows.push({ ...job, phase, p50_ms: p.p50, p95_ms: p.p95, p99_ms: p.p99, phase_samples: p.n });
+  // Each row's target labels, from the plan (a plan without targetLabels has no such column).
+  const labels = report.plan.targetLabels ?? [];
+  const labelsOf = new Map(report.plan.targets.map((t) => [t.name, t.labels ?? {}]));
+  const labelFields = (row: CsvRow) =>
+    labels.map((l) => csvField(row.target === undefined ? undefined : labelsOf.get(String(row.target))?.[l]));
+  const line = (row: CsvRow) => `${[...CSV_COLUMNS.map((c) => csvField(row[c])), ...labelFields(row)].join(',')}\r\n`;
+
+  const resultLines = (results: readonly ProbeResult[]): string[] => {
+    const rows: CsvRow[] = [];
+    for (const r of shown(results)) {
+      const job: CsvRow = {
+        run_id: r.runId,
+        job_id: r.jobId,
+        region: r.region,
+        target: r.target,
+        probe: r.probe,
+        variant: variantField(r.variant),
+        client: r.probe === 'reuse' ? r.details?.client?.label : undefined,
+        status: r.error ? 'error' : 'ok',
+        error_code: r.error?.code,
+        error: r.error?.message,
+        started_at: r.startedAt,
+        requests: r.summary.requests,
+        errors: r.summary.errors,
+        connections_opened: r.summary.connectionsOpened,
+        duration_ms: r.summary.durationMs,
+      };
+      const phases = PHASES.filter((p) => r.summary.phases[p]);
+      if (phases.length === 0) rows.push(job);
+      for (const phase of phases) {
+        const p = r.summary.phases[phase]!;
+        rows.push({ ...job, phase, p50_ms: p.p50, p95_ms: p.p95, p99_ms: p.p99, phase_samples: p.n });
+      }
     }
-  }
+    return rows.map(line);
+  };
+
+  const tail: CsvRow[] = [];
   for (const u of report.unfinishedJobs) {
-    rows.push({
+    tail.push({
       run_id: report.runId,
       job_id: u.jobId,
       region: u.region,
@@ -96,7 +128,7 @@ export function renderCsvReport(run: RunReport): string {
     });
   }
   for (const c of report.thresholds.checks)
-    rows.push({
+    tail.push({
       run_id: report.runId,
       region: c.region,
       target: c.target,
@@ -109,14 +141,9 @@ export function renderCsvReport(run: RunReport): string {
       min: c.min ?? undefined,
       max: c.max ?? undefined,
     });
-  // Each row's target labels, from the plan (a plan without targetLabels has no such column).
-  const labels = report.plan.targetLabels ?? [];
-  const labelsOf = new Map(report.plan.targets.map((t) => [t.name, t.labels ?? {}]));
-  const labelFields = (row: CsvRow) =>
-    labels.map((l) => csvField(row.target === undefined ? undefined : labelsOf.get(String(row.target))?.[l]));
-  const lines = [
-    [...CSV_COLUMNS, ...labels.map(labelColumn)].join(','),
-    ...rows.map((row) => [...CSV_COLUMNS.map((c) => csvField(row[c])), ...labelFields(row)].join(',')),
-  ];
-  return `${lines.join('\r\n')}\r\n`;
+  return {
+    header: `${[...CSV_COLUMNS, ...labels.map(labelColumn)].join(',')}\r\n`,
+    resultLines,
+    tailLines: tail.map(line),
+  };
 }

@@ -1,6 +1,7 @@
 // A run report stored in parts on a real Redis: its head and its results in pages, read back whole
 // or a page at a time; two finishers of one run, the first stored wins and the other's pages go;
-// `runs show` of a run too big to show whole; a report an earlier version stored whole still reads.
+// a draft that lost pages and a full Redis store nothing; `runs show` of a run too big to show
+// whole; a report an earlier version stored whole still reads.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
@@ -9,12 +10,13 @@ import { headOf, type ProbeResult } from '../../contracts/result.js';
 import { createLogger } from '../../common/log.js';
 import { redisOptions } from '../../common/redis.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
-import { RESULTS_PER_PAGE } from '../../coordinator/report-store.js';
+import { ReportPagesLostError, RESULTS_PER_PAGE } from '../../coordinator/report-store.js';
+import { RedisFullError } from '../../common/redis-errors.js';
 import { WHOLE_REPORT_RESULTS } from '../../coordinator/run-parts.js';
 import { printableJsonText } from '../../common/printable.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
-import { deletePrefix, needsRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { deletePrefix, needsRedis, startOwnRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
 import { probeResult, requestSample } from '../helpers/results.js';
 
@@ -124,6 +126,44 @@ describe('a run report stored in parts', needsRedis, () => {
     const json = await runCli(['runs', 'show', report.runId, '--json', ...where]);
     assert.equal(json.code, 0, json.stderr);
     assert.equal(json.stdout, `${printableJsonText(report, 2)}\n`);
+  });
+
+  test('a draft that lost pages (expired, or a failover) is not stored: the report is built again', async () => {
+    const report = await reportOfSize('parts-lost', 3 * RESULTS_PER_PAGE);
+    const draft = fleet.store.draft(report.runId);
+    await draft.add(report.results.slice(0, 2 * RESULTS_PER_PAGE));
+    await client.del(draft.key);
+    await draft.add(report.results.slice(2 * RESULTS_PER_PAGE));
+    await assert.rejects(fleet.store.saveIfAbsent(headOf(report), draft), ReportPagesLostError);
+    assert.equal(await fleet.store.getHead(report.runId), undefined);
+  });
+
+  test('a report Redis is too full to store: nothing stored or listed; with room, the same call stores and lists it', async () => {
+    const own = await startOwnRedis({ persistence: 'none' });
+    const fullFleet = openFleet({ redis: { url: own.url }, prefix, log });
+    const ownClient = new Redis(redisOptions({ url: own.url }));
+    try {
+      const report = await reportOfSize('parts-full', 40);
+      const draft = fullFleet.store.draft(report.runId);
+      await draft.add(report.results);
+      const used = Number(/used_memory:(\d+)/.exec(await ownClient.info('memory'))![1]);
+      await ownClient.config('SET', 'maxmemory', String(used - 1024));
+      await assert.rejects(fullFleet.store.saveIfAbsent(headOf(report), draft), RedisFullError);
+      await ownClient.config('SET', 'maxmemory', '0');
+      assert.equal(await fullFleet.store.getHead(report.runId), undefined, 'no head');
+      assert.deepEqual(await fullFleet.store.list(5), [], 'nothing listed');
+      assert.equal(await ownClient.llen(draft.key), 1, 'the draft is as it was');
+      assert.deepEqual(await fullFleet.store.saveIfAbsent(headOf(report), draft), { stored: true });
+      assert.deepEqual(
+        (await fullFleet.store.list(5)).map((r) => r.runId),
+        [report.runId],
+      );
+      assert.deepEqual(await fullFleet.store.get(report.runId), report);
+    } finally {
+      await fullFleet.close();
+      ownClient.disconnect();
+      await own.stop();
+    }
   });
 
   test('a report an earlier version stored whole reads as before', async () => {

@@ -1,11 +1,12 @@
-// A finished run shown from its parts (coordinator/run-parts.ts): the run JSON written a page at a
-// time is byte for byte the whole report's, its outcome counted over pages is the whole one's, and
-// a big run's text report is its head's summary.
+// A finished run shown from its parts (coordinator/run-parts.ts): the run JSON and CSV written a
+// page at a time are byte for byte the whole report's, its outcome and last-run metrics made over
+// pages are the whole one's, and a big run's text report is its head's summary.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { printableJsonText } from '../../common/printable.js';
 import { headOf, type ProbeResult, type RunReport } from '../../contracts/result.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
+import { csvText, renderCsvReport } from '../../coordinator/report/csv.js';
 import { renderRunReport, renderRunSummary } from '../../coordinator/report/text.js';
 import { runOutcome } from '../../coordinator/run-outcome.js';
 import { outcomeOfParts, partsOf, type RunParts, runJsonText, wholeReport } from '../../coordinator/run-parts.js';
@@ -93,4 +94,11 @@ test("the last-run metrics made a page at a time are the whole report's", async 
     ['far', 'lossy'],
   );
   assert.deepEqual(await exposition(await runMetricsOfPages(inPages(whole, 3))), fromWhole);
+});
+
+test("the CSV written a page at a time is the whole report's", async () => {
+  for (const count of [0, 7, 40]) {
+    const whole = await report(count);
+    assert.equal(await text(csvText(inPages(whole, 3))), renderCsvReport(whole), `${count} results`);
+  }
 });
