@@ -203,6 +203,14 @@ export type RunReportHead = Omit<z.output<typeof runReportHeadSchema>, 'notableR
   notableResults: ProbeResult[];
 };
 
+/** A finished run read a page of results at a time: the report without its results (`head`), and
+ * the results in the report's order. A whole report is one page; a stored big run many
+ * (coordinator/run-parts.ts). */
+export interface RunInPages<Head extends Omit<RunReport, 'results'> = Omit<RunReport, 'results'>> {
+  head: Head;
+  pages(): AsyncIterable<readonly ProbeResult[]>;
+}
+
 /** The report of a head and its results (the run JSON's shape, keys in the schema's order). */
 export function reportOf(head: RunReportHead, results: ProbeResult[]): RunReport {
   const { resultCount: _count, okCount: _ok, notableResults: _notable, ...rest } = head;

@@ -4,17 +4,20 @@
 // `runs show` never hold 100,000 results: the run JSON is written a page at a time and the text
 // report is the head's summary.
 import { printableJsonText } from '../common/printable.js';
-import { headOf, reportOf, type ProbeResult, type RunReport, type RunReportHead } from '../contracts/result.js';
+import {
+  headOf,
+  reportOf,
+  type ProbeResult,
+  type RunInPages,
+  type RunReport,
+  type RunReportHead,
+} from '../contracts/result.js';
 import { type RunOutcome, outcomeCounter } from './run-outcome.js';
 
 /** Runs with at most this many results are shown from their whole report (every view, per job). */
 export const WHOLE_REPORT_RESULTS = 10_000;
 
-export interface RunParts {
-  head: RunReportHead;
-  /** The results, a page at a time, in the report's order. */
-  pages(): AsyncIterable<ProbeResult[]>;
-}
+export type RunParts = RunInPages<RunReportHead>;
 
 export function partsOf(report: RunReport): RunParts {
   return {

@@ -6,7 +6,7 @@
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { COORDINATOR_METRICS as M, JOB_OUTCOMES, QUEUE_STATES, REDIS_PERSISTENCE } from '../contracts/metric-names.js';
-import type { ProbeResult, RunReport } from '../contracts/result.js';
+import type { RunInPages } from '../contracts/result.js';
 import type { Logger } from '../common/log.js';
 import { settlesWithin } from '../common/settle.js';
 import { metricsOf } from './prom.js';
@@ -17,10 +17,7 @@ export type RedisPersistence = (typeof REDIS_PERSISTENCE)[number];
 export interface CoordinatorMetrics {
   registry: Registry;
   /** A finished run's jobs, counted a page of results at a time (a run's parts, coordinator/run-parts.ts). */
-  recordRun(run: {
-    head: Pick<RunReport, 'plan' | 'unfinishedJobs' | 'startedAt' | 'finishedAt'>;
-    pages(): AsyncIterable<ProbeResult[]>;
-  }): Promise<void>;
+  recordRun(run: RunInPages): Promise<void>;
   /** Reads queue depths and worker counts from Redis, waiting at most `boundMs`; a reading still
    * under way is not started twice. Without an answer the queue series go (rather than go stale)
    * and probefleet_redis_up is 0. */

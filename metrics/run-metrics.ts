@@ -5,7 +5,7 @@
 import { Registry } from 'prom-client';
 import { JOB_OUTCOMES, RUN_METRICS, TARGET_INFO_METRIC } from '../contracts/metric-names.js';
 import { PROBE_KINDS, type ProbeKind } from '../contracts/probes/index.js';
-import type { ProbeResult, ResultOf, RunReport } from '../contracts/result.js';
+import type { ProbeResult, ResultOf, RunInPages, RunReport } from '../contracts/result.js';
 import { mappingOf, type RunRecorder } from './probe-mappings.js';
 import { metricOf, metricsOf } from './prom.js';
 import type { MetricsPusher } from './pusher.js';
@@ -19,13 +19,6 @@ export interface RegionRunMetrics {
   registry: Registry;
 }
 
-/** A finished run as the metrics read it: the report without its results, and the results a page
- * at a time (a whole report is one page; a stored big run, coordinator/run-parts.ts, many). */
-export interface RunForMetrics {
-  head: Omit<RunReport, 'results'>;
-  pages(): AsyncIterable<readonly ProbeResult[]>;
-}
-
 export function runMetricsOf(report: RunReport): RegionRunMetrics[] {
   const builder = runMetricsBuilder(report);
   builder.add(report.results);
@@ -33,7 +26,7 @@ export function runMetricsOf(report: RunReport): RegionRunMetrics[] {
 }
 
 /** runMetricsOf, a page of results at a time: only the series are held, never the results. */
-export async function runMetricsOfPages(run: RunForMetrics): Promise<RegionRunMetrics[]> {
+export async function runMetricsOfPages(run: RunInPages): Promise<RegionRunMetrics[]> {
   const builder = runMetricsBuilder(run.head);
   for await (const page of run.pages()) builder.add(page);
   return builder.groups();
@@ -43,7 +36,7 @@ export async function runMetricsOfPages(run: RunForMetrics): Promise<RegionRunMe
  * and counted). Never throws: metrics never fail the run that made them. */
 export async function pushRunMetrics(
   pusher: MetricsPusher,
-  run: RunReport | RunForMetrics,
+  run: RunReport | RunInPages,
   log: Logger,
 ): Promise<boolean> {
   let groups: RegionRunMetrics[];

@@ -5,7 +5,7 @@
 // A text field that a spreadsheet would take for a formula (=, +, -, @, tab, CR first) gets a
 // leading apostrophe, so a value a server sent cannot run as one.
 import { PHASES } from '../../contracts/common.js';
-import type { ProbeResult, RunReport } from '../../contracts/result.js';
+import type { ProbeResult, RunInPages, RunReport } from '../../contracts/result.js';
 import { shown } from './format.js';
 
 /** The columns, in order; docs/reports.md says what each holds. */
@@ -63,10 +63,7 @@ export function renderCsvReport(run: RunReport): string {
 
 /** The run as CSV a page of results at a time (a big run's parts, coordinator/run-parts.ts): the
  * same text as renderCsvReport, without the results held at once. */
-export async function* csvText(run: {
-  head: Omit<RunReport, 'results'>;
-  pages(): AsyncIterable<readonly ProbeResult[]>;
-}): AsyncGenerator<string> {
+export async function* csvText(run: RunInPages): AsyncGenerator<string> {
   const csv = csvOf(run.head);
   yield csv.header;
   for await (const page of run.pages()) yield csv.resultLines(page).join('');
