@@ -114,20 +114,20 @@ export class RunAnalyzer {
   }
 }
 
-/** Results split into their analysis groups (analysisGroupOf), each in the results' order. */
-export function analysisGroups(results: readonly ProbeResult[]): ProbeResult[][] {
-  const groups = new Map<string, ProbeResult[]>();
-  for (const r of results) {
-    const key = analysisGroupOf(r.target);
+/** Results (or jobs) split into their analysis groups (analysisGroupOf), each in the given order. */
+export function analysisGroups<T>(items: Iterable<T>, targetOf: (item: T) => string): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = analysisGroupOf(targetOf(item));
     const group = groups.get(key);
-    if (group) group.push(r);
-    else groups.set(key, [r]);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
   }
   return [...groups.values()];
 }
 
 export function analyzeRun(results: ProbeResult[]): RunAnalysis {
   const analyzer = new RunAnalyzer();
-  for (const group of analysisGroups(results)) analyzer.add(group);
+  for (const group of analysisGroups(results, (r) => r.target)) analyzer.add(group);
   return analyzer.finish();
 }

@@ -20,7 +20,7 @@ import { expiredJobNoteSchema, runJobDataSchema, type ExpiredJobNote, type RunJo
 import { redisNow } from '../common/redis.js';
 import { RedisFullError } from '../common/redis-errors.js';
 import type { Fleet } from './fleet.js';
-import { analysisGroupOf } from './analysis.js';
+import { analysisGroups } from './analysis.js';
 import { RunReportBuilder } from './run-report.js';
 import { batchesById } from './run-state.js';
 
@@ -121,17 +121,11 @@ async function savedResults(fleet: Fleet, runId: string, jobIds: string[]): Prom
 }
 
 /** The run's jobs, each with its batch, by analysis group (analysisGroupOf), in the batches' order. */
-function jobsByGroup(data: RunJobData): Map<string, { ref: JobRef; batchId: string }[]> {
-  const groups = new Map<string, { ref: JobRef; batchId: string }[]>();
-  for (const batch of batchesById(data).values()) {
-    for (const ref of batch.jobs) {
-      const key = analysisGroupOf(ref.target);
-      const group = groups.get(key);
-      if (group) group.push({ ref, batchId: batch.id });
-      else groups.set(key, [{ ref, batchId: batch.id }]);
-    }
-  }
-  return groups;
+function jobsByGroup(data: RunJobData): { ref: JobRef; batchId: string }[][] {
+  const jobs = [...batchesById(data).values()].flatMap((batch) =>
+    batch.jobs.map((ref) => ({ ref, batchId: batch.id })),
+  );
+  return analysisGroups(jobs, ({ ref }) => ref.target);
 }
 
 /**
@@ -174,7 +168,7 @@ export async function buildRunInParts(
   });
   const unfinishedJobs: UnfinishedJob[] = [];
   let lastResultAt = Number.NEGATIVE_INFINITY;
-  for (const jobs of jobsByGroup(data).values()) {
+  for (const jobs of jobsByGroup(data)) {
     const saved = await savedResults(
       fleet,
       data.runId,

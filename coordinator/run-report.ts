@@ -102,6 +102,6 @@ export function buildRunReport(
   const builder = new RunReportBuilder(run);
   // Merged before grouping, so the report keeps the results' order.
   const results = mergeShards(run.results);
-  for (const group of analysisGroups(results)) builder.add(group);
+  for (const group of analysisGroups(results, (r) => r.target)) builder.add(group);
   return reportOf(builder.head(run.finishedAt, run.unfinishedJobs), results);
 }
