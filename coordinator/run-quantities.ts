@@ -22,11 +22,17 @@ export interface RunValue {
   interval: ComparedQuantity['interval'];
 }
 
+const fewestValues = new Map<number, number>();
+
 /** The fewest values whose p-th percentile has a distribution-free interval (p50: 6, p95: 72). */
 export function fewestValuesFor(p: number): number {
-  let n = 1;
-  while (!percentileRankInterval(n, p)) n++;
-  return n;
+  let fewest = fewestValues.get(p);
+  if (fewest === undefined) {
+    fewest = 1;
+    while (!percentileRankInterval(fewest, p)) fewest++;
+    fewestValues.set(p, fewest);
+  }
+  return fewest;
 }
 
 type Percentile = { name: 'p50' | 'p95'; at: number };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { median, medianDifference, percentile, percentiles } from '../../common/stats.js';
+import { bootstrap, median, medianDifference, percentile, percentiles, prng } from '../../common/stats.js';
 
 test('percentiles interpolate between closest ranks', () => {
   assert.equal(percentile([1, 2, 3, 4], 50), 2.5);
@@ -30,4 +30,26 @@ test('equal samples give an interval around zero', () => {
   const { median: diff, ci95 } = medianDifference(sample, [...sample].reverse());
   assert.equal(diff, 0);
   assert.ok(ci95[0] <= 0 && ci95[1] >= 0);
+});
+
+test('a bootstrap resample sorted by counting is the resample sorted, ties and all', () => {
+  // The interval as it was defined: each resample's drawn values sorted by comparison.
+  function sortingBootstrap(groups: number[][], resamples: number, seed: number) {
+    const random = prng(seed);
+    const draws = new Float64Array(resamples);
+    for (let i = 0; i < resamples; i++) {
+      const [b, a] = groups.map((g) => Float64Array.from(g, () => g[Math.floor(random() * g.length)]).sort());
+      draws[i] = percentile(b!, 50) - percentile(a!, 50);
+    }
+    draws.sort();
+    return [percentile(draws, 2.5), percentile(draws, 97.5)];
+  }
+  const random = prng(7);
+  for (let round = 0; round < 50; round++) {
+    // Few distinct values, so that most draws tie; sizes from 1.
+    const group = () => Array.from({ length: 1 + Math.floor(random() * 30) }, () => Math.floor(random() * 8) * 0.5);
+    const groups = [group(), group()];
+    const { ci95 } = bootstrap(groups, ([b, a]) => [percentile(b!, 50) - percentile(a!, 50)], 200, round);
+    assert.deepEqual(ci95[0], sortingBootstrap(groups, 200, round), JSON.stringify(groups));
+  }
 });
