@@ -48,9 +48,9 @@ export const PLAN_LIMITS = {
   collectionItems: 1_000,
   /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise.
    * A run of 100,000 is submitted, finished and shown in under 300 MB per process (its report
-   * stored and read in parts: `node dist/bench/big-run.js`, bench/README.md); the default is lower
-   * because the comparison with a baseline reads the run and up to 7 earlier ones whole. */
-  jobsPerRun: 10_000,
+   * stored and read in parts: `node dist/bench/big-run.js`, bench/README.md). Comparisons with a
+   * baseline take runs of at most 10,000 jobs (COMPARED_JOBS_PER_RUN). */
+  jobsPerRun: 100_000,
 } as const;
 
 /**

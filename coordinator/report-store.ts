@@ -261,9 +261,15 @@ export class ReportStore {
 
   /**
    * Up to `count` stored runs of the same plan that started before this one and have a result,
-   * newest first: the run's baseline. Empty for a plan's first run.
+   * newest first: the run's baseline. Empty for a plan's first run. Runs of more than `maxJobs`
+   * jobs are passed over unread.
    */
-  async previousRuns(report: Pick<RunReport, 'startedAt' | 'plan'>, count: number, scan = 200): Promise<RunReport[]> {
+  async previousRuns(
+    report: { startedAt: string; plan: { name: string } },
+    count: number,
+    maxJobs: number,
+    scan = 200,
+  ): Promise<RunReport[]> {
     const ids = await this.redis.zrevrangebyscore(
       reportKeys.index(this.prefix),
       `(${Date.parse(report.startedAt)}`,
@@ -278,7 +284,7 @@ export class ReportStore {
     for (const [i, row] of rows.entries()) {
       if (found.length >= count) break;
       const summary = row === null ? undefined : runSummarySchema.safeParse(JSON.parse(row)).data;
-      if (summary?.plan !== report.plan.name || summary.ok + summary.errors === 0) continue;
+      if (summary?.plan !== report.plan.name || summary.ok + summary.errors === 0 || summary.jobs > maxJobs) continue;
       const run = await this.get(ids[i]);
       if (run) found.push(run);
     }

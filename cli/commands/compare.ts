@@ -7,7 +7,7 @@ import { BadArgumentError } from '../../common/bad-input.js';
 import { createLogger } from '../../common/log.js';
 import type { RunComparison } from '../../contracts/comparison.js';
 import type { RunReport } from '../../contracts/result.js';
-import { compareRuns } from '../../coordinator/compare/compare-runs.js';
+import { checkComparable, compareRuns } from '../../coordinator/compare/compare-runs.js';
 import {
   renderComparisonHtml,
   renderComparisonMarkdown,
@@ -83,8 +83,11 @@ export function failures(c: RunComparison, failOn: FailOn): string[] {
   ];
 }
 
+/** A stored run, read whole once its head says it is small enough to compare. */
 async function storedRun(fleet: FleetClient, id: string): Promise<RunReport> {
-  const report = await fleet.store.get(id);
+  const head = await fleet.store.getHead(id);
+  if (head) checkComparable(id, head.resultCount + head.unfinishedJobs.length);
+  const report = head && (await fleet.store.get(id));
   if (!report)
     throw new BadArgumentError(
       `no stored run "${id}" (see: probefleet runs list; reports expire after the coordinator's retention)`,

@@ -19,6 +19,7 @@ import type { Finding } from '../../contracts/findings.js';
 import type { Experiment, Target } from '../../contracts/plan.js';
 import { PROBES, type ProbeKind } from '../../contracts/probes/index.js';
 import type { ProbeResult, RunReport, UnfinishedJob } from '../../contracts/result.js';
+import { BadInputError } from '../../common/bad-input.js';
 import { median } from '../../common/stats.js';
 import {
   COMPARISON_RESAMPLES,
@@ -31,6 +32,30 @@ import {
 import { BASELINE_RULE, baselineOf, cpuWaitReach, judge, minChangeFor, withCpuWait } from './rules.js';
 
 type Variant = Record<string, string | number | boolean>;
+
+/** The most jobs a run may have to be compared, the new run and each earlier one: a comparison
+ * reads its runs whole and makes a row per job and quantity (docs/compare.md, "Big runs"). */
+export const COMPARED_JOBS_PER_RUN = 10_000;
+
+export class RunTooBigToCompareError extends BadInputError {
+  override name = 'RunTooBigToCompareError';
+  constructor(
+    readonly run: string,
+    readonly jobs: number,
+  ) {
+    super(
+      `${run}: ${jobs.toLocaleString('en-US')} jobs, over the ${COMPARED_JOBS_PER_RUN.toLocaleString('en-US')} a run may have to be compared (docs/compare.md, "Big runs")`,
+    );
+  }
+}
+
+/** Refuses a run too big to compare, named as the user knows it (a file, a run id). */
+export function checkComparable(run: string, jobs: number): void {
+  if (jobs > COMPARED_JOBS_PER_RUN) throw new RunTooBigToCompareError(run, jobs);
+}
+
+const jobCount = (report: Pick<RunReport, 'results' | 'unfinishedJobs'>) =>
+  report.results.length + report.unfinishedJobs.length;
 
 /** One job of a run: its result, or why it has none. */
 interface RunJob {
@@ -409,6 +434,8 @@ export function compareRuns(
 ): RunComparison {
   const [newest] = baseline;
   if (!newest) throw new RangeError('a comparison needs at least one earlier run');
+  checkComparable(sources?.after ?? after.runId, jobCount(after));
+  for (const [i, run] of baseline.entries()) checkComparable(sources?.baseline[i] ?? run.runId, jobCount(run));
   const afterJobs = jobsOf(after);
   const pairings = baseline.map((run) => pairJobs(jobsOf(run), afterJobs));
   // By the after run's job: a search of the pairs per job was quadratic in the run's jobs.

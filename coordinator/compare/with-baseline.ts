@@ -7,7 +7,7 @@ import type { Logger } from '../../common/log.js';
 import type { MetricsPusher } from '../../metrics/pusher.js';
 import type { ReportStore } from '../report-store.js';
 import { type RunParts, wholeReport } from '../run-parts.js';
-import { compareRuns } from './compare-runs.js';
+import { COMPARED_JOBS_PER_RUN, RunTooBigToCompareError, checkComparable, compareRuns } from './compare-runs.js';
 import { pushComparisonMetrics } from '../../metrics/comparison-metrics.js';
 import { BASELINE_RULE } from './rules.js';
 
@@ -30,7 +30,11 @@ export async function comparisonWithBaseline(
     const stored = await store.getComparison(head.runId);
     if (stored) return stored;
   }
-  const baseline = await store.previousRuns(head, runs ?? baselineRunsOf(head));
+  checkComparable(
+    head.runId,
+    ('results' in head ? head.results.length : head.resultCount) + head.unfinishedJobs.length,
+  );
+  const baseline = await store.previousRuns(head, runs ?? baselineRunsOf(head), COMPARED_JOBS_PER_RUN);
   if (baseline.length === 0) return undefined;
   // A run in parts is read whole only when there is something to compare it with.
   return compareRuns(baseline, 'head' in report ? await wholeReport(report) : report);
@@ -67,6 +71,10 @@ export async function compareWithBaseline(
     if (pusher) await pushComparisonMetrics(pusher, comparison, log);
     return comparison;
   } catch (err) {
+    if (err instanceof RunTooBigToCompareError) {
+      log.warn({ runId: report.runId, jobs: err.jobs }, `not compared with the baseline: ${err.message}`);
+      return undefined;
+    }
     log.error({ err: (err as Error).message, runId: report.runId }, 'cannot compare the run with its baseline');
     return undefined;
   }

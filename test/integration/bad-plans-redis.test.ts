@@ -82,7 +82,7 @@ describe('bad plans and Redis', needsRedis, () => {
     const { code, stdout, stderr } = await runCli(['run', file, '--redis', TEST_REDIS_URL, '--prefix', prefix]);
     assert.equal(code, 2);
     assert.equal(stdout, '');
-    assert.match(stderr, /^\S+:105:3: experiments: 1,000,000 jobs per run, over the limit of 10,000 \(--max-jobs/);
+    assert.match(stderr, /^\S+:105:3: experiments: 1,000,000 jobs per run, over the limit of 100,000 \(--max-jobs/);
     assert.deepEqual(await keys(), []);
   });
 

@@ -15,6 +15,8 @@ import { RedisFullError } from '../../common/redis-errors.js';
 import { WHOLE_REPORT_RESULTS } from '../../coordinator/run-parts.js';
 import { printableJsonText } from '../../common/printable.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
+import { COMPARED_JOBS_PER_RUN } from '../../coordinator/compare/compare-runs.js';
+import { compareWithBaseline } from '../../coordinator/compare/with-baseline.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { deletePrefix, needsRedis, startOwnRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
@@ -126,6 +128,35 @@ describe('a run report stored in parts', needsRedis, () => {
     const json = await runCli(['runs', 'show', report.runId, '--json', ...where]);
     assert.equal(json.code, 0, json.stderr);
     assert.equal(json.stdout, `${printableJsonText(report, 2)}\n`);
+  });
+
+  test('a run too big to compare: compare refuses it by name before reading it, the coordinator skips it, a baseline passes it over', async () => {
+    const big = 'parts-big-compared';
+    const report = await reportOfSize(big, COMPARED_JOBS_PER_RUN + 1);
+    const draft = fleet.store.draft(big);
+    await draft.add(report.results);
+    await fleet.store.saveIfAbsent(headOf(report), draft);
+    const small = await reportOfSize('parts-small-compared', 4);
+    await fleet.store.saveIfAbsent(headOf(small), fleet.store.draft(small.runId));
+    const where = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
+    for (const runs of [
+      ['--previous', big],
+      [small.runId, big],
+      [big, small.runId],
+    ]) {
+      const refused = await runCli(['compare', ...runs, ...where]);
+      assert.equal(refused.code, 2, `${runs.join(' ')}: ${refused.stderr}`);
+      assert.match(refused.stderr, /^parts-big-compared: 10,001 jobs, over the 10,000 a run may have to be compared/);
+    }
+    const logged: string[] = [];
+    const warnings = createLogger('test', 'warn', { write: (line: string) => logged.push(line) });
+    const parts = (await fleet.store.parts(big))!;
+    assert.equal(await compareWithBaseline(fleet.store, parts, { log: warnings }), undefined);
+    assert.match(logged.join(''), /not compared with the baseline: parts-big-compared: 10,001 jobs/);
+    assert.equal(await fleet.store.getComparison(big), undefined);
+    const later = { startedAt: '2026-12-05T00:00:00.000Z', plan: { name: 'parts' } };
+    const baseline = (await fleet.store.previousRuns(later, 50, COMPARED_JOBS_PER_RUN)).map((r) => r.runId);
+    assert.ok(baseline.includes(small.runId) && !baseline.includes(big), baseline.join(' '));
   });
 
   test('a draft that lost pages (expired, or a failover) is not stored: the report is built again', async () => {

@@ -12,7 +12,7 @@ import type { QuantityId } from '../../contracts/quantities.js';
 import { RESULT_SCHEMA, type ProbeResult, type RunReport } from '../../contracts/result.js';
 import { percentileInterval, percentileRankInterval, prng, wilsonInterval } from '../../common/stats.js';
 import { encodeHistogram, newLatencyHistogram, recordMs } from '../../common/latency-histogram.js';
-import { compareRuns } from '../../coordinator/compare/compare-runs.js';
+import { COMPARED_JOBS_PER_RUN, checkComparable, compareRuns } from '../../coordinator/compare/compare-runs.js';
 import { fewestValuesFor } from '../../coordinator/run-quantities.js';
 import { renderComparisonHtml, renderComparisonMarkdown } from '../../coordinator/compare/render.js';
 import { reasonText } from '../../coordinator/compare/views.js';
@@ -559,6 +559,18 @@ experiments:
     );
     assert.ok(c.quantities.every((q) => q.variant.mode !== 'new'));
     assert.equal(c.quantities.filter((q) => q.quantity === 'new_connection_cost').length, 0);
+  });
+
+  test('a run over the jobs a comparison takes is refused by name before any is compared', async () => {
+    const before = await earlierRuns(REUSE_PLAN, () => around(1));
+    const after = await runOf('after', REUSE_PLAN, () => around(1));
+    const big = { ...after, results: Array.from({ length: COMPARED_JOBS_PER_RUN + 1 }, () => after.results[0]!) };
+    assert.throws(
+      () => compareRuns(before, big, { baseline: ['a.json', 'b.json', 'c.json'], after: 'big.json' }),
+      /^RunTooBigToCompareError: big\.json: 10,001 jobs, over the 10,000 a run may have to be compared/,
+    );
+    assert.throws(() => compareRuns([{ ...before[0]!, results: big.results }], after), /before-0: 10,001 jobs/);
+    assert.doesNotThrow(() => checkComparable('at the limit', COMPARED_JOBS_PER_RUN));
   });
 
   test('strings from the runs stay text in HTML and Markdown', async () => {

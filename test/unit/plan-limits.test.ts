@@ -157,7 +157,7 @@ describe('plan limits', () => {
     assert.equal(stdout, '');
     assert.equal(
       stderr,
-      `${file('million.yaml')}:105:3: experiments: 1,000,000 jobs per run, over the limit of 10,000 (--max-jobs or PROBEFLEET_MAX_JOBS raise it): ` +
+      `${file('million.yaml')}:105:3: experiments: 1,000,000 jobs per run, over the limit of 100,000 (--max-jobs or PROBEFLEET_MAX_JOBS raise it): ` +
         '50 regions x 20,000 jobs per region; the most from experiments[0] (drain): 100 targets x 4 variants = 400, ' +
         'experiments[1] (drain): 100 targets x 4 variants = 400, experiments[2] (drain): 100 targets x 4 variants = 400 and 47 more\n',
     );
