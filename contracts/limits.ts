@@ -51,6 +51,10 @@ export const PLAN_LIMITS = {
    * stored and read in parts: `node dist/bench/big-run.js`, bench/README.md). Comparisons with a
    * baseline take runs of at most 10,000 jobs (COMPARED_JOBS_PER_RUN). */
   jobsPerRun: 100_000,
+  /** Jobs one embedded run may make (every job in one process, as region `local`), unless `--max-jobs`
+   * or PROBEFLEET_MAX_JOBS says otherwise: it holds every result until its report is written
+   * (peak RSS 333 MB at 10,000 one-request jobs, 887 MB at 50,000). */
+  embeddedJobsPerRun: 10_000,
 } as const;
 
 /**

@@ -24,7 +24,8 @@ import type { Logger } from '../../common/log.js';
 import { redactRedisUrl } from '../../common/redis.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
 import { outcomeOfParts, partsOf, type RunParts } from '../../coordinator/run-parts.js';
-import { checkJobCount, newRunId, splitPlan } from '../../coordinator/split.js';
+import { checkJobCount, newRunId, splitPlan, TooManyJobsError } from '../../coordinator/split.js';
+import { PLAN_LIMITS } from '../../contracts/limits.js';
 import { redisArgs, redisTimeoutArg, redisTimeoutMsOf, redisUrlFrom, redisUrlSourceNote } from '../options/redis.js';
 import { withFleet } from '../options/fleet.js';
 import { retentionArgs, retentionOf } from '../options/retention.js';
@@ -130,6 +131,15 @@ async function runInProcess(args: RunArgs, loaded: LoadedPlan, log: Logger): Pro
     if (given) throw new BadArgumentError(`${option} needs --redis${args.lab ? '' : ' (or REDIS_URL)'}`);
   }
   const { plan } = loaded;
+  try {
+    const local = { ...loaded, plan: { ...plan, regions: [EMBEDDED_REGION] } };
+    checkJobCount({ ...local, maxJobs: maxJobsOf(args, PLAN_LIMITS.embeddedJobsPerRun) });
+  } catch (err) {
+    if (!(err instanceof TooManyJobsError)) throw err;
+    throw new TooManyJobsError(
+      `${err.message}; a run in this process holds every result until its report is written: run it on workers with --redis`,
+    );
+  }
   if (plan.regions.some((r) => r !== EMBEDDED_REGION)) {
     log.warn(
       { regions: plan.regions },

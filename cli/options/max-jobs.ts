@@ -8,13 +8,13 @@ import { BadArgumentError } from '../../common/bad-input.js';
 export const maxJobsArgs = <T>(y: Argv<T>) =>
   y.option('max-jobs', {
     type: 'number',
-    describe: `the most jobs one run of a plan may make, regions x targets x variants (default: $PROBEFLEET_MAX_JOBS, else ${PLAN_LIMITS.jobsPerRun.toLocaleString('en-US')})`,
+    describe: `the most jobs one run of a plan may make, regions x targets x variants (default: $PROBEFLEET_MAX_JOBS, else ${PLAN_LIMITS.jobsPerRun.toLocaleString('en-US')}; ${PLAN_LIMITS.embeddedJobsPerRun.toLocaleString('en-US')} for a run in one process)`,
   });
 
-/** The limit from the flag, else the environment, else PLAN_LIMITS.jobsPerRun. */
-export function maxJobsOf(args: { maxJobs?: number }): number {
+/** The limit from the flag, else the environment, else `fallback`. */
+export function maxJobsOf(args: { maxJobs?: number }, fallback: number = PLAN_LIMITS.jobsPerRun): number {
   const env = process.env.PROBEFLEET_MAX_JOBS;
-  if (args.maxJobs === undefined && !env) return PLAN_LIMITS.jobsPerRun;
+  if (args.maxJobs === undefined && !env) return fallback;
   const [value, given, from] =
     args.maxJobs !== undefined
       ? [args.maxJobs, String(args.maxJobs), '--max-jobs']

@@ -150,6 +150,22 @@ describe('plan limits', () => {
     );
   });
 
+  test('a run in this process takes 10,000 jobs unless told more: it holds every result', async () => {
+    // 100 targets x 50 experiments x 4 modes, one region: valid for workers, too many for one process.
+    const plan = millionJobPlan().replace(/^regions: .*$/m, 'regions: [r0]');
+    await writeFile(file('twenty-thousand.yaml'), plan);
+    const valid = await runCli(['plan', 'validate', file('twenty-thousand.yaml')]);
+    assert.equal(valid.code, 0, valid.stderr);
+    assert.match(valid.stdout, /20,000 jobs per run/);
+    const { code, stdout, stderr } = await runCli(['run', file('twenty-thousand.yaml')]);
+    assert.equal(code, 2);
+    assert.equal(stdout, '');
+    assert.match(
+      stderr,
+      /^\S+twenty-thousand\.yaml: 20,000 jobs per run, over the limit of 10,000 \(--max-jobs or PROBEFLEET_MAX_JOBS raise it\): 1 region x 20,000 jobs per region; .*; a run in this process holds every result until its report is written: run it on workers with --redis\n$/,
+    );
+  });
+
   test('a million jobs: counted, not made, and refused naming the limit and the product (validate took 734 MB)', async () => {
     await writeFile(file('million.yaml'), millionJobPlan());
     const { code, stdout, stderr } = await runCli(['plan', 'validate', file('million.yaml')]);
