@@ -76,6 +76,8 @@ export const reportKeys = {
   /** List of the run report's results, each element a page (a JSON array of results), with the
    * head's TTL. Written under a draft key (reportDraft) and renamed to this with the head. */
   reportResults: (prefix: string, runId: string) => `${prefix}:~run-report-results:${runId}`,
+  /** The lease of the one process finishing a run (its token, with a TTL it renews as it goes). */
+  reportFinishing: (prefix: string, runId: string) => `${prefix}:~run-finishing:${runId}`,
   /** Where one finisher writes a report's result pages before they are stored (a TTL as a backstop). */
   reportDraft: (prefix: string, runId: string, finisher: string) => `${prefix}:~run-report-draft:${runId}:${finisher}`,
   /** Sorted set of run ids, scored by the run's start (ms since the epoch). */

@@ -41,6 +41,25 @@ export interface ReportDraft {
   discard(): Promise<void>;
 }
 
+/** The lease to finish a run, held by one finisher at a time (ReportStore.takeFinishing). */
+export interface FinishingLease {
+  /** Extends the lease to its full length from now, while this finisher still holds it. */
+  renew(): Promise<void>;
+  /** Gives the lease up, if this finisher still holds it. */
+  release(): Promise<void>;
+}
+
+/** KEYS: the lease; ARGV: this finisher's token, the lease in ms. Only the holder extends it. */
+const RENEW_LEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`;
+/** KEYS: the lease; ARGV: this finisher's token. Only the holder drops it. */
+const RELEASE_LEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`;
+
 /**
  * Stores a report unless one is stored for its run: 1 if stored, 0 if one was (the draft is
  * dropped), -1 if the draft does not hold the pages written to it (expired, or lost in a failover).
@@ -97,6 +116,31 @@ export class ReportStore {
     /** How long and how many stored reports are kept (only writes use it). */
     private readonly keep: Keep = DEFAULT_RETENTION.reports,
   ) {}
+
+  /**
+   * The lease to finish a run for `leaseMs`, unless another finisher holds it: the `run` command and
+   * the coordinator often finish a run at once, and one builds while the other waits for its
+   * report. A holder that dies leaves it to expire. RedisFullError when Redis is too full for it.
+   */
+  async takeFinishing(runId: string, leaseMs: number): Promise<FinishingLease | undefined> {
+    const { redis } = this;
+    const key = reportKeys.reportFinishing(this.prefix, runId);
+    const token = randomUUID();
+    try {
+      if ((await redis.set(key, token, 'PX', leaseMs, 'NX')) === null) return undefined;
+    } catch (err) {
+      if (!isRedisFull(err)) throw err;
+      throw await redisFullError(redis, `cannot start finishing run ${runId}`);
+    }
+    return {
+      async renew() {
+        await redis.eval(RENEW_LEASE, 1, key, token, leaseMs);
+      },
+      async release() {
+        await redis.eval(RELEASE_LEASE, 1, key, token);
+      },
+    };
+  }
 
   /** Where a finisher writes the report's result pages before `saveIfAbsent` stores them with its head. */
   draft(runId: string): ReportDraft {

@@ -2,9 +2,11 @@
 // its children (batches of probe jobs, named as batchesOf names them), the batches that failed for
 // good, and the jobs that had no result by the deadline (never taken, or taken by a worker that
 // was lost). Whoever finishes a run (the coordinator processing the parent job, or
-// the `run` command that submitted it) calls the same code, and the first stored report wins.
+// the `run` command that submitted it) calls the same code, one at a time (a lease in Redis), and
+// the first stored report wins.
 // A run is read, analysed and stored a target at a time (buildRunInParts), so finishing a run of
 // 100,000 jobs holds one target's results, not the run's.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
 import { JOB_STALLS_RETRIED, jobKey, parseJobKey, reportKeys } from '../contracts/queues.js';
 import {
@@ -20,6 +22,7 @@ import { expiredJobNoteSchema, runJobDataSchema, type ExpiredJobNote, type RunJo
 import { redisNow } from '../common/redis.js';
 import { RedisFullError } from '../common/redis-errors.js';
 import type { Fleet } from './fleet.js';
+import type { FinishingLease, ReportDraft } from './report-store.js';
 import { analysisGroups } from './analysis.js';
 import { RunReportBuilder } from './run-report.js';
 import { batchesById } from './run-state.js';
@@ -225,29 +228,54 @@ export function runFinishedAt(
   return Number.isFinite(latest) && latest < now.getTime() ? new Date(latest) : now;
 }
 
+/** How long a finisher holds a run before it must renew (it does with every group it adds). */
+export const FINISHING_LEASE_MS = 30_000;
+
 /** Builds the run's report and stores it in parts, unless one is stored already; returns the
- * stored head. ReportNotStoredError when Redis is too full to store it (what was written of it
- * is dropped; the results it is built from stay until a report is stored). */
-export async function finishRun(fleet: Fleet, parent: Job): Promise<{ head: RunReportHead; stored: boolean }> {
+ * stored head. One finisher at a time: another process finishing the same run is waited for (its
+ * report, or its lease running out). ReportNotStoredError when Redis is too full to store it
+ * (what was written of it is dropped; the results it is built from stay until a report is stored). */
+export async function finishRun(
+  fleet: Fleet,
+  parent: Job,
+  options: { leaseMs?: number; pollMs?: number } = {},
+): Promise<{ head: RunReportHead; stored: boolean }> {
+  const { leaseMs = FINISHING_LEASE_MS, pollMs = 250 } = options;
   const data = runDataOf(parent);
   // The results and notes are in the stored report once there is one (the first stored wins).
   const dropInputs = () =>
     fleet.client.del(reportKeys.results(fleet.prefix, data.runId), reportKeys.expiredJobs(fleet.prefix, data.runId));
-  const existing = await fleet.store.getHead(data.runId);
-  if (existing) {
-    await dropInputs();
-    return { head: existing, stored: false };
-  }
-  const draft = fleet.store.draft(data.runId);
+  let lease: FinishingLease | undefined;
+  let draft: ReportDraft | undefined;
   try {
-    const head = await buildRunInParts(fleet, parent, data, (results) => draft.add(results));
-    const { stored } = await fleet.store.saveIfAbsent(head, draft);
+    for (;;) {
+      // Looked for again once the lease is taken: its last holder may have stored the report just before.
+      const existing = await fleet.store.getHead(data.runId);
+      if (existing) {
+        await dropInputs();
+        return { head: existing, stored: false };
+      }
+      if (lease) break;
+      lease = await fleet.store.takeFinishing(data.runId, leaseMs);
+      if (!lease) await sleep(pollMs);
+    }
+    const held = lease;
+    const writing = fleet.store.draft(data.runId);
+    draft = writing;
+    const head = await buildRunInParts(fleet, parent, data, async (results) => {
+      await writing.add(results);
+      await held.renew();
+    });
+    const { stored } = await fleet.store.saveIfAbsent(head, writing);
+    draft = undefined;
     const first = stored ? head : await fleet.store.getHead(data.runId);
     await dropInputs();
     return { head: first ?? head, stored };
   } catch (err) {
-    await draft.discard().catch(() => {});
+    await draft?.discard().catch(() => {});
     throw err instanceof RedisFullError ? new ReportNotStoredError(err, data.runId) : err;
+  } finally {
+    await lease?.release().catch(() => {});
   }
 }
 

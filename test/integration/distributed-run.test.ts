@@ -12,6 +12,7 @@ import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { waitForRun } from '../../coordinator/distributed-run.js';
+import { finishRun } from '../../coordinator/run-finisher.js';
 import { completeRun, batchJobOf, jobRefOf, runParentOf, submitRun } from '../../coordinator/flow.js';
 import { splitPlan } from '../../coordinator/split.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
@@ -469,6 +470,62 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
     });
     assert.equal(code, 0, stderr);
     assert.doesNotMatch(stderr, /TimeoutOverflowWarning/);
+  });
+
+  test('one finisher at a time: the others wait for its report instead of building another; a lease its holder left runs out', async () => {
+    /** A run whose batches the workers have all done, and nobody has finished: its parent. */
+    const doneRun = async (runId: string) => {
+      await submitRun(fleet, await parsePlan(planYaml(lab, 'finishers', ['a', 'b'], 2), 'inline.yaml'), runId);
+      const parent = (await fleet.runs.getJob(runId))!;
+      const until = Date.now() + 60_000;
+      while ((await parent.getDependenciesCount({ unprocessed: true })).unprocessed !== 0) {
+        assert.ok(Date.now() < until, `${runId}: batches not done`);
+        await sleep(50);
+      }
+      return parent;
+    };
+    const drafts = (runId: string) => fleet.client.keys(reportKeys.reportDraft(prefix, runId, '*'));
+
+    // Another process holds the lease: this finisher builds nothing until it is given up.
+    const parent = await doneRun('finishers-1');
+    const held = (await fleet.store.takeFinishing('finishers-1', 60_000))!;
+    assert.ok(held, 'the lease was free');
+    let settled = false;
+    const waiting = finishRun(fleet, parent, { pollMs: 20 }).finally(() => {
+      settled = true;
+    });
+    await sleep(500);
+    assert.equal(settled, false, 'it waits while the lease is held');
+    assert.deepEqual(await drafts('finishers-1'), [], 'and writes no draft');
+    assert.equal(await fleet.store.getHead('finishers-1'), undefined);
+    await held.release();
+    const finished = await waiting;
+    assert.equal(finished.stored, true);
+    assert.equal(finished.head.resultCount, 8);
+    assert.equal(await fleet.client.exists(reportKeys.reportFinishing(prefix, 'finishers-1')), 0, 'lease given up');
+
+    // Two at once: one builds and stores, the other reads its report.
+    const both = await Promise.all([finishRun(fleet, parent), finishRun(fleet, parent)]);
+    assert.deepEqual(
+      both.map((f) => f.stored),
+      [false, false],
+      'stored already',
+    );
+    const twoParent = await doneRun('finishers-2');
+    const two = await Promise.all([
+      finishRun(fleet, twoParent, { pollMs: 20 }),
+      finishRun(fleet, twoParent, { pollMs: 20 }),
+    ]);
+    assert.deepEqual(two.map((f) => f.stored).sort(), [false, true]);
+    assert.deepEqual(two[0].head, two[1].head, 'the one stored report');
+
+    // A holder that died (a lease never given up): the next finisher takes over once it runs out.
+    const lostParent = await doneRun('finishers-3');
+    assert.ok(await fleet.store.takeFinishing('finishers-3', 700));
+    const started = Date.now();
+    const takenOver = await finishRun(fleet, lostParent, { pollMs: 20 });
+    assert.equal(takenOver.stored, true);
+    assert.ok(Date.now() - started >= 600, `finished ${Date.now() - started} ms after, before the lease ran out`);
   });
 
   test('submitting the same run twice adds no jobs', async () => {
