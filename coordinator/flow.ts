@@ -53,6 +53,17 @@ export function defaultDeadlineSeconds(jobs: JobPayload[], jobTimeoutSeconds: nu
   return Math.max(...jobsPerRegion(jobs).values()) * jobTimeoutSeconds + DEADLINE_SLACK_SECONDS;
 }
 
+/** Refuses, before anything is written, a run whose data (a reference per job) is longer than the
+ * coordinator reads (JOB_LIMITS.runDataChars): it could never finish it. About 140,000 jobs. */
+export function checkRunDataSize(data: RunJobData): void {
+  const chars = JSON.stringify(data).length;
+  if (chars <= JOB_LIMITS.runDataChars) return;
+  const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  throw new BadInputError(
+    `run ${data.runId}: ${data.jobs.length.toLocaleString('en-US')} jobs make a run's data of ${mib(chars)} (a reference per job), over the ${mib(JOB_LIMITS.runDataChars)} the coordinator reads; split the plan into runs of fewer jobs`,
+  );
+}
+
 export function jobRefOf(job: JobPayload): JobRef {
   const { jobId, region, target, probe, variant, shard } = job;
   return {
@@ -382,6 +393,7 @@ export async function submitRun(
     jobs: jobs.map(jobRefOf),
     jobsPerBatch: options.jobsPerBatch ?? jobsPerBatchFor(jobs),
   };
+  checkRunDataSize(data);
   options.beforeWrite?.();
   try {
     await fleet.client.sadd(reportKeys.regions(fleet.prefix), ...loaded.plan.regions);

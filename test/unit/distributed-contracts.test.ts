@@ -19,7 +19,10 @@ import {
   RedisKindError,
   RedisUrlError,
 } from '../../common/redis.js';
-import { jobsPerBatchFor } from '../../coordinator/flow.js';
+import { checkRunDataSize, jobRefOf, jobsPerBatchFor } from '../../coordinator/flow.js';
+import { parsePlan } from '../../coordinator/plan-loader.js';
+import { splitPlan } from '../../coordinator/split.js';
+import { RUN_JOB_SCHEMA, type RunJobData } from '../../contracts/run-job.js';
 import { jobsOf } from '../helpers/plans.js';
 
 describe('queue names and prefixes', () => {
@@ -225,6 +228,31 @@ describe('Redis URLs', () => {
     refuseOtherKind({ url: 'redis://10.0.0.1' }, '# Cluster\r\ncluster_enabled:0\r\n');
     refuseOtherKind({ url: 'redis-cluster://10.0.0.1' }, clusterNode);
   });
+});
+
+test("a run's data the coordinator could not read is refused before anything is written", async () => {
+  const loaded = await parsePlan(
+    'name: data-size\nregions: [a]\ntargets: [{ name: t, url: "http://127.0.0.1:8080/" }]\nexperiments: [{ probe: reuse }]\n',
+    'inline.yaml',
+  );
+  const [job] = splitPlan(loaded, 'data-size-20261204t000000z-abcd');
+  const dataOf = (count: number): RunJobData => ({
+    schema: RUN_JOB_SCHEMA,
+    runId: 'data-size-20261204t000000z-abcd',
+    plan: loaded.plan,
+    submittedAt: '2026-12-04T00:00:00.000Z',
+    deadline: '2026-12-05T00:00:00.000Z',
+    jobs: Array.from({ length: count }, (_, i) => ({ ...jobRefOf(job!), jobId: `${job!.jobId}-${i}` })),
+    jobsPerBatch: 50,
+  });
+  // The jobs that make exactly the limit, give or take the length of their numbers.
+  const perJob = (JSON.stringify(dataOf(100_000)).length - JSON.stringify(dataOf(0)).length) / 100_000;
+  const atLimit = Math.floor(JOB_LIMITS.runDataChars / perJob);
+  assert.doesNotThrow(() => checkRunDataSize(dataOf(Math.floor(atLimit * 0.98))));
+  assert.throws(
+    () => checkRunDataSize(dataOf(Math.ceil(atLimit * 1.02))),
+    /^BadInputError: run data-size-20261204t000000z-abcd: [\d,]+ jobs make a run's data of 32\.\d MiB \(a reference per job\), over the 32\.0 MiB the coordinator reads; split the plan into runs of fewer jobs$/,
+  );
 });
 
 describe('batches of probe jobs', () => {
