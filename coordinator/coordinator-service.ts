@@ -12,7 +12,7 @@ import { bullmqKeep } from '../contracts/retention.js';
 import { scheduledRunDataSchema } from '../contracts/run-job.js';
 import { JobSignatureError, openSignedData } from '../common/job-signature.js';
 import type { Logger } from '../common/log.js';
-import { bullmqWorkerConnection, checkPersistence, pingWithin, warnOnRedisErrors } from '../common/redis.js';
+import { bullmqWorkerConnection, checkPersistence, pingWithin, redisNow, warnOnRedisErrors } from '../common/redis.js';
 import { DEFAULT_REDIS_TIMEOUT_SECONDS } from '../common/redis-defaults.js';
 import { Backoff, describeFull, isFull, isRedisFull, redisMemory } from '../common/redis-errors.js';
 import { settlesWithin } from '../common/settle.js';
@@ -229,7 +229,9 @@ async function finish(
 }
 
 /** Expires runs past their deadline, every interval until `signal`. Runs whose data cannot be read
- * are skipped (and said once each), so one bad run never stops the others from expiring. */
+ * are skipped (and said once each), so one bad run never stops the others from expiring. A run's
+ * data (a reference per job: ~23 MB at 100,000 jobs) is read once for its deadline, which never
+ * changes, and again only once that has passed. */
 async function sweepDeadlines(
   fleet: Fleet,
   log: Logger,
@@ -237,25 +239,34 @@ async function sweepDeadlines(
   everyInterval: () => Promise<void>,
 ): Promise<void> {
   const badRuns = new Set<string>();
+  /** Run id → its deadline (ms on Redis's clock); +Infinity for a waiting job that is not a run. */
+  const deadlines = new Map<string, number>();
   let lastProblem = '';
   while (!signal.aborted) {
     try {
-      for (const parent of await fleet.runs.getWaitingChildren(0, 999)) {
-        if (parent.name !== JOB_NAMES.run || badRuns.has(parent.id ?? '')) continue;
+      const waiting = new Set(await fleet.runs.getRanges(['waiting-children'], 0, 999));
+      for (const id of deadlines.keys()) if (!waiting.has(id)) deadlines.delete(id);
+      const now = (await redisNow(fleet.client)).getTime();
+      for (const id of waiting) {
+        if (badRuns.has(id) || now < (deadlines.get(id) ?? Number.NEGATIVE_INFINITY)) continue;
+        const parent = await fleet.runs.getJob(id);
+        if (!parent) continue;
+        if (parent.name !== JOB_NAMES.run) {
+          deadlines.set(id, Number.POSITIVE_INFINITY);
+          continue;
+        }
         let data;
         try {
           data = runDataOf(parent);
         } catch (err) {
-          badRuns.add(parent.id ?? '');
-          log.error({ runId: parent.id, err: (err as Error).message }, 'deadline sweep skips a run it cannot read');
+          badRuns.add(id);
+          log.error({ runId: id, err: (err as Error).message }, 'deadline sweep skips a run it cannot read');
           continue;
         }
-        const removed = await expireRunIfDue(fleet, parent, data);
+        deadlines.set(id, Date.parse(data.deadline));
+        const removed = await expireRunIfDue(fleet, parent, data, now);
         if (removed > 0)
-          log.warn(
-            { runId: parent.id, jobs: removed },
-            'deadline passed: jobs without a result are reported as not run',
-          );
+          log.warn({ runId: id, jobs: removed }, 'deadline passed: jobs without a result are reported as not run');
       }
       lastProblem = '';
     } catch (err) {
