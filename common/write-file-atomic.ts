@@ -1,4 +1,8 @@
+import { rmSync } from 'node:fs';
 import { realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+
+/** Temporary files being written now (removeUnfinishedWrites). */
+const unfinished = new Set<string>();
 
 /**
  * Writes through a temporary file and a rename, so a reader never sees half a file. A destination
@@ -17,15 +21,25 @@ export async function writeFileAtomic(file: string, data: string | AsyncIterable
       return;
     }
     const tmp = `${target}.${process.pid}.tmp`;
+    unfinished.add(tmp);
     try {
       await writeFile(tmp, data);
       await rename(tmp, target);
     } catch (err) {
       await rm(tmp, { force: true });
       throw err;
+    } finally {
+      unfinished.delete(tmp);
     }
   } catch (err) {
     const { code, message } = err as NodeJS.ErrnoException;
     throw Object.assign(new Error(`cannot write ${file}: ${message}`, { cause: err }), { code });
   }
+}
+
+/** Removes the temporary files of writes still under way, for a process about to quit at once (a
+ * second Ctrl-C): what it had written of a report is not left beside the file it was for. */
+export function removeUnfinishedWrites(): void {
+  for (const tmp of unfinished) rmSync(tmp, { force: true });
+  unfinished.clear();
 }

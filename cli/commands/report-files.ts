@@ -4,7 +4,7 @@
 // into the second).
 import type { Argv } from 'yargs';
 import { printableJsonText } from '../../common/printable.js';
-import { writeFileAtomic } from '../../common/write-file-atomic.js';
+import { removeUnfinishedWrites, writeFileAtomic } from '../../common/write-file-atomic.js';
 import { EXIT_INTERRUPTED } from '../exit-codes.js';
 import type { RunReport } from '../../contracts/result.js';
 import { csvText, renderCsvReport } from '../../coordinator/report/csv.js';
@@ -160,6 +160,7 @@ export function interruptible(stop: AbortController, files: ReportFiles, stoppin
     process.stderr.write(
       `second Ctrl-C: quitting at once${notWritten.length > 0 ? `; not written: ${notWritten.join(', ')}` : ''}\n`,
     );
+    removeUnfinishedWrites();
     process.exit(EXIT_INTERRUPTED);
   };
   process.on('SIGINT', onSigint);

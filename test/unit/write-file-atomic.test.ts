@@ -7,7 +7,7 @@ import { lstat, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { writeFileAtomic } from '../../common/write-file-atomic.js';
+import { removeUnfinishedWrites, writeFileAtomic } from '../../common/write-file-atomic.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 let dir: string;
@@ -72,4 +72,29 @@ test('a full disk: the error names the file, and neither it nor a temporary file
   } finally {
     execFileSync('umount', [full]);
   }
+});
+
+test('a write still under way when the process must quit at once: its temporary file is removed', async () => {
+  const own = path.join(dir, 'quitting');
+  await mkdir(own);
+  const file = path.join(own, 'unfinished.json');
+  let release!: () => void;
+  const more = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  async function* pieces() {
+    yield '{"results":[';
+    await more; // the rest of the run has not come yet
+    yield ']}';
+  }
+  const writing = writeFileAtomic(file, pieces());
+  const tmp = `${file}.${process.pid}.tmp`;
+  for (let i = 0; i < 100 && !(await lstat(tmp).catch(() => undefined)); i++)
+    await new Promise((r) => setTimeout(r, 10));
+  assert.ok(await lstat(tmp), 'the temporary file is being written');
+  removeUnfinishedWrites();
+  assert.deepEqual(await readdir(own), [], 'neither the temporary file nor the file');
+  release();
+  await writing.catch(() => {}); // its rename has nothing to rename now
+  assert.equal(await lstat(file).catch(() => undefined), undefined, 'no half a report');
 });
