@@ -73,6 +73,12 @@ export async function coldClientFor(param: ColdClientParam, options: ColdClientO
   return curlClient(curl, options);
 }
 
+/** Room for a client process to start, beyond its request's timeoutMs, before it is killed. The
+ * node client takes 0.15–0.2 s to start on an idle 2-vCPU machine and 0.25–0.45 s beside
+ * `stress-ng --cpu 2`; on a busier one, twice a 1 s timeoutMs killed it before its own bound said
+ * what the target did. */
+const CLIENT_START_MS = 10_000;
+
 function run(
   file: string,
   args: string[],
@@ -84,7 +90,7 @@ function run(
     const child = execFile(
       file,
       args,
-      { signal, timeout: timeoutMs * 2, maxBuffer: 1 << 20, encoding: 'utf8' },
+      { signal, timeout: timeoutMs + CLIENT_START_MS, maxBuffer: 1 << 20, encoding: 'utf8' },
       (err, stdout) => {
         const code = err ? ((err as { code?: unknown }).code as number | null) : 0;
         resolve({ stdout, code: typeof code === 'number' ? code : null, ...(err ? { error: err } : {}) });
@@ -105,9 +111,12 @@ function spawnError(err: Error | undefined, what: string): ProbeError {
   const name = (err as { code?: unknown } | undefined)?.code;
   if (name === 'ABORT_ERR') return { code: 'DEADLINE_EXCEEDED', message: `${what} stopped: the job's time bound` };
   if (name === 'ENOENT') return { code: 'INVALID_JOB', message: `${what} is not installed here` };
-  // `run`'s own bound (twice timeoutMs: the client's bound on its request, and room to start) killed it.
+  // `run`'s own bound (the client's bound on its request, and CLIENT_START_MS to start) killed it.
   if ((err as { killed?: boolean } | undefined)?.killed && name === null)
-    return { code: 'RESPONSE_TIMEOUT', message: `${what} gave no answer in twice timeoutMs: killed` };
+    return {
+      code: 'RESPONSE_TIMEOUT',
+      message: `${what} gave no answer in timeoutMs and ${CLIENT_START_MS / 1000} s to start: killed`,
+    };
   return { code: 'INTERNAL_ERROR', message: `${what} failed: ${err?.message ?? 'no output'}` };
 }
 
