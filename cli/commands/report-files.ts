@@ -6,12 +6,12 @@ import type { Argv } from 'yargs';
 import { printableJsonText } from '../../common/printable.js';
 import { removeUnfinishedWrites, writeFileAtomic } from '../../common/write-file-atomic.js';
 import { EXIT_INTERRUPTED } from '../exit-codes.js';
-import type { RunReport } from '../../contracts/result.js';
+import type { RunReport, RunReportHead } from '../../contracts/result.js';
 import { csvText, renderCsvReport } from '../../coordinator/report/csv.js';
 import { renderRunReport, renderRunSummary } from '../../coordinator/report/text.js';
-import { isWhole, runJsonText, type RunParts, wholeReport } from '../../coordinator/run-parts.js';
-import { renderHtmlReport } from '../../coordinator/report/html.js';
-import { renderMarkdownReport } from '../../coordinator/report/markdown.js';
+import { isWhole, outcomeOfParts, runJsonText, type RunParts, wholeReport } from '../../coordinator/run-parts.js';
+import { renderHtmlReport, renderHtmlSummary } from '../../coordinator/report/html.js';
+import { renderMarkdownReport, renderMarkdownSummary } from '../../coordinator/report/markdown.js';
 
 export const reportFileArgs = <T>(y: Argv<T>) =>
   y
@@ -104,9 +104,9 @@ export const writeRunJson = (run: RunParts, file: string) => writePieces(file, r
 
 /**
  * writeReportFiles for a run as its parts (coordinator/run-parts.ts): a run small enough from its
- * whole report; for a bigger one the JSON and CSV are written a page at a time, so the process
- * never holds its results. HTML and Markdown have a chart or a table of every job: they are
- * rendered from the whole report, which a big run then holds.
+ * whole report; for a bigger one the JSON and CSV are written a page at a time, and HTML and
+ * Markdown show what its head holds (the sections with a row per job left out, as the text does),
+ * so the process never holds its results.
  */
 export async function writeRunFiles(
   run: RunParts,
@@ -119,7 +119,14 @@ export async function writeRunFiles(
     written('json');
   }
   const pages = { html: files.html, markdown: files.markdown };
-  if (wantsReportFiles(pages)) await writeReportFiles(await wholeReport(run), pages, written);
+  if (wantsReportFiles(pages)) {
+    const outcome = await outcomeOfParts(run);
+    const summaries = {
+      html: (head: RunReportHead) => renderHtmlSummary(head, outcome),
+      markdown: (head: RunReportHead) => renderMarkdownSummary(head, outcome),
+    };
+    await writeRenderedFiles<RunReportHead, 'html' | 'markdown'>(run.head, pages, summaries, written);
+  }
   if (files.csv) {
     await writePieces(files.csv, csvText(run));
     written('csv');

@@ -4,7 +4,8 @@
 // `html` template. Order: what was run, the new-connection cost, one section per probe (charts
 // first, then tables), jobs that did not finish cleanly, findings, the decision table.
 import { createHash } from 'node:crypto';
-import type { RunReport } from '../../contracts/result.js';
+import { reportOf, type RunReport, type RunReportHead } from '../../contracts/result.js';
+import type { RunOutcome } from '../run-outcome.js';
 import type { ReportBlock, Table } from './document.js';
 import { html, trustedHtml, type Html } from './html-template.js';
 import { REPORT_CSS } from './html-style.js';
@@ -13,6 +14,9 @@ import {
   costByRegionTable,
   costByRegionTitle,
   labelBlocks,
+  leftOutNote,
+  notableKeptNote,
+  type RunShownInPart,
   costChart,
   costBlock,
   h3Block,
@@ -91,7 +95,8 @@ export interface Part {
   body: Html;
 }
 
-function parts(report: RunReport): Part[] {
+/** The page's sections; with `inPart`, those with a row per job are left out (renderHtmlReport). */
+function parts(report: RunReport, inPart?: RunShownInPart): Part[] {
   const nextChartId = chartIds();
   // A plan's targetLabels: a column each, beside the URL.
   const labels = report.plan.targetLabels ?? [];
@@ -112,7 +117,9 @@ function parts(report: RunReport): Part[] {
       ),
     },
   ];
-  const byLabel = labelBlocks(report);
+  if (inPart)
+    out.push({ id: 'left-out', title: 'A run this big', body: html`<p>${leftOutNote(inPart.resultCount)}</p>` });
+  const byLabel = inPart ? [] : labelBlocks(report);
   if (byLabel.length > 0)
     out.push({
       id: 'targets-by-label',
@@ -128,9 +135,9 @@ function parts(report: RunReport): Part[] {
       }${renderBlock(costBlock(report), nextChartId)}`,
     });
   }
-  const h3 = h3Block(report);
+  const h3 = inPart ? undefined : h3Block(report);
   if (h3) out.push({ id: 'http3', title: 'HTTP/3', body: renderBlock(h3, nextChartId) });
-  for (const { kind, section } of probeSections(report)) {
+  for (const { kind, section } of inPart ? [] : probeSections(report)) {
     out.push({
       id: `probe-${kind}`,
       title: section.heading,
@@ -138,11 +145,12 @@ function parts(report: RunReport): Part[] {
     });
   }
   const unfinished = unfinishedTable(report);
+  const kept = inPart ? notableKeptNote(report) : undefined;
   if (unfinished.rows.length > 0)
     out.push({
       id: 'unfinished',
       title: 'Jobs that did not finish cleanly',
-      body: renderTableHtml(unfinished, undefined, { wide: [5] }),
+      body: html`${renderTableHtml(unfinished, undefined, { wide: [5] })}${kept ? html`<p>(${kept})</p>` : ''}`,
     });
   const findings = findingsTable(report);
   out.push({
@@ -226,14 +234,20 @@ ${page.parts.map(
 `.markup;
 }
 
-export function renderHtmlReport(run: RunReport): string {
+/** The HTML report; with `inPart`, `run` holds only the notable results of a run too big to show
+ * whole, and the sections with a row per job are left out. */
+export function renderHtmlReport(run: RunReport, inPart?: RunShownInPart): string {
   const report = shown(run);
   return renderHtmlPage({
     title: `probefleet: ${report.plan.name}, run ${report.runId}`,
     heading: `probefleet run report: ${report.plan.name}`,
     description: report.plan.description,
-    facts: reportFacts(report),
-    parts: parts(report),
+    facts: reportFacts(report, inPart?.outcome),
+    parts: parts(report, inPart),
     footer: `Made by probefleet from the run JSON (${report.schema}); the numbers are this run's, measured from the regions named above.`,
   });
 }
+
+/** The HTML report of a run shown from its parts: what its head holds (renderRunSummary's). */
+export const renderHtmlSummary = (head: RunReportHead, outcome: RunOutcome) =>
+  renderHtmlReport(reportOf(head, head.notableResults), { resultCount: head.resultCount, outcome });

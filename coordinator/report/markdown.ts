@@ -1,7 +1,8 @@
 // The run report as GitHub-flavoured Markdown, for a pull request or a wiki: the same views as
 // the HTML report, tables only (the charts' numbers are in the tables). Every string from the
 // run is escaped, so a value a server sent cannot become a link, an image or markup.
-import type { RunReport } from '../../contracts/result.js';
+import { reportOf, type RunReport, type RunReportHead } from '../../contracts/result.js';
+import type { RunOutcome } from '../run-outcome.js';
 import type { ReportBlock, Table } from './document.js';
 import { shown } from './format.js';
 import { reportFacts } from './report-facts.js';
@@ -12,6 +13,9 @@ import {
   costBlock,
   h3Block,
   labelBlocks,
+  leftOutNote,
+  notableKeptNote,
+  type RunShownInPart,
   decisionTable,
   hasThresholds,
   thresholdsTable,
@@ -63,29 +67,40 @@ export function blockMarkdown(block: ReportBlock): string[] {
   }
 }
 
-export function renderMarkdownReport(run: RunReport): string {
+/** The Markdown report; with `inPart`, `run` holds only the notable results of a run too big to
+ * show whole, and the sections with a row per job are left out. */
+export function renderMarkdownReport(run: RunReport, inPart?: RunShownInPart): string {
   const report = shown(run);
   const out: string[] = [`# probefleet run report: ${escapeMarkdown(report.plan.name)}`];
   if (report.plan.description) out.push(escapeMarkdown(report.plan.description));
   out.push(
-    reportFacts(report)
+    reportFacts(report, inPart?.outcome)
       .map(([name, value]) => `- **${name}**: ${escapeMarkdown(value)}`)
       .join('\n'),
   );
+  if (inPart) out.push(escapeMarkdown(leftOutNote(inPart.resultCount)));
   if (report.comparisons.length > 0) {
     out.push('## New-connection cost');
     if (comparedRegions(report).length > 1)
       out.push(`**${costByRegionTitle('−')}**`, tableMarkdown(costByRegionTable(report)));
     out.push(...blockMarkdown(costBlock(report)));
   }
-  const byLabel = labelBlocks(report);
-  if (byLabel.length > 0) out.push('## Targets by label', ...byLabel.flatMap(blockMarkdown));
-  const h3 = h3Block(report);
-  if (h3) out.push('## HTTP/3', ...blockMarkdown(h3));
-  for (const { section } of probeSections(report))
-    out.push(`## ${escapeMarkdown(section.heading)}`, ...section.blocks.flatMap(blockMarkdown));
+  if (!inPart) {
+    const byLabel = labelBlocks(report);
+    if (byLabel.length > 0) out.push('## Targets by label', ...byLabel.flatMap(blockMarkdown));
+    const h3 = h3Block(report);
+    if (h3) out.push('## HTTP/3', ...blockMarkdown(h3));
+    for (const { section } of probeSections(report))
+      out.push(`## ${escapeMarkdown(section.heading)}`, ...section.blocks.flatMap(blockMarkdown));
+  }
   const unfinished = unfinishedTable(report);
-  if (unfinished.rows.length > 0) out.push('## Jobs that did not finish cleanly', tableMarkdown(unfinished));
+  const kept = inPart ? notableKeptNote(report) : undefined;
+  if (unfinished.rows.length > 0)
+    out.push(
+      '## Jobs that did not finish cleanly',
+      tableMarkdown(unfinished),
+      ...(kept ? [escapeMarkdown(`(${kept})`)] : []),
+    );
   out.push(
     '## Findings',
     report.findings.length > 0
@@ -101,3 +116,7 @@ export function renderMarkdownReport(run: RunReport): string {
   if (hasThresholds(report)) out.push('## Thresholds', tableMarkdown(thresholdsTable(report)));
   return `${out.join('\n\n')}\n`;
 }
+
+/** The Markdown report of a run shown from its parts: what its head holds (renderRunSummary's). */
+export const renderMarkdownSummary = (head: RunReportHead, outcome: RunOutcome) =>
+  renderMarkdownReport(reportOf(head, head.notableResults), { resultCount: head.resultCount, outcome });

@@ -1,13 +1,13 @@
 // What was run, in a few name/value lines: the head of the HTML and Markdown reports.
 import { SEVERITIES } from '../../contracts/common.js';
 import type { RunReport } from '../../contracts/result.js';
-import { breachedThresholdsLine, failedJobsLine, runOutcome } from '../run-outcome.js';
+import { breachedThresholdsLine, failedJobsLine, runOutcome, type RunOutcome } from '../run-outcome.js';
 import { orderedRegions } from './run-views.js';
 
 const seconds = (from: string, to: string) => `${((Date.parse(to) - Date.parse(from)) / 1000).toFixed(1)} s`;
 
-export function reportFacts(report: RunReport): [string, string][] {
-  const outcome = runOutcome(report);
+/** `outcome`: what became of the run's jobs, when `report` holds only some of its results. */
+export function reportFacts(report: RunReport, outcome: RunOutcome = runOutcome(report)): [string, string][] {
   const jobs = outcome.jobs;
   const severities = SEVERITIES.map((s) => [s, report.findings.filter((f) => f.severity === s).length] as const).filter(
     ([, n]) => n > 0,

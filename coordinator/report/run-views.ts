@@ -3,7 +3,15 @@
 // the decision table; and the probes' sections in report order.
 import { FINDINGS } from '../../contracts/findings.js';
 import { PROBE_KINDS, type ProbeKind } from '../../contracts/probes/index.js';
-import type { Comparison, ProbeResult, ResultOf, RunReport } from '../../contracts/result.js';
+import {
+  NOTABLE_RESULTS_KEPT,
+  type Comparison,
+  type ProbeResult,
+  type ResultOf,
+  type RunReport,
+} from '../../contracts/result.js';
+import { plural } from '../../common/plural.js';
+import type { RunOutcome } from '../run-outcome.js';
 import type { BarChart, ReportBlock, ReportSection, Table } from './document.js';
 import { fewestValuesToShow, median } from '../../common/stats.js';
 import { formatMs } from './format.js';
@@ -369,4 +377,23 @@ export function probeSections(report: RunReport): { kind: ProbeKind; section: Re
     const section = probeSection(kind, report.results);
     return section ? [{ kind, section }] : [];
   });
+}
+
+/** A run shown from its head, too big to show whole: how many results it has and what became of
+ * its jobs (counted over its pages); the report it comes with holds only the notable results. */
+export interface RunShownInPart {
+  resultCount: number;
+  outcome: RunOutcome;
+}
+
+/** What a report of a run too big to show whole says in place of the sections with a row per job. */
+export function leftOutNote(resultCount: number): string {
+  return `${plural(resultCount, 'result')}: the sections with a row per job are left out of a run this big; the run JSON (--json FILE) holds every result`;
+}
+
+/** Said under "Jobs that did not finish cleanly" when the head kept only the first notable results. */
+export function notableKeptNote(report: RunReport): string | undefined {
+  return report.results.length >= NOTABLE_RESULTS_KEPT
+    ? `the first ${NOTABLE_RESULTS_KEPT} results with an error or a lost worker; the run JSON holds every one`
+    : undefined;
 }

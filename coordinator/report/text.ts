@@ -1,7 +1,7 @@
 // The run report as terminal text: one section per probe, the new-connection cost per region
 // and target, jobs that failed, findings with evidence, and the decision table. With more than
 // one region the headline is the new-connection cost per target, one column per region.
-import { NOTABLE_RESULTS_KEPT, reportOf, type RunReport, type RunReportHead } from '../../contracts/result.js';
+import { reportOf, type RunReport, type RunReportHead } from '../../contracts/result.js';
 import { renderBlocksAsText, tableAsText } from './document.js';
 import { shown } from './format.js';
 import {
@@ -14,6 +14,8 @@ import {
   thresholdsTable,
   h3Block,
   labelBlocks,
+  leftOutNote,
+  notableKeptNote,
   probeSections,
   retriedReason,
 } from './run-views.js';
@@ -36,11 +38,7 @@ export function renderRunReport(run: RunReport, resultCount?: number): string {
   if (comparedRegions(report).length > 1) {
     out.push('', costByRegionTitle('-'), tableAsText(costByRegionTable(report)));
   }
-  if (summary)
-    out.push(
-      '',
-      `${plural(resultCount, 'result')}: the sections with a row per job are left out of a run this big; the run JSON (--json FILE) holds every result`,
-    );
+  if (summary) out.push('', leftOutNote(resultCount));
   const byLabel = summary ? [] : labelBlocks(report);
   if (byLabel.length > 0) out.push('', renderBlocksAsText(byLabel));
   // Each probe's view (views/<kind>.ts) without its heading: the tables carry their own titles.
@@ -65,10 +63,8 @@ export function renderRunReport(run: RunReport, resultCount?: number): string {
       out.push(
         `  ${r.region} ${r.target} ${r.probe} ${Object.values(r.variant).join(' ')}: ${r.error?.code} ${r.error?.message}`,
       );
-    if (summary && report.results.length >= NOTABLE_RESULTS_KEPT)
-      out.push(
-        `  (the first ${NOTABLE_RESULTS_KEPT} results with an error or a lost worker; the run JSON holds every one)`,
-      );
+    const kept = summary ? notableKeptNote(report) : undefined;
+    if (kept) out.push(`  (${kept})`);
     for (const u of report.unfinishedJobs) {
       out.push(
         `  ${u.region} ${u.target} ${u.probe} ${Object.values(u.variant).join(' ')}: ${u.status === 'failed' ? 'FAILED' : 'NOT RUN'} ${u.reason}`,

@@ -3,6 +3,8 @@
 // a draft that lost pages and a full Redis store nothing; `runs show` of a run too big to show
 // whole; a report an earlier version stored whole still reads.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { reportKeys } from '../../contracts/queues.js';
@@ -20,6 +22,7 @@ import { compareWithBaseline } from '../../coordinator/compare/with-baseline.js'
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { deletePrefix, needsRedis, startOwnRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { probeResult, requestSample } from '../helpers/results.js';
 
 const log = createLogger('test', 'silent');
@@ -128,6 +131,21 @@ describe('a run report stored in parts', needsRedis, () => {
     const json = await runCli(['runs', 'show', report.runId, '--json', ...where]);
     assert.equal(json.code, 0, json.stderr);
     assert.equal(json.stdout, `${printableJsonText(report, 2)}\n`);
+
+    // HTML and Markdown show what the head holds, as the text does; the jobs counted over the pages.
+    const dir = tempDir('probefleet-parts-pages-');
+    const [page, markdown] = [path.join(dir, 'run.html'), path.join(dir, 'run.md')];
+    const files = await runCli(['runs', 'show', report.runId, '--html', page, '--markdown', markdown, ...where]);
+    assert.equal(files.code, 0, files.stderr);
+    const [htmlText, markdownText] = await Promise.all([readFile(page, 'utf8'), readFile(markdown, 'utf8')]);
+    const failed = report.results.filter((r) => r.error).length;
+    for (const text of [htmlText, markdownText]) {
+      assert.match(text, /10,001 results: the sections with a row per job are left out of a run this big/);
+      assert.ok(text.includes(`${failed} of 10,001 jobs failed: ${failed} RESPONSE_TIMEOUT`), text.slice(0, 1500));
+      assert.match(text, /the first 100 results with an error or a lost worker; the run JSON holds every one/);
+    }
+    assert.doesNotMatch(markdownText, /^## Connection reuse/m, 'no section with a row per job');
+    assert.equal((markdownText.match(/RESPONSE_TIMEOUT: job \d+ timed out/g) ?? []).length, 100);
   });
 
   test('a run too big to compare: compare refuses it by name before reading it, the coordinator skips it, a baseline passes it over', async () => {
