@@ -54,7 +54,8 @@ export function defaultDeadlineSeconds(jobs: JobPayload[], jobTimeoutSeconds: nu
 }
 
 /** Refuses, before anything is written, a run whose data (a reference per job) is longer than the
- * coordinator reads (JOB_LIMITS.runDataChars): it could never finish it. About 140,000 jobs. */
+ * coordinator reads (JOB_LIMITS.runDataChars): it could never finish it. 140,000–200,000 jobs, as
+ * long as their names make each reference (160–230 characters). */
 export function checkRunDataSize(data: RunJobData): void {
   const chars = JSON.stringify(data).length;
   if (chars <= JOB_LIMITS.runDataChars) return;

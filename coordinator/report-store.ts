@@ -43,8 +43,9 @@ export interface ReportDraft {
 
 /** The lease to finish a run, held by one finisher at a time (ReportStore.takeFinishing). */
 export interface FinishingLease {
-  /** Extends the lease to its full length from now, while this finisher still holds it. */
-  renew(): Promise<void>;
+  /** Extends the lease to its full length from now; false when this finisher no longer holds it
+   * (it ran out, and another finisher took it). */
+  renew(): Promise<boolean>;
   /** Gives the lease up, if this finisher still holds it. */
   release(): Promise<void>;
 }
@@ -134,7 +135,7 @@ export class ReportStore {
     }
     return {
       async renew() {
-        await redis.eval(RENEW_LEASE, 1, key, token, leaseMs);
+        return (await redis.eval(RENEW_LEASE, 1, key, token, leaseMs)) === 1;
       },
       async release() {
         await redis.eval(RELEASE_LEASE, 1, key, token);
@@ -306,14 +307,14 @@ export class ReportStore {
   /**
    * Up to `count` stored runs of the same plan that started before this one and have a result,
    * newest first: the run's baseline. Empty for a plan's first run. Runs of more than `maxJobs`
-   * jobs are passed over unread.
+   * jobs are passed over unread, and counted.
    */
   async previousRuns(
     report: { startedAt: string; plan: { name: string } },
     count: number,
     maxJobs: number,
     scan = 200,
-  ): Promise<RunReport[]> {
+  ): Promise<{ runs: RunReport[]; passedOver: number }> {
     const ids = await this.redis.zrevrangebyscore(
       reportKeys.index(this.prefix),
       `(${Date.parse(report.startedAt)}`,
@@ -322,17 +323,22 @@ export class ReportStore {
       0,
       scan,
     );
-    if (ids.length === 0) return [];
+    if (ids.length === 0) return { runs: [], passedOver: 0 };
     const rows = await this.redis.hmget(reportKeys.summaries(this.prefix), ...ids);
     const found: RunReport[] = [];
+    let passedOver = 0;
     for (const [i, row] of rows.entries()) {
       if (found.length >= count) break;
       const summary = row === null ? undefined : runSummarySchema.safeParse(JSON.parse(row)).data;
-      if (summary?.plan !== report.plan.name || summary.ok + summary.errors === 0 || summary.jobs > maxJobs) continue;
+      if (summary?.plan !== report.plan.name || summary.ok + summary.errors === 0) continue;
+      if (summary.jobs > maxJobs) {
+        passedOver++;
+        continue;
+      }
       const run = await this.get(ids[i]);
       if (run) found.push(run);
     }
-    return found;
+    return { runs: found, passedOver };
   }
 
   /** Stores a run's comparison beside its report (same retention) unless one is stored; returns the stored one. */

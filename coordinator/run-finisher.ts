@@ -22,7 +22,7 @@ import { expiredJobNoteSchema, runJobDataSchema, type ExpiredJobNote, type RunJo
 import { redisNow } from '../common/redis.js';
 import { RedisFullError } from '../common/redis-errors.js';
 import type { Fleet } from './fleet.js';
-import type { FinishingLease, ReportDraft } from './report-store.js';
+import type { FinishingLease } from './report-store.js';
 import { analysisGroups } from './analysis.js';
 import { RunReportBuilder } from './run-report.js';
 import { batchesById } from './run-state.js';
@@ -228,8 +228,11 @@ export function runFinishedAt(
   return Number.isFinite(latest) && latest < now.getTime() ? new Date(latest) : now;
 }
 
-/** How long a finisher holds a run before it must renew (it does with every group it adds). */
+/** How long a finisher holds a run without renewing it; it renews every third of that. */
 export const FINISHING_LEASE_MS = 30_000;
+
+/** This finisher's lease ran out while it built (a stall) and another took it: that one finishes. */
+class FinishingLeaseLostError extends Error {}
 
 /** Builds the run's report and stores it in parts, unless one is stored already; returns the
  * stored head. One finisher at a time: another process finishing the same run is waited for (its
@@ -242,40 +245,75 @@ export async function finishRun(
 ): Promise<{ head: RunReportHead; stored: boolean }> {
   const { leaseMs = FINISHING_LEASE_MS, pollMs = 250 } = options;
   const data = runDataOf(parent);
-  // The results and notes are in the stored report once there is one (the first stored wins).
-  const dropInputs = () =>
-    fleet.client.del(reportKeys.results(fleet.prefix, data.runId), reportKeys.expiredJobs(fleet.prefix, data.runId));
-  let lease: FinishingLease | undefined;
-  let draft: ReportDraft | undefined;
-  try {
-    for (;;) {
-      // Looked for again once the lease is taken: its last holder may have stored the report just before.
-      const existing = await fleet.store.getHead(data.runId);
-      if (existing) {
-        await dropInputs();
-        return { head: existing, stored: false };
-      }
-      if (lease) break;
+  for (;;) {
+    let lease: FinishingLease | undefined;
+    try {
       lease = await fleet.store.takeFinishing(data.runId, leaseMs);
-      if (!lease) await sleep(pollMs);
+    } catch (err) {
+      throw err instanceof RedisFullError ? new ReportNotStoredError(err, data.runId) : err;
     }
-    const held = lease;
-    const writing = fleet.store.draft(data.runId);
-    draft = writing;
+    if (!lease) {
+      // Another finisher is at it: its report, or its lease running out, ends the wait.
+      const existing = await fleet.store.getHead(data.runId);
+      if (existing) return { head: existing, ...(await droppingInputs(fleet, data, false)) };
+      await sleep(pollMs);
+      continue;
+    }
+    try {
+      const finished = await finishHolding(fleet, parent, data, lease, leaseMs);
+      if (finished) return { head: finished.head, ...(await droppingInputs(fleet, data, finished.stored)) };
+    } finally {
+      await lease.release().catch(() => {});
+    }
+  }
+}
+
+/** The results and notes are in the stored report once there is one (the first stored wins). */
+async function droppingInputs(fleet: Fleet, data: RunJobData, stored: boolean): Promise<{ stored: boolean }> {
+  await fleet.client.del(
+    reportKeys.results(fleet.prefix, data.runId),
+    reportKeys.expiredJobs(fleet.prefix, data.runId),
+  );
+  return { stored };
+}
+
+/** finishRun's work while it holds the lease; undefined when the lease was lost on the way. */
+async function finishHolding(
+  fleet: Fleet,
+  parent: Job,
+  data: RunJobData,
+  lease: FinishingLease,
+  leaseMs: number,
+): Promise<{ head: RunReportHead; stored: boolean } | undefined> {
+  // Looked for again now that the lease is held: its last holder may have stored the report just before.
+  const existing = await fleet.store.getHead(data.runId);
+  if (existing) return { head: existing, stored: false };
+  let lost = false;
+  // Renewed on a timer, not per target: one target of many jobs, or a busy machine, outlasts a renewal.
+  const renewing = setInterval(() => {
+    lease.renew().then(
+      (held) => {
+        lost ||= !held;
+      },
+      () => {}, // Redis away for a moment: the next renewal tries again
+    );
+  }, leaseMs / 3);
+  const draft = fleet.store.draft(data.runId);
+  try {
     const head = await buildRunInParts(fleet, parent, data, async (results) => {
-      await writing.add(results);
-      await held.renew();
+      if (lost) throw new FinishingLeaseLostError();
+      await draft.add(results);
     });
-    const { stored } = await fleet.store.saveIfAbsent(head, writing);
-    draft = undefined;
+    if (lost) throw new FinishingLeaseLostError();
+    const { stored } = await fleet.store.saveIfAbsent(head, draft);
     const first = stored ? head : await fleet.store.getHead(data.runId);
-    await dropInputs();
     return { head: first ?? head, stored };
   } catch (err) {
-    await draft?.discard().catch(() => {});
+    await draft.discard().catch(() => {});
+    if (err instanceof FinishingLeaseLostError) return undefined;
     throw err instanceof RedisFullError ? new ReportNotStoredError(err, data.runId) : err;
   } finally {
-    await lease?.release().catch(() => {});
+    clearInterval(renewing);
   }
 }
 

@@ -56,5 +56,6 @@ export function breachedThresholdsLine(report: Pick<RunReport, 'thresholds'>): s
 /** "2 of 6 jobs failed: 1 CONNECTION_REFUSED, 1 TARGET_REFUSED_BY_POLICY"; undefined when none did. */
 export function failedJobsLine(outcome: RunOutcome): string | undefined {
   if (outcome.failed === 0) return undefined;
-  return `${outcome.failed} of ${plural(outcome.jobs, 'job')} failed: ${outcome.reasons.map(([reason, n]) => `${n} ${reason}`).join(', ')}`;
+  const count = (n: number) => n.toLocaleString('en-US');
+  return `${count(outcome.failed)} of ${plural(outcome.jobs, 'job')} failed: ${outcome.reasons.map(([reason, n]) => `${count(n)} ${reason}`).join(', ')}`;
 }

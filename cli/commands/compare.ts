@@ -139,10 +139,7 @@ async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunCompari
     if (!id) throw new BadArgumentError('no stored runs (see: probefleet runs list)');
     const report = await storedRun(fleet, id);
     const comparison = await comparisonWithBaseline(fleet.store, report, args.baseline);
-    if (!comparison)
-      throw new BadArgumentError(
-        `run "${id}" is the first stored run of plan ${report.plan.name}: nothing to compare with`,
-      );
+    if ('noBaseline' in comparison) throw new BadArgumentError(comparison.noBaseline);
     return comparison;
   } finally {
     await fleet.close();

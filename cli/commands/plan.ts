@@ -12,6 +12,7 @@ import { printableJsonText } from '../../common/printable.js';
 import { DEFAULT_LAB_PORT, labAddressAt } from '../../contracts/lab-roles.js';
 import { labAtArg, labAtOf } from '../options/lab.js';
 import { maxJobsArgs, maxJobsOf } from '../options/max-jobs.js';
+import { PLAN_LIMITS } from '../../contracts/limits.js';
 import { plural } from '../../common/plural.js';
 
 const fileArg = (y: Argv) =>
@@ -43,6 +44,13 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
         `${plural(plan.regions.length, 'region')} (${plan.regions.join(', ')}), ${plural(countJobs(plan).total, 'job')} per run` +
         `${plan.schedule ? `, scheduled "${plan.schedule.cron}" ${plan.schedule.tz}` : ''}\n`,
     );
+    // A run without Redis makes the jobs of one region, and holds them all in this process.
+    const embedded = countJobs({ ...plan, regions: ['local'] }).total;
+    const embeddedLimit = maxJobsOf(args, PLAN_LIMITS.embeddedJobsPerRun);
+    if (embedded > embeddedLimit)
+      process.stdout.write(
+        `${file}: run without --redis, it makes ${plural(embedded, 'job')}, over the ${embeddedLimit.toLocaleString('en-US')} one process takes (--max-jobs raises it; --redis runs it on workers)\n`,
+      );
   },
 };
 

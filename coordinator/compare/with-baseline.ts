@@ -10,21 +10,27 @@ import { type RunParts, wholeReport } from '../run-parts.js';
 import { COMPARED_JOBS_PER_RUN, RunTooBigToCompareError, checkComparable, compareRuns } from './compare-runs.js';
 import { pushComparisonMetrics } from '../../metrics/comparison-metrics.js';
 import { BASELINE_RULE } from './rules.js';
+import { plural } from '../../common/plural.js';
 
 /** How many earlier runs a run's baseline holds: the plan's `baseline.runs`, else the rule's default. */
 export const baselineRunsOf = (report: Pick<RunReport, 'plan'>) =>
   report.plan.baseline?.runs ?? BASELINE_RULE.defaultRuns;
 
+/** Why a run has no comparison: no earlier stored run of its plan to compare it with. */
+export interface NoBaseline {
+  noBaseline: string;
+}
+
 /**
  * The stored comparison of a run, else one made now from the earlier stored runs of its plan
- * (`runs` of them; asking for a number always makes a new one); undefined for a plan's first run.
+ * (`runs` of them; asking for a number always makes a new one); NoBaseline for a plan's first run.
  * Reads only.
  */
 export async function comparisonWithBaseline(
   store: ReportStore,
   report: RunReport | RunParts,
   runs?: number,
-): Promise<RunComparison | undefined> {
+): Promise<RunComparison | NoBaseline> {
   const head = 'head' in report ? report.head : report;
   if (runs === undefined) {
     const stored = await store.getComparison(head.runId);
@@ -34,8 +40,18 @@ export async function comparisonWithBaseline(
     head.runId,
     ('results' in head ? head.results.length : head.resultCount) + head.unfinishedJobs.length,
   );
-  const baseline = await store.previousRuns(head, runs ?? baselineRunsOf(head), COMPARED_JOBS_PER_RUN);
-  if (baseline.length === 0) return undefined;
+  const { runs: baseline, passedOver } = await store.previousRuns(
+    head,
+    runs ?? baselineRunsOf(head),
+    COMPARED_JOBS_PER_RUN,
+  );
+  if (baseline.length === 0)
+    return {
+      noBaseline:
+        passedOver === 0
+          ? `run "${head.runId}" is the first stored run of plan ${head.plan.name}: nothing to compare with`
+          : `run "${head.runId}" has no earlier stored run of plan ${head.plan.name} to compare with: ${plural(passedOver, 'earlier run')} over ${COMPARED_JOBS_PER_RUN.toLocaleString('en-US')} jobs passed over`,
+    };
   // A run in parts is read whole only when there is something to compare it with.
   return compareRuns(baseline, 'head' in report ? await wholeReport(report) : report);
 }
@@ -51,11 +67,8 @@ export async function compareWithBaseline(
   const report = run.head;
   try {
     const made = await comparisonWithBaseline(store, run);
-    if (!made) {
-      log.info(
-        { runId: report.runId, plan: report.plan.name },
-        'first stored run of the plan: nothing to compare with',
-      );
+    if ('noBaseline' in made) {
+      log.info({ runId: report.runId, plan: report.plan.name }, made.noBaseline);
       return undefined;
     }
     const comparison = await store.saveComparisonIfAbsent(made);

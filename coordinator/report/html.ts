@@ -242,7 +242,7 @@ export function renderHtmlReport(run: RunReport, inPart?: RunShownInPart): strin
     title: `probefleet: ${report.plan.name}, run ${report.runId}`,
     heading: `probefleet run report: ${report.plan.name}`,
     description: report.plan.description,
-    facts: reportFacts(report, inPart?.outcome),
+    facts: reportFacts(report, inPart),
     parts: parts(report, inPart),
     footer: `Made by probefleet from the run JSON (${report.schema}); the numbers are this run's, measured from the regions named above.`,
   });

@@ -74,7 +74,7 @@ export function renderMarkdownReport(run: RunReport, inPart?: RunShownInPart): s
   const out: string[] = [`# probefleet run report: ${escapeMarkdown(report.plan.name)}`];
   if (report.plan.description) out.push(escapeMarkdown(report.plan.description));
   out.push(
-    reportFacts(report, inPart?.outcome)
+    reportFacts(report, inPart)
       .map(([name, value]) => `- **${name}**: ${escapeMarkdown(value)}`)
       .join('\n'),
   );

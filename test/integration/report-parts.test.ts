@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { reportKeys } from '../../contracts/queues.js';
@@ -29,15 +30,17 @@ const log = createLogger('test', 'silent');
 /** More than two pages, the last one short. */
 const RESULTS = 2 * RESULTS_PER_PAGE + 37;
 
-async function reportOfSize(runId: string, count: number) {
+async function reportOfSize(runId: string, count: number, planName = 'parts', startedAt = '2026-12-04T00:00:00.000Z') {
   const { plan } = await parsePlan(
-    'name: parts\ntargets:\n  - { name: t0, url: "http://127.0.0.1:1/" }\nexperiments:\n  - { probe: reuse }\n',
+    `name: ${planName}\nregions: [calm, lossy]\ntargets:\n  - { name: t0, url: "http://127.0.0.1:1/" }\nexperiments:\n  - { probe: reuse }\n`,
     'parts.yaml',
   );
   const results: ProbeResult[] = Array.from({ length: count }, (_, i) =>
     probeResult({
-      jobId: `${runId}.local.t${i % 7}.reuse-new-${String(i).padStart(10, '0')}`,
+      jobId: `${runId}.${i % 2 ? 'lossy' : 'calm'}.t${i % 7}.reuse-new-${String(i).padStart(10, '0')}`,
       runId,
+      // Every failure (every 50th) is in calm: the summary's notable results name one region only.
+      region: i % 2 ? 'lossy' : 'calm',
       target: `t${i % 7}`,
       probe: 'reuse',
       variant: { mode: i % 2 ? 'new' : 'reused', scheme: 'http' },
@@ -46,7 +49,7 @@ async function reportOfSize(runId: string, count: number) {
       details: { samples: [requestSample(0, { connect: 1, total: 2 + (i % 5) })] },
     }),
   );
-  const at = new Date('2026-12-04T00:00:00.000Z');
+  const at = new Date(startedAt);
   return buildRunReport({ runId, mode: 'distributed', plan, startedAt: at, finishedAt: at, results });
 }
 
@@ -145,6 +148,11 @@ describe('a run report stored in parts', needsRedis, () => {
       assert.match(text, /the first 100 results with an error or a lost worker; the run JSON holds every one/);
     }
     assert.doesNotMatch(markdownText, /^## Connection reuse/m, 'no section with a row per job');
+    assert.match(
+      markdownText,
+      /^- \*\*regions\*\*: calm, lossy$/m,
+      "the plan's regions, not those of the notable results",
+    );
     assert.equal((markdownText.match(/RESPONSE_TIMEOUT: job \d+ timed out/g) ?? []).length, 100);
   });
 
@@ -173,8 +181,39 @@ describe('a run report stored in parts', needsRedis, () => {
     assert.match(logged.join(''), /not compared with the baseline: parts-big-compared: 10,001 jobs/);
     assert.equal(await fleet.store.getComparison(big), undefined);
     const later = { startedAt: '2026-12-05T00:00:00.000Z', plan: { name: 'parts' } };
-    const baseline = (await fleet.store.previousRuns(later, 50, COMPARED_JOBS_PER_RUN)).map((r) => r.runId);
+    const { runs, passedOver } = await fleet.store.previousRuns(later, 50, COMPARED_JOBS_PER_RUN);
+    const baseline = runs.map((r) => r.runId);
     assert.ok(baseline.includes(small.runId) && !baseline.includes(big), baseline.join(' '));
+    assert.ok(passedOver >= 1, `${passedOver} passed over`);
+
+    // A plan whose only earlier run was too big: no baseline, and compare says why.
+    const lonelyBig = await reportOfSize('lonely-big', COMPARED_JOBS_PER_RUN + 1, 'lonely');
+    const lonelyDraft = fleet.store.draft(lonelyBig.runId);
+    await lonelyDraft.add(lonelyBig.results);
+    await fleet.store.saveIfAbsent(headOf(lonelyBig), lonelyDraft);
+    const lonely = await reportOfSize('lonely-small', 4, 'lonely', '2026-12-04T01:00:00.000Z');
+    await fleet.store.saveIfAbsent(headOf(lonely), fleet.store.draft(lonely.runId));
+    const none = await runCli(['compare', '--previous', lonely.runId, ...where]);
+    assert.equal(none.code, 2, none.stderr);
+    assert.equal(
+      none.stderr,
+      'run "lonely-small" has no earlier stored run of plan lonely to compare with: 1 earlier run over 10,000 jobs passed over\n',
+    );
+  });
+
+  test("the finishing lease: one holder at a time; once it ran out, its old holder can neither renew nor drop the new one's", async () => {
+    const first = (await fleet.store.takeFinishing('lease-run', 300))!;
+    assert.ok(first, 'free: taken');
+    assert.equal(await fleet.store.takeFinishing('lease-run', 300), undefined, 'held: not taken');
+    assert.equal(await first.renew(), true);
+    await sleep(450);
+    const second = (await fleet.store.takeFinishing('lease-run', 60_000))!;
+    assert.ok(second, 'ran out: taken by another');
+    assert.equal(await first.renew(), false, 'its old holder learns it lost it');
+    await first.release();
+    assert.equal(await fleet.store.takeFinishing('lease-run', 300), undefined, "the old holder's release left it");
+    await second.release();
+    assert.ok(await fleet.store.takeFinishing('lease-run', 300), 'given up: free again');
   });
 
   test('a draft that lost pages (expired, or a failover) is not stored: the report is built again', async () => {

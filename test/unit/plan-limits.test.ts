@@ -157,6 +157,10 @@ describe('plan limits', () => {
     const valid = await runCli(['plan', 'validate', file('twenty-thousand.yaml')]);
     assert.equal(valid.code, 0, valid.stderr);
     assert.match(valid.stdout, /20,000 jobs per run/);
+    assert.match(
+      valid.stdout,
+      /\n\S+twenty-thousand\.yaml: run without --redis, it makes 20,000 jobs, over the 10,000 one process takes \(--max-jobs raises it; --redis runs it on workers\)\n$/,
+    );
     const { code, stdout, stderr } = await runCli(['run', file('twenty-thousand.yaml')]);
     assert.equal(code, 2);
     assert.equal(stdout, '');
