@@ -53,6 +53,38 @@ export function defaultDeadlineSeconds(jobs: JobPayload[], jobTimeoutSeconds: nu
   return Math.max(...jobsPerRegion(jobs).values()) * jobTimeoutSeconds + DEADLINE_SLACK_SECONDS;
 }
 
+/** The data of a run submitted at `now`: its parent job's, which the coordinator reads. */
+function newRunData(
+  loaded: LoadedPlan,
+  runId: string,
+  jobs: JobPayload[],
+  now: Date,
+  options: { deadlineSeconds?: number; jobsPerBatch?: number },
+): RunJobData {
+  const deadlineSeconds = options.deadlineSeconds ?? defaultDeadlineSeconds(jobs, loaded.plan.jobTimeoutSeconds);
+  return {
+    schema: RUN_JOB_SCHEMA,
+    runId,
+    plan: redactPlan(loaded.plan),
+    submittedAt: now.toISOString(),
+    deadline: new Date(now.getTime() + deadlineSeconds * 1000).toISOString(),
+    jobs: jobs.map(jobRefOf),
+    jobsPerBatch: options.jobsPerBatch ?? jobsPerBatchFor(jobs),
+  };
+}
+
+/** The run's jobs, once checkRunDataSize has passed them, before anything connects to Redis (the
+ * instant it will be submitted at does not change the data's length): submitRun takes them. */
+export function jobsThatFit(
+  loaded: LoadedPlan,
+  runId: string,
+  options: { deadlineSeconds?: number; jobsPerBatch?: number } = {},
+): JobPayload[] {
+  const jobs = splitPlan(loaded, runId);
+  checkRunDataSize(newRunData(loaded, runId, jobs, new Date(), options));
+  return jobs;
+}
+
 /** Refuses, before anything is written, a run whose data (a reference per job) is longer than the
  * coordinator reads (JOB_LIMITS.runDataChars): it could never finish it. 140,000–200,000 jobs, as
  * long as their names make each reference (160–230 characters). */
@@ -351,9 +383,11 @@ export async function submitRun(
     /** @defaultValue jobsPerBatchFor(the run's jobs) */
     jobsPerBatch?: number;
     beforeWrite?: () => void;
+    /** The run's jobs, made already (jobsThatFit). @defaultValue splitPlan(loaded, runId) */
+    jobs?: JobPayload[];
   } = {},
 ): Promise<SubmittedRun> {
-  const jobs = splitPlan(loaded, runId);
+  const jobs = options.jobs ?? splitPlan(loaded, runId);
   const existing = await fleet.runs.getJob(runId);
   if (existing) {
     const data = runDataOf(existing);
@@ -383,17 +417,7 @@ export async function submitRun(
     return { runId, jobs, data, added: false, completion: { added: 0, batches: data.jobs.length }, report };
   }
   // Redis's clock, not this machine's: workers measure the deadline against the same one.
-  const now = options.now ?? (await redisNow(fleet.client));
-  const deadlineSeconds = options.deadlineSeconds ?? defaultDeadlineSeconds(jobs, loaded.plan.jobTimeoutSeconds);
-  const data: RunJobData = {
-    schema: RUN_JOB_SCHEMA,
-    runId,
-    plan: redactPlan(loaded.plan),
-    submittedAt: now.toISOString(),
-    deadline: new Date(now.getTime() + deadlineSeconds * 1000).toISOString(),
-    jobs: jobs.map(jobRefOf),
-    jobsPerBatch: options.jobsPerBatch ?? jobsPerBatchFor(jobs),
-  };
+  const data = newRunData(loaded, runId, jobs, options.now ?? (await redisNow(fleet.client)), options);
   checkRunDataSize(data);
   options.beforeWrite?.();
   try {

@@ -10,7 +10,13 @@ import { createLogger } from '../../common/log.js';
 import type { Lab } from '../../lab/index.js';
 import { RUN_END_SLACK_SECONDS, runEndOf, waitForRunParts } from '../../coordinator/distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../../coordinator/embedded-runner.js';
-import { completeRun, DEADLINE_SLACK_SECONDS, submitRun, type SubmittedRun } from '../../coordinator/flow.js';
+import {
+  jobsThatFit,
+  completeRun,
+  DEADLINE_SLACK_SECONDS,
+  submitRun,
+  type SubmittedRun,
+} from '../../coordinator/flow.js';
 import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
 import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
@@ -271,19 +277,24 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
   const retention = retentionOf(args);
   const { stop, files, written } = stopOnSigint(args);
   await withRunLab(args, withOwnRegions, log, async (loaded) => {
+    const runId = args.runId ?? newRunId(loaded.plan.name);
+    const batching = {
+      ...(args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {}),
+      ...(args.jobsPerBatch !== undefined ? { jobsPerBatch: args.jobsPerBatch } : {}),
+    };
+    const jobs = jobsThatFit(loaded, runId, batching); // before anything connects to Redis
     await withFleet(
       args,
       log,
       async (fleet): Promise<void> => {
-        const runId = args.runId ?? newRunId(loaded.plan.name);
         const where = `${redactRedisUrl(fleet.redis.url)}${redisUrlSourceNote(args)} (prefix ${fleet.prefix})`;
         const say = (line: string) => process.stderr.write(`${line}\n`);
         let writing = false;
         let submitted: SubmittedRun;
         try {
           submitted = await submitRun(fleet, loaded, runId, {
-            ...(args.deadline !== undefined ? { deadlineSeconds: args.deadline } : {}),
-            ...(args.jobsPerBatch !== undefined ? { jobsPerBatch: args.jobsPerBatch } : {}),
+            ...batching,
+            jobs,
             // Named before anything is written: a submit cut off is completed with this id.
             beforeWrite: () => {
               writing = true;

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { redisOptions } from '../../common/redis.js';
 import { BAD_PLANS_DIR, badPlans } from '../helpers/bad-plans.js';
-import { deletePrefix, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { deletePrefix, freePort, needsRedis, requireRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { writePlan } from '../helpers/plans.js';
 import { runCli } from '../helpers/repo.js';
 
@@ -84,6 +84,30 @@ describe('bad plans and Redis', needsRedis, () => {
     assert.equal(stdout, '');
     assert.match(stderr, /^\S+:105:3: experiments: 1,000,000 jobs per run, over the limit of 100,000 \(--max-jobs/);
     assert.deepEqual(await keys(), []);
+  });
+
+  test('run --redis of a run whose data the coordinator could not read: exit 2 before connecting, nothing written', async () => {
+    // 50 regions x 100 targets x 42 experiments = 210,000 jobs: 33 MiB of references, over the 32 MiB read.
+    const regions = Array.from({ length: 50 }, (_, i) => `r${i}`).join(', ');
+    const targets = Array.from({ length: 100 }, (_, i) => `  - { name: t${i}, url: "http://127.0.0.1:9/" }`);
+    const experiments = Array.from(
+      { length: 42 },
+      (_, i) => `  - { probe: reuse, requests: 1, modes: [reused], timeoutMs: ${5000 + i} }`,
+    );
+    const file = await writePlan(
+      ['name: huge', `regions: [${regions}]`, 'targets:', ...targets, 'experiments:', ...experiments, ''].join('\n'),
+    );
+    const run = (redis: string) => runCli(['run', file, '--redis', redis, '--prefix', prefix, '--max-jobs', '300000']);
+    const refused =
+      /^run huge-\S+: 210,000 jobs make a run's data of 3\d\.\d MiB \(a reference per job\), over the 32\.0 MiB the coordinator reads; split the plan into runs of fewer jobs\n$/;
+    const here = await run(TEST_REDIS_URL);
+    assert.equal(here.code, 2, here.stderr);
+    assert.match(here.stderr, refused);
+    assert.deepEqual(await keys(), [], "not even the queues' settings");
+    // Refused before connecting: a Redis that is not there changes nothing.
+    const nowhere = await run(`redis://127.0.0.1:${await freePort()}`);
+    assert.equal(nowhere.code, 2, nowhere.stderr);
+    assert.match(nowhere.stderr, refused);
   });
 
   test('run --redis --regions that take a plan over the limit: exit 2, nothing enqueued', async () => {
