@@ -383,7 +383,7 @@ export async function submitRun(
     /** @defaultValue jobsPerBatchFor(the run's jobs) */
     jobsPerBatch?: number;
     beforeWrite?: () => void;
-    /** The run's jobs, made already (jobsThatFit). @defaultValue splitPlan(loaded, runId) */
+    /** The run's jobs, made and checked already (jobsThatFit). @defaultValue splitPlan(loaded, runId), checked here */
     jobs?: JobPayload[];
   } = {},
 ): Promise<SubmittedRun> {
@@ -418,7 +418,7 @@ export async function submitRun(
   }
   // Redis's clock, not this machine's: workers measure the deadline against the same one.
   const data = newRunData(loaded, runId, jobs, options.now ?? (await redisNow(fleet.client)), options);
-  checkRunDataSize(data);
+  if (!options.jobs) checkRunDataSize(data);
   options.beforeWrite?.();
   try {
     await fleet.client.sadd(reportKeys.regions(fleet.prefix), ...loaded.plan.regions);
