@@ -38,7 +38,7 @@ import type { LoadedPlan } from './loaded-plan.js';
 import { runDataOf } from './run-finisher.js';
 import { planDifferences, redactPlan } from './run-report.js';
 import { readRunState } from './run-state.js';
-import { splitPlan } from './split.js';
+import { splitPlan, TooManyJobsError } from './split.js';
 
 /** Transient failures (not a target's error, which is a result) are retried this often. */
 const JOB_ATTEMPTS = 3;
@@ -92,7 +92,8 @@ export function checkRunDataSize(data: RunJobData): void {
   const chars = JSON.stringify(data).length;
   if (chars <= JOB_LIMITS.runDataChars) return;
   const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
-  throw new BadInputError(
+  // Too many jobs for one run, as the job limit's error is: a fired schedule is not tried again.
+  throw new TooManyJobsError(
     `run ${data.runId}: ${data.jobs.length.toLocaleString('en-US')} jobs make a run's data of ${mib(chars)} (a reference per job), over the ${mib(JOB_LIMITS.runDataChars)} the coordinator reads; split the plan into runs of fewer jobs`,
   );
 }

@@ -251,7 +251,7 @@ test("a run's data the coordinator could not read is refused before anything is 
   assert.doesNotThrow(() => checkRunDataSize(dataOf(Math.floor(atLimit * 0.98))));
   assert.throws(
     () => checkRunDataSize(dataOf(Math.ceil(atLimit * 1.02))),
-    /^BadInputError: run data-size-20261204t000000z-abcd: [\d,]+ jobs make a run's data of 32\.\d MiB \(a reference per job\), over the 32\.0 MiB the coordinator reads; split the plan into runs of fewer jobs$/,
+    /^TooManyJobsError: run data-size-20261204t000000z-abcd: [\d,]+ jobs make a run's data of 32\.\d MiB \(a reference per job\), over the 32\.0 MiB the coordinator reads; split the plan into runs of fewer jobs$/,
   );
 });
 
