@@ -86,7 +86,7 @@ export function failures(c: RunComparison, failOn: FailOn): string[] {
 /** A stored run, read whole once its head says it is small enough to compare. */
 async function storedRun(fleet: FleetClient, id: string): Promise<RunReport> {
   const head = await fleet.store.getHead(id);
-  if (head) checkComparable(id, head.resultCount + head.unfinishedJobs.length);
+  if (head) checkComparable(id, head);
   const report = head && (await fleet.store.get(id));
   if (!report)
     throw new BadArgumentError(

@@ -18,7 +18,7 @@ import { QUANTITIES, type QuantityId } from '../../contracts/quantities.js';
 import type { Finding } from '../../contracts/findings.js';
 import type { Experiment, Target } from '../../contracts/plan.js';
 import { PROBES, type ProbeKind } from '../../contracts/probes/index.js';
-import type { ProbeResult, RunReport, UnfinishedJob } from '../../contracts/result.js';
+import type { ProbeResult, RunReport, RunReportHead, UnfinishedJob } from '../../contracts/result.js';
 import { BadInputError } from '../../common/bad-input.js';
 import { median } from '../../common/stats.js';
 import {
@@ -49,13 +49,12 @@ export class RunTooBigToCompareError extends BadInputError {
   }
 }
 
-/** Refuses a run too big to compare, named as the user knows it (a file, a run id). */
-export function checkComparable(run: string, jobs: number): void {
-  if (jobs > COMPARED_JOBS_PER_RUN) throw new RunTooBigToCompareError(run, jobs);
+/** Refuses a run too big to compare, named as the user knows it (a file, a run id): from its whole
+ * report, or from its stored head before the rest is read. */
+export function checkComparable(name: string, run: RunReport | RunReportHead): void {
+  const jobs = ('results' in run ? run.results.length : run.resultCount) + run.unfinishedJobs.length;
+  if (jobs > COMPARED_JOBS_PER_RUN) throw new RunTooBigToCompareError(name, jobs);
 }
-
-const jobCount = (report: Pick<RunReport, 'results' | 'unfinishedJobs'>) =>
-  report.results.length + report.unfinishedJobs.length;
 
 /** One job of a run: its result, or why it has none. */
 interface RunJob {
@@ -434,8 +433,8 @@ export function compareRuns(
 ): RunComparison {
   const [newest] = baseline;
   if (!newest) throw new RangeError('a comparison needs at least one earlier run');
-  checkComparable(sources?.after ?? after.runId, jobCount(after));
-  for (const [i, run] of baseline.entries()) checkComparable(sources?.baseline[i] ?? run.runId, jobCount(run));
+  checkComparable(sources?.after ?? after.runId, after);
+  for (const [i, run] of baseline.entries()) checkComparable(sources?.baseline[i] ?? run.runId, run);
   const afterJobs = jobsOf(after);
   const pairings = baseline.map((run) => pairJobs(jobsOf(run), afterJobs));
   // By the after run's job: a search of the pairs per job was quadratic in the run's jobs.

@@ -36,10 +36,7 @@ export async function comparisonWithBaseline(
     const stored = await store.getComparison(head.runId);
     if (stored) return stored;
   }
-  checkComparable(
-    head.runId,
-    ('results' in head ? head.results.length : head.resultCount) + head.unfinishedJobs.length,
-  );
+  checkComparable(head.runId, head);
   const { runs: baseline, passedOver } = await store.previousRuns(
     head,
     runs ?? baselineRunsOf(head),

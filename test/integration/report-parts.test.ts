@@ -202,11 +202,12 @@ describe('a run report stored in parts', needsRedis, () => {
   });
 
   test("the finishing lease: one holder at a time; once it ran out, its old holder can neither renew nor drop the new one's", async () => {
-    const first = (await fleet.store.takeFinishing('lease-run', 300))!;
+    // Long enough that a busy machine cannot let it run out between the first three calls.
+    const first = (await fleet.store.takeFinishing('lease-run', 3_000))!;
     assert.ok(first, 'free: taken');
-    assert.equal(await fleet.store.takeFinishing('lease-run', 300), undefined, 'held: not taken');
+    assert.equal(await fleet.store.takeFinishing('lease-run', 3_000), undefined, 'held: not taken');
     assert.equal(await first.renew(), true);
-    await sleep(450);
+    await sleep(3_500);
     const second = (await fleet.store.takeFinishing('lease-run', 60_000))!;
     assert.ok(second, 'ran out: taken by another');
     assert.equal(await first.renew(), false, 'its old holder learns it lost it');

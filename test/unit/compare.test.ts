@@ -570,7 +570,7 @@ experiments:
       /^RunTooBigToCompareError: big\.json: 10,001 jobs, over the 10,000 a run may have to be compared/,
     );
     assert.throws(() => compareRuns([{ ...before[0]!, results: big.results }], after), /before-0: 10,001 jobs/);
-    assert.doesNotThrow(() => checkComparable('at the limit', COMPARED_JOBS_PER_RUN));
+    assert.doesNotThrow(() => checkComparable('at the limit', { ...big, results: big.results.slice(1) }));
   });
 
   test('strings from the runs stay text in HTML and Markdown', async () => {

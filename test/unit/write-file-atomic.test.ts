@@ -89,7 +89,7 @@ test('a write still under way when the process must quit at once: its temporary 
   }
   const writing = writeFileAtomic(file, pieces());
   const tmp = `${file}.${process.pid}.tmp`;
-  for (let i = 0; i < 100 && !(await lstat(tmp).catch(() => undefined)); i++)
+  for (let i = 0; i < 1000 && !(await lstat(tmp).catch(() => undefined)); i++)
     await new Promise((r) => setTimeout(r, 10));
   assert.ok(await lstat(tmp), 'the temporary file is being written');
   removeUnfinishedWrites();
