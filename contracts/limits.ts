@@ -15,9 +15,9 @@ export const JOB_LIMITS = {
    * parsing, checking or verifying it (JOB_DATA_TOO_LARGE). A real job is a few KB; a target's CA
    * bundle is the largest part. */
   jobDataChars: 1024 * 1024,
-  /** Characters of a run's data on the runs queue (the parent "run" job: the plan as run and a
-   * reference per job; a schedule's: the plan) that the coordinator reads: 10,000 targets from
-   * files and 10,000 jobs are about 3.4 MB, 100,000 jobs (`--max-jobs`) about 23 MB. */
+  /** Characters of a run's data on the runs queue (the parent "run" job: the plan as run and each
+   * region's jobs, listed once; a schedule's: the plan) that the coordinator reads: 10,000 targets
+   * from files and 10,000 jobs are about 3.4 MB, 100,000 jobs in one region about 14 MB. */
   runDataChars: 32 * 1024 * 1024,
   /** Probe jobs one BullMQ job (a batch, contracts/job.ts) may carry: they run one after another. */
   jobsPerBatch: 50,

@@ -7,9 +7,8 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
-import { jobsPerRegion } from '../contracts/job.js';
 import type { RunReport } from '../contracts/result.js';
-import type { RunJobData } from '../contracts/run-job.js';
+import { jobsPerRegionOf, type RunJobData } from '../contracts/run-job.js';
 import type { Logger } from '../common/log.js';
 import { Backoff, isRedisFull } from '../common/redis-errors.js';
 import { redisClockAheadMs } from '../common/redis.js';
@@ -87,7 +86,7 @@ export async function waitForRunParts(
 ): Promise<RunParts | undefined> {
   const { log, progress, signal } = options;
   const notice = options.notice ?? ((line: string) => log.warn(line));
-  const totals = jobsPerRegion(data.jobs);
+  const totals = jobsPerRegionOf(data);
   const end = runEndOf(data);
   let lastProblem = '';
   let unreachableSince: Date | undefined;

@@ -28,7 +28,7 @@ import {
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Plan } from '../contracts/plan.js';
 import type { JobRef, RunReport } from '../contracts/result.js';
-import { RUN_JOB_SCHEMA, type RunJobData } from '../contracts/run-job.js';
+import { RUN_JOB_SCHEMA, type RunJobData, runJobsOf } from '../contracts/run-job.js';
 import { BadInputError } from '../common/bad-input.js';
 import { signData } from '../common/job-signature.js';
 import { connectedReplicas, redisNow } from '../common/redis.js';
@@ -68,7 +68,7 @@ function newRunData(
     plan: redactPlan(loaded.plan),
     submittedAt: now.toISOString(),
     deadline: new Date(now.getTime() + deadlineSeconds * 1000).toISOString(),
-    jobs: jobs.map(jobRefOf),
+    jobs: runJobsOf(runId, jobs.map(jobRefOf)),
     jobsPerBatch: options.jobsPerBatch ?? jobsPerBatchFor(jobs),
   };
 }
@@ -85,16 +85,17 @@ export function jobsThatFit(
   return jobs;
 }
 
-/** Refuses, before anything is written, a run whose data (a reference per job) is longer than the
- * coordinator reads (JOB_LIMITS.runDataChars): it could never finish it. 140,000–200,000 jobs, as
- * long as their names make each reference (160–230 characters). */
+/** Refuses, before anything is written, a run whose data (each region's jobs listed once) is longer
+ * than the coordinator reads (JOB_LIMITS.runDataChars): it could never finish it. 220,000–330,000
+ * jobs per region, as long as their names make each (100–150 characters). */
 export function checkRunDataSize(data: RunJobData): void {
   const chars = JSON.stringify(data).length;
   if (chars <= JOB_LIMITS.runDataChars) return;
   const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  const perRegion = data.jobs.inEachRegion.length.toLocaleString('en-US');
   // Too many jobs for one run, as the job limit's error is: a fired schedule is not tried again.
   throw new TooManyJobsError(
-    `run ${data.runId}: ${data.jobs.length.toLocaleString('en-US')} jobs make a run's data of ${mib(chars)} (a reference per job), over the ${mib(JOB_LIMITS.runDataChars)} the coordinator reads; split the plan into runs of fewer jobs`,
+    `run ${data.runId}: ${perRegion} jobs in each region make a run's data of ${mib(chars)}, over the ${mib(JOB_LIMITS.runDataChars)} the coordinator reads; split the plan into runs of fewer targets or experiments`,
   );
 }
 
@@ -400,22 +401,12 @@ export async function submitRun(
   const report = await fleet.store.get(runId);
   if (report) {
     refuseOtherPlan(runId, report.plan, loaded.plan, `finished ${report.finishedAt}`);
-    const data: RunJobData = {
-      schema: RUN_JOB_SCHEMA,
-      runId,
-      plan: report.plan,
-      submittedAt: report.startedAt,
+    // A run that is over: its batches are done with.
+    const data = {
+      ...newRunData(loaded, runId, jobs, new Date(report.startedAt), { jobsPerBatch: 1 }),
       deadline: report.finishedAt,
-      jobs: [...report.results, ...report.unfinishedJobs].map((j) => ({
-        jobId: j.jobId,
-        region: j.region,
-        target: j.target,
-        probe: j.probe,
-        variant: j.variant,
-      })),
-      jobsPerBatch: 1, // a run that is over: its batches are done with
     };
-    return { runId, jobs, data, added: false, completion: { added: 0, batches: data.jobs.length }, report };
+    return { runId, jobs, data, added: false, completion: { added: 0, batches: jobs.length }, report };
   }
   // Redis's clock, not this machine's: workers measure the deadline against the same one.
   const data = newRunData(loaded, runId, jobs, options.now ?? (await redisNow(fleet.client)), options);

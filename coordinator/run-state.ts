@@ -15,19 +15,20 @@ import {
   SUBMISSIONS_QUEUE,
 } from '../contracts/queues.js';
 import type { JobRef } from '../contracts/result.js';
-import type { RunJobData } from '../contracts/run-job.js';
+import { type RunJobData, runJobRefs } from '../contracts/run-job.js';
 import { msOfRedisTime } from '../common/redis.js';
 import type { Fleet } from './fleet.js';
 
 /** Cut once per run's data: a wait reads the run's state twice a second, and a big run has
  * thousands of batches. */
-const batchesOfData = new WeakMap<Pick<RunJobData, 'jobs' | 'jobsPerBatch'>, Map<string, BatchOf<JobRef>>>();
+const batchesOfData = new WeakMap<RunOfJobs, Map<string, BatchOf<JobRef>>>();
+type RunOfJobs = Pick<RunJobData, 'runId' | 'jobs' | 'jobsPerBatch'>;
 
 /** The run's batches by id, as its submit cut them (the same ids from job refs or payloads). */
-export function batchesById(data: Pick<RunJobData, 'jobs' | 'jobsPerBatch'>): Map<string, BatchOf<JobRef>> {
+export function batchesById(data: RunOfJobs): Map<string, BatchOf<JobRef>> {
   let batches = batchesOfData.get(data);
   if (!batches) {
-    batches = new Map(batchesOf(data.jobs, data.jobsPerBatch).map((batch) => [batch.id, batch]));
+    batches = new Map(batchesOf(runJobRefs(data), data.jobsPerBatch).map((batch) => [batch.id, batch]));
     batchesOfData.set(data, batches);
   }
   return batches;

@@ -23,7 +23,8 @@ import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { progressFor } from '../../coordinator/progress.js';
 import { regionProgressFor } from '../../coordinator/region-progress.js';
 import type { RunReport } from '../../contracts/result.js';
-import { jobsPerRegion, runIdSchema } from '../../contracts/job.js';
+import { runIdSchema } from '../../contracts/job.js';
+import { jobsPerRegionOf } from '../../contracts/run-job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
 import { planSchema } from '../../contracts/plan.js';
 import type { Logger } from '../../common/log.js';
@@ -313,7 +314,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
           return;
         }
         const { completion } = submitted;
-        const regions = [...jobsPerRegion(submitted.data.jobs)].map(([region, n]) => `${region} ${n}`).join(', ');
+        const regions = [...jobsPerRegionOf(submitted.data)].map(([region, n]) => `${region} ${n}`).join(', ');
         const what = submitted.added
           ? `run ${runId} submitted to ${where}`
           : completion.added > 0
@@ -334,7 +335,7 @@ async function runDistributed(args: RunArgs, given: LoadedPlan, log: Logger): Pr
         }
         const waited = await waitForRunParts(fleet, submitted.data, {
           log,
-          progress: regionProgressFor(jobsPerRegion(submitted.data.jobs)),
+          progress: regionProgressFor(jobsPerRegionOf(submitted.data)),
           signal: stop,
           notice: say,
           repair: () => completeRun(fleet, submitted.data, submitted.jobs),

@@ -2,6 +2,8 @@
 // exit 2, the problem named, and not one key under the run's queue prefix. The same command
 // with a valid plan writes keys there, so the check can see an enqueue when there is one.
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { redisOptions } from '../../common/redis.js';
@@ -87,19 +89,26 @@ describe('bad plans and Redis', needsRedis, () => {
   });
 
   test('run --redis of a run whose data the coordinator could not read: exit 2 before connecting, nothing written', async () => {
-    // 50 regions x 100 targets x 42 experiments = 210,000 jobs: 33 MiB of references, over the 32 MiB read.
-    const regions = Array.from({ length: 50 }, (_, i) => `r${i}`).join(', ');
-    const targets = Array.from({ length: 100 }, (_, i) => `  - { name: t${i}, url: "http://127.0.0.1:9/" }`);
-    const experiments = Array.from(
-      { length: 42 },
-      (_, i) => `  - { probe: reuse, requests: 1, modes: [reused], timeoutMs: ${5000 + i} }`,
-    );
+    // Each region's jobs are listed once: one region of 10,000 targets (from a file) x 25
+    // experiments = 250,000 jobs, ~35 MiB of them, over the 32 MiB read.
     const file = await writePlan(
-      ['name: huge', `regions: [${regions}]`, 'targets:', ...targets, 'experiments:', ...experiments, ''].join('\n'),
+      [
+        'name: huge',
+        'regions: [r0]',
+        'targetFiles: [{ files: [sd.json] }]',
+        'experiments:',
+        ...Array.from(
+          { length: 25 },
+          (_, i) => `  - { probe: reuse, requests: 1, modes: [reused], timeoutMs: ${5000 + i} }`,
+        ),
+        '',
+      ].join('\n'),
     );
+    const addresses = Array.from({ length: 10_000 }, (_, i) => `127.0.0.1:${10_000 + i}`);
+    await writeFile(path.join(path.dirname(file), 'sd.json'), JSON.stringify([{ targets: addresses }]));
     const run = (redis: string) => runCli(['run', file, '--redis', redis, '--prefix', prefix, '--max-jobs', '300000']);
     const refused =
-      /^run huge-\S+: 210,000 jobs make a run's data of 3\d\.\d MiB \(a reference per job\), over the 32\.0 MiB the coordinator reads; split the plan into runs of fewer jobs\n$/;
+      /^run huge-\S+: 250,000 jobs in each region make a run's data of 3\d\.\d MiB, over the 32\.0 MiB the coordinator reads; split the plan into runs of fewer targets or experiments\n$/;
     const here = await run(TEST_REDIS_URL);
     assert.equal(here.code, 2, here.stderr);
     assert.match(here.stderr, refused);

@@ -14,6 +14,7 @@ import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { waitForRun } from '../../coordinator/distributed-run.js';
 import { finishRun } from '../../coordinator/run-finisher.js';
 import { completeRun, batchJobOf, jobRefOf, runParentOf, submitRun } from '../../coordinator/flow.js';
+import { runJobsOf } from '../../contracts/run-job.js';
 import { splitPlan } from '../../coordinator/split.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { renderHtmlReport } from '../../coordinator/report/html.js';
@@ -559,7 +560,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
     const cutLoaded = await parsePlan(planYaml(lab, 'cut-off', ['idle']), 'inline.yaml');
     const cutJobs = splitPlan(cutLoaded, 'cut-run-1');
     const cutData = (await submitRun(fleet, cutLoaded, 'cut-run-0')).data; // a run's data to copy
-    const cutRun = { ...cutData, runId: 'cut-run-1', jobs: cutJobs.map(jobRefOf) };
+    const cutRun = { ...cutData, runId: 'cut-run-1', jobs: runJobsOf('cut-run-1', cutJobs.map(jobRefOf)) };
     await fleet.flows.add(runParentOf(cutRun));
     await queue.addBulk(
       cutJobs.slice(0, 1).map((job) => batchJobOf({ id: job.jobId, region: job.region, jobs: [job] }, cutRun, prefix)),

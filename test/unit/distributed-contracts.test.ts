@@ -8,7 +8,7 @@ import {
   regionOfQueue,
   regionQueueName,
 } from '../../contracts/queues.js';
-import { batchesOf, PROBE_BATCH_SCHEMA } from '../../contracts/job.js';
+import { batchesOf, jobsPerRegion, PROBE_BATCH_SCHEMA } from '../../contracts/job.js';
 import { JOB_LIMITS } from '../../contracts/limits.js';
 import {
   reconnectOnReadonly,
@@ -22,7 +22,7 @@ import {
 import { checkRunDataSize, jobRefOf, jobsPerBatchFor } from '../../coordinator/flow.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { splitPlan } from '../../coordinator/split.js';
-import { RUN_JOB_SCHEMA, type RunJobData } from '../../contracts/run-job.js';
+import { jobsPerRegionOf, RUN_JOB_SCHEMA, runJobRefs, runJobsOf, type RunJobData } from '../../contracts/run-job.js';
 import { jobsOf } from '../helpers/plans.js';
 
 describe('queue names and prefixes', () => {
@@ -230,28 +230,73 @@ describe('Redis URLs', () => {
   });
 });
 
-test("a run's data the coordinator could not read is refused before anything is written", async () => {
+test("a run's data lists each region's jobs once, and gives back every job in the order it was split", async () => {
   const loaded = await parsePlan(
-    'name: data-size\nregions: [a]\ntargets: [{ name: t, url: "http://127.0.0.1:8080/" }]\nexperiments: [{ probe: reuse }]\n',
+    `name: listed-once
+regions: [eu-west, us-east, ap-south]
+targets:
+  - { name: a, url: "http://127.0.0.1:8080/" }
+  - { name: b, url: "http://127.0.0.1:8081/" }
+experiments:
+  - { probe: reuse }
+  - { probe: load, targets: [b], requests: 40, workers: 2 }
+`,
     'inline.yaml',
   );
-  const [job] = splitPlan(loaded, 'data-size-20261204t000000z-abcd');
+  const runId = 'listed-once-20261204t000000z-abcd';
+  const refs = splitPlan(loaded, runId).map(jobRefOf);
+  assert.ok(
+    refs.some((ref) => ref.shard),
+    'shards among them',
+  );
+  const jobs = runJobsOf(runId, refs);
+  assert.deepEqual(jobs.regions, ['eu-west', 'us-east', 'ap-south']);
+  assert.equal(jobs.inEachRegion.length * 3, refs.length);
+  const data = { runId, jobs };
+  assert.deepEqual(runJobRefs(data), refs);
+  assert.equal(runJobRefs(data), runJobRefs(data), 'listed once per data');
+  assert.deepEqual([...jobsPerRegionOf(data)], [...jobsPerRegion(refs)]);
+  // What a split plan never makes is a bug, said as one.
+  assert.throws(() => runJobsOf(runId, refs.slice(0, -1)), /region "ap-south" has \d+ jobs, not \d+/);
+  assert.throws(() => runJobsOf(runId, [...refs, refs[0]!]), /the jobs of region "eu-west" are not together/);
+  const swapped = [...refs];
+  [swapped[0], swapped[1]] = [swapped[1]!, swapped[0]!];
+  assert.throws(() => runJobsOf(runId, swapped), /is not the one at its place in region "eu-west"/);
+});
+
+test("a run's data the coordinator could not read is refused before anything is written", async () => {
+  const loaded = await parsePlan(
+    'name: data-size\nregions: [a, b]\ntargets: [{ name: t, url: "http://127.0.0.1:8080/" }]\nexperiments: [{ probe: reuse }]\n',
+    'inline.yaml',
+  );
+  const runId = 'data-size-20261204t000000z-abcd';
+  const [job] = splitPlan(loaded, runId);
   const dataOf = (count: number): RunJobData => ({
     schema: RUN_JOB_SCHEMA,
-    runId: 'data-size-20261204t000000z-abcd',
+    runId,
     plan: loaded.plan,
     submittedAt: '2026-12-04T00:00:00.000Z',
     deadline: '2026-12-05T00:00:00.000Z',
-    jobs: Array.from({ length: count }, (_, i) => ({ ...jobRefOf(job!), jobId: `${job!.jobId}-${i}` })),
+    jobs: runJobsOf(
+      runId,
+      ['a', 'b'].flatMap((region) =>
+        Array.from({ length: count }, (_, i) => ({
+          ...jobRefOf(job!),
+          region,
+          jobId: `${runId}.${region}.${job!.jobId.split('.').slice(2).join('.')}-${i}`,
+        })),
+      ),
+    ),
     jobsPerBatch: 50,
   });
-  // The jobs that make exactly the limit, give or take the length of their numbers.
-  const perJob = (JSON.stringify(dataOf(100_000)).length - JSON.stringify(dataOf(0)).length) / 100_000;
+  // The jobs per region that make exactly the limit, give or take the length of their numbers:
+  // what a region's jobs take, whatever the regions.
+  const perJob = (JSON.stringify(dataOf(100_000)).length - JSON.stringify(dataOf(1)).length) / 99_999;
   const atLimit = Math.floor(JOB_LIMITS.runDataChars / perJob);
   assert.doesNotThrow(() => checkRunDataSize(dataOf(Math.floor(atLimit * 0.98))));
   assert.throws(
     () => checkRunDataSize(dataOf(Math.ceil(atLimit * 1.02))),
-    /^TooManyJobsError: run data-size-20261204t000000z-abcd: [\d,]+ jobs make a run's data of 32\.\d MiB \(a reference per job\), over the 32\.0 MiB the coordinator reads; split the plan into runs of fewer jobs$/,
+    /^TooManyJobsError: run data-size-20261204t000000z-abcd: [\d,]+ jobs in each region make a run's data of 32\.\d MiB, over the 32\.0 MiB the coordinator reads; split the plan into runs of fewer targets or experiments$/,
   );
 });
 

@@ -205,7 +205,10 @@ experiments:
       plan: shown,
       submittedAt: now.toISOString(),
       deadline: now.toISOString(),
-      jobs: [{ jobId: 'j1', region: 'eu-west', target: 'api', probe: 'reuse', variant: { mode: 'reused' } }],
+      jobs: {
+        regions: ['eu-west'],
+        inEachRegion: [{ idTail: 'api.reuse', target: 'api', probe: 'reuse', variant: { mode: 'reused' } }],
+      },
       jobsPerBatch: 1,
     };
     assert.equal(runJobDataSchema.safeParse(runJob).success, true);
