@@ -9,12 +9,16 @@
 //   - Redis memory per finished job once the report is stored (what the retention settings keep).
 // Not part of `npm run bench` (it takes minutes); run it when a big run is in question:
 //   npm run build && node dist/bench/big-run.js [--jobs 100000] [--submit-only]
+// Up to 500,000 jobs a region has 10,000 (100 targets); past that, 50 regions of more targets,
+// those past the 100 a plan lists by hand read from a file (`targetFiles`).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createReadStream } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startNginx } from '../common/nginx-server.js';
@@ -29,16 +33,23 @@ const TARGETS = {
   peakRssMb: 300,
   reportSeconds: 30,
 };
-/** Jobs per region: one worker each, as many regions as make the run. */
+/** Jobs per region up to MAX_REGIONS: one worker each, as many regions as make the run. */
 const JOBS_PER_REGION = 10_000;
+const MAX_REGIONS = 50;
+/** A region's jobs per target: 50 experiments x 2 modes. */
+const JOBS_PER_TARGET = 100;
 
 const { values } = parseArgs({
   options: { jobs: { type: 'string', default: '100000' }, 'submit-only': { type: 'boolean', default: false } },
 });
 const jobs = Number(values.jobs);
-if (!(Number.isInteger(jobs) && jobs % JOBS_PER_REGION === 0 && jobs >= JOBS_PER_REGION && jobs <= 500_000))
-  throw new Error(`--jobs: a multiple of ${JOBS_PER_REGION} up to 500000 (50 regions), got ${values.jobs}`);
-const shape: PlanShape = { regions: jobs / JOBS_PER_REGION, targets: 100, experiments: 50, modes: ['reused', 'new'] };
+const regionCount = Math.min(MAX_REGIONS, jobs / JOBS_PER_REGION);
+const targetCount = jobs / regionCount / JOBS_PER_TARGET;
+if (!(Number.isInteger(regionCount) && Number.isInteger(targetCount) && regionCount >= 1 && jobs <= 1_000_000))
+  throw new Error(
+    `--jobs: a multiple of ${JOBS_PER_REGION} up to 500,000, or of ${MAX_REGIONS * JOBS_PER_TARGET} up to 1,000,000; got ${values.jobs}`,
+  );
+const shape: PlanShape = { regions: regionCount, targets: 100, experiments: 50, modes: ['reused', 'new'] };
 const regions = Array.from({ length: shape.regions }, (_, i) => `r${i}`);
 const say = (line: string) => process.stderr.write(`big-run: ${line}\n`);
 
@@ -76,6 +87,30 @@ function cli(args: string[], timeFile?: string): { child: ChildProcess; done: Pr
   return { child, done };
 }
 
+/**
+ * The run JSON's results counted and their last `finishedAt`, a line at a time: a million results
+ * are a file longer than a string may be. It is written indented by two (coordinator/run-parts.ts):
+ * a result opens at four spaces and its own fields are at six.
+ */
+async function scanRunJson(file: string): Promise<{ results: number; unfinished: number; lastFinishedAt: number }> {
+  const scanned = { results: 0, unfinished: 0, lastFinishedAt: 0 };
+  let list: 'results' | 'unfinishedJobs' | undefined;
+  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    if (line.startsWith('  "'))
+      list = line.startsWith('  "results": [')
+        ? 'results'
+        : line.startsWith('  "unfinishedJobs": [')
+          ? 'unfinishedJobs'
+          : undefined;
+    else if (line === '    {') {
+      if (list === 'results') scanned.results++;
+      else if (list === 'unfinishedJobs') scanned.unfinished++;
+    } else if (list === 'results' && line.startsWith('      "finishedAt": "'))
+      scanned.lastFinishedAt = Math.max(scanned.lastFinishedAt, Date.parse(line.slice(21, line.lastIndexOf('"'))));
+  }
+  return scanned;
+}
+
 const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-big-run-'));
 const redis = await startBenchRedis();
 const client = new Redis(redisOptions({ url: redis.url }));
@@ -85,7 +120,14 @@ const rows: { what: string; result: string; target: string; met?: boolean }[] = 
 const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1] ?? 0);
 try {
   const plan = path.join(dir, 'plan.yaml');
-  await writeFile(plan, queuePlanYaml('big-run', shape, `${nginx.urls[0]}/`));
+  const planYaml = queuePlanYaml('big-run', shape, `${nginx.urls[0]}/`);
+  if (targetCount <= shape.targets) await writeFile(plan, planYaml);
+  else {
+    // Each target a URL of its own (a query: nginx serves the same page), named from it.
+    const more = Array.from({ length: targetCount - shape.targets }, (_, i) => `${nginx.urls[0]}/?t=${i}`);
+    await writeFile(path.join(dir, 'sd.json'), JSON.stringify([{ targets: more }]));
+    await writeFile(plan, planYaml.replace('\ntargets:\n', '\ntargetFiles: [{ files: [sd.json] }]\ntargets:\n'));
+  }
   const common = ['--redis', redis.url, '--max-jobs', String(jobs)];
   const memoryBefore = await usedMemory();
 
@@ -134,13 +176,10 @@ try {
     sample();
     clearInterval(sampler);
     if (waited.code !== 0) throw new Error(`run exited ${waited.code}: ${waited.stderr}`);
-    const report = JSON.parse(await readFile(path.join(dir, 'run.json'), 'utf8')) as {
-      results: { finishedAt: string }[];
-      unfinishedJobs: unknown[];
-    };
-    const lastJob = Math.max(...report.results.map((r) => Date.parse(r.finishedAt)));
+    const report = await scanRunJson(path.join(dir, 'run.json'));
+    const lastJob = report.lastFinishedAt;
     say(
-      `${report.results.length} results, ${report.unfinishedJobs.length} unfinished, in ${((waited.endedAt - waitStarted) / 1000).toFixed(1)} s`,
+      `${report.results} results, ${report.unfinished} unfinished, in ${((waited.endedAt - waitStarted) / 1000).toFixed(1)} s`,
     );
     const reportSeconds = (waited.endedAt - lastJob) / 1000;
     rows.push({
