@@ -8,13 +8,14 @@ import { createLogger } from '../../common/log.js';
 import type { RunComparison } from '../../contracts/comparison.js';
 import type { RunReport } from '../../contracts/result.js';
 import { checkComparable, compareRuns } from '../../coordinator/compare/compare-runs.js';
+import { wholeReport } from '../../coordinator/run-parts.js';
 import {
   renderComparisonHtml,
   renderComparisonMarkdown,
   renderComparisonText,
 } from '../../coordinator/compare/render.js';
 import type { FleetClient } from '../../coordinator/fleet-client.js';
-import { readRunFile } from '../../coordinator/report/run-file.js';
+import { readRunFileParts } from '../../coordinator/report/run-file.js';
 import { EXIT_REGRESSED } from '../exit-codes.js';
 import type { ArgsOf } from '../options/args.js';
 import { redisArgs, redisUrlFrom } from '../options/redis.js';
@@ -119,7 +120,10 @@ async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunCompari
   const after = runs.length > 0 ? runs[runs.length - 1] : undefined;
   const earlier = runs.slice(0, -1);
   if (!useRedis) {
-    const reports = await Promise.all(runs.map((file) => readRunFile(file)));
+    // Each file's size checked from its head before any is read whole.
+    const parts = await Promise.all(runs.map((file) => readRunFileParts(file)));
+    for (const [i, run] of parts.entries()) checkComparable(runs[i]!, run.head);
+    const reports = await Promise.all(parts.map(wholeReport));
     const sources = new Map(reports.map((r, i) => [r, runs[i]]));
     const baseline = newestFirst(reports.slice(0, -1));
     const afterReport = reports[reports.length - 1];

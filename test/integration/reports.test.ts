@@ -13,13 +13,14 @@ import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { createLogger } from '../../common/log.js';
 import { PHASES } from '../../contracts/common.js';
-import { runReportSchema, type ProbeResult, type ResultOf, type RunReport } from '../../contracts/result.js';
+import { headOf, runReportSchema, type ProbeResult, type ResultOf, type RunReport } from '../../contracts/result.js';
 import { CSV_COLUMNS, renderCsvReport } from '../../coordinator/report/csv.js';
 import { formatCount, formatMs } from '../../coordinator/report/format.js';
 import { renderHtmlReport } from '../../coordinator/report/html.js';
 import { renderMarkdownReport } from '../../coordinator/report/markdown.js';
-import { readRunFile, RunFileError } from '../../coordinator/report/run-file.js';
-import { renderRunReport } from '../../coordinator/report/text.js';
+import { readRunFileParts, RunFileError } from '../../coordinator/report/run-file.js';
+import { wholeReport } from '../../coordinator/run-parts.js';
+import { renderRunReport, renderRunSummary } from '../../coordinator/report/text.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { needsChromium, openBrowser, requireChromium, type Browser } from '../helpers/chromium.js';
 import { runExamplePlan, runPlanText } from '../helpers/example-runs.js';
@@ -109,14 +110,16 @@ after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+const readRunFile = async (file: string) => wholeReport(await readRunFileParts(file));
+
 const made = new Map<string, Promise<{ html: string; markdown: string; csv: string }>>();
 
-/** A saved run read back with `readRunFile` (as `probefleet report` reads it) in each format; the first test shows the command writes the same. */
+/** A saved run read back with `readRunFileParts` (as `probefleet report` reads it) in each format; the first test shows the command writes the same. */
 function formatsOf(name: string): Promise<{ html: string; markdown: string; csv: string }> {
   if (!made.has(name)) {
     made.set(
       name,
-      readRunFile(path.join(dir, `${name}.json`)).then((report) => ({
+      readRunFile(path.join(dir, `${name}.json`)).then((report: RunReport) => ({
         html: renderHtmlReport(report),
         markdown: renderMarkdownReport(report),
         csv: renderCsvReport(report),
@@ -264,6 +267,29 @@ describe('probefleet report', () => {
     assert.match(stderr, /^probefleet: \S+broken\.json: results\[1\]\.summary\.requests: /);
     assert.equal(stdout, '');
     await assert.rejects(readFile(path.join(dir, 'broken.html')), /ENOENT/, 'no HTML written');
+  });
+
+  test('a run file of over 10,000 results is read in parts: its summary, and its CSV a page at a time, whatever its layout', async () => {
+    // 12,000 copies of a run's results, each job its own, written as `run --json` does and on one line.
+    const small = runs.get('lecture-keepalive')!;
+    const results = Array.from({ length: 12_000 }, (_, i) => {
+      const result = small.results[i % small.results.length]!;
+      return { ...result, jobId: `${result.jobId}-${i}` };
+    });
+    const big: RunReport = { ...small, results };
+    const pretty = path.join(dir, 'big.json');
+    const oneLine = path.join(dir, 'big-one-line.json');
+    await writeFile(pretty, `${JSON.stringify(big, null, 2)}\n`);
+    await writeFile(oneLine, JSON.stringify(big));
+    const summary = renderRunSummary(headOf(big));
+    for (const file of [pretty, oneLine]) {
+      const text = await runCli(['report', file]);
+      assert.equal(text.code, 0, text.stderr);
+      assert.equal(text.stdout, summary, 'the summary of a big run, as `runs show` prints it');
+      const csv = await runCli(['report', file, '--csv', '-']);
+      assert.equal(csv.code, 0, csv.stderr);
+      assert.equal(csv.stdout, renderCsvReport(big));
+    }
   });
 
   test('run --json --html --markdown --csv writes the same reports as `report` makes from its JSON', async () => {
