@@ -338,7 +338,8 @@ export type Experiment = {
 }[ProbeKind];
 
 /** cron-parser (and luxon, which it loads) on first use: only a plan with a schedule needs them.
- * Required, not imported: a schema's check is synchronous, and the package is CommonJS. */
+ * Required, not imported: a schema's check is synchronous, and for a CommonJS package require() is
+ * the faster path (common/require-commonjs.ts, which this layer may not import). */
 let cronParser: typeof import('cron-parser').CronExpressionParser | undefined;
 const cronExpressionParser = () =>
   (cronParser ??= (createRequire(import.meta.url)('cron-parser') as typeof import('cron-parser')).CronExpressionParser);
