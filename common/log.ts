@@ -1,7 +1,10 @@
 // Structured logs (pino) on stderr, so stdout stays free for tables and JSON.
-import { pino, type DestinationStream, type Logger } from 'pino';
+import type { DestinationStream, Logger } from 'pino';
 import { REDACTED } from '../contracts/secrets.js';
 import { printableJson } from './printable.js';
+import { requireCommonJs } from './require-commonjs.js';
+
+const { pino } = requireCommonJs('pino') as typeof import('pino');
 
 export type { Logger };
 

@@ -11,11 +11,16 @@ import { readFileSync } from 'node:fs';
 import { isIP, type Socket } from 'node:net';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import type { ConnectionOptions } from 'bullmq';
-import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
-import standaloneConnector from 'ioredis/built/connectors/StandaloneConnector.js';
+import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { BadInputError } from './bad-input.js';
 import type { Logger } from './log.js';
+import { requireCommonJs } from './require-commonjs.js';
 import { settlesWithin } from './settle.js';
+
+const ioredis = requireCommonJs('ioredis') as typeof import('ioredis');
+const { default: StandaloneConnector } = requireCommonJs(
+  'ioredis/built/connectors/StandaloneConnector.js',
+) as typeof import('ioredis/built/connectors/StandaloneConnector.js');
 
 const DEFAULT_PORT = 6379;
 const DEFAULT_SENTINEL_PORT = 26379;
@@ -55,13 +60,13 @@ export const SELF_CONNECTION = 'connected to itself';
  * reply that is no text: `doc.split is not a function`, in a loop). Refused at once instead, as an
  * error that names it; the client tries again, on another source port.
  */
-class SelfRefusingConnector extends standaloneConnector.default {
+class SelfRefusingConnector extends StandaloneConnector {
   // ioredis gives a connector the client's options (typed `unknown` by its constructor type).
   constructor(options: unknown) {
     super(options as RedisOptions);
   }
 
-  override async connect(onError: Parameters<InstanceType<typeof standaloneConnector.default>['connect']>[0]) {
+  override async connect(onError: Parameters<InstanceType<typeof StandaloneConnector>['connect']>[0]) {
     const stream = await super.connect(onError);
     stream.once('connect', () => {
       const socket = stream as Socket;
@@ -287,11 +292,11 @@ function clusterTarget(settings: RedisSettings): RedisTarget {
 export function bullmqConnection(settings: RedisSettings): ConnectionOptions {
   const target = redisTarget(settings);
   if (target.kind !== 'cluster') return target.options as ConnectionOptions;
-  const template = new Cluster(target.nodes, { ...target.options, lazyConnect: true });
+  const template = new ioredis.Cluster(target.nodes, { ...target.options, lazyConnect: true });
   // Its copies connect at once and wait out a cluster that is down; a lazy copy, which BullMQ would
   // connect, rejects at the first failure and the worker would never start.
   template.duplicate = (nodes: ClusterNode[] = [], options: ClusterOptions = {}) =>
-    new Cluster(nodes.length > 0 ? nodes : target.nodes, {
+    new ioredis.Cluster(nodes.length > 0 ? nodes : target.nodes, {
       ...target.options,
       ...options,
       redisOptions: { ...target.options.redisOptions, ...options.redisOptions },
@@ -308,11 +313,11 @@ export function bullmqWorkerConnection(settings: RedisSettings): ConnectionOptio
 export function createRedisClient(settings: RedisSettings, connectionName: string): RedisClient {
   const target = redisTarget(settings);
   if (target.kind === 'cluster')
-    return new Cluster(target.nodes, {
+    return new ioredis.Cluster(target.nodes, {
       ...target.options,
       redisOptions: { ...target.options.redisOptions, connectionName },
     });
-  return new Redis({ ...target.options, connectionName });
+  return new ioredis.Redis({ ...target.options, connectionName });
 }
 
 /**
@@ -453,7 +458,7 @@ const PERSISTENCE_ORDER: PersistenceCheck['persistence'][] = ['none', 'unknown',
  * the weakest found is the answer: a replica becomes a primary at a failover.
  */
 export async function checkPersistence(client: RedisClient): Promise<PersistenceCheck> {
-  if (!(client instanceof Cluster)) return checkServerPersistence(client);
+  if (!(client instanceof ioredis.Cluster)) return checkServerPersistence(client);
   const nodes = client.nodes('all');
   if (nodes.length === 0) return { persistence: 'unknown', detail: 'no node of the cluster known yet' };
   const checks = await Promise.all(

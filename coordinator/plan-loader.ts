@@ -5,18 +5,7 @@
 // (recursive) composer and converter see them, string lengths before the schema, and the jobs
 // a run makes by arithmetic, before any is made.
 import path from 'node:path';
-import {
-  Composer,
-  isAlias,
-  isCollection,
-  isMap,
-  isScalar,
-  isSeq,
-  LineCounter,
-  Parser,
-  type Document,
-  type Node,
-} from 'yaml';
+import type { Document, Node } from 'yaml';
 import type { z } from 'zod';
 import { PLAN_LIMITS } from '../contracts/limits.js';
 import type { JobTls } from '../contracts/job.js';
@@ -30,11 +19,17 @@ import { fieldNamesAt } from '../common/schema-fields.js';
 import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
 import { readBoundedFile, readUserTextFile } from '../common/read-bounded-file.js';
+import { requireCommonJs } from '../common/require-commonjs.js';
 import type { LoadedPlan } from './loaded-plan.js';
 import { countJobs, tooManyJobsMessage } from './split.js';
 import { withDualStackTargets } from './dual-stack.js';
 import { expandTargetFiles, isFileProblem, type TargetFilesSource } from './target-files.js';
 import { firstTooBig } from './yaml-bounds.js';
+
+const { Composer, isAlias, isCollection, isMap, isScalar, isSeq, LineCounter, Parser } = requireCommonJs(
+  'yaml',
+) as typeof import('yaml');
+type LineCounter = InstanceType<typeof LineCounter>;
 
 export interface PlanProblem {
   file: string;

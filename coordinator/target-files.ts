@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Composer, type Document, isMap, isScalar, LineCounter, type Node, Parser } from 'yaml';
+import type { Document, Node } from 'yaml';
 import type { JobTls } from '../contracts/job.js';
 import { isLabUrl } from '../contracts/lab-roles.js';
 import { TARGET_FILE_LIMITS } from '../contracts/limits.js';
@@ -29,7 +29,11 @@ import { labelValueProblem, undeclaredLabelMessage } from '../contracts/target-l
 import { formatIssuePath } from '../common/issue-path.js';
 import { jsonErrorOffset } from '../common/json-error-offset.js';
 import { readUserTextFile } from '../common/read-bounded-file.js';
+import { requireCommonJs } from '../common/require-commonjs.js';
 import { firstTooBig } from './yaml-bounds.js';
+
+const { Composer, isMap, isScalar, LineCounter, Parser } = requireCommonJs('yaml') as typeof import('yaml');
+type LineCounter = InstanceType<typeof LineCounter>;
 
 /** What reading a plan's target files again needs besides the plan: kept with a schedule. */
 export interface TargetFilesSource {

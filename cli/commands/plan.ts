@@ -1,11 +1,10 @@
 // `probefleet plan validate|expand FILE`: check a plan, and show the jobs it makes.
+// The plan's schemas, its loader and the YAML parser are loaded by the subcommands that use them:
+// `plan schema` reads no plan.
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from '../options/args.js';
-import { planJsonSchema } from '../../contracts/plan-json-schema.js';
-import { loadPlanFile } from '../../coordinator/plan-loader.js';
 import { renderTable } from '../../coordinator/report/table.js';
 import { redactTarget } from '../../contracts/secrets.js';
-import { countJobs, splitPlan } from '../../coordinator/split.js';
 import { withLabTargets } from '../../coordinator/lab-targets.js';
 import type { LoadedPlan } from '../../coordinator/loaded-plan.js';
 import { printableJsonText } from '../../common/printable.js';
@@ -34,6 +33,10 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
   builder: fileArg,
   handler: async (args) => {
     const { file } = args;
+    const [{ loadPlanFile }, { countJobs }] = await Promise.all([
+      import('../../coordinator/plan-loader.js'),
+      import('../../coordinator/split.js'),
+    ]);
     // Counted, not made: a plan's jobs (lab targets wherever the lab is) are known without splitting it.
     const { plan } = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
     const fromFiles = plan.targets.filter((t) => t.file !== undefined);
@@ -60,6 +63,10 @@ const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
   builder: expandOptions,
   handler: async (args) => {
     const { file, runId, json, labAt } = args;
+    const [{ loadPlanFile }, { splitPlan }] = await Promise.all([
+      import('../../coordinator/plan-loader.js'),
+      import('../../coordinator/split.js'),
+    ]);
     const loaded = await loadPlanFile(file, { maxJobs: maxJobsOf(args) });
     const jobs = splitPlan(atDefaultLab(loaded, labAt), runId ?? `${loaded.plan.name}-preview`);
     if (json) {
@@ -81,7 +88,8 @@ const expand: CommandModule<object, ArgsOf<typeof expandOptions>> = {
 const schema: CommandModule = {
   command: 'schema',
   describe: 'Print the plan JSON Schema (for editors; committed as contracts/plan.schema.json)',
-  handler: () => {
+  handler: async () => {
+    const { planJsonSchema } = await import('../../contracts/plan-json-schema.js');
     process.stdout.write(`${JSON.stringify(planJsonSchema(), null, 2)}\n`);
   },
 };
