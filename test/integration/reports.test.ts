@@ -290,6 +290,10 @@ describe('probefleet report', () => {
       assert.equal(csv.code, 0, csv.stderr);
       assert.equal(csv.stdout, renderCsvReport(big));
     }
+    // Too big to compare: said from the file's head, before either is read whole.
+    const compared = await runCli(['compare', oneLine, pretty]);
+    assert.equal(compared.code, 2);
+    assert.match(compared.stderr, /big-one-line\.json: 12,000 jobs, over the 10,000 a run may have to be compared/);
   });
 
   test('run --json --html --markdown --csv writes the same reports as `report` makes from its JSON', async () => {
