@@ -6,7 +6,8 @@
 //   - peak RSS of the `run --redis` process that waits for the run and writes its report, of the
 //     coordinator and of each worker;
 //   - the report ready (the `run` process has written it and exited) after the last job finished;
-//   - Redis memory per finished job once the report is stored (what the retention settings keep).
+//   - Redis memory per finished job once the report is stored (what the retention settings keep);
+//   - `probefleet report FILE` of the run JSON written: its time and peak RSS (read in parts).
 // Not part of `npm run bench` (it takes minutes); run it when a big run is in question:
 //   npm run build && node dist/bench/big-run.js [--jobs 100000] [--submit-only]
 // Up to 500,000 jobs a region has 10,000 (100 targets); past that, 50 regions of more targets,
@@ -207,6 +208,14 @@ try {
       result: `${reportSeconds.toFixed(1)} s`,
       target: `< ${TARGETS.reportSeconds} s`,
       met: reportSeconds < TARGETS.reportSeconds,
+    });
+    const reread = await cli(['report', path.join(dir, 'run.json')], path.join(dir, 'report.time')).done;
+    if (reread.code !== 0) throw new Error(`report exited ${reread.code}: ${reread.stderr}`);
+    rows.push({
+      what: '`probefleet report FILE` of the run JSON written above (its summary; the file read in parts)',
+      result: `${reread.seconds.toFixed(1)} s, peak RSS ${reread.peakRssMb} MB`,
+      target: `< ${TARGETS.peakRssMb} MB`,
+      met: (reread.peakRssMb ?? Infinity) < TARGETS.peakRssMb,
     });
     // Let the coordinator's own finishing of the run settle before Redis is weighed.
     await new Promise((resolve) => setTimeout(resolve, 3_000));

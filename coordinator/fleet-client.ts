@@ -52,28 +52,22 @@ export class QueuePrefixError extends Error {
 }
 
 /** What closing needs of a BullMQ queue or flow producer that shares the client. */
-export interface OnClient {
-  close(): Promise<void>;
-  disconnect(): Promise<void>;
-}
-
 /**
- * Closes the client and what shares it (`sharing`: the Fleet's queues), bounded whatever Redis
- * does: each says goodbye, within FLEET_CLOSE_BOUND_MS, then every connection is cut.
+ * Closes the client and what shares it (`sharing`: the Fleet's queues and flow producer, which
+ * BullMQ leaves open when given a client), bounded whatever Redis does: each says goodbye, within
+ * FLEET_CLOSE_BOUND_MS, then the client is cut.
  */
-export async function closeFleetConnections(client: RedisClient, sharing: OnClient[]): Promise<void> {
+export async function closeFleetConnections(client: RedisClient, sharing: { close(): Promise<void> }[]): Promise<void> {
   // QUIT would wait behind commands queued for a Redis that is away: only say goodbye to one that answers.
   const closing = Promise.allSettled([
     ...sharing.map((q) => q.close()),
     client.status === 'ready' ? client.quit() : client.disconnect(),
   ]);
   await settlesWithin(closing, FLEET_CLOSE_BOUND_MS);
-  // A BullMQ connection whose QUIT failed (Redis away: it timed out, or never came) stops
-  // listening for errors but goes on reconnecting, which would keep the process alive; and
-  // commands may still be queued for it. Cutting every connection ends both (a no-op for one
-  // that closed). Bounded too: a promise that never settles, once nothing else is pending,
-  // would end the process with Node's exit code 13 instead of ours.
-  await settlesWithin(Promise.allSettled(sharing.map((q) => q.disconnect())), FLEET_CLOSE_BOUND_MS);
+  // A client whose QUIT failed (Redis away: it timed out, or never came) goes on reconnecting,
+  // which would keep the process alive, and commands may still be queued for it: cutting it ends
+  // both (a no-op once it closed). Once, for all that share it: a queue's own disconnect() cuts
+  // the same client, and one per queue piled a listener each on its socket (a warning past ten).
   client.disconnect();
 }
 
