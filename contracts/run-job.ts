@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { jobIdSchema, jobTlsSchema, runIdSchema } from './job.js';
 import { JOB_LIMITS } from './limits.js';
-import { nameSchema } from './common.js';
+import { distinct, nameSchema } from './common.js';
 import { planAsRunSchema } from './plan.js';
 import { type JobRef, jobRefSchema, RUN_SCHEMA } from './result.js';
 
@@ -19,10 +19,10 @@ const jobInEachRegionSchema = jobRefSchema.omit({ jobId: true, region: true }).e
 type JobInEachRegion = z.infer<typeof jobInEachRegionSchema>;
 
 /** A run's jobs: a plan makes the same jobs in each of its regions (coordinator/split.ts), so they are
- * listed once, not once per region (a reference per job made a million-job run's data ~230 MB). */
+ * listed once, not once per region (a reference per job would make a million-job run's data ~230 MB). */
 const runJobsSchema = z.strictObject({
   /** In the order of their jobs. */
-  regions: z.array(nameSchema).min(1),
+  regions: distinct(z.array(nameSchema).min(1), 'region'),
   inEachRegion: z.array(jobInEachRegionSchema).min(1),
 });
 

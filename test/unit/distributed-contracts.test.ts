@@ -22,7 +22,14 @@ import {
 import { checkRunDataSize, jobRefOf, jobsPerBatchFor } from '../../coordinator/flow.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { splitPlan } from '../../coordinator/split.js';
-import { jobsPerRegionOf, RUN_JOB_SCHEMA, runJobRefs, runJobsOf, type RunJobData } from '../../contracts/run-job.js';
+import {
+  jobsPerRegionOf,
+  RUN_JOB_SCHEMA,
+  runJobDataSchema,
+  runJobRefs,
+  runJobsOf,
+  type RunJobData,
+} from '../../contracts/run-job.js';
 import { jobsOf } from '../helpers/plans.js';
 
 describe('queue names and prefixes', () => {
@@ -254,6 +261,19 @@ experiments:
   assert.equal(jobs.inEachRegion.length * 3, refs.length);
   const data = { runId, jobs };
   assert.deepEqual(runJobRefs(data), refs);
+  // As the coordinator reads it back from Redis: a region listed twice would name batches twice.
+  const whole = {
+    schema: RUN_JOB_SCHEMA,
+    runId,
+    plan: loaded.plan,
+    submittedAt: '2026-12-04T00:00:00.000Z',
+    deadline: '2026-12-05T00:00:00.000Z',
+    jobs,
+    jobsPerBatch: 1,
+  };
+  assert.equal(runJobDataSchema.safeParse(whole).success, true);
+  const twice = runJobDataSchema.safeParse({ ...whole, jobs: { ...jobs, regions: ['eu-west', 'us-east', 'eu-west'] } });
+  assert.match(twice.error?.issues[0]?.message ?? '', /lists region "eu-west" twice/);
   assert.equal(runJobRefs(data), runJobRefs(data), 'listed once per data');
   assert.deepEqual([...jobsPerRegionOf(data)], [...jobsPerRegion(refs)]);
   // What a split plan never makes is a bug, said as one.
