@@ -12,6 +12,9 @@ export interface LoadedPlan {
   tls: Record<string, JobTls | undefined>;
   /** The limit on jobs per run the plan was checked against; `splitPlan` holds to it too. */
   maxJobs?: number;
+  /** Where the plan's experiments are written: a refusal of their jobs made later (a run in one
+   * process, `--regions`) names the place as the loader's problems do. */
+  experimentsAt?: { line: number; column: number };
   /** A plan with `targetFiles`: what reading them again needs (a schedule reads them at each firing). */
   targetFiles?: TargetFilesSource;
   /** Where the lab is, once an entry point said so: lab URLs in target files read later resolve there. */

@@ -161,7 +161,8 @@ export async function parsePlan(text: string, file: string, options: PlanOptions
   const jobs = countJobs(plan);
   if (jobs.total > maxJobs)
     throw new PlanError([problemAt(doc, ['experiments'], file, at, tooManyJobsMessage(jobs, maxJobs))]);
-  return { plan, file, tls, maxJobs, ...(targetFiles ? { targetFiles } : {}) };
+  const { line, column } = problemAt(doc, ['experiments'], file, at, '');
+  return { plan, file, tls, maxJobs, experimentsAt: { line, column }, ...(targetFiles ? { targetFiles } : {}) };
 }
 
 /** A target's TLS settings as jobs carry them: the CA file's and the client certificate's PEM instead of their paths. */

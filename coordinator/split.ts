@@ -84,9 +84,10 @@ function jobIdTail(probe: string, params: Record<string, unknown>, variant: Reco
 }
 
 /** Throws TooManyJobsError when a run of the plan would make more jobs than its limit (say, after --regions). */
-export function checkJobCount({ plan, file, maxJobs = PLAN_LIMITS.jobsPerRun }: LoadedPlan): void {
+export function checkJobCount({ plan, file, maxJobs = PLAN_LIMITS.jobsPerRun, experimentsAt: at }: LoadedPlan): void {
   const counted = countJobs(plan);
-  if (counted.total > maxJobs) throw new TooManyJobsError(`${file}: ${tooManyJobsMessage(counted, maxJobs)}`);
+  const where = at ? `${file}:${at.line}:${at.column}: experiments` : file;
+  if (counted.total > maxJobs) throw new TooManyJobsError(`${where}: ${tooManyJobsMessage(counted, maxJobs)}`);
 }
 
 /** The run's jobs; refuses (TooManyJobsError) before making any when they would be more than the plan's limit. */

@@ -80,16 +80,21 @@ experiments:
 /**
  * The run ended (exit 0) with every job of the plan exactly once, each ok, and the job running
  * when Redis broke (at `brokenAt`, if it did) finished after that; the coordinator processed the
- * run too (its parent job gone) and stored the same report. Returns the report.
+ * run too (its parent job gone) and stored the same report. Returns the report. A run that did not
+ * end so says what the fleet's processes (`services`) logged last: what a worker did through the
+ * failover is in its log, not the run's.
  */
 export async function everyJobOnce(
   { run, json }: FailoverRun,
   redis: { url: string; prefix: string },
   brokenAt?: number,
+  services: CliProcess[] = [],
 ): Promise<RunReport> {
-  assert.equal(await exitWithin(run, RUN_BOUND_MS), 0, run.stderr());
+  const logs = () =>
+    services.map((p, i) => `\n--- service ${i}, last of its log ---\n${p.stderr().slice(-4000)}`).join('');
+  assert.equal(await exitWithin(run, RUN_BOUND_MS), 0, `${run.stderr()}${logs()}`);
   const report = runReportSchema.parse(JSON.parse(await readFile(json, 'utf8'))) as RunReport;
-  assert.deepEqual(report.unfinishedJobs, []);
+  assert.deepEqual(report.unfinishedJobs, [], logs());
   const ids = report.results.map((r) => r.jobId);
   assert.equal(new Set(ids).size, ids.length, `no job twice: ${ids.join(', ')}`);
   assert.deepEqual(report.results.map((r) => `${r.region}/${r.target}`).sort(), [

@@ -138,7 +138,7 @@ describe('bad plans and Redis', needsRedis, () => {
     assert.equal(code, 2);
     assert.match(
       stderr,
-      /^examples\/lecture-keepalive\.yaml: 400 jobs per run, over the limit of 100 \(--max-jobs or PROBEFLEET_MAX_JOBS raise it\): 50 regions x 8 jobs per region;/,
+      /^examples\/lecture-keepalive\.yaml:24:3: experiments: 400 jobs per run, over the limit of 100 \(--max-jobs or PROBEFLEET_MAX_JOBS raise it\): 50 regions x 8 jobs per region;/,
     );
     assert.deepEqual(await keys(), []);
   });

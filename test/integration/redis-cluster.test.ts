@@ -120,7 +120,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
       await shard.primary.kill();
       await cluster.failedOver(shard.replicas[0]!);
       assert.equal((await cluster.shardOf(prefix)).primary, shard.replicas[0], 'the replica holds the prefix now');
-      await everyJobOnce(run, redis, killedAt);
+      await everyJobOnce(run, redis, killedAt, [...workers, coordinator]);
       for (const p of [...workers, coordinator]) assert.equal(p.child.exitCode, null, `still running:\n${p.stderr()}`);
     });
   });

@@ -55,7 +55,7 @@ describe('Redis Sentinel: a primary, a replica and three sentinels', needsSentin
       const killedAt = Date.now();
       await primary.kill();
       assert.equal(await sentinels.failedOver(primary), sentinels.servers[1], 'the replica is the primary now');
-      await everyJobOnce(run, redis, killedAt);
+      await everyJobOnce(run, redis, killedAt, [...workers, coordinator]);
       for (const p of [...workers, coordinator]) assert.equal(p.child.exitCode, null, `still running:\n${p.stderr()}`);
     });
 
@@ -69,7 +69,7 @@ describe('Redis Sentinel: a primary, a replica and three sentinels', needsSentin
       const switchedAt = Date.now();
       await sentinels.switchOver();
       assert.equal(await sentinels.failedOver(current!), old, 'the first primary is the primary again');
-      await everyJobOnce(run, redis, switchedAt);
+      await everyJobOnce(run, redis, switchedAt, [...workers, coordinator]);
       for (const p of [...workers, coordinator]) assert.equal(p.child.exitCode, null, `still running:\n${p.stderr()}`);
     });
   });

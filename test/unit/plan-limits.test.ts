@@ -166,7 +166,7 @@ describe('plan limits', () => {
     assert.equal(stdout, '');
     assert.match(
       stderr,
-      /^\S+twenty-thousand\.yaml: 20,000 jobs per run, over the limit of 10,000 \(--max-jobs or PROBEFLEET_MAX_JOBS raise it\): 1 region x 20,000 jobs per region; .*; a run in this process holds every result until its report is written: run it on workers with --redis\n$/,
+      /^\S+twenty-thousand\.yaml:105:3: experiments: 20,000 jobs per run, over the limit of 10,000 \(--max-jobs or PROBEFLEET_MAX_JOBS raise it\): 1 region x 20,000 jobs per region; .*; a run in this process holds every result until its report is written: run it on workers with --redis\n$/,
     );
   });
 
@@ -200,7 +200,7 @@ describe('plan limits', () => {
       () => splitPlan(fewer, 'run-1'),
       (err: Error) =>
         err instanceof TooManyJobsError &&
-        /^million\.yaml: 1,000,000 jobs per run, over the limit of 999,999/.test(err.message),
+        /^million\.yaml:105:3: experiments: 1,000,000 jobs per run, over the limit of 999,999/.test(err.message),
     );
     const oneRegion = { ...loaded, plan: { ...loaded.plan, regions: ['r0'] } };
     assert.equal(splitPlan(oneRegion, 'run-1').length, 20_000);
