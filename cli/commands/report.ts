@@ -2,7 +2,7 @@
 // or as the terminal report when no file is asked for. A file that is not a valid
 // `probefleet.run/v1` document is bad input: every problem names the file and field, exit 2. The
 // file is read in parts, as a stored run is shown: a run of over 10,000 results as its summary, its
-// JSON and CSV a page at a time.
+// CSV a page at a time.
 import type { CommandModule } from 'yargs';
 import type { Argv } from 'yargs';
 import type { ArgsOf } from '../options/args.js';
