@@ -19,10 +19,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startNginx } from '../common/nginx-server.js';
+import { topLevelArrayMembers } from '../coordinator/report/json-members.js';
 import { redisOptions } from '../common/redis.js';
 import { TIED_TO_THIS_PROCESS } from '../regions/system.js';
 import { processMemoryKb } from './measure.js';
@@ -88,26 +88,18 @@ function cli(args: string[], timeFile?: string): { child: ChildProcess; done: Pr
   return { child, done };
 }
 
-/**
- * The run JSON's results counted and their last `finishedAt`, a line at a time: a million results
- * are a file longer than a string may be. It is written indented by two (coordinator/run-parts.ts):
- * a result opens at four spaces and its own fields are at six.
- */
+/** The run JSON's results counted and their last `finishedAt`, a result at a time, as `report`
+ * reads it (coordinator/report/json-members.ts): a million results are a file longer than a string may be. */
 async function scanRunJson(file: string): Promise<{ results: number; unfinished: number; lastFinishedAt: number }> {
   const scanned = { results: 0, unfinished: 0, lastFinishedAt: 0 };
-  let list: 'results' | 'unfinishedJobs' | undefined;
-  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
-    if (line.startsWith('  "'))
-      list = line.startsWith('  "results": [')
-        ? 'results'
-        : line.startsWith('  "unfinishedJobs": [')
-          ? 'unfinishedJobs'
-          : undefined;
-    else if (line === '    {') {
-      if (list === 'results') scanned.results++;
-      else if (list === 'unfinishedJobs') scanned.unfinished++;
-    } else if (list === 'results' && line.startsWith('      "finishedAt": "'))
-      scanned.lastFinishedAt = Math.max(scanned.lastFinishedAt, Date.parse(line.slice(21, line.lastIndexOf('"'))));
+  for await (const member of topLevelArrayMembers(createReadStream(file, { encoding: 'utf8' }), 'results')) {
+    if ('rest' in member) {
+      scanned.unfinished = (JSON.parse(member.rest) as { unfinishedJobs: unknown[] }).unfinishedJobs.length;
+      continue;
+    }
+    scanned.results++;
+    const { finishedAt } = JSON.parse(member.element) as { finishedAt: string };
+    scanned.lastFinishedAt = Math.max(scanned.lastFinishedAt, Date.parse(finishedAt));
   }
   return scanned;
 }
