@@ -1,21 +1,31 @@
-// What a comparison with a baseline costs as runs grow: one real run of the lab (two `reuse` jobs,
-// `reused` and `new`, 20 requests each) copied to `--jobs` jobs over as many targets, eight times
-// with totals moved a little from target to target and run to run; then the newest compared with
-// the 7 before it by the coordinator's code (compareRuns). Prints its wall and CPU time, its rows
-// and the size of its JSON: the figures behind COMPARED_JOBS_PER_RUN (docs/compare.md, "Big runs").
-// Not part of `npm run bench`:
+// What a comparison with a baseline costs as runs grow, as a user runs it: one real run of the lab
+// (two `reuse` jobs, `reused` and `new`, 20 requests each) copied to `--jobs` jobs over as many
+// targets, eight times with totals moved a little from target to target and run to run, each
+// written as a run JSON; then `probefleet compare` of the newest with the 7 before it, timed from
+// process start to exit with its peak RSS. Prints its wall and CPU time, its memory, its verdicts,
+// what it listed and the size of its JSON (docs/compare.md, "Big runs"). Not part of `npm run bench`:
 //   npm run build && node dist/bench/compare-cost.js [--jobs 10000]
+import { spawnSync } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { ProbeResult, RunReport } from '../contracts/result.js';
+import { comparisonSchema } from '../contracts/comparison.js';
+import { headOf, type ProbeResult, type RunReport } from '../contracts/result.js';
 import { createLogger } from '../common/log.js';
-import { compareRuns } from '../coordinator/compare/compare-runs.js';
+import { type RunParts, runJsonText } from '../coordinator/run-parts.js';
 import { startLab } from '../lab/index.js';
 import { runPlanText } from '../test/helpers/example-runs.js';
 
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const MAX_JOBS = 100_000;
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '10000' } } });
 const jobs = Number(values.jobs);
-if (!(Number.isInteger(jobs) && jobs >= 2 && jobs % 2 === 0 && jobs <= 10_000))
-  throw new Error(`--jobs: an even number from 2 to 10000 (the most a comparison takes), got ${values.jobs}`);
+if (!(Number.isInteger(jobs) && jobs >= 2 && jobs % 2 === 0 && jobs <= MAX_JOBS))
+  throw new Error(`--jobs: an even number from 2 to ${MAX_JOBS} (a run's default job limit), got ${values.jobs}`);
 
 const log = createLogger('compare-cost', 'warn');
 const lab = await startLab({ log });
@@ -31,12 +41,17 @@ try {
   await lab.close();
 }
 
-/** Run `k` of eight: the template's two jobs for each of jobs / 2 targets, totals moved 0–12 %. */
-function copyOf(k: number): RunReport {
+const RESULTS_PER_PAGE = 1_000;
+
+/** Run `k` of eight (0 the newest): the template's two jobs for each of jobs / 2 targets, totals
+ * moved 0–12 %, made a page at a time. */
+function copyOf(k: number): RunParts {
   const runId = `compare-cost-2026120${k}t000000z-abcd`;
   const targets = Array.from({ length: jobs / 2 }, (_, t) => ({ ...template.plan.targets[0]!, name: `t${t}` }));
-  const results: ProbeResult[] = targets.flatMap(({ name }, t) =>
+  const startedAt = new Date(Date.parse(template.startedAt) - k * 86_400_000).toISOString();
+  const resultsOf = (t: number): ProbeResult[] =>
     template.results.map((r) => {
+      const name = `t${t}`;
       const factor = 1 + ((t * 7 + k) % 13) / 100;
       const samples = (r.details as { samples: { phases: { total?: number } }[] }).samples.map((s) => ({
         ...s,
@@ -49,20 +64,69 @@ function copyOf(k: number): RunReport {
         target: name,
         details: { ...r.details, samples },
       } as ProbeResult;
-    }),
-  );
-  return { ...template, runId, plan: { ...template.plan, targets }, results, findings: [] };
+    });
+  const head = headOf({
+    ...template,
+    runId,
+    startedAt,
+    plan: { ...template.plan, targets },
+    results: [],
+    findings: [],
+  });
+  return {
+    head,
+    async *pages() {
+      for (let t = 0; t < targets.length; t += RESULTS_PER_PAGE / 2) {
+        const end = Math.min(targets.length, t + RESULTS_PER_PAGE / 2);
+        yield Array.from({ length: end - t }, (_, i) => resultsOf(t + i)).flat();
+      }
+    },
+  };
 }
 
-const runs = Array.from({ length: 8 }, (_, k) => copyOf(k));
-const started = performance.now();
-const cpu = process.cpuUsage();
-const comparison = compareRuns(runs.slice(1), runs[0]!);
-const used = process.cpuUsage(cpu);
-const json = JSON.stringify(comparison).length;
-process.stdout.write(
-  `| jobs per run | wall | CPU | quantities compared | not compared | JSON |\n|---:|---:|---:|---:|---:|---:|\n` +
-    `| ${jobs.toLocaleString('en-US')} | ${((performance.now() - started) / 1000).toFixed(1)} s | ` +
-    `${((used.user + used.system) / 1e6).toFixed(1)} s | ${comparison.quantities.length.toLocaleString('en-US')} | ` +
-    `${comparison.notCompared.length.toLocaleString('en-US')} | ${(json / 1e6).toFixed(1)} MB |\n`,
-);
+const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-compare-cost-'));
+try {
+  const files: string[] = [];
+  for (let k = 0; k < 8; k++) {
+    const file = path.join(dir, `run-${k}.json`);
+    await pipeline(runJsonText(copyOf(k)), createWriteStream(file));
+    files.push(file);
+  }
+  const out = path.join(dir, 'comparison.json');
+  const timeFile = path.join(dir, 'time.txt');
+  const started = performance.now();
+  const compared = spawnSync(
+    '/usr/bin/time',
+    [
+      '-f',
+      '%U %S %M',
+      '-o',
+      timeFile,
+      process.execPath,
+      'bin/probefleet.js',
+      'compare',
+      ...files.slice(1),
+      files[0]!,
+      '--json',
+      out,
+    ],
+    { cwd: REPO_ROOT, encoding: 'utf8', maxBuffer: 1 << 20 },
+  );
+  const wallMs = performance.now() - started;
+  if (compared.status !== 0) throw new Error(`probefleet compare exited with ${compared.status}: ${compared.stderr}`);
+  const [user, system, maxRssKb] = (await readFile(timeFile, 'utf8')).trim().split('\n').pop()!.split(' ').map(Number);
+  const comparison = comparisonSchema.parse(JSON.parse(await readFile(out, 'utf8')));
+  const { summary: v, omitted } = comparison;
+  const count = (n: number) => n.toLocaleString('en-US');
+  const runMb = (await stat(files[0]!)).size / 1e6;
+  process.stdout.write(
+    `Each run JSON ${runMb.toFixed(0)} MB; \`probefleet compare\` of 7 earlier runs and the new one, start to exit.\n\n` +
+      '| jobs per run | wall | CPU | peak RSS | regressed / improved / unchanged | quantities listed | not compared (listed + omitted) | JSON |\n' +
+      '|---:|---:|---:|---:|---:|---:|---:|---:|\n' +
+      `| ${count(jobs)} | ${(wallMs / 1000).toFixed(1)} s | ${(user! + system!).toFixed(1)} s | ${(maxRssKb! / 1024).toFixed(0)} MB | ` +
+      `${count(v.regressed)} / ${count(v.improved)} / ${count(v.unchanged)} | ${count(comparison.quantities.length)} | ` +
+      `${count(comparison.notCompared.length)} + ${count(omitted.notCompared)} | ${((await stat(out)).size / 1e6).toFixed(1)} MB |\n`,
+  );
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}

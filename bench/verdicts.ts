@@ -129,7 +129,7 @@ try {
       const baseline = history.slice(0, baselineRuns);
       for (const [k, regression] of REGRESSIONS.entries()) {
         if (i >= regressionRuns) break;
-        const c = compareRuns(baseline, await run(regression.urls, `regression-${k}-${i}`));
+        const c = await compareRuns(baseline, await run(regression.urls, `regression-${k}-${i}`));
         const hits = changed(c).filter((q) => q.verdict === 'regressed' && q.target === regression.target);
         if (hits.length > 0) found[k].found++;
         else {
@@ -144,7 +144,7 @@ try {
       }
       if (i < twins) {
         const twin = await run(UNCHANGED, `twin-${i}`);
-        const c = compareRuns(baseline, twin);
+        const c = await compareRuns(baseline, twin);
         quantities += c.quantities.length;
         machineBusy += c.quantities.filter((q) => q.reason === 'machine-busy').length;
         for (const n of c.notCompared) notCompared.set(n.reason, (notCompared.get(n.reason) ?? 0) + 1);

@@ -1,4 +1,4 @@
-// A comparison of a run with its baseline, the plan's earlier runs (`probefleet.compare/v2`): per
+// A comparison of a run with its baseline, the plan's earlier runs (`probefleet.compare/v3`): per
 // region, target, probe and variant, each headline quantity's baseline (the earlier runs' values,
 // their median and night-to-night spread), the new run's value with its own 95% interval, and a
 // verdict with its reason; findings that appeared or disappeared since the newest earlier run;
@@ -11,7 +11,13 @@ import { runIdSchema } from './job.js';
 import { PROBE_KINDS } from './probes/index.js';
 import { QUANTITY_IDS } from './quantities.js';
 
-export const COMPARISON_SCHEMA = 'probefleet.compare/v2';
+export const COMPARISON_SCHEMA = 'probefleet.compare/v3';
+
+/** A new run of at most this many jobs has everything listed; a bigger one lists only the
+ * quantities that regressed or improved (the LISTED.changed largest changes) and the first
+ * LISTED.notCompared of what was not compared; `omitted` counts the rest. */
+export const LISTED_EVERY_QUANTITY_UP_TO_JOBS = 10_000;
+export const LISTED = { changed: 10_000, notCompared: 1_000 } as const;
 
 /** `regressed` and `improved` need a value beyond the baseline's spread and a change of at least the quantity's minimum. */
 export const VERDICTS = ['regressed', 'improved', 'unchanged'] as const;
@@ -149,9 +155,19 @@ export const comparisonSchema = z.strictObject({
     findingsAppeared: z.int().nonnegative(),
     findingsDisappeared: z.int().nonnegative(),
   }),
+  /** Every compared quantity, in place order; for a run of over 10,000 jobs only those that
+   * regressed or improved, at most the 10,000 largest relative changes (the summary counts all). */
   quantities: z.array(comparedQuantitySchema),
   findings: z.array(findingChangeSchema),
   differences: z.array(differenceSchema),
+  /** In place order; for a run of over 10,000 jobs the first 1,000. */
   notCompared: z.array(notComparedSchema),
+  /** What the lists above leave out (all 0 for a run of at most 10,000 jobs): the unchanged
+   * quantities, the changed ones past the 10,000 largest, the not-compared past the first 1,000. */
+  omitted: z.strictObject({
+    unchanged: z.int().nonnegative(),
+    changed: z.int().nonnegative(),
+    notCompared: z.int().nonnegative(),
+  }),
 });
 export type RunComparison = z.infer<typeof comparisonSchema>;

@@ -48,8 +48,8 @@ export const PLAN_LIMITS = {
   collectionItems: 1_000,
   /** Jobs one run may make (regions x targets x variants), unless `--max-jobs` or PROBEFLEET_MAX_JOBS says otherwise.
    * A run of 100,000 is submitted, finished and shown in under 300 MB per process (its report
-   * stored and read in parts: `node dist/bench/big-run.js`, bench/README.md). Comparisons with a
-   * baseline take runs of at most 10,000 jobs (COMPARED_JOBS_PER_RUN). */
+   * stored and read in parts: `node dist/bench/big-run.js`, bench/README.md); so is its comparison
+   * with a baseline (`node dist/bench/compare-cost.js`). */
   jobsPerRun: 100_000,
   /** Jobs one embedded run may make (every job in one process, as region `local`), unless `--max-jobs`
    * or PROBEFLEET_MAX_JOBS says otherwise: it holds every result until its report is written

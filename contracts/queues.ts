@@ -98,7 +98,7 @@ export const reportKeys = {
    * stop waiting for each other, which shard each worker took, and the instant they start
    * together (worker/shard-barrier.ts). A TTL past the job's bound. */
   shardBarrier: (prefix: string, partOf: string) => `${prefix}:~shards:${partOf}`,
-  /** The comparison (`probefleet.compare/v1`) of a run with the previous run of its plan, with a TTL. */
+  /** The comparison (`probefleet.compare/v3`) of a run with the previous run of its plan, with a TTL. */
   comparison: (prefix: string, runId: string) => `${prefix}:~run-comparison:${runId}`,
 };
 

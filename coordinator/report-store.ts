@@ -18,7 +18,7 @@ import {
 import { DEFAULT_RETENTION, type Keep } from '../contracts/retention.js';
 import { runSummarySchema, type RunSummary } from '../contracts/run-job.js';
 import { RUN_SCHEMA } from '../contracts/result.js';
-import { comparisonSchema, type RunComparison } from '../contracts/comparison.js';
+import { COMPARISON_SCHEMA, comparisonSchema, type RunComparison } from '../contracts/comparison.js';
 import { isRedisFull, redisFullError } from '../common/redis-errors.js';
 import type { RedisClient } from '../common/redis.js';
 import type { RunParts } from './run-parts.js';
@@ -306,15 +306,13 @@ export class ReportStore {
 
   /**
    * Up to `count` stored runs of the same plan that started before this one and have a result,
-   * newest first: the run's baseline. Empty for a plan's first run. Runs of more than `maxJobs`
-   * jobs are passed over unread, and counted.
+   * newest first, each to be read a page at a time: the run's baseline. Empty for a plan's first run.
    */
   async previousRuns(
     report: { startedAt: string; plan: { name: string } },
     count: number,
-    maxJobs: number,
     scan = 200,
-  ): Promise<{ runs: RunReport[]; passedOver: number }> {
+  ): Promise<RunParts[]> {
     const ids = await this.redis.zrevrangebyscore(
       reportKeys.index(this.prefix),
       `(${Date.parse(report.startedAt)}`,
@@ -323,22 +321,17 @@ export class ReportStore {
       0,
       scan,
     );
-    if (ids.length === 0) return { runs: [], passedOver: 0 };
+    if (ids.length === 0) return [];
     const rows = await this.redis.hmget(reportKeys.summaries(this.prefix), ...ids);
-    const found: RunReport[] = [];
-    let passedOver = 0;
+    const found: RunParts[] = [];
     for (const [i, row] of rows.entries()) {
       if (found.length >= count) break;
       const summary = row === null ? undefined : runSummarySchema.safeParse(JSON.parse(row)).data;
       if (summary?.plan !== report.plan.name || summary.ok + summary.errors === 0) continue;
-      if (summary.jobs > maxJobs) {
-        passedOver++;
-        continue;
-      }
-      const run = await this.get(ids[i]);
+      const run = await this.parts(ids[i]!);
       if (run) found.push(run);
     }
-    return { runs: found, passedOver };
+    return found;
   }
 
   /** Stores a run's comparison beside its report (same retention) unless one is stored; returns the stored one. */
@@ -351,6 +344,9 @@ export class ReportStore {
   /** The stored comparison of a run with the earlier runs of its plan. */
   async getComparison(runId: string): Promise<RunComparison | undefined> {
     const text = await this.redis.get(reportKeys.comparison(this.prefix, runId));
-    return text === null ? undefined : comparisonSchema.parse(JSON.parse(text));
+    if (text === null) return undefined;
+    // One an earlier version stored, in its own format: made again from the runs.
+    const json = JSON.parse(text) as { schema?: unknown };
+    return json.schema === COMPARISON_SCHEMA ? comparisonSchema.parse(json) : undefined;
   }
 }

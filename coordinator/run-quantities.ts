@@ -94,17 +94,40 @@ export function valuesOfResult(result: ProbeResult): Map<QuantityId, RunValue | 
 
 export type ReuseResult = ResultOf<'reuse'>;
 
+/** A reuse job's answered per-request totals: its side of the new-connection cost. */
+export const reuseTotals = (result: ReuseResult) => answeredPhase(result.details?.samples ?? [], 'total');
+
+/** One mode's side of the new-connection cost: the median of its answered totals, and how many. */
+export interface TotalsSummary {
+  median: number;
+  count: number;
+}
+
+export const totalsSummary = (totals: readonly number[]): TotalsSummary => ({
+  median: totals.length === 0 ? Number.NaN : percentile(Float64Array.from(totals).sort(), 50),
+  count: totals.length,
+});
+
 /** One run's new-connection cost, median(new) − median(reused), with the two medians it is made of
- * and the fewer of the two modes' samples. */
-export function costOf(reused: ReuseResult, fresh: ReuseResult, withInterval: boolean) {
-  const totals = (r: ReuseResult) => answeredPhase(r.details?.samples ?? [], 'total');
-  const groups = [totals(reused), totals(fresh)];
-  if (groups.some((g) => g.length < MIN_COST_SAMPLES)) return undefined;
-  const [reusedMedian, newMedian] = groups.map((g) => percentile(Float64Array.from(g).sort(), 50));
+ * and the fewer of the two modes' samples; undefined when either mode has too few. */
+export function costOfSummaries(reused: TotalsSummary, fresh: TotalsSummary) {
+  const samples = Math.min(reused.count, fresh.count);
+  if (samples < MIN_COST_SAMPLES) return undefined;
+  return { value: fresh.median - reused.median, reusedMedian: reused.median, newMedian: fresh.median, samples };
+}
+
+/** The cost from the two modes' answered per-request totals, with its bootstrap 95% interval when asked. */
+export function costOf(reusedTotals: readonly number[], newTotals: readonly number[], withInterval: boolean) {
+  const cost = costOfSummaries(totalsSummary(reusedTotals), totalsSummary(newTotals));
+  if (!cost) return undefined;
   const ci95 = withInterval
-    ? bootstrap(groups, ([r, n]) => [percentile(n, 50) - percentile(r, 50)], COMPARISON_RESAMPLES, COMPARISON_SEED)
-        .ci95[0]
+    ? bootstrap(
+        [reusedTotals, newTotals],
+        ([r, n]) => [percentile(n, 50) - percentile(r, 50)],
+        COMPARISON_RESAMPLES,
+        COMPARISON_SEED,
+      ).ci95[0]
     : null;
-  const value: RunValue = { value: newMedian - reusedMedian, ci95, n: null, interval: 'bootstrap' };
-  return { value, reusedMedian, newMedian, samples: Math.min(...groups.map((g) => g.length)) };
+  const value: RunValue = { value: cost.value, ci95, n: null, interval: 'bootstrap' };
+  return { ...cost, value };
 }

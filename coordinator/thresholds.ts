@@ -5,7 +5,7 @@
 import { covers, type Plan, type RunTarget } from '../contracts/plan.js';
 import type { ProbeResult } from '../contracts/result.js';
 import { thresholdName, type Threshold, type ThresholdCheck, type ThresholdOutcome } from '../contracts/thresholds.js';
-import { costOf, valuesOfResult, type ReuseResult, type RunValue } from './run-quantities.js';
+import { costOf, reuseTotals, valuesOfResult, type ReuseResult, type RunValue } from './run-quantities.js';
 
 interface MeasuredValue {
   where: Pick<ThresholdCheck, 'region' | 'target' | 'probe' | 'variant'>;
@@ -34,7 +34,7 @@ function costs(results: ProbeResult[]): MeasuredValue[] {
     if (reused.variant.mode !== 'reused') return [];
     const fresh = freshByKey.get(pairKey(reused));
     if (!fresh) return [];
-    const cost = costOf(reused, fresh, false);
+    const cost = costOf(reuseTotals(reused), reuseTotals(fresh), false);
     const where = { region: reused.region, target: reused.target, probe: 'reuse' as const };
     return [
       {

@@ -6,9 +6,8 @@ import type { Argv, CommandModule } from 'yargs';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { createLogger } from '../../common/log.js';
 import type { RunComparison } from '../../contracts/comparison.js';
-import type { RunReport } from '../../contracts/result.js';
-import { checkComparable, compareRuns } from '../../coordinator/compare/compare-runs.js';
-import { wholeReport } from '../../coordinator/run-parts.js';
+import { compareRuns } from '../../coordinator/compare/compare-runs.js';
+import type { RunParts } from '../../coordinator/run-parts.js';
 import {
   renderComparisonHtml,
   renderComparisonMarkdown,
@@ -46,7 +45,7 @@ const options = (y: Argv) =>
     })
     .option('json', {
       type: 'string',
-      describe: 'write the comparison (probefleet.compare/v1) to this file (- for stdout)',
+      describe: 'write the comparison (probefleet.compare/v3) to this file (- for stdout)',
     })
     .option('markdown', { type: 'string', describe: 'write it as Markdown to this file (- for stdout)' })
     .option('html', {
@@ -84,20 +83,19 @@ export function failures(c: RunComparison, failOn: FailOn): string[] {
   ];
 }
 
-/** A stored run, read whole once its head says it is small enough to compare. */
-async function storedRun(fleet: FleetClient, id: string): Promise<RunReport> {
-  const head = await fleet.store.getHead(id);
-  if (head) checkComparable(id, head);
-  const report = head && (await fleet.store.get(id));
-  if (!report)
+/** A stored run, to be read a page at a time. */
+async function storedRun(fleet: FleetClient, id: string): Promise<RunParts> {
+  const run = await fleet.store.parts(id);
+  if (!run)
     throw new BadArgumentError(
       `no stored run "${id}" (see: probefleet runs list; reports expire after the coordinator's retention)`,
     );
-  return report;
+  return run;
 }
 
 /** The earlier runs newest first, as the baseline takes them. */
-const newestFirst = (runs: RunReport[]) => [...runs].sort((a, b) => Date.parse(b.startedAt) - Date.parse(a.startedAt));
+const newestFirst = (runs: RunParts[]) =>
+  [...runs].sort((a, b) => Date.parse(b.head.startedAt) - Date.parse(a.head.startedAt));
 
 async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunComparison> {
   const useRedis = redisUrlFrom(args) !== undefined;
@@ -120,14 +118,14 @@ async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunCompari
   const after = runs.length > 0 ? runs[runs.length - 1] : undefined;
   const earlier = runs.slice(0, -1);
   if (!useRedis) {
-    // Each file's size checked from its head before any is read whole.
+    // Each file is checked whole here (its head and every result) and read again a page at a time.
     const parts = await Promise.all(runs.map((file) => readRunFileParts(file)));
-    for (const [i, run] of parts.entries()) checkComparable(runs[i]!, run.head);
-    const reports = await Promise.all(parts.map(wholeReport));
-    const sources = new Map(reports.map((r, i) => [r, runs[i]]));
-    const baseline = newestFirst(reports.slice(0, -1));
-    const afterReport = reports[reports.length - 1];
-    return compareRuns(baseline, afterReport, { baseline: baseline.map((r) => sources.get(r)!), after: after! });
+    const sources = new Map(parts.map((r, i) => [r, runs[i]]));
+    const baseline = newestFirst(parts.slice(0, -1));
+    return compareRuns(baseline, parts[parts.length - 1]!, {
+      baseline: baseline.map((r) => sources.get(r)!),
+      after: after!,
+    });
   }
   // Loaded here: comparing run files needs neither a Redis client nor the coordinator's baseline
   // step (which pushes metrics: prom-client).
@@ -137,7 +135,7 @@ async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunCompari
   try {
     if (!args.previous) {
       const baseline = newestFirst(await Promise.all(earlier.map((id) => storedRun(fleet, id))));
-      return compareRuns(baseline, await storedRun(fleet, after!));
+      return await compareRuns(baseline, await storedRun(fleet, after!));
     }
     const id = after ?? (await fleet.store.list(1))[0]?.runId;
     if (!id) throw new BadArgumentError('no stored runs (see: probefleet runs list)');

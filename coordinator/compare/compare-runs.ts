@@ -5,8 +5,16 @@
 // values in the earlier runs (rules.ts); the new-connection cost is compared per region and
 // target; findings that appeared or disappeared since the newest earlier run are listed; and
 // whatever the runs do not share is named rather than silently dropped.
+//
+// Runs are read a page of results at a time and never held whole: the new run as each job's
+// values, each earlier run as the numbers its paired jobs add to the baseline (EarlierRun), so a
+// run of 100,000 jobs compares with its baseline in bounded memory. Such a run lists only what
+// regressed or improved, and that and what was not compared only up to a bound (FirstInOrder);
+// the summary counts every verdict.
 import {
   COMPARISON_SCHEMA,
+  LISTED,
+  LISTED_EVERY_QUANTITY_UP_TO_JOBS,
   type ComparedQuantity,
   type ComparedRun,
   type Difference,
@@ -16,47 +24,26 @@ import {
 } from '../../contracts/comparison.js';
 import { QUANTITIES, type QuantityId } from '../../contracts/quantities.js';
 import type { Finding } from '../../contracts/findings.js';
-import type { Experiment, Target } from '../../contracts/plan.js';
+import type { Experiment, Plan, Target } from '../../contracts/plan.js';
 import { PROBES, type ProbeKind } from '../../contracts/probes/index.js';
 import type { ProbeResult, RunReport, RunReportHead, UnfinishedJob } from '../../contracts/result.js';
-import { BadInputError } from '../../common/bad-input.js';
 import { median } from '../../common/stats.js';
 import {
   COMPARISON_RESAMPLES,
   COMPARISON_SEED,
   costOf,
+  costOfSummaries,
+  reuseTotals,
+  totalsSummary,
   valuesOfResult,
-  type ReuseResult,
   type RunValue,
 } from '../run-quantities.js';
+import { type RunParts, partsOf } from '../run-parts.js';
 import { BASELINE_RULE, baselineOf, cpuWaitReach, judge, minChangeFor, withCpuWait } from './rules.js';
 
 type Variant = Record<string, string | number | boolean>;
 
-/** The most jobs a run may have to be compared, the new run and each earlier one: a comparison
- * reads its runs whole and makes a row per job and quantity (docs/compare.md, "Big runs"). */
-export const COMPARED_JOBS_PER_RUN = 10_000;
-
-export class RunTooBigToCompareError extends BadInputError {
-  override name = 'RunTooBigToCompareError';
-  constructor(
-    readonly run: string,
-    readonly jobs: number,
-  ) {
-    super(
-      `${run}: ${jobs.toLocaleString('en-US')} jobs, over the ${COMPARED_JOBS_PER_RUN.toLocaleString('en-US')} a run may have to be compared (docs/compare.md, "Big runs")`,
-    );
-  }
-}
-
-/** Refuses a run too big to compare, named as the user knows it (a file, a run id): from its whole
- * report, or from its stored head before the rest is read. */
-export function checkComparable(name: string, run: RunReport | RunReportHead): void {
-  const jobs = ('results' in run ? run.results.length : run.resultCount) + run.unfinishedJobs.length;
-  if (jobs > COMPARED_JOBS_PER_RUN) throw new RunTooBigToCompareError(name, jobs);
-}
-
-/** One job of a run: its result, or why it has none. */
+/** One job of a run as the comparison keeps it: what it is and what it measured, not its result. */
 interface RunJob {
   /** The job id without the run id: `<region>.<target>.<probe>-<variant>-<hash of parameters>`. */
   key: string;
@@ -64,8 +51,13 @@ interface RunJob {
   target: string;
   probe: ProbeKind;
   variant: Variant;
-  result?: ProbeResult;
-  unfinished?: UnfinishedJob;
+  /** Its quantities; absent for a job without a result. */
+  values?: Map<QuantityId, RunValue | string>;
+  /** Why it failed or has no result, if so. */
+  failure?: string;
+  cpuWaitMs: number;
+  /** A `reused` or `new` reuse job's answered per-request totals: its side of the new-connection cost. */
+  totals?: number[];
 }
 
 /** Region, target and names of run ids contain no "."; run ids may. */
@@ -73,59 +65,198 @@ const jobKey = (jobId: string) => jobId.split('.').slice(-3).join('.');
 const variantKey = (variant: Variant) => JSON.stringify(Object.entries(variant).sort(([a], [b]) => a.localeCompare(b)));
 const placeKey = (j: Pick<RunJob, 'region' | 'target' | 'probe' | 'variant'>) =>
   [j.region, j.target, j.probe, variantKey(j.variant)].join('\u0000');
+const regionTarget = (j: Pick<RunJob, 'region' | 'target'>) => `${j.region}\u0000${j.target}`;
 export const variantText = (variant: Variant) => Object.values(variant).join(' ');
 
-function jobsOf(report: RunReport): RunJob[] {
-  return [
-    ...report.results.map((r) => ({
-      key: jobKey(r.jobId),
-      region: r.region,
-      target: r.target,
-      probe: r.probe,
-      variant: r.variant as Variant,
-      result: r,
-    })),
-    ...report.unfinishedJobs.map((u) => ({
-      key: jobKey(u.jobId),
-      region: u.region,
-      target: u.target,
-      probe: u.probe,
-      variant: u.variant,
-      unfinished: u,
-    })),
-  ];
+function jobOfResult(r: ProbeResult): RunJob {
+  const costSide = r.probe === 'reuse' && r.variant.mode !== 'cold';
+  return {
+    key: jobKey(r.jobId),
+    region: r.region,
+    target: r.target,
+    probe: r.probe,
+    variant: r.variant as Variant,
+    values: valuesOfResult(r),
+    failure: r.error && !r.ok ? `${r.error.code}: ${r.error.message}` : undefined,
+    cpuWaitMs: r.worker.cpuWaitMs ?? 0,
+    totals: costSide ? reuseTotals(r) : undefined,
+  };
 }
 
-/** Pairs by job key, then what is left by place when each side has exactly one job there. */
-function pairJobs(before: RunJob[], after: RunJob[]) {
-  const pairs: { before: RunJob; after: RunJob; sameParameters: boolean }[] = [];
-  const afterByKey = new Map(after.map((j) => [j.key, j]));
-  const restBefore: RunJob[] = [];
-  const taken = new Set<RunJob>();
-  for (const b of before) {
-    const a = afterByKey.get(b.key);
-    if (a) {
-      pairs.push({ before: b, after: a, sameParameters: true });
-      taken.add(a);
-    } else restBefore.push(b);
+const jobOfUnfinished = (u: UnfinishedJob): RunJob => ({
+  key: jobKey(u.jobId),
+  region: u.region,
+  target: u.target,
+  probe: u.probe,
+  variant: u.variant,
+  failure: `${u.status === 'failed' ? 'no result' : 'not run'}: ${u.reason}`,
+  cpuWaitMs: 0,
+});
+
+/** What a run is besides its jobs: its head, the regions with results, the regions with any job,
+ * and where (region and target) it has a result. */
+interface RunFacts {
+  head: RunReportHead;
+  regionsWithResults: Set<string>;
+  regionsWithJobs: Set<string>;
+  measuredAt: Set<string>;
+}
+
+/** Reads a run's jobs a page at a time, handing each to `take`, then its unfinished jobs. */
+async function readJobs(run: RunParts, take: (job: RunJob) => void): Promise<RunFacts> {
+  const facts: RunFacts = {
+    head: run.head,
+    regionsWithResults: new Set(),
+    regionsWithJobs: new Set(),
+    measuredAt: new Set(),
+  };
+  for await (const page of run.pages())
+    for (const result of page) {
+      const job = jobOfResult(result);
+      facts.regionsWithResults.add(job.region);
+      facts.regionsWithJobs.add(job.region);
+      facts.measuredAt.add(regionTarget(job));
+      take(job);
+    }
+  for (const unfinished of run.head.unfinishedJobs) {
+    const job = jobOfUnfinished(unfinished);
+    facts.regionsWithJobs.add(job.region);
+    take(job);
   }
-  const restAfter = after.filter((a) => !taken.has(a));
-  const byPlace = (jobs: RunJob[]) => {
-    const map = new Map<string, RunJob[]>();
-    for (const j of jobs) map.set(placeKey(j), [...(map.get(placeKey(j)) ?? []), j]);
+  return facts;
+}
+
+/** The quantities of the new run's jobs that earlier runs can add to a baseline, each at a slot:
+ * a job's numeric quantities, then, for a reuse job in `reused` or `new` mode, its totals. */
+class Slots {
+  /** Where job j's slots start: job j has slots start[j] to start[j + 1] − 1. */
+  readonly start: Int32Array;
+  readonly quantities: QuantityId[][];
+  constructor(jobs: readonly RunJob[]) {
+    this.start = new Int32Array(jobs.length + 1);
+    this.quantities = jobs.map((job, j) => {
+      const numeric = [...(job.values ?? [])].flatMap(([q, v]) => (typeof v === 'string' ? [] : [q]));
+      this.start[j + 1] = this.start[j]! + numeric.length + (job.totals ? 1 : 0);
+      return numeric;
+    });
+  }
+  get count() {
+    return this.start[this.start.length - 1]!;
+  }
+  /** The slot of job j's totals (a reuse job's). */
+  totalsSlot(j: number) {
+    return this.start[j + 1]! - 1;
+  }
+}
+
+/**
+ * What one earlier run adds to the baseline of the new run's jobs, by job index and slot: two
+ * numbers per slot (a quantity's value and how far the worker's wait for a CPU could have moved
+ * it; a reuse job's totals median and count), NaN where the run did not measure it.
+ */
+class EarlierRun {
+  readonly paired: Uint8Array;
+  readonly hasResult: Uint8Array;
+  readonly cpuWaitMs: Float64Array;
+  readonly numbers: Float64Array;
+  readonly failures = new Map<number, string>();
+  /** The quantities the earlier job measured that the new run's job did not. */
+  readonly onlyBefore = new Map<number, QuantityId[]>();
+  constructor(
+    private readonly slots: Slots,
+    jobs: number,
+  ) {
+    this.paired = new Uint8Array(jobs);
+    this.hasResult = new Uint8Array(jobs);
+    this.cpuWaitMs = new Float64Array(jobs);
+    this.numbers = new Float64Array(2 * slots.count).fill(Number.NaN);
+  }
+
+  record(j: number, job: RunJob, after: RunJob): void {
+    this.paired[j] = 1;
+    this.cpuWaitMs[j] = job.cpuWaitMs;
+    if (job.failure) this.failures.set(j, job.failure);
+    if (!job.values) return;
+    this.hasResult[j] = 1;
+    const first = this.slots.start[j]!;
+    for (const [k, quantity] of this.slots.quantities[j]!.entries()) {
+      const v = job.values.get(quantity);
+      if (!v || typeof v === 'string') continue;
+      this.numbers[2 * (first + k)] = v.value;
+      this.numbers[2 * (first + k) + 1] = cpuWaitReach(quantity, v.n, job.cpuWaitMs);
+    }
+    if (after.totals && job.totals) {
+      const { median: m, count } = totalsSummary(job.totals);
+      const slot = this.slots.totalsSlot(j);
+      this.numbers[2 * slot] = m;
+      this.numbers[2 * slot + 1] = count;
+    }
+    const lacking = [...job.values.keys()].filter((q) => !after.values?.has(q));
+    if (lacking.length > 0) this.onlyBefore.set(j, lacking);
+  }
+
+  /** Job j's quantity at its k-th slot, if this run measured it. */
+  valueAt(j: number, k: number): { value: number; reach: number } | undefined {
+    const at = 2 * (this.slots.start[j]! + k);
+    const value = this.numbers[at]!;
+    return Number.isNaN(value) ? undefined : { value, reach: this.numbers[at + 1]! };
+  }
+
+  totalsAt(j: number): { median: number; count: number } | undefined {
+    const at = 2 * this.slots.totalsSlot(j);
+    const count = this.numbers[at + 1]!;
+    return Number.isNaN(count) ? undefined : { median: this.numbers[at]!, count };
+  }
+}
+
+/** How an earlier run's jobs paired with the new run's: by job key, then what is left by place
+ * when each side has exactly one job there. */
+interface Pairing {
+  facts: RunFacts;
+  run: EarlierRun;
+  /** Pairs whose parameters differ (paired by place): the before job and the new run's job index. */
+  byPlace: { before: RunJob; after: number }[];
+  onlyBefore: RunJob[];
+  /** The new run's jobs this run has no counterpart for. */
+  onlyAfter: number[];
+}
+
+async function pairEarlierRun(
+  parts: RunParts,
+  afterJobs: readonly RunJob[],
+  slots: Slots,
+  afterIndex: Map<string, number>,
+) {
+  const run = new EarlierRun(slots, afterJobs.length);
+  const unpaired: RunJob[] = [];
+  const facts = await readJobs(parts, (job) => {
+    const j = afterIndex.get(job.key);
+    if (j === undefined) unpaired.push(job);
+    else run.record(j, job, afterJobs[j]!);
+  });
+  const placesOf = <T>(items: T[], jobOf: (item: T) => RunJob) => {
+    const map = new Map<string, T[]>();
+    for (const item of items) {
+      const key = placeKey(jobOf(item));
+      const list = map.get(key);
+      if (list) list.push(item);
+      else map.set(key, [item]);
+    }
     return map;
   };
-  const beforePlaces = byPlace(restBefore);
-  const afterPlaces = byPlace(restAfter);
+  const restAfter = afterJobs.flatMap((_, j) => (run.paired[j] ? [] : [j]));
+  const afterPlaces = placesOf(restAfter, (j) => afterJobs[j]!);
+  const byPlace: Pairing['byPlace'] = [];
   const onlyBefore: RunJob[] = [];
-  for (const [place, jobs] of beforePlaces) {
+  for (const [place, jobs] of placesOf(unpaired, (job) => job)) {
     const other = afterPlaces.get(place);
     if (jobs.length === 1 && other?.length === 1) {
-      pairs.push({ before: jobs[0], after: other[0], sameParameters: false });
+      run.record(other[0]!, jobs[0]!, afterJobs[other[0]!]!);
+      byPlace.push({ before: jobs[0]!, after: other[0]! });
       afterPlaces.delete(place);
     } else onlyBefore.push(...jobs);
   }
-  return { pairs, onlyBefore, onlyAfter: [...afterPlaces.values()].flat() };
+  return { facts, run, byPlace, onlyBefore, onlyAfter: [...afterPlaces.values()].flat() } satisfies Pairing;
 }
 
 const relative = (change: number, center: number) => (center === 0 ? null : change / Math.abs(center));
@@ -136,13 +267,6 @@ const whereOf = (j: Pick<RunJob, 'region' | 'target' | 'probe' | 'variant'>) => 
   probe: j.probe,
   variant: j.variant,
 });
-
-function failure(job: RunJob): string | undefined {
-  if (job.unfinished)
-    return `${job.unfinished.status === 'failed' ? 'no result' : 'not run'}: ${job.unfinished.reason}`;
-  const error = job.result?.error;
-  return error && !job.result?.ok ? `${error.code}: ${error.message}` : undefined;
-}
 
 /** What the rule is given for one quantity: the new run's value, the earlier runs' values, newest first. */
 interface Compared {
@@ -182,113 +306,121 @@ function quantityRow({ where, quantity, after, earlier, worse, waitReach }: Comp
   };
 }
 
-/** The new run's jobs, each with its counterpart in every earlier run (undefined where that run lacks it). */
-interface JobHistory {
-  after: RunJob;
-  earlier: (RunJob | undefined)[];
-}
-
-/** The quantities of one job of the new run against the same job in the earlier runs. */
-function compareJob(history: JobHistory, rows: Compared[], notCompared: NotCompared[]): void {
-  const { after } = history;
-  const where = whereOf(after);
-  if (!after.result) {
-    notCompared.push({ ...where, reason: `after: ${failure(after)}` });
+/** The quantities of the new run's job j against the same job in the earlier runs (newest first). */
+function compareJob(
+  job: RunJob,
+  j: number,
+  slots: Slots,
+  earlier: readonly EarlierRun[],
+  judged: (compared: Compared) => void,
+  notCompared: FirstInOrder<NotCompared>,
+): void {
+  const where = whereOf(job);
+  if (!job.values) {
+    notCompared.add({ ...where, reason: `after: ${job.failure}` });
     return;
   }
-  const earlier = history.earlier.map((job) => (job?.result ? valuesOfResult(job.result) : undefined));
-  const waitOf = (job: RunJob | undefined) => job?.result?.worker.cpuWaitMs ?? 0;
-  const newest = history.earlier[0];
+  const newest = earlier[0]!;
+  const newestFailure = newest.paired[j] ? newest.failures.get(j) : undefined;
   const failed = [
-    ...(failure(after) ? [`after: ${failure(after)}`] : []),
-    ...(newest && failure(newest) ? [`before: ${failure(newest)}`] : []),
+    ...(job.failure ? [`after: ${job.failure}`] : []),
+    ...(newestFailure ? [`before: ${newestFailure}`] : []),
   ];
   // A job that failed measures little: say so once rather than per missing quantity.
-  if (failed.length > 0) notCompared.push({ ...where, reason: `partly measured (${failed.join('; ')})` });
-  const own = valuesOfResult(after.result);
-  for (const [quantity, value] of own) {
-    const measured = earlier.flatMap((run, i) => {
-      const v = run?.get(quantity);
-      return v && typeof v !== 'string'
-        ? [{ value: v.value, reach: cpuWaitReach(quantity, v.n, waitOf(history.earlier[i])) }]
-        : [];
+  if (failed.length > 0) notCompared.add({ ...where, reason: `partly measured (${failed.join('; ')})` });
+  const numeric = slots.quantities[j]!;
+  for (const [quantity, value] of job.values) {
+    if (typeof value === 'string') {
+      notCompared.add({ ...where, quantity, reason: value });
+      continue;
+    }
+    const k = numeric.indexOf(quantity);
+    const measured = earlier.flatMap((run) => {
+      const v = run.valueAt(j, k);
+      return v ? [v] : [];
     });
-    const values = measured.map((m) => m.value);
-    if (typeof value === 'string') notCompared.push({ ...where, quantity, reason: value });
-    else if (values.length > 0) {
-      const waitReach = {
-        after: cpuWaitReach(quantity, value.n, waitOf(after)),
-        earlier: measured.map((m) => m.reach),
-      };
-      rows.push({ where, quantity, after: value, earlier: values, waitReach });
-    } else if (failed.length === 0) notCompared.push({ ...where, quantity, reason: 'measured only after' });
+    if (measured.length > 0)
+      judged({
+        where,
+        quantity,
+        after: value,
+        earlier: measured.map((m) => m.value),
+        waitReach: { after: cpuWaitReach(quantity, value.n, job.cpuWaitMs), earlier: measured.map((m) => m.reach) },
+      });
+    else if (failed.length === 0) notCompared.add({ ...where, quantity, reason: 'measured only after' });
   }
-  if (failed.length === 0 && earlier[0])
-    for (const quantity of earlier[0].keys())
-      if (!own.has(quantity)) notCompared.push({ ...where, quantity, reason: 'measured only before' });
+  if (failed.length === 0 && newest.hasResult[j])
+    for (const quantity of newest.onlyBefore.get(j) ?? [])
+      notCompared.add({ ...where, quantity, reason: 'measured only before' });
 }
 
 /** The new-connection cost is a difference of two medians: either job's wait can move it. */
-const costWaitReach = (reused: ProbeResult, fresh: ProbeResult, samples: number) =>
-  cpuWaitReach('new_connection_cost', samples, (reused.worker.cpuWaitMs ?? 0) + (fresh.worker.cpuWaitMs ?? 0));
+const costWaitReach = (waitMs: number, samples: number) => cpuWaitReach('new_connection_cost', samples, waitMs);
 
-/** The new-connection cost per region and target where the new run has both reuse modes. */
-function compareCosts(histories: JobHistory[]): Compared[] {
-  const places = new Map<string, Partial<Record<'reused' | 'new', JobHistory>>>();
-  for (const history of histories) {
-    const result = history.after.result;
-    if (result?.probe !== 'reuse' || result.variant.mode === 'cold') continue;
-    const key = `${result.region}\u0000${result.target}\u0000${result.variant.scheme}`;
-    places.set(key, { ...places.get(key), [result.variant.mode]: history });
+/** The new-connection cost per region and target where the new run has both reuse modes; its
+ * bootstrap interval made only where `withInterval` says (the costliest part of a comparison). */
+function compareCosts(
+  afterJobs: readonly RunJob[],
+  earlier: readonly EarlierRun[],
+  judged: (compared: Compared, withInterval: () => RunValue) => void,
+): void {
+  const places = new Map<string, Partial<Record<'reused' | 'new', number>>>();
+  for (const [j, job] of afterJobs.entries()) {
+    if (!job.totals || !job.values) continue;
+    const key = `${job.region}\u0000${job.target}\u0000${job.variant.scheme}`;
+    places.set(key, { ...places.get(key), [job.variant.mode as 'reused' | 'new']: j });
   }
-  const rows: Compared[] = [];
-  for (const { reused, new: fresh } of places.values()) {
-    if (!reused || !fresh) continue;
-    const after = costOf(reused.after.result as ReuseResult, fresh.after.result as ReuseResult, true);
+  for (const { reused: r, new: n } of places.values()) {
+    if (r === undefined || n === undefined) continue;
+    const [reused, fresh] = [afterJobs[r]!, afterJobs[n]!];
+    const after = costOf(reused.totals!, fresh.totals!, false);
     if (!after) continue;
-    const earlier = reused.earlier.flatMap((r, i) => {
-      const n = fresh.earlier[i];
-      if (r?.result?.probe !== 'reuse' || n?.result?.probe !== 'reuse') return [];
-      const cost = costOf(r.result, n.result, false);
-      return cost ? [{ ...cost, reach: costWaitReach(r.result, n.result, cost.samples) }] : [];
+    const costs = earlier.flatMap((run) => {
+      const [tr, tn] = [run.totalsAt(r), run.totalsAt(n)];
+      const cost = tr && tn ? costOfSummaries(tr, tn) : undefined;
+      return cost ? [{ ...cost, reach: costWaitReach(run.cpuWaitMs[r]! + run.cpuWaitMs[n]!, cost.samples) }] : [];
     });
-    if (earlier.length === 0) continue;
+    if (costs.length === 0) continue;
     // The cost falls when new connections get cheaper and when reused requests get slower: the
     // median that moved more from its baseline says which.
-    const reusedMove = after.reusedMedian - median(earlier.map((c) => c.reusedMedian));
-    const newMove = after.newMedian - median(earlier.map((c) => c.newMedian));
-    const { region, target, variant } = reused.after;
-    rows.push({
-      where: { region, target, probe: 'reuse', variant: { scheme: variant.scheme } },
-      quantity: 'new_connection_cost',
-      after: after.value,
-      earlier: earlier.map((c) => c.value.value),
-      worse: Math.abs(reusedMove) > Math.abs(newMove) ? reusedMove > 0 : newMove > 0,
-      waitReach: {
-        after: costWaitReach(reused.after.result!, fresh.after.result!, after.samples),
-        earlier: earlier.map((c) => c.reach),
+    const reusedMove = after.reusedMedian - median(costs.map((c) => c.reusedMedian));
+    const newMove = after.newMedian - median(costs.map((c) => c.newMedian));
+    judged(
+      {
+        where: {
+          region: reused.region,
+          target: reused.target,
+          probe: 'reuse',
+          variant: { scheme: reused.variant.scheme! },
+        },
+        quantity: 'new_connection_cost',
+        after: after.value,
+        earlier: costs.map((c) => c.value),
+        worse: Math.abs(reusedMove) > Math.abs(newMove) ? reusedMove > 0 : newMove > 0,
+        waitReach: {
+          after: costWaitReach(reused.cpuWaitMs + fresh.cpuWaitMs, after.samples),
+          earlier: costs.map((c) => c.reach),
+        },
       },
-    });
+      () => costOf(reused.totals!, fresh.totals!, true)!.value,
+    );
   }
-  return rows;
 }
 
 const findingKey = (f: Finding) => [f.code, f.region, f.target, f.probe].join('\u0000');
 
 /** Findings that appeared or disappeared at places (region and target) both runs measured. */
-function findingChanges(before: RunReport, after: RunReport): FindingChange[] {
-  const measured = (r: RunReport) => new Set(r.results.map((x) => `${x.region}\u0000${x.target}`));
-  const [mb, ma] = [measured(before), measured(after)];
-  const shared = (f: Finding) => mb.has(`${f.region}\u0000${f.target}`) && ma.has(`${f.region}\u0000${f.target}`);
-  const keys = (r: RunReport) => new Set(r.findings.map(findingKey));
+function findingChanges(before: RunFacts, after: RunFacts): FindingChange[] {
+  const shared = (f: Finding) => before.measuredAt.has(regionTarget(f)) && after.measuredAt.has(regionTarget(f));
+  const keys = (r: RunFacts) => new Set(r.head.findings.map(findingKey));
   const [kb, ka] = [keys(before), keys(after)];
   const once = (findings: Finding[]) => [...new Map(findings.map((f) => [findingKey(f), f])).values()];
   return [
-    ...once(after.findings.filter((f) => shared(f) && !kb.has(findingKey(f)))).map((f) => ({
+    ...once(after.head.findings.filter((f) => shared(f) && !kb.has(findingKey(f)))).map((f) => ({
       ...f,
       change: 'appeared' as const,
     })),
-    ...once(before.findings.filter((f) => shared(f) && !ka.has(findingKey(f)))).map((f) => ({
+    ...once(before.head.findings.filter((f) => shared(f) && !ka.has(findingKey(f)))).map((f) => ({
       ...f,
       change: 'disappeared' as const,
     })),
@@ -296,10 +428,10 @@ function findingChanges(before: RunReport, after: RunReport): FindingChange[] {
 }
 
 /** The experiment of the plan that made this job (the one whose variants for the target include it). */
-function experimentOf(report: RunReport, job: RunJob): Experiment | undefined {
-  const target = report.plan.targets.find((t) => t.name === job.target);
+function experimentOf(plan: Plan, job: RunJob): Experiment | undefined {
+  const target = plan.targets.find((t) => t.name === job.target);
   if (!target) return undefined;
-  return report.plan.experiments.find(
+  return plan.experiments.find(
     (e) =>
       e.probe === job.probe &&
       (!e.targets || e.targets.includes(job.target)) &&
@@ -325,29 +457,26 @@ function parameterDifference(before: Experiment, after: Experiment, where: strin
 
 const targetSettings = (t: Target) => JSON.stringify({ headers: t.headers ?? {}, tls: t.tls ?? {} });
 
-function differencesOf(
-  before: RunReport,
-  after: RunReport,
-  pairs: { before: RunJob; after: RunJob; sameParameters: boolean }[],
-  onlyBefore: RunJob[],
-  onlyAfter: RunJob[],
-): Difference[] {
+/** What the new run and the newest earlier run do not share. */
+function differencesOf(newest: Pairing, after: RunFacts, afterJobs: readonly RunJob[]): Difference[] {
+  const [before, now] = [newest.facts.head, after.head];
   const out: Difference[] = [];
   const both = <T>(b: T, a: T) => [b, a] as const;
-  if (before.plan.name !== after.plan.name)
-    out.push({ kind: 'plan', where: 'plan', before: before.plan.name, after: after.plan.name });
-  if (before.mode !== after.mode) out.push({ kind: 'mode', where: 'mode', before: before.mode, after: after.mode });
+  if (before.plan.name !== now.plan.name)
+    out.push({ kind: 'plan', where: 'plan', before: before.plan.name, after: now.plan.name });
+  if (before.mode !== now.mode) out.push({ kind: 'mode', where: 'mode', before: before.mode, after: now.mode });
 
-  const regions = (r: RunReport) => [...new Set([...r.results, ...r.unfinishedJobs].map((x) => x.region))];
-  const [rb, ra] = both(regions(before), regions(after));
+  const [rb, ra] = both(newest.facts.regionsWithJobs, after.regionsWithJobs);
   for (const region of rb)
-    if (!ra.includes(region)) out.push({ kind: 'region', where: region, before: region, after: null });
+    if (!ra.has(region)) out.push({ kind: 'region', where: region, before: region, after: null });
   for (const region of ra)
-    if (!rb.includes(region)) out.push({ kind: 'region', where: region, before: null, after: region });
+    if (!rb.has(region)) out.push({ kind: 'region', where: region, before: null, after: region });
 
-  const [tb, ta] = both(before.plan.targets, after.plan.targets);
+  // By name: a big run's plan has tens of thousands of targets.
+  const [tb, ta] = both(before.plan.targets, now.plan.targets);
+  const [byNameBefore, byNameAfter] = both(new Map(tb.map((t) => [t.name, t])), new Map(ta.map((t) => [t.name, t])));
   for (const t of tb) {
-    const other = ta.find((x) => x.name === t.name);
+    const other = byNameAfter.get(t.name);
     if (!other) out.push({ kind: 'target', where: t.name, before: t.url, after: null });
     else {
       if (other.url !== t.url) out.push({ kind: 'target-url', where: t.name, before: t.url, after: other.url });
@@ -356,7 +485,7 @@ function differencesOf(
     }
   }
   for (const t of ta)
-    if (!tb.some((x) => x.name === t.name)) out.push({ kind: 'target', where: t.name, before: null, after: t.url });
+    if (!byNameBefore.has(t.name)) out.push({ kind: 'target', where: t.name, before: null, after: t.url });
 
   // Experiments on a target one run has and the other lacks, by probe and variant.
   const variantsAt = (jobs: RunJob[]) => {
@@ -367,20 +496,20 @@ function differencesOf(
     }
     return map;
   };
-  const sharedTargets = new Set(tb.filter((t) => ta.some((x) => x.name === t.name)).map((t) => t.name));
-  const sharedRegions = new Set(rb.filter((r) => ra.includes(r)));
-  const onShared = (j: RunJob) => sharedTargets.has(j.target) && sharedRegions.has(j.region);
-  const [vb, va] = both(variantsAt(onlyBefore.filter(onShared)), variantsAt(onlyAfter.filter(onShared)));
+  const onShared = (j: RunJob) =>
+    byNameBefore.has(j.target) && byNameAfter.has(j.target) && rb.has(j.region) && ra.has(j.region);
+  const onlyAfter = newest.onlyAfter.map((j) => afterJobs[j]!);
+  const [vb, va] = both(variantsAt(newest.onlyBefore.filter(onShared)), variantsAt(onlyAfter.filter(onShared)));
   for (const where of new Set([...vb.keys(), ...va.keys()])) {
     const list = (s: Set<string> | undefined) => (s ? [...s].sort().join(', ') : null);
     out.push({ kind: 'experiment', where, before: list(vb.get(where)), after: list(va.get(where)) });
   }
 
   const seen = new Set<string>();
-  for (const pair of pairs) {
-    if (pair.sameParameters) continue;
-    const [eb, ea] = both(experimentOf(before, pair.before), experimentOf(after, pair.after));
-    const where = `${pair.after.target} ${pair.after.probe}`;
+  for (const pair of newest.byPlace) {
+    const job = afterJobs[pair.after]!;
+    const [eb, ea] = both(experimentOf(before.plan, pair.before), experimentOf(now.plan, job));
+    const where = `${job.target} ${job.probe}`;
     const difference = eb && ea ? parameterDifference(eb, ea, where) : undefined;
     const key = JSON.stringify(difference);
     if (difference && !seen.has(key)) {
@@ -391,28 +520,27 @@ function differencesOf(
   return out;
 }
 
-function comparedRun(report: RunReport, source: string): ComparedRun {
-  return {
-    runId: report.runId,
-    plan: report.plan.name,
-    mode: report.mode,
-    startedAt: report.startedAt,
-    finishedAt: report.finishedAt,
-    regions: [...new Set(report.results.map((r) => r.region))].sort(),
-    source,
-  };
-}
+const comparedRun = (facts: RunFacts, source: string): ComparedRun => ({
+  runId: facts.head.runId,
+  plan: facts.head.plan.name,
+  mode: facts.head.mode,
+  startedAt: facts.head.startedAt,
+  finishedAt: facts.head.finishedAt,
+  regions: [...facts.regionsWithResults].sort(),
+  source,
+});
+
+const PROBE_ORDER = new Map(Object.keys(PROBES).map((p, i) => [p, i]));
+const QUANTITY_ORDER = new Map(Object.keys(QUANTITIES).map((q, i) => [q, i]));
 
 /** Place order: region, target, probe (the probe list's order), variant; then the quantity list's order. */
 function byPlace(a: ComparedQuantity | NotCompared, b: ComparedQuantity | NotCompared): number {
-  const probes = Object.keys(PROBES);
-  const quantities = Object.keys(QUANTITIES);
   return (
     a.region.localeCompare(b.region) ||
     a.target.localeCompare(b.target) ||
-    probes.indexOf(a.probe) - probes.indexOf(b.probe) ||
+    PROBE_ORDER.get(a.probe)! - PROBE_ORDER.get(b.probe)! ||
     variantText(a.variant).localeCompare(variantText(b.variant)) ||
-    quantities.indexOf(a.quantity ?? '') - quantities.indexOf(b.quantity ?? '')
+    (QUANTITY_ORDER.get(a.quantity ?? '') ?? -1) - (QUANTITY_ORDER.get(b.quantity ?? '') ?? -1)
   );
 }
 
@@ -422,46 +550,100 @@ export interface ComparisonSources {
   after: string;
 }
 
+/** Regressed before improved, then the largest relative change first (no relative change: first). */
+export const worstFirst = (a: ComparedQuantity, b: ComparedQuantity) =>
+  Number(b.verdict === 'regressed') - Number(a.verdict === 'regressed') ||
+  Math.abs(b.relativeChange ?? Number.POSITIVE_INFINITY) - Math.abs(a.relativeChange ?? Number.POSITIVE_INFINITY);
+
+/** The first `limit` of the items it is given in `order`, holding at most twice that many at once,
+ * and how many it left out. */
+class FirstInOrder<T> {
+  private items: T[] = [];
+  private left = 0;
+  constructor(
+    private readonly limit: number,
+    private readonly order: (a: T, b: T) => number,
+  ) {}
+  add(item: T): void {
+    this.items.push(item);
+    if (this.items.length >= 2 * this.limit) this.trim();
+  }
+  private trim(): void {
+    this.items.sort(this.order);
+    if (this.items.length > this.limit) {
+      this.left += this.items.length - this.limit;
+      this.items.length = this.limit;
+    }
+  }
+  /** The items kept, in `order`. */
+  kept(): T[] {
+    this.trim();
+    return this.items;
+  }
+  get leftOut(): number {
+    return this.left;
+  }
+}
+
+const inParts = (run: RunReport | RunParts): RunParts => ('head' in run ? run : partsOf(run));
+
 /**
  * The new run (`after`) against its baseline: the plan's earlier runs, newest first. Findings and
- * what the plans do not share are against the newest earlier run.
+ * what the plans do not share are against the newest earlier run. A new run of more than
+ * `listEveryUpTo` jobs lists only the quantities that regressed or improved.
  */
-export function compareRuns(
-  baseline: readonly RunReport[],
-  after: RunReport,
+export async function compareRuns(
+  baseline: readonly (RunReport | RunParts)[],
+  after: RunReport | RunParts,
   sources?: ComparisonSources,
-): RunComparison {
-  const [newest] = baseline;
-  if (!newest) throw new RangeError('a comparison needs at least one earlier run');
-  checkComparable(sources?.after ?? after.runId, after);
-  for (const [i, run] of baseline.entries()) checkComparable(sources?.baseline[i] ?? run.runId, run);
-  const afterJobs = jobsOf(after);
-  const pairings = baseline.map((run) => pairJobs(jobsOf(run), afterJobs));
-  // By the after run's job: a search of the pairs per job was quadratic in the run's jobs.
-  const earlierByJob = pairings.map((p) => new Map(p.pairs.map((pair) => [pair.after, pair.before])));
-  const histories: JobHistory[] = afterJobs.map((job) => ({
-    after: job,
-    earlier: earlierByJob.map((earlier) => earlier.get(job)),
-  }));
-  const rows: Compared[] = [];
-  const notCompared: NotCompared[] = [];
-  const { pairs, onlyBefore, onlyAfter } = pairings[0];
-  for (const history of histories) {
-    if (history.earlier.some(Boolean)) compareJob(history, rows, notCompared);
-    else notCompared.push({ ...whereOf(history.after), reason: 'only in the after run' });
+  listEveryUpTo = LISTED_EVERY_QUANTITY_UP_TO_JOBS,
+): Promise<RunComparison> {
+  if (baseline.length === 0) throw new RangeError('a comparison needs at least one earlier run');
+  const afterJobs: RunJob[] = [];
+  const afterFacts = await readJobs(inParts(after), (job) => afterJobs.push(job));
+  const afterIndex = new Map(afterJobs.map((job, j) => [job.key, j]));
+  const slots = new Slots(afterJobs);
+  // One earlier run at a time: each is read once and kept as the numbers it adds.
+  const pairings: Pairing[] = [];
+  for (const run of baseline) pairings.push(await pairEarlierRun(inParts(run), afterJobs, slots, afterIndex));
+  const earlier = pairings.map((p) => p.run);
+
+  const listsEvery = afterJobs.length <= listEveryUpTo;
+  const changed = new FirstInOrder<ComparedQuantity>(
+    listsEvery ? Number.POSITIVE_INFINITY : LISTED.changed,
+    worstFirst,
+  );
+  const unchanged: ComparedQuantity[] = [];
+  const counts = { regressed: 0, improved: 0, unchanged: 0 };
+  const judged = (compared: Compared, withInterval?: () => RunValue) => {
+    let row = quantityRow(compared);
+    // An interval only brings the value nearer the baseline, so a value judged unchanged alone is
+    // unchanged with it: a run that lists only changes makes the (bootstrap) interval only for those.
+    if (withInterval && (listsEvery || row.verdict !== 'unchanged'))
+      row = quantityRow({ ...compared, after: withInterval() });
+    counts[row.verdict]++;
+    if (row.verdict !== 'unchanged') changed.add(row);
+    else if (listsEvery) unchanged.push(row);
+  };
+  const notCompared = new FirstInOrder<NotCompared>(
+    listsEvery ? Number.POSITIVE_INFINITY : LISTED.notCompared,
+    byPlace,
+  );
+  for (const [j, job] of afterJobs.entries()) {
+    if (earlier.some((run) => run.paired[j])) compareJob(job, j, slots, earlier, judged, notCompared);
+    else notCompared.add({ ...whereOf(job), reason: 'only in the after run' });
   }
-  for (const job of onlyBefore) notCompared.push({ ...whereOf(job), reason: 'only in the before run' });
-  rows.push(...compareCosts(histories));
-  const quantities = rows.map(quantityRow).sort(byPlace);
-  notCompared.sort(byPlace);
-  const findings = findingChanges(newest, after);
-  const count = (verdict: ComparedQuantity['verdict']) => quantities.filter((q) => q.verdict === verdict).length;
-  const baselineRuns = baseline.map((run, i) => comparedRun(run, sources?.baseline[i] ?? 'redis'));
+  const [newest] = pairings as [Pairing];
+  for (const job of newest.onlyBefore) notCompared.add({ ...whereOf(job), reason: 'only in the before run' });
+  compareCosts(afterJobs, earlier, judged);
+  const quantities = [...changed.kept(), ...unchanged].sort(byPlace);
+  const findings = findingChanges(newest.facts, afterFacts);
+  const baselineRuns = pairings.map((p, i) => comparedRun(p.facts, sources?.baseline[i] ?? 'redis'));
   return {
     schema: COMPARISON_SCHEMA,
-    before: baselineRuns[0],
+    before: baselineRuns[0]!,
     baseline: baselineRuns,
-    after: comparedRun(after, sources?.after ?? 'redis'),
+    after: comparedRun(afterFacts, sources?.after ?? 'redis'),
     method: {
       confidence: 0.95,
       resamples: COMPARISON_RESAMPLES,
@@ -472,15 +654,18 @@ export function compareRuns(
       grossRatio: BASELINE_RULE.grossRatio,
     },
     summary: {
-      regressed: count('regressed'),
-      improved: count('improved'),
-      unchanged: count('unchanged'),
+      ...counts,
       findingsAppeared: findings.filter((f) => f.change === 'appeared').length,
       findingsDisappeared: findings.filter((f) => f.change === 'disappeared').length,
     },
     quantities,
     findings,
-    differences: differencesOf(newest, after, pairs, onlyBefore, onlyAfter),
-    notCompared,
+    differences: differencesOf(newest, afterFacts, afterJobs),
+    notCompared: notCompared.kept(),
+    omitted: {
+      unchanged: listsEvery ? 0 : counts.unchanged,
+      changed: changed.leftOut,
+      notCompared: notCompared.leftOut,
+    },
   };
 }

@@ -1,12 +1,19 @@
 // What a comparison report shows, apart from how: facts, tables and the before/after charts,
 // built once and rendered as terminal text, Markdown and HTML (render.ts) with the run report's
 // building blocks (coordinator/report/document.ts).
-import type { ComparedQuantity, ComparedRun, Difference, RunComparison } from '../../contracts/comparison.js';
+import {
+  LISTED,
+  LISTED_EVERY_QUANTITY_UP_TO_JOBS,
+  type ComparedQuantity,
+  type ComparedRun,
+  type Difference,
+  type RunComparison,
+} from '../../contracts/comparison.js';
 import { QUANTITIES, type QuantityId, type QuantityUnit } from '../../contracts/quantities.js';
 import { FINDINGS } from '../../contracts/findings.js';
 import type { BarChart, Table } from '../report/document.js';
 import { formatCount, formatMs } from '../report/format.js';
-import { variantText } from './compare-runs.js';
+import { variantText, worstFirst } from './compare-runs.js';
 import { grossChangeFor } from './rules.js';
 
 export function formatValue(value: number, unit: QuantityUnit): string {
@@ -80,6 +87,21 @@ export function reasonText(q: ComparedQuantity): string {
 const runText = (run: ComparedRun) =>
   `${run.runId} (plan ${run.plan}, ${run.mode}, started ${run.startedAt}, regions ${run.regions.join(', ') || 'none'}; from ${run.source})`;
 
+/** What a comparison of a big run leaves out of its lists, if anything. */
+function omittedFact({ omitted }: RunComparison): [string, string][] {
+  const left = [
+    omitted.unchanged > 0 ? `${formatCount(omitted.unchanged)} unchanged quantities` : '',
+    omitted.changed > 0
+      ? `${formatCount(omitted.changed)} changed ones past the ${formatCount(LISTED.changed)} largest changes`
+      : '',
+    omitted.notCompared > 0
+      ? `${formatCount(omitted.notCompared)} not compared past the first ${formatCount(LISTED.notCompared)}`
+      : '',
+  ].filter(Boolean);
+  const why = `a run of over ${formatCount(LISTED_EVERY_QUANTITY_UP_TO_JOBS)} jobs lists what changed; the verdicts count all`;
+  return left.length === 0 ? [] : [['not listed', `${left.join('; ')} (${why})`]];
+}
+
 export function comparisonFacts(c: RunComparison): [string, string][] {
   const s = c.summary;
   return [
@@ -88,6 +110,7 @@ export function comparisonFacts(c: RunComparison): [string, string][] {
     ['baseline', `${runsText(c.baseline.length)}, newest first: ${c.baseline.map((r) => r.runId).join(', ')}`],
     ['verdicts', `${s.regressed} regressed, ${s.improved} improved, ${s.unchanged} unchanged`],
     ['findings', `${s.findingsAppeared} appeared, ${s.findingsDisappeared} disappeared (since ${c.before.runId})`],
+    ...omittedFact(c),
     [
       'rule',
       `regressed or improved when the run's 95% interval lies beyond the night-to-night spread of its ${c.method.minRuns} or ` +
@@ -103,13 +126,7 @@ const where = (q: Pick<ComparedQuantity, 'region' | 'target' | 'probe' | 'varian
 
 /** The regressed and improved quantities, worst first (largest relative change, then largest change). */
 export function changedTable(c: RunComparison): Table {
-  const changed = c.quantities
-    .filter((q) => q.verdict !== 'unchanged')
-    .sort(
-      (a, b) =>
-        Number(b.verdict === 'regressed') - Number(a.verdict === 'regressed') ||
-        Math.abs(b.relativeChange ?? Number.POSITIVE_INFINITY) - Math.abs(a.relativeChange ?? Number.POSITIVE_INFINITY),
-    );
+  const changed = c.quantities.filter((q) => q.verdict !== 'unchanged').sort(worstFirst);
   return {
     headers: ['verdict', 'where', 'quantity', 'baseline', 'after', 'change', "after's 95% CI", 'why'],
     align: 'lllrrrrl',

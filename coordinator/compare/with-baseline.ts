@@ -6,11 +6,10 @@ import type { RunReport } from '../../contracts/result.js';
 import type { Logger } from '../../common/log.js';
 import type { MetricsPusher } from '../../metrics/pusher.js';
 import type { ReportStore } from '../report-store.js';
-import { type RunParts, wholeReport } from '../run-parts.js';
-import { COMPARED_JOBS_PER_RUN, RunTooBigToCompareError, checkComparable, compareRuns } from './compare-runs.js';
+import type { RunParts } from '../run-parts.js';
+import { compareRuns } from './compare-runs.js';
 import { pushComparisonMetrics } from '../../metrics/comparison-metrics.js';
 import { BASELINE_RULE } from './rules.js';
-import { plural } from '../../common/plural.js';
 
 /** How many earlier runs a run's baseline holds: the plan's `baseline.runs`, else the rule's default. */
 export const baselineRunsOf = (report: Pick<RunReport, 'plan'>) =>
@@ -36,21 +35,12 @@ export async function comparisonWithBaseline(
     const stored = await store.getComparison(head.runId);
     if (stored) return stored;
   }
-  checkComparable(head.runId, head);
-  const { runs: baseline, passedOver } = await store.previousRuns(
-    head,
-    runs ?? baselineRunsOf(head),
-    COMPARED_JOBS_PER_RUN,
-  );
+  const baseline = await store.previousRuns(head, runs ?? baselineRunsOf(head));
   if (baseline.length === 0)
     return {
-      noBaseline:
-        passedOver === 0
-          ? `run "${head.runId}" is the first stored run of plan ${head.plan.name}: nothing to compare with`
-          : `run "${head.runId}" has no earlier stored run of plan ${head.plan.name} to compare with: ${plural(passedOver, 'earlier run')} over ${COMPARED_JOBS_PER_RUN.toLocaleString('en-US')} jobs passed over`,
+      noBaseline: `run "${head.runId}" is the first stored run of plan ${head.plan.name}: nothing to compare with`,
     };
-  // A run in parts is read whole only when there is something to compare it with.
-  return compareRuns(baseline, 'head' in report ? await wholeReport(report) : report);
+  return compareRuns(baseline, report);
 }
 
 /** The coordinator's step after a run's report is stored: compare, store, push. Idempotent (the
@@ -81,10 +71,6 @@ export async function compareWithBaseline(
     if (pusher) await pushComparisonMetrics(pusher, comparison, log);
     return comparison;
   } catch (err) {
-    if (err instanceof RunTooBigToCompareError) {
-      log.warn({ runId: report.runId, jobs: err.jobs }, `not compared with the baseline: ${err.message}`);
-      return undefined;
-    }
     log.error({ err: (err as Error).message, runId: report.runId }, 'cannot compare the run with its baseline');
     return undefined;
   }

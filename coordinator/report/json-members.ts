@@ -5,6 +5,10 @@
 // where values begin and end (strings, nesting, commas); JSON.parse checks every piece it hands
 // out, so what is not JSON fails there, with the element it is in.
 
+/** What ends a run of string characters, and what begins or ends a value outside strings. */
+const STRING_STOP = /["\\]/g;
+const STRUCTURAL = /["{}[\],:]/g;
+
 /** A document the scanner cannot take apart: the message says where. */
 export class JsonMembersError extends Error {
   override name = 'JsonMembersError';
@@ -43,11 +47,17 @@ export async function* topLevelArrayMembers(
     let outsideFrom = inArray ? -1 : 0;
     let elementFrom = inArray ? 0 : -1;
     for (let i = 0; i < chunk.length; i++) {
-      const c = chunk.charCodeAt(i);
       if (inString) {
-        if (escaped) escaped = false;
-        else if (c === 0x5c /* \ */) escaped = true;
-        else if (c === 0x22 /* " */) {
+        if (escaped) {
+          escaped = false;
+          continue;
+        }
+        // Straight to the string's next quote or backslash.
+        STRING_STOP.lastIndex = i;
+        if (!STRING_STOP.test(chunk)) break;
+        i = STRING_STOP.lastIndex - 1;
+        if (chunk.charCodeAt(i) === 0x5c /* \ */) escaped = true;
+        else {
           inString = false;
           if (topString !== undefined) {
             lastTopString = topString + chunk.slice(topStringFrom, i + 1);
@@ -56,6 +66,11 @@ export async function* topLevelArrayMembers(
         }
         continue;
       }
+      // Straight to the next character that begins or ends something.
+      STRUCTURAL.lastIndex = i;
+      if (!STRUCTURAL.test(chunk)) break;
+      i = STRUCTURAL.lastIndex - 1;
+      const c = chunk.charCodeAt(i);
       switch (c) {
         case 0x22: // "
           inString = true;

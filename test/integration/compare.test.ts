@@ -74,15 +74,12 @@ describe('a target switched from a TCP_NODELAY server to a Nagle-stalled one', (
     comparison = comparisonSchema.parse(JSON.parse(shown.stdout));
   });
 
-  test('the CLI prints what compareRuns makes from the two files (deterministic: seeded, rank-based)', () => {
-    assert.deepEqual(
-      comparison,
-      JSON.parse(
-        JSON.stringify(
-          compareRuns([beforeRun.report], afterRun.report, { baseline: [beforeRun.file], after: afterRun.file }),
-        ),
-      ),
-    );
+  test('the CLI prints what compareRuns makes from the two files (deterministic: seeded, rank-based)', async () => {
+    const made = await compareRuns([beforeRun.report], afterRun.report, {
+      baseline: [beforeRun.file],
+      after: afterRun.file,
+    });
+    assert.deepEqual(comparison, JSON.parse(JSON.stringify(made)));
   });
 
   test('reused requests regressed by about 40 ms: with one earlier run, a change beyond any plausible noise', () => {
@@ -174,7 +171,7 @@ describe('a target switched from a TCP_NODELAY server to a Nagle-stalled one', (
 // "Proof: twin and regression runs"). What the code guarantees: a run compared with itself changed nothing.
 test('a run compared with itself: every quantity unchanged, no finding changed, --fail-on regression exits 0', async () => {
   const run = await measured(pairPlan());
-  const c = compareRuns([run.report], run.report);
+  const c = await compareRuns([run.report], run.report);
   assert.deepEqual(c.differences, []);
   assert.deepEqual(c.findings, []);
   assert.deepEqual(

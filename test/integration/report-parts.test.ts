@@ -3,13 +3,15 @@
 // a draft that lost pages and a full Redis store nothing; `runs show` of a run too big to show
 // whole; a report an earlier version stored whole still reads.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { reportKeys } from '../../contracts/queues.js';
-import { headOf, type ProbeResult } from '../../contracts/result.js';
+import { LISTED_EVERY_QUANTITY_UP_TO_JOBS, type RunComparison } from '../../contracts/comparison.js';
+import { headOf, type ProbeResult, type RunReport } from '../../contracts/result.js';
+import { EXIT_REGRESSED } from '../../cli/exit-codes.js';
 import { createLogger } from '../../common/log.js';
 import { redisOptions } from '../../common/redis.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
@@ -18,7 +20,6 @@ import { RedisFullError } from '../../common/redis-errors.js';
 import { WHOLE_REPORT_RESULTS } from '../../coordinator/run-parts.js';
 import { printableJsonText } from '../../common/printable.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
-import { COMPARED_JOBS_PER_RUN } from '../../coordinator/compare/compare-runs.js';
 import { compareWithBaseline } from '../../coordinator/compare/with-baseline.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { deletePrefix, needsRedis, startOwnRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
@@ -30,25 +31,40 @@ const log = createLogger('test', 'silent');
 /** More than two pages, the last one short. */
 const RESULTS = 2 * RESULTS_PER_PAGE + 37;
 
-async function reportOfSize(runId: string, count: number, planName = 'parts', startedAt = '2026-12-04T00:00:00.000Z') {
+/** A run of `count` jobs over seven targets in two regions, each with `requests` answered requests;
+ * `slower` picks the jobs whose requests take four times as long. */
+async function reportOfSize(
+  runId: string,
+  count: number,
+  planName = 'parts',
+  startedAt = '2026-12-04T00:00:00.000Z',
+  slower: (job: { region: string; target: string }) => boolean = () => false,
+  requests = 1,
+) {
   const { plan } = await parsePlan(
     `name: ${planName}\nregions: [calm, lossy]\ntargets:\n  - { name: t0, url: "http://127.0.0.1:1/" }\nexperiments:\n  - { probe: reuse }\n`,
     'parts.yaml',
   );
-  const results: ProbeResult[] = Array.from({ length: count }, (_, i) =>
-    probeResult({
-      jobId: `${runId}.${i % 2 ? 'lossy' : 'calm'}.t${i % 7}.reuse-new-${String(i).padStart(10, '0')}`,
+  const results: ProbeResult[] = Array.from({ length: count }, (_, i) => {
+    const [region, target] = [i % 2 ? 'lossy' : 'calm', `t${i % 7}`];
+    const factor = slower({ region, target }) ? 4 : 1;
+    return probeResult({
+      jobId: `${runId}.${region}.${target}.reuse-new-${String(i).padStart(10, '0')}`,
       runId,
       // Every failure (every 50th) is in calm: the summary's notable results name one region only.
-      region: i % 2 ? 'lossy' : 'calm',
-      target: `t${i % 7}`,
+      region,
+      target,
       probe: 'reuse',
       variant: { mode: i % 2 ? 'new' : 'reused', scheme: 'http' },
       ok: i % 50 !== 0,
       error: i % 50 !== 0 ? null : { code: 'RESPONSE_TIMEOUT', message: `job ${i} timed out` },
-      details: { samples: [requestSample(0, { connect: 1, total: 2 + (i % 5) })] },
-    }),
-  );
+      details: {
+        samples: Array.from({ length: requests }, (_, seq) =>
+          requestSample(seq, { connect: 1, total: factor * (2 + (i % 5) + seq) }),
+        ),
+      },
+    });
+  });
   const at = new Date(startedAt);
   return buildRunReport({ runId, mode: 'distributed', plan, startedAt: at, finishedAt: at, results });
 }
@@ -156,49 +172,72 @@ describe('a run report stored in parts', needsRedis, () => {
     assert.equal((markdownText.match(/RESPONSE_TIMEOUT: job \d+ timed out/g) ?? []).length, 100);
   });
 
-  test('a run too big to compare: compare refuses it by name before reading it, the coordinator skips it, a baseline passes it over', async () => {
-    const big = 'parts-big-compared';
-    const report = await reportOfSize(big, COMPARED_JOBS_PER_RUN + 1);
-    const draft = fleet.store.draft(big);
-    await draft.add(report.results);
-    await fleet.store.saveIfAbsent(headOf(report), draft);
-    const small = await reportOfSize('parts-small-compared', 4);
-    await fleet.store.saveIfAbsent(headOf(small), fleet.store.draft(small.runId));
-    const where = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
-    for (const runs of [
-      ['--previous', big],
-      [small.runId, big],
-      [big, small.runId],
-    ]) {
-      const refused = await runCli(['compare', ...runs, ...where]);
-      assert.equal(refused.code, 2, `${runs.join(' ')}: ${refused.stderr}`);
-      assert.match(refused.stderr, /^parts-big-compared: 10,001 jobs, over the 10,000 a run may have to be compared/);
+  test('a stored run too big to list whole is compared with its baseline in parts: what changed listed, the rest counted', async () => {
+    const jobs = LISTED_EVERY_QUANTITY_UP_TO_JOBS + 1;
+    // Three earlier runs and a new one of plan "compared", a day apart; in the new one, target t3
+    // answers 4 times slower from region calm.
+    const runs: RunReport[] = [];
+    for (const day of [1, 2, 3, 4]) {
+      const slower =
+        day === 4 ? (j: { region: string; target: string }) => j.region === 'calm' && j.target === 't3' : () => false;
+      const report = await reportOfSize(
+        `compared-${day}`,
+        jobs,
+        'compared',
+        `2026-12-0${day}T00:00:00.000Z`,
+        slower,
+        10,
+      );
+      const draft = fleet.store.draft(report.runId);
+      await draft.add(report.results);
+      await fleet.store.saveIfAbsent(headOf(report), draft);
+      runs.push(report);
     }
-    const logged: string[] = [];
-    const warnings = createLogger('test', 'warn', { write: (line: string) => logged.push(line) });
-    const parts = (await fleet.store.parts(big))!;
-    assert.equal(await compareWithBaseline(fleet.store, parts, { log: warnings }), undefined);
-    assert.match(logged.join(''), /not compared with the baseline: parts-big-compared: 10,001 jobs/);
-    assert.equal(await fleet.store.getComparison(big), undefined);
-    const later = { startedAt: '2026-12-05T00:00:00.000Z', plan: { name: 'parts' } };
-    const { runs, passedOver } = await fleet.store.previousRuns(later, 50, COMPARED_JOBS_PER_RUN);
-    const baseline = runs.map((r) => r.runId);
-    assert.ok(baseline.includes(small.runId) && !baseline.includes(big), baseline.join(' '));
-    assert.ok(passedOver >= 1, `${passedOver} passed over`);
-
-    // A plan whose only earlier run was too big: no baseline, and compare says why.
-    const lonelyBig = await reportOfSize('lonely-big', COMPARED_JOBS_PER_RUN + 1, 'lonely');
-    const lonelyDraft = fleet.store.draft(lonelyBig.runId);
-    await lonelyDraft.add(lonelyBig.results);
-    await fleet.store.saveIfAbsent(headOf(lonelyBig), lonelyDraft);
-    const lonely = await reportOfSize('lonely-small', 4, 'lonely', '2026-12-04T01:00:00.000Z');
-    await fleet.store.saveIfAbsent(headOf(lonely), fleet.store.draft(lonely.runId));
-    const none = await runCli(['compare', '--previous', lonely.runId, ...where]);
-    assert.equal(none.code, 2, none.stderr);
-    assert.equal(
-      none.stderr,
-      'run "lonely-small" has no earlier stored run of plan lonely to compare with: 1 earlier run over 10,000 jobs passed over\n',
+    const parts = (await fleet.store.parts('compared-4'))!;
+    const stored = (await compareWithBaseline(fleet.store, parts, { log }))!;
+    assert.deepEqual(
+      stored.baseline.map((r) => r.runId),
+      ['compared-3', 'compared-2', 'compared-1'],
     );
+    assert.ok(stored.summary.regressed > 0 && stored.summary.unchanged > jobs, JSON.stringify(stored.summary));
+    assert.equal(stored.quantities.length, stored.summary.regressed + stored.summary.improved);
+    assert.ok(
+      stored.quantities.every((q) => q.verdict === 'regressed' && q.region === 'calm' && q.target === 't3'),
+      JSON.stringify(stored.quantities.slice(0, 3)),
+    );
+    assert.equal(stored.omitted.unchanged, stored.summary.unchanged);
+    assert.deepEqual(await fleet.store.getComparison('compared-4'), stored);
+
+    // The CLI reads the stored comparison, and makes the same from the stored runs named, or from the files.
+    const where = ['--redis', TEST_REDIS_URL, '--prefix', prefix];
+    const previous = await runCli(['compare', '--previous', 'compared-4', '--json', '-', ...where]);
+    assert.equal(previous.code, 0, previous.stderr);
+    assert.deepEqual(JSON.parse(previous.stdout), stored);
+    const named = await runCli([
+      'compare',
+      'compared-1',
+      'compared-2',
+      'compared-3',
+      'compared-4',
+      '--json',
+      '-',
+      ...where,
+    ]);
+    assert.equal(named.code, 0, named.stderr);
+    assert.deepEqual(JSON.parse(named.stdout), stored);
+    const dir = await tempDir('compared');
+    const files = await Promise.all(
+      runs.map(async (run) => {
+        const file = path.join(dir, `${run.runId}.json`);
+        await writeFile(file, JSON.stringify(run));
+        return file;
+      }),
+    );
+    const fromFiles = await runCli(['compare', ...files, '--json', '-', '--fail-on', 'regression']);
+    assert.equal(fromFiles.code, EXIT_REGRESSED, fromFiles.stderr);
+    const comparison = JSON.parse(fromFiles.stdout) as RunComparison;
+    assert.deepEqual(comparison.quantities, stored.quantities);
+    assert.deepEqual(comparison.summary, stored.summary);
   });
 
   test("the finishing lease: one holder at a time; once it ran out, its old holder can neither renew nor drop the new one's", async () => {
