@@ -1,6 +1,6 @@
 // What a comparison with a baseline costs as runs grow, as a user runs it: one real run of the lab
-// (two `reuse` jobs, `reused` and `new`, 20 requests each) copied to `--jobs` jobs over as many
-// targets, eight times with totals moved a little from target to target and run to run, each
+// (two `reuse` jobs, `reused` and `new`, 20 requests each) copied to `--jobs` jobs over targets and
+// regions (10,000 jobs a region), eight times with totals moved a little from target to target and run to run, each
 // written as a run JSON; then `probefleet compare` of the newest with the 7 before it, timed from
 // process start to exit with its peak RSS. Prints its wall and CPU time, its memory, its verdicts,
 // what it listed and the size of its JSON (docs/compare.md, "Big runs"). Not part of `npm run bench`:
@@ -43,16 +43,22 @@ try {
 
 const RESULTS_PER_PAGE = 1_000;
 
-/** Run `k` of eight (0 the newest): the template's two jobs for each of jobs / 2 targets, totals
- * moved 0–12 %, made a page at a time. */
+/** Regions the copies spread over: a plan holds at most 10,100 targets, and 100,000 jobs of two
+ * per target and region need 50,000 places. */
+const REGIONS = Array.from({ length: Math.max(1, Math.ceil(jobs / 10_000)) }, (_, r) => `r${r}`);
+const targetCount = Math.ceil(jobs / 2 / REGIONS.length);
+
+/** Run `k` of eight (0 the newest): the template's two jobs for each region and target, jobs in
+ * all, totals moved 0–12 %, made a page at a time. */
 function copyOf(k: number): RunParts {
   const runId = `compare-cost-2026120${k}t000000z-abcd`;
-  const targets = Array.from({ length: jobs / 2 }, (_, t) => ({ ...template.plan.targets[0]!, name: `t${t}` }));
+  const targets = Array.from({ length: targetCount }, (_, t) => ({ ...template.plan.targets[0]!, name: `t${t}` }));
   const startedAt = new Date(Date.parse(template.startedAt) - k * 86_400_000).toISOString();
-  const resultsOf = (t: number): ProbeResult[] =>
+  /** The two jobs of place p: region p / targetCount, target p % targetCount. */
+  const resultsOf = (p: number): ProbeResult[] =>
     template.results.map((r) => {
-      const name = `t${t}`;
-      const factor = 1 + ((t * 7 + k) % 13) / 100;
+      const [region, name] = [REGIONS[Math.floor(p / targetCount)]!, `t${p % targetCount}`];
+      const factor = 1 + ((p * 7 + k) % 13) / 100;
       const samples = (r.details as { samples: { phases: { total?: number } }[] }).samples.map((s) => ({
         ...s,
         phases: { ...s.phases, ...(s.phases.total === undefined ? {} : { total: s.phases.total * factor }) },
@@ -60,25 +66,21 @@ function copyOf(k: number): RunParts {
       return {
         ...r,
         runId,
-        jobId: r.jobId.replace(/^.*?\.local\.t\./, `${runId}.local.${name}.`),
+        jobId: r.jobId.replace(/^.*?\.local\.t\./, `${runId}.${region}.${name}.`),
+        region,
         target: name,
         details: { ...r.details, samples },
       } as ProbeResult;
     });
-  const head = headOf({
-    ...template,
-    runId,
-    startedAt,
-    plan: { ...template.plan, targets },
-    results: [],
-    findings: [],
-  });
+  const plan = { ...template.plan, regions: REGIONS, targets };
+  const head = headOf({ ...template, runId, startedAt, plan, results: [], findings: [] });
+  const places = jobs / 2;
   return {
     head,
     async *pages() {
-      for (let t = 0; t < targets.length; t += RESULTS_PER_PAGE / 2) {
-        const end = Math.min(targets.length, t + RESULTS_PER_PAGE / 2);
-        yield Array.from({ length: end - t }, (_, i) => resultsOf(t + i)).flat();
+      for (let p = 0; p < places; p += RESULTS_PER_PAGE / 2) {
+        const end = Math.min(places, p + RESULTS_PER_PAGE / 2);
+        yield Array.from({ length: end - p }, (_, i) => resultsOf(p + i)).flat();
       }
     },
   };

@@ -12,7 +12,7 @@ import { DEFAULT_LAB_PORT, labAddressAt } from '../../contracts/lab-roles.js';
 import { labAtArg, labAtOf } from '../options/lab.js';
 import { maxJobsArgs, maxJobsOf } from '../options/max-jobs.js';
 import { PLAN_LIMITS } from '../../contracts/limits.js';
-import { plural } from '../../common/plural.js';
+import { plural, thousands } from '../../common/plural.js';
 
 const fileArg = (y: Argv) =>
   maxJobsArgs(y).positional('file', { type: 'string', demandOption: true, describe: 'plan YAML file' });
@@ -43,7 +43,7 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
     const files = new Set(fromFiles.map((t) => t.file)).size;
     process.stdout.write(
       `${file}: plan "${plan.name}" is valid: ${plural(plan.targets.length, 'target')}` +
-        `${plan.targetFiles ? ` (${fromFiles.length.toLocaleString('en-US')} from ${plural(files, 'target file')})` : ''}, ${plural(plan.experiments.length, 'experiment')}, ` +
+        `${plan.targetFiles ? ` (${thousands(fromFiles.length)} from ${plural(files, 'target file')})` : ''}, ${plural(plan.experiments.length, 'experiment')}, ` +
         `${plural(plan.regions.length, 'region')} (${plan.regions.join(', ')}), ${plural(countJobs(plan).total, 'job')} per run` +
         `${plan.schedule ? `, scheduled "${plan.schedule.cron}" ${plan.schedule.tz}` : ''}\n`,
     );
@@ -52,7 +52,7 @@ const validate: CommandModule<object, ArgsOf<typeof fileArg>> = {
     const embeddedLimit = maxJobsOf(args, PLAN_LIMITS.embeddedJobsPerRun);
     if (embedded > embeddedLimit)
       process.stdout.write(
-        `${file}: run without --redis, it makes ${plural(embedded, 'job')}, over the ${embeddedLimit.toLocaleString('en-US')} one process takes (--max-jobs raises it; --redis runs it on workers)\n`,
+        `${file}: run without --redis, it makes ${plural(embedded, 'job')}, over the ${thousands(embeddedLimit)} one process takes (--max-jobs raises it; --redis runs it on workers)\n`,
       );
   },
 };

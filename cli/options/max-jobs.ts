@@ -4,11 +4,12 @@
 import type { Argv } from 'yargs';
 import { PLAN_LIMITS } from '../../contracts/limits.js';
 import { BadArgumentError } from '../../common/bad-input.js';
+import { thousands } from '../../common/plural.js';
 
 export const maxJobsArgs = <T>(y: Argv<T>) =>
   y.option('max-jobs', {
     type: 'number',
-    describe: `the most jobs one run of a plan may make, regions x targets x variants (default: $PROBEFLEET_MAX_JOBS, else ${PLAN_LIMITS.jobsPerRun.toLocaleString('en-US')}; ${PLAN_LIMITS.embeddedJobsPerRun.toLocaleString('en-US')} for a run in one process)`,
+    describe: `the most jobs one run of a plan may make, regions x targets x variants (default: $PROBEFLEET_MAX_JOBS, else ${thousands(PLAN_LIMITS.jobsPerRun)}; ${thousands(PLAN_LIMITS.embeddedJobsPerRun)} for a run in one process)`,
   });
 
 /** The limit from the flag, else the environment, else `fallback`. */

@@ -60,6 +60,14 @@ interface RunJob {
   totals?: number[];
 }
 
+/** A job of the new run as the comparison keeps it: its values are in NewRunValues. */
+type AfterJob = Omit<RunJob, 'values'> & {
+  /** The quantities it has, in order; absent for a job without a result. */
+  measured?: readonly QuantityId[];
+  /** Why each quantity without a value has none (too few samples). */
+  reasons?: ReadonlyMap<QuantityId, string>;
+};
+
 /** Region, target and names of run ids contain no "."; run ids may. */
 const jobKey = (jobId: string) => jobId.split('.').slice(-3).join('.');
 const variantKey = (variant: Variant) => JSON.stringify(Object.entries(variant).sort(([a], [b]) => a.localeCompare(b)));
@@ -126,26 +134,85 @@ async function readJobs(run: RunParts, take: (job: RunJob) => void): Promise<Run
   return facts;
 }
 
-/** The quantities of the new run's jobs that earlier runs can add to a baseline, each at a slot:
- * a job's numeric quantities, then, for a reuse job in `reused` or `new` mode, its totals. */
-class Slots {
+const INTERVALS = ['bootstrap', 'wilson', 'order-statistics', 'none'] as const satisfies RunValue['interval'][];
+
+/**
+ * The new run's values, a slot each: a job's quantities that have a value, then, for a reuse job
+ * in `reused` or `new` mode, its totals (what earlier runs add to its new-connection cost). Numbers
+ * in arrays of numbers, and what repeats from job to job (names, variants, reasons, lists of
+ * quantities) once: a run of 100,000 jobs holds ~1 KB a job, where its value maps took ~3 KB.
+ */
+class NewRunValues {
   /** Where job j's slots start: job j has slots start[j] to start[j + 1] − 1. */
-  readonly start: Int32Array;
-  readonly quantities: QuantityId[][];
-  constructor(jobs: readonly RunJob[]) {
-    this.start = new Int32Array(jobs.length + 1);
-    this.quantities = jobs.map((job, j) => {
-      const numeric = [...(job.values ?? [])].flatMap(([q, v]) => (typeof v === 'string' ? [] : [q]));
-      this.start[j + 1] = this.start[j]! + numeric.length + (job.totals ? 1 : 0);
-      return numeric;
-    });
+  readonly start: number[] = [0];
+  readonly numeric: (readonly QuantityId[])[] = [];
+  private readonly value: number[] = [];
+  private readonly low: number[] = [];
+  private readonly high: number[] = [];
+  private readonly n: number[] = [];
+  private readonly interval: number[] = [];
+  private readonly once = new Map<string, unknown>();
+
+  /** The same value for the same key, the first one given. */
+  private shared<T>(key: string, value: T): T {
+    const seen = this.once.get(key);
+    if (seen !== undefined) return seen as T;
+    this.once.set(key, value);
+    return value;
   }
+
+  /** Keeps the job's values here; returns the job without them. */
+  add(job: RunJob): AfterJob {
+    const { values, ...rest } = job;
+    const numeric: QuantityId[] = [];
+    const reasons = new Map<QuantityId, string>();
+    for (const [quantity, v] of values ?? []) {
+      if (typeof v === 'string') {
+        reasons.set(quantity, this.shared(`reason\u0000${v}`, v));
+        continue;
+      }
+      numeric.push(quantity);
+      this.value.push(v.value);
+      this.low.push(v.ci95?.[0] ?? Number.NaN);
+      this.high.push(v.ci95?.[1] ?? Number.NaN);
+      this.n.push(v.n ?? Number.NaN);
+      this.interval.push(INTERVALS.indexOf(v.interval));
+    }
+    if (job.totals) for (const column of [this.value, this.low, this.high, this.n, this.interval]) column.push(0);
+    this.start.push(this.value.length);
+    this.numeric.push(this.shared(`numeric\u0000${numeric.join()}`, numeric));
+    const measured = values && [...values.keys()];
+    return {
+      ...rest,
+      region: this.shared(`name\u0000${job.region}`, job.region),
+      target: this.shared(`name\u0000${job.target}`, job.target),
+      probe: this.shared(`name\u0000${job.probe}`, job.probe),
+      variant: this.shared(`variant\u0000${variantKey(job.variant)}`, job.variant),
+      totals: job.totals?.slice(),
+      ...(measured && { measured: this.shared(`measured\u0000${measured.join()}`, measured) }),
+      ...(reasons.size > 0 && { reasons: this.shared(`reasons\u0000${[...reasons].flat().join('\u0000')}`, reasons) }),
+    };
+  }
+
   get count() {
     return this.start[this.start.length - 1]!;
   }
+
   /** The slot of job j's totals (a reuse job's). */
   totalsSlot(j: number) {
     return this.start[j + 1]! - 1;
+  }
+
+  /** Job j's k-th quantity with a value. */
+  valueAt(j: number, k: number): RunValue {
+    const at = this.start[j]! + k;
+    const [low, high, n] = [this.low[at]!, this.high[at]!, this.n[at]!];
+    return {
+      value: this.value[at]!,
+      ci95: Number.isNaN(low) ? null : [low, high],
+      n: Number.isNaN(n) ? null : n,
+      interval: INTERVALS[this.interval[at]!]!,
+    };
   }
 }
 
@@ -163,7 +230,7 @@ class EarlierRun {
   /** The quantities the earlier job measured that the new run's job did not. */
   readonly onlyBefore = new Map<number, QuantityId[]>();
   constructor(
-    private readonly slots: Slots,
+    private readonly slots: NewRunValues,
     jobs: number,
   ) {
     this.paired = new Uint8Array(jobs);
@@ -172,14 +239,14 @@ class EarlierRun {
     this.numbers = new Float64Array(2 * slots.count).fill(Number.NaN);
   }
 
-  record(j: number, job: RunJob, after: RunJob): void {
+  record(j: number, job: RunJob, after: AfterJob): void {
     this.paired[j] = 1;
     this.cpuWaitMs[j] = job.cpuWaitMs;
     if (job.failure) this.failures.set(j, job.failure);
     if (!job.values) return;
     this.hasResult[j] = 1;
     const first = this.slots.start[j]!;
-    for (const [k, quantity] of this.slots.quantities[j]!.entries()) {
+    for (const [k, quantity] of this.slots.numeric[j]!.entries()) {
       const v = job.values.get(quantity);
       if (!v || typeof v === 'string') continue;
       this.numbers[2 * (first + k)] = v.value;
@@ -191,7 +258,7 @@ class EarlierRun {
       this.numbers[2 * slot] = m;
       this.numbers[2 * slot + 1] = count;
     }
-    const lacking = [...job.values.keys()].filter((q) => !after.values?.has(q));
+    const lacking = [...job.values.keys()].filter((q) => !after.measured?.includes(q));
     if (lacking.length > 0) this.onlyBefore.set(j, lacking);
   }
 
@@ -223,8 +290,8 @@ interface Pairing {
 
 async function pairEarlierRun(
   parts: RunParts,
-  afterJobs: readonly RunJob[],
-  slots: Slots,
+  afterJobs: readonly AfterJob[],
+  slots: NewRunValues,
   afterIndex: Map<string, number>,
 ) {
   const run = new EarlierRun(slots, afterJobs.length);
@@ -234,7 +301,7 @@ async function pairEarlierRun(
     if (j === undefined) unpaired.push(job);
     else run.record(j, job, afterJobs[j]!);
   });
-  const placesOf = <T>(items: T[], jobOf: (item: T) => RunJob) => {
+  const placesOf = <T>(items: T[], jobOf: (item: T) => Pick<RunJob, 'region' | 'target' | 'probe' | 'variant'>) => {
     const map = new Map<string, T[]>();
     for (const item of items) {
       const key = placeKey(jobOf(item));
@@ -308,15 +375,15 @@ function quantityRow({ where, quantity, after, earlier, worse, waitReach }: Comp
 
 /** The quantities of the new run's job j against the same job in the earlier runs (newest first). */
 function compareJob(
-  job: RunJob,
+  job: AfterJob,
   j: number,
-  slots: Slots,
+  slots: NewRunValues,
   earlier: readonly EarlierRun[],
   judged: (compared: Compared) => void,
   notCompared: FirstInOrder<NotCompared>,
 ): void {
   const where = whereOf(job);
-  if (!job.values) {
+  if (!job.measured) {
     notCompared.add({ ...where, reason: `after: ${job.failure}` });
     return;
   }
@@ -328,17 +395,19 @@ function compareJob(
   ];
   // A job that failed measures little: say so once rather than per missing quantity.
   if (failed.length > 0) notCompared.add({ ...where, reason: `partly measured (${failed.join('; ')})` });
-  const numeric = slots.quantities[j]!;
-  for (const [quantity, value] of job.values) {
-    if (typeof value === 'string') {
-      notCompared.add({ ...where, quantity, reason: value });
+  let k = 0;
+  for (const quantity of job.measured) {
+    const reason = job.reasons?.get(quantity);
+    if (reason !== undefined) {
+      notCompared.add({ ...where, quantity, reason });
       continue;
     }
-    const k = numeric.indexOf(quantity);
+    const value = slots.valueAt(j, k);
     const measured = earlier.flatMap((run) => {
       const v = run.valueAt(j, k);
       return v ? [v] : [];
     });
+    k++;
     if (measured.length > 0)
       judged({
         where,
@@ -360,13 +429,13 @@ const costWaitReach = (waitMs: number, samples: number) => cpuWaitReach('new_con
 /** The new-connection cost per region and target where the new run has both reuse modes; its
  * bootstrap interval made only where `withInterval` says (the costliest part of a comparison). */
 function compareCosts(
-  afterJobs: readonly RunJob[],
+  afterJobs: readonly AfterJob[],
   earlier: readonly EarlierRun[],
   judged: (compared: Compared, withInterval: () => RunValue) => void,
 ): void {
   const places = new Map<string, Partial<Record<'reused' | 'new', number>>>();
   for (const [j, job] of afterJobs.entries()) {
-    if (!job.totals || !job.values) continue;
+    if (!job.totals || !job.measured) continue;
     const key = `${job.region}\u0000${job.target}\u0000${job.variant.scheme}`;
     places.set(key, { ...places.get(key), [job.variant.mode as 'reused' | 'new']: j });
   }
@@ -428,7 +497,7 @@ function findingChanges(before: RunFacts, after: RunFacts): FindingChange[] {
 }
 
 /** The experiment of the plan that made this job (the one whose variants for the target include it). */
-function experimentOf(plan: Plan, job: RunJob): Experiment | undefined {
+function experimentOf(plan: Plan, job: Pick<RunJob, 'target' | 'probe' | 'variant'>): Experiment | undefined {
   const target = plan.targets.find((t) => t.name === job.target);
   if (!target) return undefined;
   return plan.experiments.find(
@@ -458,7 +527,7 @@ function parameterDifference(before: Experiment, after: Experiment, where: strin
 const targetSettings = (t: Target) => JSON.stringify({ headers: t.headers ?? {}, tls: t.tls ?? {} });
 
 /** What the new run and the newest earlier run do not share. */
-function differencesOf(newest: Pairing, after: RunFacts, afterJobs: readonly RunJob[]): Difference[] {
+function differencesOf(newest: Pairing, after: RunFacts, afterJobs: readonly AfterJob[]): Difference[] {
   const [before, now] = [newest.facts.head, after.head];
   const out: Difference[] = [];
   const both = <T>(b: T, a: T) => [b, a] as const;
@@ -488,7 +557,7 @@ function differencesOf(newest: Pairing, after: RunFacts, afterJobs: readonly Run
     if (!byNameBefore.has(t.name)) out.push({ kind: 'target', where: t.name, before: null, after: t.url });
 
   // Experiments on a target one run has and the other lacks, by probe and variant.
-  const variantsAt = (jobs: RunJob[]) => {
+  const variantsAt = (jobs: Pick<RunJob, 'target' | 'probe' | 'variant'>[]) => {
     const map = new Map<string, Set<string>>();
     for (const j of jobs) {
       const where = `${j.target} ${j.probe}`;
@@ -496,7 +565,7 @@ function differencesOf(newest: Pairing, after: RunFacts, afterJobs: readonly Run
     }
     return map;
   };
-  const onShared = (j: RunJob) =>
+  const onShared = (j: Pick<RunJob, 'target' | 'region'>) =>
     byNameBefore.has(j.target) && byNameAfter.has(j.target) && rb.has(j.region) && ra.has(j.region);
   const onlyAfter = newest.onlyAfter.map((j) => afterJobs[j]!);
   const [vb, va] = both(variantsAt(newest.onlyBefore.filter(onShared)), variantsAt(onlyAfter.filter(onShared)));
@@ -599,10 +668,10 @@ export async function compareRuns(
   listEveryUpTo = LISTED_EVERY_QUANTITY_UP_TO_JOBS,
 ): Promise<RunComparison> {
   if (baseline.length === 0) throw new RangeError('a comparison needs at least one earlier run');
-  const afterJobs: RunJob[] = [];
-  const afterFacts = await readJobs(inParts(after), (job) => afterJobs.push(job));
+  const slots = new NewRunValues();
+  const afterJobs: AfterJob[] = [];
+  const afterFacts = await readJobs(inParts(after), (job) => afterJobs.push(slots.add(job)));
   const afterIndex = new Map(afterJobs.map((job, j) => [job.key, j]));
-  const slots = new Slots(afterJobs);
   // One earlier run at a time: each is read once and kept as the numbers it adds.
   const pairings: Pairing[] = [];
   for (const run of baseline) pairings.push(await pairEarlierRun(inParts(run), afterJobs, slots, afterIndex));

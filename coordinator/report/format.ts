@@ -1,5 +1,6 @@
 // How numbers and text from a run are shown, shared by every renderer.
 import { printableDeep } from '../../common/printable.js';
+import { thousands } from '../../common/plural.js';
 
 /**
  * A run (or a comparison of two) as every renderer shows it (terminal text, Markdown, HTML, CSV):
@@ -16,7 +17,7 @@ export { formatMs } from '../../common/format-ms.js';
 
 /** Counts and byte sizes for people: 179,500; "-" when not measured. */
 export function formatCount(value: number | undefined): string {
-  return value === undefined ? '-' : Math.round(value).toLocaleString('en-US');
+  return value === undefined ? '-' : thousands(Math.round(value));
 }
 
 /** A share as a percentage with one decimal: 11.4%. */
