@@ -672,9 +672,13 @@ export async function compareRuns(
   const afterJobs: AfterJob[] = [];
   const afterFacts = await readJobs(inParts(after), (job) => afterJobs.push(slots.add(job)));
   const afterIndex = new Map(afterJobs.map((job, j) => [job.key, j]));
-  // One earlier run at a time: each is read once and kept as the numbers it adds.
+  // One earlier run at a time, each read once; of those before the newest, only their numbers
+  // and facts are kept (differences and findings are against the newest).
   const pairings: Pairing[] = [];
-  for (const run of baseline) pairings.push(await pairEarlierRun(inParts(run), afterJobs, slots, afterIndex));
+  for (const run of baseline) {
+    const pairing = await pairEarlierRun(inParts(run), afterJobs, slots, afterIndex);
+    pairings.push(pairings.length === 0 ? pairing : { ...pairing, byPlace: [], onlyBefore: [], onlyAfter: [] });
+  }
   const earlier = pairings.map((p) => p.run);
 
   const listsEvery = afterJobs.length <= listEveryUpTo;
@@ -686,8 +690,9 @@ export async function compareRuns(
   const counts = { regressed: 0, improved: 0, unchanged: 0 };
   const judged = (compared: Compared, withInterval?: () => RunValue) => {
     let row = quantityRow(compared);
-    // An interval only brings the value nearer the baseline, so a value judged unchanged alone is
-    // unchanged with it: a run that lists only changes makes the (bootstrap) interval only for those.
+    // An interval that holds the value only brings it nearer the baseline, so a value judged
+    // unchanged alone is unchanged with it: a run that lists only changes makes the (bootstrap)
+    // interval only for those.
     if (withInterval && (listsEvery || row.verdict !== 'unchanged'))
       row = quantityRow({ ...compared, after: withInterval() });
     counts[row.verdict]++;
