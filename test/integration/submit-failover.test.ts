@@ -110,10 +110,11 @@ describe('a failover during a submit', needsRedis, () => {
     const { run, json } = await startRun(await writePlan(yaml), 'fo-all', rig, prefix);
     rig.holdReplication();
     await run.waitFor(/^run fo-all submitted to /m, 60_000);
-    // The replica never confirmed the writes (WAIT), and `run` says what that means.
-    assert.match(
-      run.stderr(),
+    // The replica never confirmed the writes (WAIT), and `run` says what that means, in a line
+    // written after the one above (so waited for, not read at once).
+    await run.waitFor(
       /^run fo-all: Redis's replicas did not confirm its jobs in time \(0 of 1 within 2\.4 s\): a failover now could lose some; this command adds them again if it does$/m,
+      10_000,
     );
     await rig.failover(GAP_MS);
     const report = await finish(run, json, rig, prefix, 'fa');
