@@ -18,6 +18,7 @@ import {
   newConnectionComparisons,
 } from './analysis-reuse.js';
 import { loadTotals } from './load-totals.js';
+import { groupBy } from '../common/group-by.js';
 
 export interface RunAnalysis {
   comparisons: Comparison[];
@@ -116,14 +117,7 @@ export class RunAnalyzer {
 
 /** Results (or jobs) split into their analysis groups (analysisGroupOf), each in the given order. */
 export function analysisGroups<T>(items: Iterable<T>, targetOf: (item: T) => string): T[][] {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = analysisGroupOf(targetOf(item));
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return [...groups.values()];
+  return [...groupBy(items, (item) => analysisGroupOf(targetOf(item))).values()];
 }
 
 export function analyzeRun(results: ProbeResult[]): RunAnalysis {

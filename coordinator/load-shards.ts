@@ -7,6 +7,7 @@ import type { ProbeError } from '../contracts/common.js';
 import type { Finding } from '../contracts/findings.js';
 import { type LoadDetails, type LoadShard, weightiestStop } from '../contracts/probes/load.js';
 import type { ProbeResult, ResultOf } from '../contracts/result.js';
+import { groupBy } from '../common/group-by.js';
 import { encodeHistogram, mergeHistograms, percentilesOf, type Histogram } from '../common/latency-histogram.js';
 
 type LoadResult = ResultOf<'load'>;
@@ -15,13 +16,8 @@ type Measured = Shard & { details: LoadDetails };
 
 /** The results with each job's shards replaced by one merged result, at its first shard's place. */
 export function mergeShards(results: readonly ProbeResult[]): ProbeResult[] {
-  const groups = new Map<string, Shard[]>();
-  for (const result of results) {
-    if (result.probe !== 'load' || !result.shard) continue;
-    const group = groups.get(result.shard.partOf);
-    if (group) group.push(result as Shard);
-    else groups.set(result.shard.partOf, [result as Shard]);
-  }
+  const shards = results.filter((r): r is Shard => r.probe === 'load' && Boolean(r.shard));
+  const groups = groupBy(shards, (shard) => shard.shard.partOf);
   if (groups.size === 0) return [...results];
   return results.flatMap((result) => {
     const group = result.probe === 'load' && result.shard ? groups.get(result.shard.partOf) : undefined;

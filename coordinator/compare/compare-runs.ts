@@ -27,6 +27,7 @@ import type { Finding } from '../../contracts/findings.js';
 import type { Experiment, Plan, Target } from '../../contracts/plan.js';
 import { PROBES, type ProbeKind } from '../../contracts/probes/index.js';
 import type { ProbeResult, RunReport, RunReportHead, UnfinishedJob } from '../../contracts/result.js';
+import { groupBy } from '../../common/group-by.js';
 import { median } from '../../common/stats.js';
 import {
   COMPARISON_RESAMPLES,
@@ -301,21 +302,11 @@ async function pairEarlierRun(
     if (j === undefined) unpaired.push(job);
     else run.record(j, job, afterJobs[j]!);
   });
-  const placesOf = <T>(items: T[], jobOf: (item: T) => Pick<RunJob, 'region' | 'target' | 'probe' | 'variant'>) => {
-    const map = new Map<string, T[]>();
-    for (const item of items) {
-      const key = placeKey(jobOf(item));
-      const list = map.get(key);
-      if (list) list.push(item);
-      else map.set(key, [item]);
-    }
-    return map;
-  };
   const restAfter = afterJobs.flatMap((_, j) => (run.paired[j] ? [] : [j]));
-  const afterPlaces = placesOf(restAfter, (j) => afterJobs[j]!);
+  const afterPlaces = groupBy(restAfter, (j) => placeKey(afterJobs[j]!));
   const byPlace: Pairing['byPlace'] = [];
   const onlyBefore: RunJob[] = [];
-  for (const [place, jobs] of placesOf(unpaired, (job) => job)) {
+  for (const [place, jobs] of groupBy(unpaired, placeKey)) {
     const other = afterPlaces.get(place);
     if (jobs.length === 1 && other?.length === 1) {
       run.record(other[0]!, jobs[0]!, afterJobs[other[0]!]!);
