@@ -114,7 +114,11 @@ export async function everyJobOnce(
   const fleet = openFleet({ redis: { url: redis.url }, prefix: redis.prefix, log });
   try {
     for (let i = 0; i < 200 && (await fleet.runs.getJob(report.runId)) !== undefined; i++) await sleep(100);
-    assert.equal(await fleet.runs.getJob(report.runId), undefined, 'the coordinator processed the run');
+    const left = await fleet.runs.getJob(report.runId);
+    assert.ok(
+      left === undefined,
+      `the coordinator processed the run (its parent job is ${await left?.getState()})${logs()}`,
+    );
   } finally {
     await fleet.close();
   }
