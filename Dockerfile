@@ -23,6 +23,9 @@ COPY worker worker
 COPY lab lab
 COPY regions regions
 COPY dashboards/src dashboards/src
+# The CLI bundle's build runs `plan validate` of an example plan to make its code cache.
+COPY bin bin
+COPY examples examples
 # Only the shipped code: tsconfig's other folders (tests, benchmarks) are absent.
 RUN npm run build
 

@@ -19,6 +19,7 @@ import { createLogger } from '../common/log.js';
 import { type RunParts, runJsonText } from '../coordinator/run-parts.js';
 import { startLab } from '../lab/index.js';
 import { runPlanText } from '../test/helpers/example-runs.js';
+import { thousands } from '../common/plural.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAX_JOBS = 100_000;
@@ -119,7 +120,7 @@ try {
   const [user, system, maxRssKb] = (await readFile(timeFile, 'utf8')).trim().split('\n').pop()!.split(' ').map(Number);
   const comparison = comparisonSchema.parse(JSON.parse(await readFile(out, 'utf8')));
   const { summary: v, omitted } = comparison;
-  const count = (n: number) => n.toLocaleString('en-US');
+  const count = thousands;
   const runMb = (await stat(files[0]!)).size / 1e6;
   process.stdout.write(
     `Each run JSON ${runMb.toFixed(0)} MB; \`probefleet compare\` of 7 earlier runs and the new one, start to exit.\n\n` +

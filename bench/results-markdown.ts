@@ -14,6 +14,7 @@ import {
   type QueueRound,
 } from './queue.js';
 import { SEQUENTIAL_RUNS, type H2Shape, type LoadRun, type SequentialRun } from './tools.js';
+import { thousands } from '../common/plural.js';
 
 export interface Machine {
   date: string;
@@ -83,7 +84,7 @@ const fixed = (n: number, digits = 2) => n.toFixed(digits);
 const ms = (n: number) => `${n < 1 ? n.toFixed(3) : n.toFixed(2)} ms`;
 const mb = (kb: number) => `${Math.round(kb / 1024)} MB`;
 const us = (seconds: number, requests: number) => `${Math.round((seconds * 1e6) / requests)} µs`;
-const count = (n: number) => Math.round(n).toLocaleString('en-US');
+const count = (n: number) => thousands(Math.round(n));
 
 function find<T extends { tool: string }>(round: T[], tool: T['tool']): T {
   return round.find((r) => r.tool === tool)!;

@@ -1,10 +1,15 @@
 #!/usr/bin/env node
 // The compiled CLI lives in dist/ (built by `npm ci` through the prepare script, or `npm run build`).
+// It runs as one script compiled from V8's code cache (cli/bundle-script.ts), or, where that bundle
+// is older than tsc's output (a `tsc` run alone), as the modules it is built from.
 import { existsSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 
-const cli = new URL('../dist/cli/probefleet.js', import.meta.url);
-if (!existsSync(cli)) {
+const bundleScript = new URL('../dist/cli/bundle-script.js', import.meta.url);
+if (!existsSync(bundleScript)) {
   process.stderr.write('probefleet: dist/ is missing; run `npm run build` (npm ci does it for you)\n');
   process.exit(1);
 }
-await import(cli.href);
+const { CLI_MODULES_ENTRY, cliBundleIsCurrent, readCliCodeCache, runCliBundle } = await import(bundleScript.href);
+if (cliBundleIsCurrent()) runCliBundle(readCliCodeCache());
+else await import(pathToFileURL(CLI_MODULES_ENTRY).href);

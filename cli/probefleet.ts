@@ -61,24 +61,30 @@ export async function main(given: string[]): Promise<void> {
     .parseAsync();
 }
 
-try {
-  await main(hideBin(process.argv));
-} catch (err) {
-  if (err instanceof BadInputError) {
-    process.stderr.write(`${shown(err.message)}\n`);
-    process.exitCode = EXIT_BAD_INPUT;
-  } else if (err instanceof RedisUnreachableError || err instanceof RedisFullError) {
-    process.stderr.write(`probefleet: ${shown(err.message)}\n`);
-    process.exitCode = EXIT_REDIS_UNREACHABLE;
-  } else {
-    process.stderr.write(`probefleet: ${shown((err as Error).message)}\n`);
-    process.exitCode = EXIT_FAILED;
+/** What `probefleet ARGS` does, whole: the command, then its exit status and error line. Called
+ * once below, not awaited at the top level, so the CLI can be bundled as one script
+ * (cli/build-bundle.ts; a script has no top-level await). */
+async function runCommandLine(): Promise<void> {
+  try {
+    await main(hideBin(process.argv));
+  } catch (err) {
+    if (err instanceof BadInputError) {
+      process.stderr.write(`${shown(err.message)}\n`);
+      process.exitCode = EXIT_BAD_INPUT;
+    } else if (err instanceof RedisUnreachableError || err instanceof RedisFullError) {
+      process.stderr.write(`probefleet: ${shown(err.message)}\n`);
+      process.exitCode = EXIT_REDIS_UNREACHABLE;
+    } else {
+      process.stderr.write(`probefleet: ${shown((err as Error).message)}\n`);
+      process.exitCode = EXIT_FAILED;
+    }
   }
+  // Done: nothing of ours is left to run. Unref'd, so a process with nothing pending ends at once.
+  setTimeout(async () => {
+    const writing = [process.stdout, process.stderr].filter((stream) => stream.writableLength > 0);
+    await Promise.all(writing.map((stream) => once(stream, 'drain')));
+    process.exit();
+  }, EXIT_LINGER_MS).unref();
 }
 
-// Done: nothing of ours is left to run. Unref'd, so a process with nothing pending ends at once.
-setTimeout(async () => {
-  const writing = [process.stdout, process.stderr].filter((stream) => stream.writableLength > 0);
-  await Promise.all(writing.map((stream) => once(stream, 'drain')));
-  process.exit();
-}, EXIT_LINGER_MS).unref();
+void runCommandLine();

@@ -5,6 +5,7 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
+import { thousands } from './plural.js';
 
 export class FileRefusedError extends Error {
   override name = 'FileRefusedError';
@@ -29,8 +30,8 @@ export async function readBoundedFile(file: string, maxBytes: number): Promise<B
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) throw new FileRefusedError(`${kindOf(stats)}, not a regular file`);
-    const limit = `the limit of ${maxBytes.toLocaleString('en-US')} bytes`;
-    if (stats.size > maxBytes) throw new FileRefusedError(`${stats.size.toLocaleString('en-US')} bytes, over ${limit}`);
+    const limit = `the limit of ${thousands(maxBytes)} bytes`;
+    if (stats.size > maxBytes) throw new FileRefusedError(`${thousands(stats.size)} bytes, over ${limit}`);
     // One byte more than allowed tells a file that grew since stat() from one that did not.
     const buffer = Buffer.alloc(maxBytes + 1);
     let length = 0;

@@ -1,6 +1,6 @@
 // The experiment plan: what a user writes in YAML. The one source of truth for its shape;
 // contracts/plan.schema.json is generated from it for editors.
-import { createRequire } from 'node:module';
+import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import { distinct, nameSchema } from './common.js';
 import { isLabUrl, LAB_ROLES, parseLabUrl } from './lab-roles.js';
@@ -337,13 +337,6 @@ export type Experiment = {
   [K in ProbeKind]: ProbeParams<K> & { probe: K; targets?: string[] };
 }[ProbeKind];
 
-/** cron-parser (and luxon, which it loads) on first use: only a plan with a schedule needs them.
- * Required, not imported: a schema's check is synchronous, and for a CommonJS package require() is
- * the faster path (common/require-commonjs.ts, which this layer may not import). */
-let cronParser: typeof import('cron-parser').CronExpressionParser | undefined;
-const cronExpressionParser = () =>
-  (cronParser ??= (createRequire(import.meta.url)('cron-parser') as typeof import('cron-parser')).CronExpressionParser);
-
 export const scheduleSchema = z
   .strictObject({
     /** Five-field cron expression, e.g. "0 2 * * *" for 02:00 every night. */
@@ -367,7 +360,7 @@ export const scheduleSchema = z
       return;
     }
     try {
-      cronExpressionParser().parse(schedule.cron, { tz: schedule.tz });
+      CronExpressionParser.parse(schedule.cron, { tz: schedule.tz });
     } catch (err) {
       ctx.addIssue({
         code: 'custom',

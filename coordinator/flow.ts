@@ -39,6 +39,7 @@ import { runDataOf } from './run-finisher.js';
 import { planDifferences, redactPlan } from './run-report.js';
 import { readRunState } from './run-state.js';
 import { splitPlan, TooManyJobsError } from './split.js';
+import { thousands } from '../common/plural.js';
 
 /** Transient failures (not a target's error, which is a result) are retried this often. */
 const JOB_ATTEMPTS = 3;
@@ -92,7 +93,7 @@ export function checkRunDataSize(data: RunJobData): void {
   const chars = JSON.stringify(data).length;
   if (chars <= JOB_LIMITS.runDataChars) return;
   const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
-  const perRegion = data.jobs.inEachRegion.length.toLocaleString('en-US');
+  const perRegion = thousands(data.jobs.inEachRegion.length);
   // Too many jobs for one run, as the job limit's error is: a fired schedule is not tried again.
   throw new TooManyJobsError(
     `run ${data.runId}: ${perRegion} jobs in each region make a run's data of ${mib(chars)}, over the ${mib(JOB_LIMITS.runDataChars)} the coordinator reads; split the plan into runs of fewer targets or experiments`,

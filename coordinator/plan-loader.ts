@@ -5,7 +5,18 @@
 // (recursive) composer and converter see them, string lengths before the schema, and the jobs
 // a run makes by arithmetic, before any is made.
 import path from 'node:path';
-import type { Document, Node } from 'yaml';
+import {
+  Composer,
+  type Document,
+  isAlias,
+  isCollection,
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  Parser,
+} from 'yaml';
 import type { z } from 'zod';
 import { PLAN_LIMITS } from '../contracts/limits.js';
 import type { JobTls } from '../contracts/job.js';
@@ -19,17 +30,12 @@ import { fieldNamesAt } from '../common/schema-fields.js';
 import { BadInputError } from '../common/bad-input.js';
 import { printable } from '../common/printable.js';
 import { readBoundedFile, readUserTextFile } from '../common/read-bounded-file.js';
-import { requireCommonJs } from '../common/require-commonjs.js';
 import type { LoadedPlan } from './loaded-plan.js';
 import { countJobs, tooManyJobsMessage } from './split.js';
 import { withDualStackTargets } from './dual-stack.js';
 import { expandTargetFiles, isFileProblem, type TargetFilesSource } from './target-files.js';
 import { firstTooBig } from './yaml-bounds.js';
-
-const { Composer, isAlias, isCollection, isMap, isScalar, isSeq, LineCounter, Parser } = requireCommonJs(
-  'yaml',
-) as typeof import('yaml');
-type LineCounter = InstanceType<typeof LineCounter>;
+import { thousands } from '../common/plural.js';
 
 export interface PlanProblem {
   file: string;
@@ -186,7 +192,7 @@ function composeOne(text: string, file: string, lineCounter: LineCounter): Docum
     const message =
       tooBig.problem === 'deep'
         ? `YAML: lists and mappings nested more than ${PLAN_LIMITS.nestingDepth} deep (the limit; a plan needs 4)`
-        : `YAML: a list or mapping of more than ${PLAN_LIMITS.collectionItems.toLocaleString('en-US')} items (the limit; a plan holds at most 100 targets and 50 experiments)`;
+        : `YAML: a list or mapping of more than ${thousands(PLAN_LIMITS.collectionItems)} items (the limit; a plan holds at most 100 targets and 50 experiments)`;
     throw new PlanError([{ file, line, column: col, field: '', message }]);
   }
   const [doc, second] = new Composer({ uniqueKeys: true }).compose(tokens, true, text.length);
@@ -292,7 +298,7 @@ function toPlainData(doc: Document, file: string, at: (o: number) => { line: num
   const tooLong = (node: unknown): node is Node & { value: string } =>
     isScalar(node) && typeof node.value === 'string' && node.value.length > PLAN_LIMITS.stringChars;
   const overLimit = (what: string, chars: number) =>
-    `${what}${chars.toLocaleString('en-US')} characters, over the limit of ${PLAN_LIMITS.stringChars.toLocaleString('en-US')} characters per string`;
+    `${what}${thousands(chars)} characters, over the limit of ${thousands(PLAN_LIMITS.stringChars)} characters per string`;
   // Recursive: composeOne has bounded the depth.
   const walk = (node: unknown, fieldPath: (string | number)[]): void => {
     if (isAlias(node)) firstAlias ??= node;

@@ -3,7 +3,7 @@
 // bound) or without a result (a distributed run's failed or not-run jobs) failed. The CLI exits 1
 // on any failed job, so a cron job or CI step that runs a plan cannot report green on a dead target.
 import type { ProbeResult, RunReport, UnfinishedJob } from '../contracts/result.js';
-import { plural } from '../common/plural.js';
+import { plural, thousands } from '../common/plural.js';
 
 export interface RunOutcome {
   jobs: number;
@@ -56,6 +56,6 @@ export function breachedThresholdsLine(report: Pick<RunReport, 'thresholds'>): s
 /** "2 of 6 jobs failed: 1 CONNECTION_REFUSED, 1 TARGET_REFUSED_BY_POLICY"; undefined when none did. */
 export function failedJobsLine(outcome: RunOutcome): string | undefined {
   if (outcome.failed === 0) return undefined;
-  const count = (n: number) => n.toLocaleString('en-US');
+  const count = thousands;
   return `${count(outcome.failed)} of ${plural(outcome.jobs, 'job')} failed: ${outcome.reasons.map(([reason, n]) => `${count(n)} ${reason}`).join(', ')}`;
 }

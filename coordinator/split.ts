@@ -6,7 +6,7 @@ import { PLAN_LIMITS } from '../contracts/limits.js';
 import { covers, type Plan } from '../contracts/plan.js';
 import { PROBES, shardSpecOf } from '../contracts/probes/index.js';
 import { BadInputError } from '../common/bad-input.js';
-import { plural } from '../common/plural.js';
+import { plural, thousands } from '../common/plural.js';
 import { labParamsExperimentsOf, labTargetsOf } from './lab-targets.js';
 import type { LoadedPlan } from './loaded-plan.js';
 
@@ -48,11 +48,11 @@ export function tooManyJobsMessage(jobs: JobCount, limit: number): string {
     .map((e) => {
       const variants = e.targets > 0 ? e.jobs / e.targets : 0;
       const per = Number.isInteger(variants) ? ` x ${plural(variants, 'variant')}` : '';
-      return `experiments[${e.index}] (${e.probe}): ${plural(e.targets, 'target')}${per} = ${e.jobs.toLocaleString('en-US')}`;
+      return `experiments[${e.index}] (${e.probe}): ${plural(e.targets, 'target')}${per} = ${thousands(e.jobs)}`;
     })
     .join(', ');
   return (
-    `${plural(jobs.total, 'job')} per run, over the limit of ${limit.toLocaleString('en-US')} (--max-jobs or PROBEFLEET_MAX_JOBS raise it): ` +
+    `${plural(jobs.total, 'job')} per run, over the limit of ${thousands(limit)} (--max-jobs or PROBEFLEET_MAX_JOBS raise it): ` +
     `${plural(jobs.regions, 'region')} x ${plural(jobs.perRegion, 'job')} per region; the most from ${from}${rest > 0 ? ` and ${rest} more` : ''}`
   );
 }

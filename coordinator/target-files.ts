@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Document, Node } from 'yaml';
+import { Composer, type Document, isMap, isScalar, LineCounter, type Node, Parser } from 'yaml';
 import type { JobTls } from '../contracts/job.js';
 import { isLabUrl } from '../contracts/lab-roles.js';
 import { TARGET_FILE_LIMITS } from '../contracts/limits.js';
@@ -29,11 +29,8 @@ import { labelValueProblem, undeclaredLabelMessage } from '../contracts/target-l
 import { formatIssuePath } from '../common/issue-path.js';
 import { jsonErrorOffset } from '../common/json-error-offset.js';
 import { readUserTextFile } from '../common/read-bounded-file.js';
-import { requireCommonJs } from '../common/require-commonjs.js';
 import { firstTooBig } from './yaml-bounds.js';
-
-const { Composer, isMap, isScalar, LineCounter, Parser } = requireCommonJs('yaml') as typeof import('yaml');
-type LineCounter = InstanceType<typeof LineCounter>;
+import { thousands } from '../common/plural.js';
 
 /** What reading a plan's target files again needs besides the plan: kept with a schedule. */
 export interface TargetFilesSource {
@@ -78,7 +75,7 @@ const MAX_ALIAS_EXPANSIONS = 100;
 const ENTRY_FIELDS = ['targets', 'labels'];
 const URL_LIKE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::\d{1,5})?$/;
-const LIMIT_TEXT = `${TARGET_FILE_LIMITS.targets.toLocaleString('en-US')}`;
+const LIMIT_TEXT = `${thousands(TARGET_FILE_LIMITS.targets)}`;
 
 /**
  * A target's name from its URL: host, port (the scheme's default when the URL has none) and path

@@ -3,6 +3,7 @@ import { SEVERITIES } from '../../contracts/common.js';
 import type { RunReport } from '../../contracts/result.js';
 import { breachedThresholdsLine, failedJobsLine, runOutcome } from '../run-outcome.js';
 import { orderedRegions, type RunShownInPart } from './run-views.js';
+import { thousands } from '../../common/plural.js';
 
 const seconds = (from: string, to: string) => `${((Date.parse(to) - Date.parse(from)) / 1000).toFixed(1)} s`;
 
@@ -25,7 +26,7 @@ export function reportFacts(report: RunReport, inPart?: RunShownInPart): [string
       ).join(', '),
     ],
     ['started', `${report.startedAt} (took ${seconds(report.startedAt, report.finishedAt)})`],
-    ['jobs', failedJobsLine(outcome) ?? `${jobs.toLocaleString('en-US')}: all succeeded`],
+    ['jobs', failedJobsLine(outcome) ?? `${thousands(jobs)}: all succeeded`],
     ...(report.thresholds.checks.length + report.thresholds.unchecked.length > 0
       ? [
           [

@@ -27,7 +27,7 @@ export interface ReplicatedRedis {
 }
 
 /** socat forwarding a loopback port to another, resolved once it accepts connections. */
-async function forward(listenPort: number, toPort: number): Promise<ChildProcess> {
+export async function forward(listenPort: number, toPort: number): Promise<ChildProcess> {
   const child = spawn('socat', [`TCP-LISTEN:${listenPort},bind=127.0.0.1,reuseaddr,fork`, `TCP:127.0.0.1:${toPort}`], {
     detached: true,
     stdio: 'ignore',
@@ -48,7 +48,7 @@ async function forward(listenPort: number, toPort: number): Promise<ChildProcess
 }
 
 /** Signals socat and the children it forked for each connection (its process group). */
-function signalGroup(child: ChildProcess | undefined, signal: NodeJS.Signals): void {
+export function signalGroup(child: ChildProcess | undefined, signal: NodeJS.Signals): void {
   if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   try {
     process.kill(-child.pid, signal);

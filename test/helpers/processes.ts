@@ -62,6 +62,13 @@ export async function startWorkerProcess(
     ['worker', '--region', region, '--redis', redisUrl, '--prefix', prefix, '--allow-loopback', ...extra],
     env,
   );
-  await worker.waitFor(/"msg":"worker ready"/);
+  try {
+    await worker.waitFor(/"msg":"worker ready"/);
+  } catch (err) {
+    // Not handed to the test, so no after() stops it: a worker left retrying would keep the test
+    // file's process alive for good.
+    await worker.stop('SIGKILL');
+    throw err;
+  }
   return worker;
 }

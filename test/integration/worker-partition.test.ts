@@ -4,7 +4,7 @@
 // measured by both at the same time, only the job in flight is said to have lost its worker, and
 // once the cut-off worker is back its late writes change nothing (fenced by the batch's lock).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -15,6 +15,7 @@ import { waitForRun } from '../../coordinator/distributed-run.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { submitRun } from '../../coordinator/flow.js';
 import { parsePlan } from '../../coordinator/plan-loader.js';
+import { forward, signalGroup } from '../helpers/held-replication.js';
 import { startWorkerProcess, type CliProcess } from '../helpers/processes.js';
 import { freePort, requireRedis, startOwnRedis, testPrefix, type OwnRedis } from '../helpers/redis.js';
 
@@ -117,16 +118,16 @@ describe('a worker cut off from Redis mid-batch', { skip: process.env.CI === 'tr
     requireRedis();
     redis = await startOwnRedis({ persistence: 'none' });
     relayPort = await freePort();
-    relay = spawn('socat', [`TCP-LISTEN:${relayPort},bind=127.0.0.1,reuseaddr,fork`, `TCP:127.0.0.1:${redis.port}`], {
-      stdio: 'ignore',
-    });
+    // Listening before anything else of the test takes a port: the server below, on port 0, could
+    // otherwise be given the relay's port, and the worker would talk to it.
+    relay = await forward(relayPort, redis.port);
     server = await startRecordingServer();
     fleet = openFleet({ redis: { url: redis.url }, prefix, log });
   });
   after(async () => {
     partition?.remove();
     await Promise.all(processes.map((p) => p.stop('SIGKILL')));
-    relay?.kill('SIGKILL');
+    signalGroup(relay, 'SIGKILL');
     await fleet?.close();
     await server?.close();
     await redis?.stop();

@@ -7,6 +7,7 @@ import { RE2JS } from 're2js';
 import type { ProbeError } from '../../contracts/common.js';
 import { CHECKED_BODY_BYTES, DEFAULT_CHECKS, checksReadBody, type ResponseChecks } from '../../contracts/request.js';
 import { printable } from '../../common/printable.js';
+import { thousands } from '../../common/plural.js';
 
 /** Response headers as undici and node:http2 give them (names in lower case). */
 export type CheckedHeaders = Record<string, string | string[] | number | undefined>;
@@ -62,8 +63,7 @@ export class ResponseCheck {
     if (body && this.readsBody) {
       // latin1: one character per byte, so an expression sees every byte and no decoding can fail.
       const text = body.subarray(0, CHECKED_BODY_BYTES).toString('latin1');
-      const of =
-        body.length >= CHECKED_BODY_BYTES ? ` (its first ${CHECKED_BODY_BYTES.toLocaleString('en-US')} bytes)` : '';
+      const of = body.length >= CHECKED_BODY_BYTES ? ` (its first ${thousands(CHECKED_BODY_BYTES)} bytes)` : '';
       if (this.bodyMatches && !this.bodyMatches.matcher(text).find())
         return failed(`the body${of} does not match /${this.bodyMatches.pattern()}/`);
       if (this.bodyNotMatches?.matcher(text).find())

@@ -2,6 +2,7 @@
 // answers to each origin and the browser's verdict on them). CORS_RULES is the order they run in.
 import { finding, type FindingRule } from '../../contracts/findings.js';
 import type { ProbeDetails } from '../../contracts/probes/index.js';
+import { thousands } from '../../common/plural.js';
 
 type Details = ProbeDetails<'cors'>;
 type OriginResult = Details['origins'][number];
@@ -164,10 +165,8 @@ export const refusedOriginStillServed: FindingRule<Details> = (details, where) =
   return finding(
     'CORS_REFUSED_ORIGIN_STILL_SERVED',
     where,
-    `GET from ${served.map((s) => s.origin).join(' and ')}: ${o.get.status} with ${o.get.bodyBytes.toLocaleString('en-US')} B` +
-      (allowedGet
-        ? ` (the allowed ${allowedGet.origin} got ${allowedGet.get.bodyBytes.toLocaleString('en-US')} B)`
-        : '') +
+    `GET from ${served.map((s) => s.origin).join(' and ')}: ${o.get.status} with ${thousands(o.get.bodyBytes)} B` +
+      (allowedGet ? ` (the allowed ${allowedGet.origin} got ${thousands(allowedGet.get.bodyBytes)} B)` : '') +
       ` and no Access-Control-Allow-Origin for it${log}: only the browser hides the response`,
     {
       origins: served.length,

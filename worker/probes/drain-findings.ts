@@ -1,6 +1,7 @@
 // The drain probe's findings: DRAIN_RULES, read from the job's samples and connection counts.
 import { finding, type FindingRule } from '../../contracts/findings.js';
 import type { DrainClientName, DrainMode, DrainSample } from '../../contracts/probes/drain.js';
+import { thousands } from '../../common/plural.js';
 
 export interface DrainFindingInput {
   mode: DrainMode;
@@ -34,7 +35,7 @@ export const unreadBodyBreaksReuse: FindingRule<DrainFindingInput> = (input, whe
   const lengths = [
     ...new Set(answered.flatMap((s) => (s.body.contentLength === undefined ? [] : [s.body.contentLength]))),
   ];
-  const size = lengths.length === 1 ? ` of ${lengths[0].toLocaleString('en-US')} B` : '';
+  const size = lengths.length === 1 ? ` of ${thousands(lengths[0])} B` : '';
   const caps = mode === 'drain' ? capWords(input, answered) : '';
   return finding(
     'UNREAD_BODY_BREAKS_REUSE',
@@ -53,7 +54,7 @@ export const unreadBodyBreaksReuse: FindingRule<DrainFindingInput> = (input, whe
 
 function capWords(input: DrainFindingInput, samples: readonly DrainSample[]): string {
   const over = (hit: 'bytes' | 'time') => samples.filter((s) => s.body.capHit === hit).length;
-  return ` (cap ${input.drainMaxBytes.toLocaleString('en-US')} B / ${input.drainMaxMs} ms: ${over('bytes')} over the byte cap, ${over('time')} still arriving at the time cap)`;
+  return ` (cap ${thousands(input.drainMaxBytes)} B / ${input.drainMaxMs} ms: ${over('bytes')} over the byte cap, ${over('time')} still arriving at the time cap)`;
 }
 
 export const DRAIN_RULES: readonly FindingRule<DrainFindingInput>[] = [unreadBodyBreaksReuse];

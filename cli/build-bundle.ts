@@ -1,0 +1,90 @@
+// `npm run build`'s last step, after tsc: the CLI as one CommonJS script and V8's code cache of it
+// (docs/decisions/034-cli-bundle-and-code-cache.md). Node 20 caches no compiled ES modules, so
+// every start of `probefleet` read, resolved and compiled some 190 module files (zod alone is 95)
+// before it did anything. bin/probefleet.js runs the bundle from its cache.
+//
+// The bundle is built from tsc's output (dist/), so tsc alone defines what the code does. It holds
+// our modules and the light packages most commands load; the heavy ones stay where npm put them
+// and are required when a command needs them, as before. The cache is V8's code for the functions a `plan validate` of an
+// example plan compiled (the code most commands share: yargs, zod, the plan's schema, the YAML
+// reader), written by cli/write-code-cache.ts.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+import { CLI_BUNDLE, CLI_CODE_CACHE, CLI_MODULES_ENTRY } from './bundle-script.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The packages inside the bundle: those most commands load, many small modules each (yaml is 72
+ * files, zod 95). The heavy ones that only some commands need (BullMQ, ioredis, undici,
+ * prom-client, pino) are required from node_modules when a command loads them. */
+const BUNDLED_PACKAGES = ['zod', 'yargs', 'yaml', 'cron-parser', 're2js'];
+
+/**
+ * `import.meta` in a bundled module means that module's own file, as it did unbundled: workers
+ * threads, lab files and `createRequire` are found from it. The bundle passes its own directory
+ * as `__dirname`; each module's path is written relative to that.
+ */
+const importMetaOfEachFile: Plugin = {
+  name: 'import-meta-of-each-file',
+  setup(builder) {
+    builder.onLoad({ filter: /\.m?js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      if (!source.includes('import.meta')) return undefined;
+      const fromBundle = path.relative(path.dirname(CLI_BUNDLE), args.path);
+      return {
+        contents: source.replaceAll('import.meta', `__importMetaOf(${JSON.stringify(fromBundle)})`),
+        loader: 'js',
+      };
+    });
+  },
+};
+
+/** `import.meta` of the file at `fromBundle`, for the plugin above. Strict mode first, as esbuild's
+ * own prologue would have it (ES modules are strict). The bundle's directory is kept at once: a
+ * bundled package's module-level `__dirname` (yargs has one) becomes a `var` of the bundle's scope,
+ * and takes the name over. */
+const IMPORT_META_OF = `"use strict";
+const __bundleDirectory = __dirname;
+const __importMetaOf = (fromBundle) => {
+  const filename = require('node:path').resolve(__bundleDirectory, fromBundle);
+  const url = require('node:url').pathToFileURL(filename).href;
+  const resolve = (specifier) => require('node:url').pathToFileURL(require('node:module').createRequire(filename).resolve(specifier)).href;
+  return { url, filename, dirname: require('node:path').dirname(filename), resolve };
+};`;
+
+async function buildCliBundle(): Promise<void> {
+  // A cache left from an earlier bundle must not meet the new one: V8 checks its source's length only.
+  rmSync(CLI_CODE_CACHE, { force: true });
+  const { dependencies } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
+  await build({
+    entryPoints: [CLI_MODULES_ENTRY],
+    outfile: CLI_BUNDLE,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: `node${process.versions.node.split('.')[0]}`,
+    external: Object.keys(dependencies).filter((name) => !BUNDLED_PACKAGES.includes(name)),
+    // `await import('undici')` made require(): a script run by vm has no loader for import().
+    supported: { 'dynamic-import': false },
+    banner: { js: IMPORT_META_OF },
+    plugins: [importMetaOfEachFile],
+    logLevel: 'warning',
+  });
+  execFileSync(
+    process.execPath,
+    [
+      fileURLToPath(new URL('./write-code-cache.js', import.meta.url)),
+      'plan',
+      'validate',
+      'examples/compose-nightly.yaml',
+    ],
+    { cwd: REPO_ROOT, stdio: 'ignore' },
+  );
+}
+
+await buildCliBundle();

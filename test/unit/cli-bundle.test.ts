@@ -1,0 +1,67 @@
+// The CLI's bundle (cli/build-bundle.ts, docs/decisions/034-cli-bundle-and-code-cache.md): what
+// `npm run build` made is what bin/probefleet.js runs, V8 takes its code cache, and it answers as
+// the modules it was built from do, output and exit status alike.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { CLI_MODULES_ENTRY, cliBundleIsCurrent } from '../../cli/bundle-script.js';
+import { CLI, REPO_ROOT, runCli, type CliOutcome } from '../helpers/repo.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+/** `probefleet ARGS` run from tsc's modules, as bin/probefleet.js runs them when the bundle is old. */
+function runModules(args: string[]): Promise<CliOutcome> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI_MODULES_ENTRY, ...args],
+      { cwd: REPO_ROOT, timeout: 60_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+test('the build left a bundle as new as its modules, and V8 takes its code cache in a process started as probefleet is', async () => {
+  assert.ok(cliBundleIsCurrent(), 'dist/cli/probefleet.bundle.cjs is older than tsc output: run npm run build');
+  // A process of its own, with node's flags as bin/probefleet.js has them: V8 refuses a cache made
+  // under other flags, and the test runner's are not a user's.
+  const check = `
+    const { compileCliBundle, readCliCodeCache } = await import(${JSON.stringify(new URL('../../cli/bundle-script.js', import.meta.url).href)});
+    const cache = readCliCodeCache();
+    process.stdout.write(JSON.stringify({ bytes: cache?.length ?? 0, rejected: compileCliBundle(cache).cachedDataRejected }));`;
+  const outcome = await new Promise<CliOutcome>((resolve) => {
+    execFile(process.execPath, ['--input-type=module', '-e', check], { cwd: REPO_ROOT }, (err, stdout, stderr) =>
+      resolve({ code: err ? 1 : 0, stdout, stderr }),
+    );
+  });
+  assert.equal(outcome.code, 0, outcome.stderr);
+  const { bytes, rejected } = JSON.parse(outcome.stdout) as { bytes: number; rejected: boolean };
+  assert.ok(bytes > 100_000, `a code cache of ${bytes} bytes`);
+  assert.equal(rejected, false, 'V8 refused the code cache the build wrote');
+});
+
+test('the bundle answers as its modules do: output, errors and exit status', async () => {
+  const dir = tempDir('probefleet-cli-bundle-');
+  const badPlan = path.join(dir, 'bad.yaml');
+  await writeFile(badPlan, 'name: bad\ntargets: [{ name: api, url: "ftp://127.0.0.1/" }]\nexperiments: []\n');
+  const cases = [
+    ['--help'],
+    ['--version'],
+    ['plan', 'validate', 'examples/compose-nightly.yaml'],
+    ['plan', 'expand', 'examples/compose-nightly.yaml'],
+    ['plan', 'validate', badPlan],
+    ['run', '--help'],
+    ['no-such-command'],
+  ];
+  for (const args of cases) {
+    const [bundled, modules] = await Promise.all([runCli(args), runModules(args)]);
+    assert.deepEqual(
+      { ...bundled, stderr: bundled.stderr.replaceAll(CLI, 'CLI') },
+      { ...modules, stderr: modules.stderr.replaceAll(CLI_MODULES_ENTRY, 'CLI') },
+      `probefleet ${args.join(' ')}`,
+    );
+    if (args[0] === 'plan' && args[2] === badPlan) assert.equal(bundled.code, 2, bundled.stderr);
+  }
+});
