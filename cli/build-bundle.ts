@@ -9,11 +9,11 @@
 // example plan compiled (the code most commands share: yargs, zod, the plan's schema, the YAML
 // reader), written by cli/write-code-cache.ts.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
-import { CLI_BUNDLE, CLI_CODE_CACHE, CLI_MODULES_ENTRY } from './bundle-script.js';
+import { CLI_BUNDLE, CLI_CODE_CACHE_NAME, CLI_MODULES_ENTRY } from './bundle-script.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -57,7 +57,9 @@ const __importMetaOf = (fromBundle) => {
 
 async function buildCliBundle(): Promise<void> {
   // A cache left from an earlier bundle must not meet the new one: V8 checks its source's length only.
-  rmSync(CLI_CODE_CACHE, { force: true });
+  const directory = path.dirname(CLI_BUNDLE);
+  for (const name of readdirSync(directory).filter((file) => CLI_CODE_CACHE_NAME.test(file)))
+    rmSync(path.join(directory, name));
   const { dependencies } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
     dependencies: Record<string, string>;
   };

@@ -10,7 +10,12 @@ import vm from 'node:vm';
 /** tsc's output, which the bundle is built from. */
 export const CLI_MODULES_ENTRY = fileURLToPath(new URL('./probefleet.js', import.meta.url));
 export const CLI_BUNDLE = fileURLToPath(new URL('./probefleet.bundle.cjs', import.meta.url));
-export const CLI_CODE_CACHE = fileURLToPath(new URL('./probefleet.bundle.code-cache', import.meta.url));
+/** V8's code cache of the bundle, one per Node version: V8 refuses another version's, and a Node
+ * that finds none of its own does not read one. */
+export const CLI_CODE_CACHE = fileURLToPath(
+  new URL(`./probefleet.bundle.${process.version}.code-cache`, import.meta.url),
+);
+export const CLI_CODE_CACHE_NAME = /^probefleet\.bundle\.v[\d.]+\.code-cache$/;
 
 /** Whether the bundle was built from tsc's latest output: a `tsc` run alone leaves it behind. */
 export function cliBundleIsCurrent(): boolean {
