@@ -5,9 +5,9 @@
 //
 // The bundle is built from tsc's output (dist/), so tsc alone defines what the code does. It holds
 // our modules and the light packages most commands load; the heavy ones stay where npm put them
-// and are required when a command needs them, as before. The cache is V8's code for the functions a `plan validate` of an
-// example plan compiled (the code most commands share: yargs, zod, the plan's schema, the YAML
-// reader), written by cli/write-code-cache.ts.
+// and are required when a command needs them, as before. The cache is V8's code for the functions
+// a `plan validate` of an example plan compiled (the code most commands share: yargs, zod, the
+// plan's schemas, the YAML reader), written by cli/write-code-cache.ts.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -23,9 +23,10 @@ const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUNDLED_PACKAGES = ['zod', 'yargs', 'yaml', 'cron-parser', 're2js'];
 
 /**
- * `import.meta` in a bundled module means that module's own file, as it did unbundled: workers
- * threads, lab files and `createRequire` are found from it. The bundle passes its own directory
- * as `__dirname`; each module's path is written relative to that.
+ * `import.meta` in a bundled module means that module's own file, as it did unbundled: worker
+ * threads, the isolated-job process and `createRequire` are found from it. Each module's path is
+ * written relative to the bundle's directory. (The text is replaced wherever it stands, comments
+ * included, which changes nothing there.)
  */
 const importMetaOfEachFile: Plugin = {
   name: 'import-meta-of-each-file',
@@ -85,7 +86,8 @@ async function buildCliBundle(): Promise<void> {
       'validate',
       'examples/compose-nightly.yaml',
     ],
-    { cwd: REPO_ROOT, stdio: 'ignore' },
+    // Its errors are the build's: a bundle that cannot validate a plan must not be shipped.
+    { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
   );
 }
 
