@@ -75,7 +75,7 @@ const MAX_ALIAS_EXPANSIONS = 100;
 const ENTRY_FIELDS = ['targets', 'labels'];
 const URL_LIKE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::\d{1,5})?$/;
-const LIMIT_TEXT = `${thousands(TARGET_FILE_LIMITS.targets)}`;
+const LIMIT_TEXT = thousands(TARGET_FILE_LIMITS.targets);
 
 /**
  * A target's name from its URL: host, port (the scheme's default when the URL has none) and path
