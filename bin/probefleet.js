@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The compiled CLI lives in dist/ (built by `npm ci` through the prepare script, or `npm run build`).
-// It runs as one script compiled from V8's code cache (cli/bundle-script.ts), or, where that bundle
-// is older than tsc's output (a `tsc` run alone), as the modules it is built from.
+// It runs as one script compiled from V8's code cache (cli/bundle-script.ts), or, where a file that
+// bundle was built from is newer than it (a `tsc` run alone, `tsc --watch`), as the modules.
 import { existsSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 

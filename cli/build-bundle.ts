@@ -1,6 +1,6 @@
 // `npm run build`'s last step, after tsc: the CLI as one CommonJS script and V8's code cache of it
 // (docs/decisions/034-cli-bundle-and-code-cache.md). Node 20 caches no compiled ES modules, so
-// every start of `probefleet` read, resolved and compiled some 190 module files (zod alone is 95)
+// every start of `probefleet` read, resolved and compiled some 270 module files (zod 95, yaml 72)
 // before it did anything. bin/probefleet.js runs the bundle from its cache.
 //
 // The bundle is built from tsc's output (dist/), so tsc alone defines what the code does. It holds
@@ -9,11 +9,11 @@
 // a `plan validate` of an example plan compiled (the code most commands share: yargs, zod, the
 // plan's schemas, the YAML reader), written by cli/write-code-cache.ts.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
-import { CLI_BUNDLE, CLI_CODE_CACHE_NAME, CLI_MODULES_ENTRY } from './bundle-script.js';
+import { CLI_BUNDLE, CLI_BUNDLE_INPUTS, CLI_CODE_CACHE_NAME, CLI_MODULES_ENTRY } from './bundle-script.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -64,7 +64,7 @@ async function buildCliBundle(): Promise<void> {
   const { dependencies } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
     dependencies: Record<string, string>;
   };
-  await build({
+  const { metafile } = await build({
     entryPoints: [CLI_MODULES_ENTRY],
     outfile: CLI_BUNDLE,
     bundle: true,
@@ -77,7 +77,14 @@ async function buildCliBundle(): Promise<void> {
     banner: { js: IMPORT_META_OF },
     plugins: [importMetaOfEachFile],
     logLevel: 'warning',
+    metafile: true,
   });
+  // What bin/probefleet.js checks the bundle against: tsc's files in it (metafile paths are the
+  // working directory's).
+  const inputs = Object.keys(metafile.inputs)
+    .map((input) => path.relative(directory, path.resolve(input)))
+    .filter((file) => !file.split(path.sep).includes('node_modules'));
+  writeFileSync(CLI_BUNDLE_INPUTS, `${JSON.stringify(inputs)}\n`);
   execFileSync(
     process.execPath,
     [

@@ -3,7 +3,7 @@
 // the modules it was built from do, output and exit status alike.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, utimesSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -52,6 +52,19 @@ test('the build left a bundle as new as its modules, and V8 takes its code cache
   const { bytes, rejected } = JSON.parse(outcome.stdout) as { bytes: number; rejected: boolean };
   assert.ok(bytes > 100_000, `a code cache of ${bytes} bytes`);
   assert.equal(rejected, false, 'V8 refused the code cache the build wrote');
+});
+
+test('a file of tsc output newer than the bundle (a tsc alone, or tsc --watch rewriting one file) makes the bundle stale', () => {
+  const input = path.join(path.dirname(CLI_MODULES_ENTRY), 'commands/plan.js');
+  const { atime, mtime } = statSync(input);
+  assert.ok(cliBundleIsCurrent(), 'current before');
+  try {
+    utimesSync(input, atime, new Date(Date.now() + 60_000));
+    assert.equal(cliBundleIsCurrent(), false, 'commands/plan.js rewritten after the bundle');
+  } finally {
+    utimesSync(input, atime, mtime);
+  }
+  assert.ok(cliBundleIsCurrent(), 'current again');
 });
 
 test('the bundle answers as its modules do: output, errors and exit status', async () => {
