@@ -7,11 +7,13 @@
 // machine includes waiting for a CPU). Markdown on stdout. Not part of `npm run bench`:
 //   npm run build && node dist/bench/cli-startup.js [--rounds 11]
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { CLI_CODE_CACHE, cliBundleIsCurrent } from '../cli/bundle-script.js';
 import { median } from '../common/stats.js';
 import { startBenchRedis } from './queue.js';
 
@@ -91,10 +93,16 @@ const rows = commands.map(({ name, judged }) => {
   const verdict = judged ? `≤ ${TARGET_MS} ms: ${wallMs <= TARGET_MS ? 'met' : 'missed'}` : '(the floor)';
   return `| \`${name}\` | ${Math.round(wallMs)} ms | ${(wallMs / bare.wallMs).toFixed(2)}x | ${Math.round(cpuMs)} ms | ${verdict} |`;
 });
+/** What bin/probefleet.js ran (decision 034), so that a figure of the modules is not taken for one of the bundle. */
+const ran = !cliBundleIsCurrent()
+  ? 'the modules (the bundle is older than tsc output: npm run build)'
+  : existsSync(CLI_CODE_CACHE)
+    ? 'the bundle, with its code cache'
+    : `the bundle, without a code cache (none for Node ${process.version})`;
 process.stdout.write(
   [
     `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} CPUs, Node ${process.version}; ${rounds} rounds;` +
-      ` one-minute load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after.`,
+      ` one-minute load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after; the CLI ran as ${ran}.`,
     '',
     '| command | wall, start to exit (median) | over `node -e 0` | CPU, user + system (median) | target |',
     '|---|---:|---:|---:|---|',
