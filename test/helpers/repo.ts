@@ -11,15 +11,16 @@ export interface CliOutcome {
   stderr: string;
 }
 
-/** Runs the real `probefleet` binary from the repository root. */
+/** Runs the real `probefleet` binary from the repository root; `entry`, another script in its
+ * place (test/unit/cli-bundle.test.ts runs tsc's modules directly). */
 export function runCli(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; entry?: string } = {},
 ): Promise<CliOutcome> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [CLI, ...args],
+      [options.entry ?? CLI, ...args],
       {
         cwd: REPO_ROOT,
         env: { ...process.env, ...options.env },

@@ -11,19 +11,6 @@ import { CLI_CODE_CACHE, CLI_CODE_CACHE_NAME, CLI_MODULES_ENTRY, cliBundleIsCurr
 import { CLI, REPO_ROOT, runCli, type CliOutcome } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
-/** `probefleet ARGS` run from tsc's modules, as bin/probefleet.js runs them when the bundle is old. */
-function runModules(args: string[]): Promise<CliOutcome> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI_MODULES_ENTRY, ...args],
-      { cwd: REPO_ROOT, timeout: 60_000 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
 test('the build left a bundle as new as its modules, and V8 takes its code cache in a process started as probefleet is', async (t) => {
   assert.ok(cliBundleIsCurrent(), 'dist/cli/probefleet.bundle.cjs is older than tsc output: run npm run build');
   if (!existsSync(CLI_CODE_CACHE)) {
@@ -81,7 +68,7 @@ test('the bundle answers as its modules do: output, errors and exit status', asy
     ['no-such-command'],
   ];
   for (const args of cases) {
-    const [bundled, modules] = await Promise.all([runCli(args), runModules(args)]);
+    const [bundled, modules] = await Promise.all([runCli(args), runCli(args, { entry: CLI_MODULES_ENTRY })]);
     assert.deepEqual(
       { ...bundled, stderr: bundled.stderr.replaceAll(CLI, 'CLI') },
       { ...modules, stderr: modules.stderr.replaceAll(CLI_MODULES_ENTRY, 'CLI') },
