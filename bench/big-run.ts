@@ -8,8 +8,12 @@
 //   - the report ready (the `run` process has written it and exited) after the last job finished;
 //   - Redis memory per finished job once the report is stored (what the retention settings keep);
 //   - `probefleet report FILE` of the run JSON written: its time and peak RSS (read in parts).
+// With --next-night, the plan runs again as the next night's run, compared by the coordinator with
+// a baseline of 7 (the first run and 6 copies of it stored as the nights before): the coordinator's
+// peak RSS through that night, its comparison stored after the report, and the slowest answer of
+// its /metrics while it compared (Prometheus gives up on a scrape after 10 s by default).
 // Not part of `npm run bench` (it takes minutes); run it when a big run is in question:
-//   npm run build && node dist/bench/big-run.js [--jobs 100000] [--submit-only]
+//   npm run build && node dist/bench/big-run.js [--jobs 100000] [--submit-only | --next-night]
 // Up to 500,000 jobs a region has 10,000 (100 targets); past that, 50 regions of more targets,
 // those past the 100 a plan lists by hand read from a file (`targetFiles`).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -27,6 +31,10 @@ import { redisOptions } from '../common/redis.js';
 import { TIED_TO_THIS_PROCESS } from '../regions/system.js';
 import { processMemoryKb } from './measure.js';
 import { queuePlanYaml, startBenchRedis, type PlanShape } from './queue.js';
+import { thousands } from '../common/plural.js';
+import { freeLoopbackPort } from '../common/redis-server.js';
+import { DEFAULT_QUEUE_PREFIX } from '../contracts/queues.js';
+import { ReportStore } from '../coordinator/report-store.js';
 
 const CLI = fileURLToPath(new URL('../../bin/probefleet.js', import.meta.url));
 const TARGETS = {
@@ -41,7 +49,11 @@ const MAX_REGIONS = 50;
 const JOBS_PER_TARGET = 100;
 
 const { values } = parseArgs({
-  options: { jobs: { type: 'string', default: '100000' }, 'submit-only': { type: 'boolean', default: false } },
+  options: {
+    jobs: { type: 'string', default: '100000' },
+    'submit-only': { type: 'boolean', default: false },
+    'next-night': { type: 'boolean', default: false },
+  },
 });
 const jobs = Number(values.jobs);
 const regionCount = Math.min(MAX_REGIONS, jobs / JOBS_PER_REGION);
@@ -104,6 +116,90 @@ async function scanRunJson(file: string): Promise<{ results: number; unfinished:
   return scanned;
 }
 
+/** The nights before the next night's run, stored as copies of the first run ('big'): with it,
+ * the baseline of 7 the coordinator compares the next night's run with. */
+async function storeEarlierNights(store: ReportStore, nights: number): Promise<void> {
+  const first = (await store.parts('big'))!;
+  for (let k = 1; k <= nights; k++) {
+    const runId = `big-earlier-${k}`;
+    const draft = store.draft(runId);
+    for await (const page of first.pages())
+      await draft.add(page.map((r) => ({ ...r, runId, jobId: r.jobId.replace(/^big\./, `${runId}.`) })));
+    const daysBefore = (at: string) => new Date(Date.parse(at) - k * 86_400_000).toISOString();
+    const { head } = first;
+    await store.saveIfAbsent(
+      { ...head, runId, startedAt: daysBefore(head.startedAt), finishedAt: daysBefore(head.finishedAt) },
+      draft,
+    );
+  }
+}
+
+/** The plan run again ('big-next'), its report waited for as before, then its comparison: what the
+ * coordinator's night with a baseline costs it. */
+async function nextNight(plan: string, common: string[], coordinatorPid: number, metricsUrl: string) {
+  const store = new ReportStore(client, DEFAULT_QUEUE_PREFIX);
+  await storeEarlierNights(store, 6);
+  // The coordinator's peak RSS from here on: Linux resets VmHWM on "5" (proc(5), clear_refs).
+  await writeFile(`/proc/${coordinatorPid}/clear_refs`, '5');
+  let peakMb = 0;
+  let slowestScrapeMs = 0;
+  let scrapes = 0;
+  const scrape = async () => {
+    const started = performance.now();
+    const answer = await fetch(metricsUrl, { signal: AbortSignal.timeout(30_000) });
+    await answer.text();
+    slowestScrapeMs = Math.max(slowestScrapeMs, performance.now() - started);
+    scrapes++;
+  };
+  const readPeak = () => (peakMb = Math.max(peakMb, Math.round(processMemoryKb(coordinatorPid).hwm / 1024)));
+  let watching = true;
+  let watchFailed: Error | undefined;
+  const watched = (async () => {
+    while (watching) {
+      readPeak();
+      await scrape();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  })().catch((err: Error) => (watchFailed = err));
+  say('the next night: the same plan again, compared with a baseline of 7');
+  const submitted = await cli(['run', plan, ...common, '--detach', '--run-id', 'big-next']).done;
+  if (submitted.code !== 0) throw new Error(`run --detach exited ${submitted.code}: ${submitted.stderr}`);
+  const waited = await cli(['run', plan, ...common, '--run-id', 'big-next', '--json', path.join(dir, 'next.json')])
+    .done;
+  if (waited.code !== 0) throw new Error(`run exited ${waited.code}: ${waited.stderr}`);
+  let comparison = await store.getComparison('big-next');
+  while (!comparison) {
+    if (Date.now() - waited.endedAt > 30 * 60_000) throw new Error('no comparison stored 30 minutes after the report');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    comparison = await store.getComparison('big-next');
+  }
+  const comparedSeconds = (Date.now() - waited.endedAt) / 1000;
+  watching = false;
+  await watched;
+  if (watchFailed) throw new Error(`the coordinator's /metrics did not answer: ${watchFailed.message}`);
+  readPeak();
+  const { regressed, improved, unchanged } = comparison.summary;
+  return [
+    {
+      what: 'the next night: comparison stored after its report (the coordinator, a baseline of 7 runs of this size)',
+      result: `${comparedSeconds.toFixed(1)} s (${thousands(regressed)} regressed, ${thousands(improved)} improved, ${thousands(unchanged)} unchanged)`,
+      target: 'stated',
+    },
+    {
+      what: 'the next night: peak RSS of `probefleet coordinator` through its run, report and comparison',
+      result: `${peakMb} MB`,
+      target: `< ${TARGETS.peakRssMb} MB`,
+      met: peakMb < TARGETS.peakRssMb,
+    },
+    {
+      what: `the next night: the coordinator's slowest answer to \`GET /metrics\` (one a second, ${scrapes} in all)`,
+      result: `${(slowestScrapeMs / 1000).toFixed(2)} s`,
+      target: "< 10 s (Prometheus' default scrape timeout)",
+      met: slowestScrapeMs < 10_000,
+    },
+  ];
+}
+
 const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-big-run-'));
 const redis = await startBenchRedis();
 const client = new Redis(redisOptions({ url: redis.url }));
@@ -137,8 +233,9 @@ try {
   });
 
   if (!values['submit-only']) {
+    const coordinatorPort = await freeLoopbackPort();
     const started = [
-      cli(['coordinator', ...common, '--port', '0']),
+      cli(['coordinator', ...common, '--port', String(coordinatorPort)]),
       ...regions.map((region) => cli(['worker', '--region', region, '--redis', redis.url, '--allow-loopback'])),
     ];
     services.push(...started.map((service) => service.child));
@@ -217,6 +314,15 @@ try {
       result: `${Math.round(perJob)} bytes`,
       target: "stated; bounded by the reports' retention (`--report-retention-days`, `--report-retention-count`)",
     });
+    if (values['next-night']) {
+      const coordinator = services[0]!;
+      rows.push(
+        ...(await Promise.race([
+          nextNight(plan, common, coordinator.pid!, `http://127.0.0.1:${coordinatorPort}/metrics`),
+          serviceEnded,
+        ])),
+      );
+    }
   }
 } finally {
   for (const child of services) child.kill('SIGTERM');

@@ -68,13 +68,15 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
   const metrics = createCoordinatorMetrics(fleet, knownRegions, log);
   const pusher = options.pushgateway ? new MetricsPusher(options.pushgateway, log, metrics.registry) : undefined;
 
+  // Aborted when the coordinator closes: its sweeps end, and a comparison being made stops.
+  const stop = new AbortController();
   // Runs jobs Redis was too full for, by job id: tried again later (backing off), and said on /healthz.
   const refused = new Map<string, { backoff: Backoff; problem: string }>();
   const worker = runsWorker(fleet, log, metrics, async (job: Job, token: string | undefined) => {
     try {
       const done = await (async () => {
         if (job.name === JOB_NAMES.scheduledRun) return fireSchedule(fleet, job, options.maxJobs, log);
-        if (job.name === JOB_NAMES.run) return finish(fleet, job, metrics, pusher, log);
+        if (job.name === JOB_NAMES.run) return finish(fleet, job, metrics, pusher, log, stop.signal);
         throw new UnrecoverableError(`unexpected job "${job.name}" in queue ${RUNS_QUEUE}`);
       })();
       refused.delete(job.id ?? '');
@@ -100,7 +102,6 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
     }
   });
 
-  const stop = new AbortController();
   const everyInterval = () =>
     sleep(options.sweepIntervalMs ?? 5_000, undefined, { signal: stop.signal }).catch(() => {});
   const sweeping = sweepDeadlines(fleet, log, stop.signal, everyInterval);
@@ -208,13 +209,15 @@ async function fireSchedule(fleet: Fleet, job: Job, maxJobs: number | undefined,
   return { runId: run.runId, jobs: run.jobs.length };
 }
 
-/** A run's children are done: its report, counted and pushed, and compared with its baseline. */
+/** A run's children are done: its report, counted and pushed, and compared with its baseline
+ * (unless `signal` stops the comparison: the coordinator is closing). */
 async function finish(
   fleet: Fleet,
   job: Job,
   metrics: CoordinatorMetrics,
   pusher: MetricsPusher | undefined,
   log: Logger,
+  signal: AbortSignal,
 ) {
   const { head, stored } = await finishRun(fleet, job);
   const run = await fleet.store.parts(head.runId);
@@ -222,7 +225,7 @@ async function finish(
   await metrics.recordRun(run);
   // Idempotent: the `run` command that waited for this run pushes the same stored report.
   if (pusher) await pushRunMetrics(pusher, run, log);
-  await compareWithBaseline(fleet.store, run, { log, ...(pusher ? { pusher } : {}) });
+  await compareWithBaseline(fleet, head, { log, signal, ...(pusher ? { pusher } : {}) });
   const summary = summarizeReport(head);
   log.info({ ...summary, storedHere: stored }, 'run finished');
   return summary;

@@ -4,20 +4,16 @@
 // reads the comparison the coordinator stored). `--fail-on` turns regressions into exit code 3.
 import type { Argv, CommandModule } from 'yargs';
 import { BadArgumentError } from '../../common/bad-input.js';
-import { createLogger } from '../../common/log.js';
 import type { RunComparison } from '../../contracts/comparison.js';
-import { compareRuns } from '../../coordinator/compare/compare-runs.js';
-import type { RunParts } from '../../coordinator/run-parts.js';
+import { compareInThread, type ComparisonRequest } from '../../coordinator/compare/compare-thread.js';
 import {
   renderComparisonHtml,
   renderComparisonMarkdown,
   renderComparisonText,
 } from '../../coordinator/compare/render.js';
-import type { FleetClient } from '../../coordinator/fleet-client.js';
-import { readRunFileParts } from '../../coordinator/report/run-file.js';
 import { EXIT_REGRESSED } from '../exit-codes.js';
 import type { ArgsOf } from '../options/args.js';
-import { redisArgs, redisUrlFrom } from '../options/redis.js';
+import { prefixOf, redisArgs, redisUrlFrom } from '../options/redis.js';
 import { writeRenderedFiles } from './report-files.js';
 import { printableJsonText } from '../../common/printable.js';
 
@@ -83,20 +79,6 @@ export function failures(c: RunComparison, failOn: FailOn): string[] {
   ];
 }
 
-/** A stored run, to be read a page at a time. */
-async function storedRun(fleet: FleetClient, id: string): Promise<RunParts> {
-  const run = await fleet.store.parts(id);
-  if (!run)
-    throw new BadArgumentError(
-      `no stored run "${id}" (see: probefleet runs list; reports expire after the coordinator's retention)`,
-    );
-  return run;
-}
-
-/** The earlier runs newest first, as the baseline takes them. */
-const newestFirst = (runs: RunParts[]) =>
-  [...runs].sort((a, b) => Date.parse(b.head.startedAt) - Date.parse(a.head.startedAt));
-
 async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunComparison> {
   const useRedis = redisUrlFrom(args) !== undefined;
   const runs = args.runs ?? [];
@@ -115,37 +97,19 @@ async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunCompari
         '--baseline counts stored runs for --previous; otherwise the baseline is the runs given before the last',
       );
   }
-  const after = runs.length > 0 ? runs[runs.length - 1] : undefined;
-  const earlier = runs.slice(0, -1);
-  if (!useRedis) {
-    // Each file is checked whole here (its head and every result) and read again a page at a time.
-    const parts = await Promise.all(runs.map((file) => readRunFileParts(file)));
-    const sources = new Map(parts.map((r, i) => [r, runs[i]]));
-    const baseline = newestFirst(parts.slice(0, -1));
-    return compareRuns(baseline, parts[parts.length - 1]!, {
-      baseline: baseline.map((r) => sources.get(r)!),
-      after: after!,
-    });
-  }
-  // Loaded here: comparing run files needs neither a Redis client nor the coordinator's baseline
-  // step (which pushes metrics: prom-client).
-  const { fleetClientOf } = await import('../options/fleet.js');
-  const { comparisonWithBaseline } = await import('../../coordinator/compare/with-baseline.js');
-  const fleet = fleetClientOf(args, createLogger('compare', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
-  try {
-    if (!args.previous) {
-      const baseline = newestFirst(await Promise.all(earlier.map((id) => storedRun(fleet, id))));
-      return await compareRuns(baseline, await storedRun(fleet, after!));
-    }
-    const id = after ?? (await fleet.store.list(1))[0]?.runId;
-    if (!id) throw new BadArgumentError('no stored runs (see: probefleet runs list)');
-    const report = await storedRun(fleet, id);
-    const comparison = await comparisonWithBaseline(fleet.store, report, args.baseline);
-    if ('noBaseline' in comparison) throw new BadArgumentError(comparison.noBaseline);
-    return comparison;
-  } finally {
-    await fleet.close();
-  }
+  // Loaded only here: comparing run files needs no Redis client (the thread loads its own).
+  const stored = useRedis && {
+    redis: (await import('../options/fleet.js')).redisSettingsOf(args),
+    prefix: prefixOf(args),
+  };
+  const request: ComparisonRequest = !stored
+    ? { files: runs }
+    : args.previous
+      ? { stored, previous: runs[0], baselineRuns: args.baseline }
+      : { stored, runs };
+  const made = await compareInThread(request, { logLevel: process.env.PROBEFLEET_LOG_LEVEL ?? 'warn' });
+  if ('noBaseline' in made) throw new BadArgumentError(made.noBaseline);
+  return made;
 }
 
 export const compareCommand: CommandModule<object, ArgsOf<typeof options>> = {

@@ -19,7 +19,8 @@ import {
   type RedisArgs,
 } from './redis.js';
 
-/** `bounded`: for a command that ends, every Redis command fails after --redis-timeout. */
+/** `bounded`: for a command that ends, every Redis command fails after --redis-timeout (unbounded:
+ * `compare --redis`, whose reads wait for Redis). */
 export function redisSettingsOf(args: RedisArgs, options: { bounded?: boolean } = {}): RedisSettings {
   const settings = redisSettingsFrom(
     redisUrlFrom(args) ?? DEFAULT_REDIS_URL,
@@ -41,9 +42,6 @@ export function fleetOptionsOf(
     ...(options.retention ? { retention: options.retention } : {}),
   };
 }
-
-/** The fleet's client alone, unbounded (`compare --redis`: its reads wait for Redis). */
-export const fleetClientOf = (args: RedisArgs, log: Logger): FleetClient => openFleetClient(fleetOptionsOf(args, log));
 
 /** A command that ends, on the fleet's queues (BullMQ): as withFleetClient, with the queues open too. */
 export async function withFleet<T>(

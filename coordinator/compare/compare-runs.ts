@@ -664,11 +664,21 @@ export async function compareRuns(
   const afterFacts = await readJobs(inParts(after), (job) => afterJobs.push(slots.add(job)));
   const afterIndex = new Map(afterJobs.map((job, j) => [job.key, j]));
   // One earlier run at a time, each read once; of those before the newest, only their numbers
-  // and facts are kept (differences and findings are against the newest).
+  // and the facts their summaries name are kept (differences and findings are against the newest).
   const pairings: Pairing[] = [];
   for (const run of baseline) {
     const pairing = await pairEarlierRun(inParts(run), afterJobs, slots, afterIndex);
-    pairings.push(pairings.length === 0 ? pairing : { ...pairing, byPlace: [], onlyBefore: [], onlyAfter: [] });
+    pairings.push(
+      pairings.length === 0
+        ? pairing
+        : {
+            ...pairing,
+            facts: { ...pairing.facts, measuredAt: new Set() },
+            byPlace: [],
+            onlyBefore: [],
+            onlyAfter: [],
+          },
+    );
   }
   const earlier = pairings.map((p) => p.run);
 

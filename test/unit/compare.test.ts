@@ -4,7 +4,7 @@
 // bytes, a load job's throughput and tail).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { RequestSample } from '../../contracts/common.js';
@@ -13,6 +13,11 @@ import { RESULT_SCHEMA, type ProbeResult, type RunReport } from '../../contracts
 import { percentileInterval, percentileRankInterval, prng, wilsonInterval } from '../../common/stats.js';
 import { encodeHistogram, newLatencyHistogram, recordMs } from '../../common/latency-histogram.js';
 import { compareRuns } from '../../coordinator/compare/compare-runs.js';
+import { ComparisonStoppedError, compareInThread } from '../../coordinator/compare/compare-thread.js';
+import { makeComparison } from '../../coordinator/compare/compare-thread-task.js';
+import { BadInputError } from '../../common/bad-input.js';
+import { createLogger } from '../../common/log.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { fewestValuesFor } from '../../coordinator/run-quantities.js';
 import {
   renderComparisonHtml,
@@ -616,5 +621,55 @@ experiments: [{ probe: reuse, requests: 100, modes: [reused, new] }]
     assert.ok(page.includes('&lt;script&gt;alert(1)&lt;/script&gt;'));
     const markdown = renderComparisonMarkdown(c);
     assert.doesNotMatch(markdown, /<script|<img|(?<!\\)\]\(http/);
+  });
+});
+
+describe('a comparison in a thread of its own (compare-thread.ts)', () => {
+  /** Three earlier runs and a new one whose reused requests got slower, written as run files. */
+  async function runFiles(): Promise<string[]> {
+    const dir = tempDir('probefleet-compare-thread-');
+    const runs = [
+      ...(await earlierRuns(REUSE_PLAN, () => around(10))),
+      await runOf('after', REUSE_PLAN, (job) => around(job.mode === 'reused' ? 30 : 10)),
+    ];
+    return Promise.all(
+      runs.map(async (run) => {
+        const file = path.join(dir, `${run.runId}.json`);
+        await writeFile(file, JSON.stringify(run));
+        return file;
+      }),
+    );
+  }
+  const logLevel = 'silent';
+
+  test('makes from run files what the same request makes in this thread', async () => {
+    const request = { files: await runFiles() };
+    const made = await compareInThread(request, { logLevel });
+    assert.deepEqual(made, await makeComparison(request, createLogger('test', logLevel)));
+    assert.ok('summary' in made && made.summary.regressed > 0, JSON.stringify(made).slice(0, 300));
+  });
+
+  test('a run file that is not there is bad input, as the CLI says it (exit 2)', async () => {
+    const [first] = await runFiles();
+    const missing = `${first}.gone`;
+    await assert.rejects(compareInThread({ files: [first!, missing] }, { logLevel }), (err: Error) => {
+      assert.ok(err instanceof BadInputError, `${err.name}: ${err.message}`);
+      assert.ok(err.message.includes(missing), err.message);
+      return true;
+    });
+  });
+
+  test('stopped by its signal: ComparisonStoppedError, and the thread ends (else this file would not)', async () => {
+    const stop = new AbortController();
+    const making = compareInThread({ files: await runFiles() }, { logLevel, signal: stop.signal });
+    stop.abort();
+    await assert.rejects(making, ComparisonStoppedError);
+  });
+
+  test('one that outgrows its heap fails with an error naming the bound; this thread lives on', async () => {
+    await assert.rejects(compareInThread({ files: await runFiles() }, { logLevel, heapMb: 2 }), (err: Error) => {
+      assert.match(err.message, /needs more than its thread's 2 MB of heap/);
+      return true;
+    });
   });
 });

@@ -1,0 +1,99 @@
+// A comparison runs in a thread of its own (compare-thread-task.ts). Comparing a run of 100,000
+// jobs with 7 earlier ones is minutes of CPU and gigabytes of short-lived pages: in a thread the
+// caller's event loop (the coordinator's leases, lock renewals, deadline sweeps and /metrics) never
+// waits on it, its heap is bounded, and all of it is given back when the thread ends.
+import { Worker } from 'node:worker_threads';
+import { BadInputError } from '../../common/bad-input.js';
+import type { RedisSettings } from '../../common/redis.js';
+import { RedisUnreachableError } from '../../common/redis-errors.js';
+import type { RunComparison } from '../../contracts/comparison.js';
+
+/**
+ * The thread's heap (V8's old generation). A comparison of 100,000 jobs of 20 requests with 7
+ * earlier runs holds ~200 MB at its peak (it fails under a bound of 192 MB); under this bound V8
+ * collects the pages read rather than letting them pile up (docs/decisions/035).
+ */
+export const COMPARISON_HEAP_MB = 512;
+
+const TASK_MODULE = new URL('./compare-thread-task.js', import.meta.url);
+
+/** Where a fleet's stored runs are: what the thread opens its own connection with. */
+export interface StoredRunsAt {
+  redis: RedisSettings;
+  prefix: string;
+}
+
+/** What to compare: the earlier runs (the baseline), then the new run last, as run files or stored
+ * run ids; or a stored run with the earlier stored runs of its plan (`baselineRuns` of them, else
+ * the plan's; its stored comparison when none is asked for; the newest stored run when none is named). */
+export type ComparisonRequest =
+  | { files: string[] }
+  | { stored: StoredRunsAt; runs: string[] }
+  | { stored: StoredRunsAt; previous: string | undefined; baselineRuns: number | undefined };
+
+/** Why a run has no comparison: no earlier stored run of its plan to compare it with. */
+export interface NoBaseline {
+  noBaseline: string;
+}
+
+/** How an error crosses back from the thread: its kind (which the CLI's exit code follows) and message. */
+export interface ThreadError {
+  kind: 'bad-input' | 'redis-unreachable' | 'other';
+  message: string;
+}
+
+/** The comparison was stopped by the caller's signal. */
+export class ComparisonStoppedError extends Error {
+  override name = 'ComparisonStoppedError';
+}
+
+const errorOf = ({ kind, message }: ThreadError) =>
+  kind === 'bad-input'
+    ? new BadInputError(message)
+    : kind === 'redis-unreachable'
+      ? new RedisUnreachableError(message)
+      : new Error(message);
+
+/**
+ * The comparison a request asks for, made in a new thread: rejects with the thread's error (a
+ * BadInputError or RedisUnreachableError as such), with one that names the heap bound when the
+ * comparison outgrows it (`heapMb`, COMPARISON_HEAP_MB unless a test asks less), or with ComparisonStoppedError when `signal` aborts (the thread is ended).
+ */
+export function compareInThread(
+  request: ComparisonRequest,
+  options: { logLevel: string; signal?: AbortSignal; heapMb?: number },
+): Promise<RunComparison | NoBaseline> {
+  const { signal, heapMb = COMPARISON_HEAP_MB } = options;
+  if (signal?.aborted) return Promise.reject(new ComparisonStoppedError('stopped before it started'));
+  return new Promise((resolve, reject) => {
+    const thread = new Worker(TASK_MODULE, {
+      workerData: { comparisonRequest: request, logLevel: options.logLevel },
+      resourceLimits: { maxOldGenerationSizeMb: heapMb },
+    });
+    let settled = false;
+    const settle = (outcome: { made: RunComparison | NoBaseline } | { error: Error }) => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      void thread.terminate();
+      if ('made' in outcome) resolve(outcome.made);
+      else reject(outcome.error);
+    };
+    const onAbort = () => settle({ error: new ComparisonStoppedError('stopped while it was being made') });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    thread.on('message', (message: { made?: RunComparison | NoBaseline; error?: ThreadError }) =>
+      settle(message.error ? { error: errorOf(message.error) } : { made: message.made! }),
+    );
+    thread.on('error', (err: Error & { code?: string }) =>
+      settle({
+        error:
+          err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+            ? new Error(`the comparison needs more than its thread's ${heapMb} MB of heap`)
+            : new Error(`the comparison's thread failed: ${err.message}`),
+      }),
+    );
+    thread.on('exit', (code) =>
+      settle({ error: new Error(`the comparison's thread exited (code ${code}) before it was made`) }),
+    );
+  });
+}
