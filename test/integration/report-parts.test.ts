@@ -25,6 +25,7 @@ import { openFleet, type Fleet } from '../../coordinator/fleet.js';
 import { deletePrefix, needsRedis, startOwnRedis, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { runCli } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { captureLog } from '../helpers/logs.js';
 import { probeResult, requestSample } from '../helpers/results.js';
 
 const log = createLogger('test', 'silent');
@@ -194,7 +195,17 @@ describe('a run report stored in parts', needsRedis, () => {
       await fleet.store.saveIfAbsent(headOf(report), draft);
       runs.push(report);
     }
-    const stored = (await compareWithBaseline(fleet, (await fleet.store.getHead('compared-3'))!, { log }))!;
+    const head = (await fleet.store.getHead('compared-3'))!;
+    // Stopped (the coordinator closing): nothing stored, and its log says how to make it later.
+    const stopping = new AbortController();
+    const captured = captureLog('warn');
+    const making = compareWithBaseline(fleet, head, { log: captured.log, signal: stopping.signal });
+    stopping.abort();
+    assert.equal(await making, undefined);
+    assert.equal(await fleet.store.getComparison('compared-3'), undefined);
+    assert.match(captured.text(), /was stopped .*probefleet compare --previous compared-3 makes it/);
+
+    const stored = (await compareWithBaseline(fleet, head, { log }))!;
     assert.deepEqual(
       stored.baseline.map((r) => r.runId),
       ['compared-2', 'compared-1'],
