@@ -45,3 +45,13 @@ export function settledByBound<T>(
     });
   });
 }
+
+/** A turn-taker: each task given starts once every task given before it has settled (either way). */
+export function oneAtATime(): <T>(task: () => Promise<T>) => Promise<T> {
+  let last: Promise<unknown> = Promise.resolve();
+  return (task) => {
+    const run = last.then(task, task);
+    last = run.catch(() => {});
+    return run;
+  };
+}

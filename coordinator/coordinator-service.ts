@@ -17,7 +17,7 @@ import { DEFAULT_REDIS_TIMEOUT_SECONDS } from '../common/redis-defaults.js';
 import { Backoff, describeFull, isFull, isRedisFull, redisMemory } from '../common/redis-errors.js';
 import { settlesWithin } from '../common/settle.js';
 import { FleetWorker, refuseUnreadable } from '../worker/fleet-worker.js';
-import { compareWithBaseline } from './compare/with-baseline.js';
+import { comparisonsOneAtATime, type ComparisonsOneAtATime } from './compare/with-baseline.js';
 import { createCoordinatorMetrics, type CoordinatorMetrics } from '../metrics/coordinator-metrics.js';
 import { MetricsPusher, type PushgatewaySettings } from '../metrics/pusher.js';
 import { pushRunMetrics } from '../metrics/run-metrics.js';
@@ -43,6 +43,8 @@ export interface CoordinatorOptions {
   pushgateway?: PushgatewaySettings;
   /** The most jobs a fired schedule's run may make; a plan over it fails the firing. @defaultValue PLAN_LIMITS.jobsPerRun */
   maxJobs?: number;
+  /** The heap of the thread each run's comparison is made in, MB. @defaultValue COMPARISON_HEAP_MB */
+  comparisonHeapMb?: number;
 }
 
 export interface RunningCoordinator {
@@ -70,13 +72,14 @@ export async function startCoordinator(options: CoordinatorOptions): Promise<Run
 
   // Aborted when the coordinator closes: its sweeps end, and a comparison being made stops.
   const stop = new AbortController();
+  const comparisons = comparisonsOneAtATime({ signal: stop.signal, heapMb: options.comparisonHeapMb });
   // Runs jobs Redis was too full for, by job id: tried again later (backing off), and said on /healthz.
   const refused = new Map<string, { backoff: Backoff; problem: string }>();
   const worker = runsWorker(fleet, log, metrics, async (job: Job, token: string | undefined) => {
     try {
       const done = await (async () => {
         if (job.name === JOB_NAMES.scheduledRun) return fireSchedule(fleet, job, options.maxJobs, log);
-        if (job.name === JOB_NAMES.run) return finish(fleet, job, metrics, pusher, log, stop.signal);
+        if (job.name === JOB_NAMES.run) return finish(fleet, job, metrics, pusher, log, comparisons);
         throw new UnrecoverableError(`unexpected job "${job.name}" in queue ${RUNS_QUEUE}`);
       })();
       refused.delete(job.id ?? '');
@@ -209,15 +212,14 @@ async function fireSchedule(fleet: Fleet, job: Job, maxJobs: number | undefined,
   return { runId: run.runId, jobs: run.jobs.length };
 }
 
-/** A run's children are done: its report, counted and pushed, and compared with its baseline
- * (unless `signal` stops the comparison: the coordinator is closing). */
+/** A run's children are done: its report, counted and pushed, and compared with its baseline. */
 async function finish(
   fleet: Fleet,
   job: Job,
   metrics: CoordinatorMetrics,
   pusher: MetricsPusher | undefined,
   log: Logger,
-  signal: AbortSignal,
+  comparisons: ComparisonsOneAtATime,
 ) {
   const { head, stored } = await finishRun(fleet, job);
   const run = await fleet.store.parts(head.runId);
@@ -225,7 +227,7 @@ async function finish(
   await metrics.recordRun(run);
   // Idempotent: the `run` command that waited for this run pushes the same stored report.
   if (pusher) await pushRunMetrics(pusher, run, log);
-  await compareWithBaseline(fleet, head, { log, signal, ...(pusher ? { pusher } : {}) });
+  await comparisons(fleet, head, { log, ...(pusher ? { pusher } : {}) });
   const summary = summarizeReport(head);
   log.info({ ...summary, storedHere: stored }, 'run finished');
   return summary;

@@ -14,11 +14,12 @@ import {
 import { EXIT_REGRESSED } from '../exit-codes.js';
 import type { ArgsOf } from '../options/args.js';
 import { prefixOf, redisArgs, redisUrlFrom } from '../options/redis.js';
+import { comparisonHeapArgs, comparisonHeapMbOf } from '../options/comparison-heap.js';
 import { writeRenderedFiles } from './report-files.js';
 import { printableJsonText } from '../../common/printable.js';
 
 const options = (y: Argv) =>
-  redisArgs(y)
+  comparisonHeapArgs(redisArgs(y))
     .positional('runs', {
       type: 'string',
       array: true,
@@ -79,7 +80,7 @@ export function failures(c: RunComparison, failOn: FailOn): string[] {
   ];
 }
 
-async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunComparison> {
+async function comparisonAsked(args: ArgsOf<typeof options>, heapMb: number): Promise<RunComparison> {
   const useRedis = redisUrlFrom(args) !== undefined;
   const runs = args.runs ?? [];
   if (args.baseline !== undefined && (!Number.isInteger(args.baseline) || args.baseline < 1 || args.baseline > 50))
@@ -107,7 +108,10 @@ async function comparisonAsked(args: ArgsOf<typeof options>): Promise<RunCompari
     : args.previous
       ? { stored, previous: runs[0], baselineRuns: args.baseline }
       : { stored, runs };
-  const made = await compareInThread(request, { logLevel: process.env.PROBEFLEET_LOG_LEVEL ?? 'warn' });
+  const made = await compareInThread(request, {
+    logLevel: process.env.PROBEFLEET_LOG_LEVEL ?? 'warn',
+    heapMb,
+  });
   if ('noBaseline' in made) throw new BadArgumentError(made.noBaseline);
   return made;
 }
@@ -119,7 +123,7 @@ export const compareCommand: CommandModule<object, ArgsOf<typeof options>> = {
   builder: options,
   handler: async (args) => {
     const failOn = args.failOn === undefined ? undefined : parseFailOn(args.failOn);
-    const comparison = await comparisonAsked(args);
+    const comparison = await comparisonAsked(args, comparisonHeapMbOf(args));
     const files = { json: args.json, markdown: args.markdown, html: args.html };
     if (Object.values(files).some(Boolean)) await writeRenderedFiles(comparison, files, RENDERERS);
     else process.stdout.write(renderComparisonText(comparison));

@@ -13,11 +13,12 @@ import { retentionArgs, retentionOf } from '../options/retention.js';
 import { BadArgumentError } from '../../common/bad-input.js';
 import { maxJobsArgs, maxJobsOf } from '../options/max-jobs.js';
 import { boundHeapGrowth } from '../../common/heap-growth.js';
+import { comparisonHeapArgs, comparisonHeapMbOf } from '../options/comparison-heap.js';
 
 export const DEFAULT_COORDINATOR_PORT = 9470;
 
 const options = (y: Argv) =>
-  maxJobsArgs(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['jobs', 'reports'])))
+  comparisonHeapArgs(maxJobsArgs(pushgatewayArgs(retentionArgs(redisTimeoutArg(redisArgs(y)), ['jobs', 'reports']))))
     .option('host', {
       type: 'string',
       default: '127.0.0.1',
@@ -53,6 +54,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
     const pushgateway = pushgatewaySettingsOf(args);
     const redisTimeoutMs = redisTimeoutMsOf(args);
     const maxJobs = maxJobsOf(args);
+    const comparisonHeapMb = comparisonHeapMbOf(args);
     const log = createLogger('coordinator');
     // Unbounded commands: the coordinator waits out a Redis restart (its reads for /metrics and
     // its checks have their own bound, --redis-timeout).
@@ -80,6 +82,7 @@ export const coordinatorCommand: CommandModule<object, ArgsOf<typeof options>> =
         redisTimeoutMs,
         pushgateway,
         maxJobs,
+        comparisonHeapMb,
       }).catch(async (err: Error) => {
         await fleet.close();
         throw err;

@@ -14,6 +14,9 @@ import type { RunComparison } from '../../contracts/comparison.js';
  * collects the pages read rather than letting them pile up (docs/decisions/035).
  */
 export const COMPARISON_HEAP_MB = 512;
+/** Below this the thread cannot load what a comparison needs (12–16 MB), and under Node 24 a heap
+ * of a few MB fails V8's start of the thread, which ends the whole process. */
+export const MIN_COMPARISON_HEAP_MB = 64;
 
 const TASK_MODULE = new URL('./compare-thread-task.js', import.meta.url);
 
@@ -57,7 +60,8 @@ const errorOf = ({ kind, message }: ThreadError) =>
 /**
  * The comparison a request asks for, made in a new thread: rejects with the thread's error (a
  * BadInputError or RedisUnreachableError as such), with one that names the heap bound when the
- * comparison outgrows it (`heapMb`, COMPARISON_HEAP_MB unless a test asks less), or with ComparisonStoppedError when `signal` aborts (the thread is ended).
+ * comparison outgrows its heap (`heapMb`, else COMPARISON_HEAP_MB), or with ComparisonStoppedError
+ * when `signal` aborts (the thread is ended).
  */
 export function compareInThread(
   request: ComparisonRequest,
@@ -88,7 +92,9 @@ export function compareInThread(
       settle({
         error:
           err.code === 'ERR_WORKER_OUT_OF_MEMORY'
-            ? new Error(`the comparison needs more than its thread's ${heapMb} MB of heap`)
+            ? new Error(
+                `the comparison needs more than its thread's ${heapMb} MB of heap (--comparison-heap-mb raises it)`,
+              )
             : new Error(`the comparison's thread failed: ${err.message}`),
       }),
     );

@@ -1,6 +1,6 @@
 // Each run against its baseline, the earlier runs of its plan: the coordinator compares every run
-// it finishes (in a thread of its own, compare-thread.ts), stores the comparison beside the report
-// and pushes its verdicts; `compare --previous` reads it.
+// it finishes (in a thread of its own, compare-thread.ts; one at a time), stores the comparison
+// beside the report and pushes its verdicts; `compare --previous` reads it.
 import type { RunComparison } from '../../contracts/comparison.js';
 import type { Logger } from '../../common/log.js';
 import type { MetricsPusher } from '../../metrics/pusher.js';
@@ -8,6 +8,7 @@ import type { FleetClient } from '../fleet-client.js';
 import type { RunReportHead } from '../../contracts/result.js';
 import { ComparisonStoppedError, compareInThread } from './compare-thread.js';
 import { pushComparisonMetrics } from '../../metrics/comparison-metrics.js';
+import { oneAtATime } from '../../common/settle.js';
 
 /** The coordinator's step after a run's report is stored: compare, store, push. Idempotent (the
  * first stored comparison wins, and is pushed again); never throws, since the run itself is done.
@@ -15,13 +16,13 @@ import { pushComparisonMetrics } from '../../metrics/comparison-metrics.js';
 export async function compareWithBaseline(
   fleet: Pick<FleetClient, 'redis' | 'prefix' | 'store'>,
   report: Pick<RunReportHead, 'runId' | 'plan'>,
-  options: { log: Logger; pusher?: MetricsPusher; signal?: AbortSignal },
+  options: { log: Logger; pusher?: MetricsPusher; signal?: AbortSignal; heapMb?: number },
 ): Promise<RunComparison | undefined> {
-  const { log, pusher } = options;
+  const { log, pusher, signal, heapMb } = options;
   try {
     const made = await compareInThread(
       { stored: { redis: fleet.redis, prefix: fleet.prefix }, previous: report.runId, baselineRuns: undefined },
-      { logLevel: log.level, ...(options.signal ? { signal: options.signal } : {}) },
+      { logLevel: log.level, ...(signal ? { signal } : {}), ...(heapMb ? { heapMb } : {}) },
     );
     if ('noBaseline' in made) {
       log.info({ runId: report.runId, plan: report.plan.name }, made.noBaseline);
@@ -49,4 +50,19 @@ export async function compareWithBaseline(
     );
     return undefined;
   }
+}
+
+/** The coordinator's comparisons, made one at a time: it finishes up to four runs at once, and
+ * each comparison's thread has a heap of its own. */
+export type ComparisonsOneAtATime = typeof compareWithBaseline;
+
+/** `signal` (the coordinator closing) stops the one being made and those waiting; `heapMb` is each thread's heap. */
+export function comparisonsOneAtATime(settings: {
+  signal: AbortSignal;
+  heapMb: number | undefined;
+}): ComparisonsOneAtATime {
+  const inTurn = oneAtATime();
+  const { signal, heapMb } = settings;
+  return (fleet, report, options) =>
+    inTurn(() => compareWithBaseline(fleet, report, { ...options, signal, ...(heapMb ? { heapMb } : {}) }));
 }

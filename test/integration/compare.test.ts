@@ -293,6 +293,11 @@ describe('bad input: exit 2, naming the file and the field; nothing written', ()
       /--fail-on: expected "regression" or a percentage/,
     ],
     ['--previous without Redis', async () => ['--previous', good], /--previous reads stored runs: give --redis URL/],
+    [
+      "a comparison's heap too small to start",
+      async () => [good, good, '--comparison-heap-mb', '8'],
+      /--comparison-heap-mb: a whole number of MB, at least 64 \(got "8"\)/,
+    ],
   ];
   for (const [name, args, message] of cases) {
     test(name, async () => {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { settledByBound, settlesWithin } from '../../common/settle.js';
+import { oneAtATime, settledByBound, settlesWithin } from '../../common/settle.js';
 
 describe('settledByBound', () => {
   test('a promise that never settles ends with the overrun value, and not before graceMs after the abort', async () => {
@@ -53,4 +53,37 @@ describe('settlesWithin', () => {
     }
     assert.deepEqual(warnings, []);
   });
+});
+
+test('oneAtATime: each task starts once the ones before it settled, a failed one included', async () => {
+  const inTurn = oneAtATime();
+  const events: string[] = [];
+  const release: (() => void)[] = [];
+  const task =
+    (name: string, fails = false) =>
+    () => {
+      events.push(`${name} started`);
+      return new Promise<string>((resolve, reject) =>
+        release.push(() => {
+          events.push(`${name} ended`);
+          if (fails) reject(new Error(name));
+          else resolve(name);
+        }),
+      );
+    };
+  const first = inTurn(task('first', true));
+  const second = inTurn(task('second'));
+  const third = inTurn(task('third'));
+  await sleep(10);
+  assert.deepEqual(events, ['first started'], 'the others wait for the first');
+  release.shift()!();
+  await assert.rejects(first, /first/);
+  await sleep(10);
+  assert.deepEqual(events, ['first started', 'first ended', 'second started']);
+  release.shift()!();
+  assert.equal(await second, 'second');
+  await sleep(10);
+  release.shift()!();
+  assert.equal(await third, 'third');
+  assert.deepEqual(events.slice(3), ['second ended', 'third started', 'third ended']);
 });
