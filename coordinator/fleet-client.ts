@@ -15,6 +15,7 @@ import {
 } from '../common/redis.js';
 import { DEFAULT_REDIS_TIMEOUT_SECONDS } from '../common/redis-defaults.js';
 import { RedisUnreachableError } from '../common/redis-errors.js';
+import { BadInputError } from '../common/bad-input.js';
 import { settlesWithin } from '../common/settle.js';
 import { ReportStore } from './report-store.js';
 
@@ -69,6 +70,30 @@ export async function closeFleetConnections(client: RedisClient, sharing: { clos
   // both (a no-op once it closed). Once, for all that share it: a queue's own disconnect() cuts
   // the same client, and one per queue piled a listener each on its socket (a warning past ten).
   client.disconnect();
+}
+
+/** How briefly Redis is asked again, after a failure, whether it is still there. */
+const RECHECK_MS = 1_000;
+
+/**
+ * `work` on a fleet, for what ends: Redis answers first (else RedisUnreachableError), and a failure
+ * while Redis does not answer is reported as Redis being unreachable, whatever the work was doing.
+ * Bad input is passed on as it is.
+ */
+export async function whileReachable<F extends FleetClient, T>(fleet: F, work: (fleet: F) => Promise<T>): Promise<T> {
+  await fleet.reachable();
+  try {
+    return await work(fleet);
+  } catch (err) {
+    if (err instanceof RedisUnreachableError || err instanceof BadInputError) throw err;
+    // Not every failure is Redis's: ask it once more (briefly: it answered a moment ago) before blaming it.
+    const stillThere = await fleet.reachable(RECHECK_MS).then(
+      () => true,
+      () => false,
+    );
+    if (!stillThere) throw fleet.unreachable(`lost while working (${(err as Error).message})`);
+    throw err;
+  }
 }
 
 export function openFleetClient(options: FleetClientOptions): FleetClient {

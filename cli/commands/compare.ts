@@ -13,13 +13,13 @@ import {
 } from '../../coordinator/compare/render.js';
 import { EXIT_REGRESSED } from '../exit-codes.js';
 import type { ArgsOf } from '../options/args.js';
-import { prefixOf, redisArgs, redisUrlFrom } from '../options/redis.js';
+import { prefixOf, redisArgs, redisTimeoutArg, redisUrlFrom } from '../options/redis.js';
 import { comparisonHeapArgs, comparisonHeapMbOf } from '../options/comparison-heap.js';
 import { writeRenderedFiles } from './report-files.js';
 import { printableJsonText } from '../../common/printable.js';
 
 const options = (y: Argv) =>
-  comparisonHeapArgs(redisArgs(y))
+  comparisonHeapArgs(redisTimeoutArg(redisArgs(y)))
     .positional('runs', {
       type: 'string',
       array: true,
@@ -98,9 +98,10 @@ async function comparisonAsked(args: ArgsOf<typeof options>, heapMb: number): Pr
         '--baseline counts stored runs for --previous; otherwise the baseline is the runs given before the last',
       );
   }
-  // Loaded only here: comparing run files needs no Redis client (the thread loads its own).
-  const stored = useRedis && {
-    redis: (await import('../options/fleet.js')).redisSettingsOf(args),
+  // Loaded only here: comparing run files needs no Redis client (the thread opens its own).
+  const fleetOptions = useRedis ? await import('../options/fleet.js') : undefined;
+  const stored = fleetOptions && {
+    redis: fleetOptions.redisSettingsOf(args, { bounded: true }),
     prefix: prefixOf(args),
   };
   const request: ComparisonRequest = !stored
@@ -111,6 +112,8 @@ async function comparisonAsked(args: ArgsOf<typeof options>, heapMb: number): Pr
   const made = await compareInThread(request, {
     logLevel: process.env.PROBEFLEET_LOG_LEVEL ?? 'warn',
     heapMb,
+  }).catch((err: unknown) => {
+    throw fleetOptions ? fleetOptions.withUrlSource(err, args) : err;
   });
   if ('noBaseline' in made) throw new BadArgumentError(made.noBaseline);
   return made;

@@ -7,8 +7,7 @@ import type { Logger } from '../../common/log.js';
 import { redisSettingsFrom, type RedisSettings } from '../../common/redis.js';
 import { DEFAULT_REDIS_URL } from '../../common/redis-defaults.js';
 import { RedisUnreachableError } from '../../common/redis-errors.js';
-import { BadInputError } from '../../common/bad-input.js';
-import { openFleetClient, type FleetClient } from '../../coordinator/fleet-client.js';
+import { openFleetClient, whileReachable, type FleetClient } from '../../coordinator/fleet-client.js';
 import type { Fleet, FleetOptions } from '../../coordinator/fleet.js';
 import {
   jobKeyOf,
@@ -19,8 +18,7 @@ import {
   type RedisArgs,
 } from './redis.js';
 
-/** `bounded`: for a command that ends, every Redis command fails after --redis-timeout (unbounded:
- * `compare --redis`, whose reads wait for Redis). */
+/** `bounded`: for a command that ends, every Redis command fails after --redis-timeout. */
 export function redisSettingsOf(args: RedisArgs, options: { bounded?: boolean } = {}): RedisSettings {
   const settings = redisSettingsFrom(
     redisUrlFrom(args) ?? DEFAULT_REDIS_URL,
@@ -67,34 +65,23 @@ export async function withFleetClient<T>(
   return bounded(openFleetClient(fleetOptionsOf(args, log, { bounded: true })), args, work);
 }
 
-const RECHECK_MS = 1_000;
-
 async function bounded<F extends FleetClient, T>(
   fleet: F,
   args: RedisArgs,
   work: (fleet: F) => Promise<T>,
 ): Promise<T> {
   try {
-    await fleet.reachable();
-    return await work(fleet);
+    return await whileReachable(fleet, work);
   } catch (err) {
-    if (err instanceof RedisUnreachableError) throw withUrlSource(err, args);
-    if (err instanceof BadInputError) throw err;
-    // Not every failure is Redis's: ask it once more (briefly: it answered a moment ago) before blaming it.
-    const stillThere = await fleet.reachable(RECHECK_MS).then(
-      () => true,
-      () => false,
-    );
-    if (!stillThere) throw withUrlSource(fleet.unreachable(`lost while working (${(err as Error).message})`), args);
-    throw err;
+    throw withUrlSource(err, args);
   } finally {
     await fleet.close();
   }
 }
 
-/** The error, saying where its URL came from when that was the environment. */
-function withUrlSource(err: RedisUnreachableError, args: RedisArgs): RedisUnreachableError {
-  if (!redisUrlFromEnvironment(args)) return err;
+/** An unreachable Redis's error, saying where its URL came from when that was the environment; any other error as it is. */
+export function withUrlSource(err: unknown, args: RedisArgs): unknown {
+  if (!(err instanceof RedisUnreachableError) || !redisUrlFromEnvironment(args)) return err;
   return new RedisUnreachableError(
     `${err.message}; the URL is REDIS_URL from the environment (--redis names another; REDIS_URL= unsets it)`,
   );

@@ -67,16 +67,21 @@ export async function makeComparison(request: ComparisonRequest, log: Logger): P
     });
   }
   // Loaded here: comparing run files needs no Redis client.
-  const { openFleetClient } = await import('../fleet-client.js');
+  const { openFleetClient, whileReachable } = await import('../fleet-client.js');
   const fleet = openFleetClient({ ...request.stored, log });
-  try {
+  const compare = async (): Promise<RunComparison | NoBaseline> => {
     if ('runs' in request) {
       const runs = await Promise.all(request.runs.map((id) => storedRun(fleet.store, id)));
-      return await compareRuns(newestFirst(runs.slice(0, -1)), runs[runs.length - 1]!);
+      return compareRuns(newestFirst(runs.slice(0, -1)), runs[runs.length - 1]!);
     }
     const id = request.previous ?? (await fleet.store.list(1))[0]?.runId;
     if (!id) throw new BadArgumentError('no stored runs (see: probefleet runs list)');
-    return await comparisonWithBaseline(fleet.store, await storedRun(fleet.store, id), request.baselineRuns);
+    return comparisonWithBaseline(fleet.store, await storedRun(fleet.store, id), request.baselineRuns);
+  };
+  try {
+    // A command that ends (its Redis commands bounded) says an unreachable Redis as such; the
+    // coordinator's comparison waits out a Redis restart, as the coordinator does.
+    return await (request.stored.redis.commandTimeoutMs === undefined ? compare() : whileReachable(fleet, compare));
   } finally {
     await fleet.close();
   }

@@ -20,6 +20,8 @@ import { atRealtimePriority } from '../helpers/realtime.js';
 import { REPO_ROOT, runCli } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { runAlone } from '../helpers/exclusive.js';
+import { freeLoopbackPort } from '../../common/redis-server.js';
+import { EXIT_REDIS_UNREACHABLE } from '../../cli/exit-codes.js';
 
 // Measures at a real-time priority: one such file at a time (helpers/exclusive.ts).
 await runAlone('realtime');
@@ -248,6 +250,17 @@ experiments:
     text.stdout,
     /What this run and the run before do not share\n.*\n.*\n\s+plan name\s+plan\s+mismatch-a\s+mismatch-b/,
   );
+});
+
+test('compare --redis with nothing listening: exit 4 after its --redis-timeout, naming where (not a wait without end)', async () => {
+  const port = await freeLoopbackPort();
+  const { code, stdout, stderr } = await runCli(
+    ['compare', '--redis', `redis://127.0.0.1:${port}`, '--redis-timeout', '1', '--previous', 'nightly-1'],
+    { env: { REDIS_URL: '' } },
+  );
+  assert.equal(code, EXIT_REDIS_UNREACHABLE, stderr);
+  assert.match(stderr, new RegExp(`cannot reach Redis at redis://127\\.0\\.0\\.1:${port}`));
+  assert.equal(stdout, '');
 });
 
 describe('bad input: exit 2, naming the file and the field; nothing written', () => {
