@@ -204,6 +204,11 @@ describe('a run report stored in parts', needsRedis, () => {
     assert.equal(await making, undefined);
     assert.equal(await fleet.store.getComparison('compared-3'), undefined);
     assert.match(captured.text(), /was stopped .*probefleet compare --previous compared-3 makes it/);
+    // A thread that runs out of heap: logged as an error naming the bound; nothing stored, nothing thrown.
+    const outOfHeap = captureLog('warn');
+    assert.equal(await compareWithBaseline(fleet, head, { log: outOfHeap.log, heapMb: 8 }), undefined);
+    assert.match(outOfHeap.text(), /needs more than its thread's 8 MB of heap \(--comparison-heap-mb raises it\)/);
+    assert.equal(await fleet.store.getComparison('compared-3'), undefined);
 
     const stored = (await compareWithBaseline(fleet, head, { log }))!;
     assert.deepEqual(
