@@ -263,6 +263,16 @@ test('compare --redis with nothing listening: exit 4 after its --redis-timeout, 
   assert.equal(stdout, '');
 });
 
+test('the coordinator takes --comparison-heap-mb too, and refuses one too small before it connects (exit 2)', async () => {
+  const port = await freeLoopbackPort();
+  const { code, stderr } = await runCli(
+    ['coordinator', '--redis', `redis://127.0.0.1:${port}`, '--port', '0', '--comparison-heap-mb', '8'],
+    { env: { REDIS_URL: '' } },
+  );
+  assert.equal(code, 2, stderr);
+  assert.match(stderr, /--comparison-heap-mb: a whole number of MB, at least 64 \(got "8"\)/);
+});
+
 describe('bad input: exit 2, naming the file and the field; nothing written', () => {
   let good: string;
   before(async () => {
