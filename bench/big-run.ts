@@ -28,6 +28,7 @@ import { Redis } from 'ioredis';
 import { startNginx } from '../common/nginx-server.js';
 import { topLevelArrayMembers } from '../coordinator/report/json-members.js';
 import { redisOptions } from '../common/redis.js';
+import { redisMemory } from '../common/redis-errors.js';
 import { TIED_TO_THIS_PROCESS } from '../regions/system.js';
 import { processMemoryKb } from './measure.js';
 import { queuePlanYaml, startBenchRedis, type PlanShape } from './queue.js';
@@ -120,15 +121,19 @@ async function scanRunJson(file: string): Promise<{ results: number; unfinished:
  * the baseline of 7 the coordinator compares the next night's run with. */
 async function storeEarlierNights(store: ReportStore, nights: number): Promise<void> {
   const first = (await store.parts('big'))!;
-  for (let k = 1; k <= nights; k++) {
-    const runId = `big-earlier-${k}`;
-    const draft = store.draft(runId);
-    for await (const page of first.pages())
+  const before = Array.from({ length: nights }, (_, i) => {
+    const runId = `big-earlier-${i + 1}`;
+    return { daysBefore: i + 1, runId, draft: store.draft(runId) };
+  });
+  // The first run read once, a page at a time, into every copy.
+  for await (const page of first.pages())
+    for (const { runId, draft } of before)
       await draft.add(page.map((r) => ({ ...r, runId, jobId: r.jobId.replace(/^big\./, `${runId}.`) })));
-    const daysBefore = (at: string) => new Date(Date.parse(at) - k * 86_400_000).toISOString();
-    const { head } = first;
+  const { head } = first;
+  for (const { daysBefore, runId, draft } of before) {
+    const earlier = (at: string) => new Date(Date.parse(at) - daysBefore * 86_400_000).toISOString();
     await store.saveIfAbsent(
-      { ...head, runId, startedAt: daysBefore(head.startedAt), finishedAt: daysBefore(head.finishedAt) },
+      { ...head, runId, startedAt: earlier(head.startedAt), finishedAt: earlier(head.finishedAt) },
       draft,
     );
   }
@@ -213,7 +218,7 @@ const client = new Redis(redisOptions({ url: redis.url }));
 const nginx = await startNginx([{ files: { 'index.html': 'probefleet bench.\n\n' }, directives: ['access_log off;'] }]);
 const services: ChildProcess[] = [];
 const rows: { what: string; result: string; target: string; met?: boolean }[] = [];
-const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1] ?? 0);
+const usedMemory = async () => (await redisMemory(client)).usedBytes;
 try {
   const plan = path.join(dir, 'plan.yaml');
   const planYaml = queuePlanYaml('big-run', shape, `${nginx.urls[0]}/`);

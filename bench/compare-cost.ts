@@ -26,6 +26,7 @@ import { runPlanText } from '../test/helpers/example-runs.js';
 import { thousands } from '../common/plural.js';
 import { Redis } from 'ioredis';
 import { redisOptions } from '../common/redis.js';
+import { redisMemory } from '../common/redis-errors.js';
 import { DEFAULT_QUEUE_PREFIX } from '../contracts/queues.js';
 import { ReportStore } from '../coordinator/report-store.js';
 import { startBenchRedis } from './queue.js';
@@ -125,7 +126,7 @@ async function placeRuns(dir: string): Promise<{ args: string[]; runSize: string
   const client = new Redis(redisOptions({ url: redis.url }));
   try {
     const store = new ReportStore(client, DEFAULT_QUEUE_PREFIX);
-    const before = await usedMemory(client);
+    const before = (await redisMemory(client)).usedBytes;
     let newest = '';
     for (let k = 7; k >= 0; k--) {
       const run = copyOf(k);
@@ -134,7 +135,7 @@ async function placeRuns(dir: string): Promise<{ args: string[]; runSize: string
       await store.saveIfAbsent(run.head, draft);
       newest = run.head.runId;
     }
-    const perRunMb = ((await usedMemory(client)) - before) / 8 / 1e6;
+    const perRunMb = ((await redisMemory(client)).usedBytes - before) / 8 / 1e6;
     client.disconnect();
     return {
       args: ['--redis', redis.url, '--previous', newest, '--baseline', '7'],
@@ -146,10 +147,6 @@ async function placeRuns(dir: string): Promise<{ args: string[]; runSize: string
     await redis.stop();
     throw err;
   }
-}
-
-async function usedMemory(client: Redis): Promise<number> {
-  return Number(/used_memory:(\d+)/.exec(await client.info('memory'))![1]);
 }
 
 const dir = await mkdtemp(path.join(tmpdir(), 'probefleet-compare-cost-'));
