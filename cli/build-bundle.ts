@@ -13,6 +13,7 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
+import { asciiOnly } from './ascii-only.js';
 import { CLI_BUNDLE, CLI_BUNDLE_INPUTS, CLI_CODE_CACHE_NAME, CLI_MODULES_ENTRY } from './bundle-script.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -79,6 +80,7 @@ async function buildCliBundle(): Promise<void> {
     logLevel: 'warning',
     metafile: true,
   });
+  writeFileSync(CLI_BUNDLE, asciiOnly(readFileSync(CLI_BUNDLE, 'utf8')));
   // What bin/probefleet.js checks the bundle against: tsc's files in it (metafile paths are the
   // working directory's).
   const inputs = Object.keys(metafile.inputs)

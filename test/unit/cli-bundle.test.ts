@@ -3,11 +3,18 @@
 // the modules it was built from do, output and exit status alike.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, statSync, utimesSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, utimesSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI_CODE_CACHE, CLI_CODE_CACHE_NAME, CLI_MODULES_ENTRY, cliBundleIsCurrent } from '../../cli/bundle-script.js';
+import { asciiOnly } from '../../cli/ascii-only.js';
+import {
+  CLI_BUNDLE,
+  CLI_CODE_CACHE,
+  CLI_CODE_CACHE_NAME,
+  CLI_MODULES_ENTRY,
+  cliBundleIsCurrent,
+} from '../../cli/bundle-script.js';
 import { CLI, REPO_ROOT, runCli, type CliOutcome } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -76,4 +83,17 @@ test('the bundle answers as its modules do: output, errors and exit status', asy
     );
     if (args[0] === 'plan' && args[2] === badPlan) assert.equal(bundled.code, 2, bundled.stderr);
   }
+});
+
+test('the bundle is ASCII only: a character outside it in a comment is escaped, in code it stops the build', () => {
+  const outside = readFileSync(CLI_BUNDLE).findIndex((byte) => byte > 0x7f);
+  assert.equal(outside, -1, `dist/cli/probefleet.bundle.cjs has a byte outside ASCII at ${outside}`);
+  assert.equal(
+    asciiOnly('// 5 µs — fast\n/**\n * 1 → 2\n */\nconst a = 1;\n'),
+    '// 5 \\u{b5}s \\u{2014} fast\n/**\n * 1 \\u{2192} 2\n */\nconst a = 1;\n',
+  );
+  assert.throws(
+    () => asciiOnly('const a = 1;\nconst dash = "—";\n'),
+    /line 2 has a character outside ASCII, and is not a comment: const dash = "—";/,
+  );
 });
