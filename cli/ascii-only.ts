@@ -8,7 +8,7 @@
  * code that still has one is an error naming it.
  */
 export function asciiOnly(source: string): string {
-  const outsideAscii = /[^\x00-\x7f]/u;
+  const outsideAscii = /[\u{80}-\u{10ffff}]/u;
   for (const [i, line] of source.split('\n').entries())
     if (outsideAscii.test(line) && !/^\s*(\/\/|\/\*|\*)/.test(line))
       throw new Error(`the bundle's line ${i + 1} has a character outside ASCII, and is not a comment: ${line.trim()}`);
