@@ -10,8 +10,9 @@ import type { RunComparison } from '../../contracts/comparison.js';
 
 /**
  * The thread's heap (V8's old generation). A comparison of 100,000 jobs of 20 requests with 7
- * earlier runs holds ~200 MB at its peak (it fails under a bound of 192 MB); under this bound V8
- * collects the pages read rather than letting them pile up (docs/decisions/035).
+ * earlier runs needed 192–256 MB of it at its peak, measured before the new run's jobs shared one
+ * hidden class (less since); under this bound V8 collects the pages read rather than letting them
+ * pile up (docs/decisions/035).
  */
 export const COMPARISON_HEAP_MB = 512;
 /** The thread's young generation, where each page of results read is parsed and dropped. At V8's
