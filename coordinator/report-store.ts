@@ -313,6 +313,24 @@ export class ReportStore {
     count: number,
     scan = 200,
   ): Promise<RunParts[]> {
+    const found: RunParts[] = [];
+    for await (const id of this.previousRunIds(report, scan)) {
+      if (found.length >= count) break;
+      const run = await this.parts(id);
+      if (run) found.push(run);
+    }
+    return found;
+  }
+
+  /** Whether the plan has a stored run before this one, with a result: its summaries only, no head read. */
+  async hasPreviousRun(report: { startedAt: string; plan: { name: string } }): Promise<boolean> {
+    for await (const _ of this.previousRunIds(report, 200)) return true;
+    return false;
+  }
+
+  /** The ids of the plan's stored runs that started before this one and have a result, newest
+   * first, of the `scan` newest stored runs before it. */
+  private async *previousRunIds(report: { startedAt: string; plan: { name: string } }, scan: number) {
     const ids = await this.redis.zrevrangebyscore(
       reportKeys.index(this.prefix),
       `(${Date.parse(report.startedAt)}`,
@@ -321,17 +339,12 @@ export class ReportStore {
       0,
       scan,
     );
-    if (ids.length === 0) return [];
+    if (ids.length === 0) return;
     const rows = await this.redis.hmget(reportKeys.summaries(this.prefix), ...ids);
-    const found: RunParts[] = [];
     for (const [i, row] of rows.entries()) {
-      if (found.length >= count) break;
       const summary = row === null ? undefined : runSummarySchema.safeParse(JSON.parse(row)).data;
-      if (summary?.plan !== report.plan.name || summary.ok + summary.errors === 0) continue;
-      const run = await this.parts(ids[i]!);
-      if (run) found.push(run);
+      if (summary?.plan === report.plan.name && summary.ok + summary.errors > 0) yield ids[i]!;
     }
-    return found;
   }
 
   /** Stores a run's comparison beside its report (same retention) unless one is stored; returns the stored one. */

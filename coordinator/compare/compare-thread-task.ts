@@ -11,7 +11,7 @@ import type { ReportStore } from '../report-store.js';
 import { readRunFileParts } from '../report/run-file.js';
 import type { RunParts } from '../run-parts.js';
 import { compareRuns } from './compare-runs.js';
-import type { ComparisonRequest, NoBaseline, ThreadError } from './compare-thread.js';
+import { type ComparisonRequest, type NoBaseline, noBaselineFor, type ThreadError } from './compare-thread.js';
 import { BASELINE_RULE } from './rules.js';
 
 /** How many earlier runs a run's baseline holds: the plan's `baseline.runs`, else the rule's default. */
@@ -46,10 +46,7 @@ async function comparisonWithBaseline(
     if (stored) return stored;
   }
   const baseline = await store.previousRuns(head, runs ?? baselineRunsOf(head));
-  if (baseline.length === 0)
-    return {
-      noBaseline: `run "${head.runId}" is the first stored run of plan ${head.plan.name}: nothing to compare with`,
-    };
+  if (baseline.length === 0) return noBaselineFor(head);
   return compareRuns(baseline, run);
 }
 

@@ -44,6 +44,10 @@ export interface NoBaseline {
   noBaseline: string;
 }
 
+export const noBaselineFor = (head: { runId: string; plan: { name: string } }): NoBaseline => ({
+  noBaseline: `run "${head.runId}" is the first stored run of plan ${head.plan.name}: nothing to compare with`,
+});
+
 /** How an error crosses back from the thread: its kind (which the CLI's exit code follows) and message. */
 export interface ThreadError {
   kind: 'bad-input' | 'redis-unreachable' | 'other';

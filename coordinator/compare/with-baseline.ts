@@ -6,7 +6,7 @@ import type { Logger } from '../../common/log.js';
 import type { MetricsPusher } from '../../metrics/pusher.js';
 import type { FleetClient } from '../fleet-client.js';
 import type { RunReportHead } from '../../contracts/result.js';
-import { ComparisonStoppedError, compareInThread } from './compare-thread.js';
+import { ComparisonStoppedError, compareInThread, noBaselineFor } from './compare-thread.js';
 import { pushComparisonMetrics } from '../../metrics/comparison-metrics.js';
 import { oneAtATime } from '../../common/settle.js';
 
@@ -15,15 +15,18 @@ import { oneAtATime } from '../../common/settle.js';
  * `signal` (the coordinator closing) stops a comparison being made; `compare --previous` makes it. */
 export async function compareWithBaseline(
   fleet: Pick<FleetClient, 'redis' | 'prefix' | 'store'>,
-  report: Pick<RunReportHead, 'runId' | 'plan'>,
+  report: Pick<RunReportHead, 'runId' | 'plan' | 'startedAt'>,
   options: { log: Logger; pusher?: MetricsPusher; signal?: AbortSignal; heapMb?: number },
 ): Promise<RunComparison | undefined> {
   const { log, pusher, signal, heapMb } = options;
   try {
-    const made = await compareInThread(
-      { stored: { redis: fleet.redis, prefix: fleet.prefix }, previous: report.runId, baselineRuns: undefined },
-      { logLevel: log.level, ...(signal ? { signal } : {}), ...(heapMb ? { heapMb } : {}) },
-    );
+    // A plan's first run starts no thread: its summaries say so in one round trip.
+    const made = (await fleet.store.hasPreviousRun(report))
+      ? await compareInThread(
+          { stored: { redis: fleet.redis, prefix: fleet.prefix }, previous: report.runId, baselineRuns: undefined },
+          { logLevel: log.level, ...(signal ? { signal } : {}), ...(heapMb ? { heapMb } : {}) },
+        )
+      : noBaselineFor(report);
     if ('noBaseline' in made) {
       log.info({ runId: report.runId, plan: report.plan.name }, made.noBaseline);
       return undefined;
