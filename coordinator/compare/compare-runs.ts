@@ -222,19 +222,22 @@ class NewRunValues {
   }
 }
 
+/** A sample count EarlierRun does not know. */
+const NO_COUNT = 0xffff_ffff;
+
 /**
  * What one earlier run adds to the baseline of the new run's jobs, by job index and slot: a
- * quantity's value and its sample count (a reuse job's totals median and count), NaN where the
- * run did not measure it. The count, not the reach of the worker's wait for a CPU it makes with
- * the job's wait (rules.ts cpuWaitReach), is what is kept: 4 bytes a slot, not 8.
+ * quantity's value and its sample count (a reuse job's totals median and count); a NaN value where
+ * the run did not measure it. It keeps the count (4 bytes) rather than the CPU-wait reach (8);
+ * valueAt works the reach out from the count and the job's wait (rules.ts cpuWaitReach).
  */
 class EarlierRun {
   readonly paired: Uint8Array;
   readonly hasResult: Uint8Array;
   readonly cpuWaitMs: Float64Array;
   readonly values: Float64Array;
-  /** Sample counts: integers, exact in a Float32Array up to 2^24; NaN where unknown. */
-  readonly counts: Float32Array;
+  /** Sample counts; NO_COUNT where unknown. */
+  readonly counts: Uint32Array;
   readonly failures = new Map<number, string>();
   /** The quantities the earlier job measured that the new run's job did not. */
   readonly onlyBefore = new Map<number, QuantityId[]>();
@@ -246,10 +249,12 @@ class EarlierRun {
     this.hasResult = new Uint8Array(jobs);
     this.cpuWaitMs = new Float64Array(jobs);
     this.values = new Float64Array(slots.count).fill(Number.NaN);
-    this.counts = new Float32Array(slots.count).fill(Number.NaN);
+    this.counts = new Uint32Array(slots.count).fill(NO_COUNT);
   }
 
   record(j: number, job: RunJob, after: AfterJob): void {
+    // A job twice in one run (a hand-merged run file) counts once: its first record.
+    if (this.paired[j]) return;
     this.paired[j] = 1;
     this.cpuWaitMs[j] = job.cpuWaitMs;
     if (job.failure) this.failures.set(j, job.failure);
@@ -260,7 +265,7 @@ class EarlierRun {
       const v = job.values.get(quantity);
       if (!v || typeof v === 'string') continue;
       this.values[first + k] = v.value;
-      this.counts[first + k] = v.n ?? Number.NaN;
+      this.counts[first + k] = v.n ?? NO_COUNT;
     }
     if (after.totals && job.totals) {
       const { median: m, count } = totalsSummary(job.totals);
@@ -278,13 +283,13 @@ class EarlierRun {
     const [value, n] = [this.values[at]!, this.counts[at]!];
     return Number.isNaN(value)
       ? undefined
-      : { value, reach: cpuWaitReach(quantity, Number.isNaN(n) ? null : n, this.cpuWaitMs[j]!) };
+      : { value, reach: cpuWaitReach(quantity, n === NO_COUNT ? null : n, this.cpuWaitMs[j]!) };
   }
 
   totalsAt(j: number): { median: number; count: number } | undefined {
     const at = this.slots.totalsSlot(j);
     const count = this.counts[at]!;
-    return Number.isNaN(count) ? undefined : { median: this.values[at]!, count };
+    return count === NO_COUNT ? undefined : { median: this.values[at]!, count };
   }
 }
 

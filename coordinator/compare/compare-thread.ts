@@ -16,8 +16,9 @@ import type { RunComparison } from '../../contracts/comparison.js';
  */
 export const COMPARISON_HEAP_MB = 512;
 /** The thread's young generation, where each page of results read is parsed and dropped. At V8's
- * default a comparison of 100,000 jobs held 17–28 MB more, for up to ~15 % less CPU with 20-request
- * jobs (bench/README.md, "The next night"): the coordinator's memory is the scarcer. */
+ * default the coordinator's next night of 100,000 one-request jobs peaked at 310 MB, not 282, and a
+ * comparison of 20-request jobs at 388 MB, not 371, for ~15 % less CPU (bench/README.md, "The next
+ * night"): the coordinator's memory is the scarcer. */
 export const COMPARISON_YOUNG_GENERATION_MB = 16;
 /** Below this the thread cannot load what a comparison needs (12–16 MB), and under Node 24 a heap
  * of a few MB fails V8's start of the thread, which ends the whole process. */

@@ -201,7 +201,10 @@ describe('a run report stored in parts', needsRedis, () => {
     const stopped = AbortSignal.abort();
     const firstHead = (await fleet.store.getHead('compared-1'))!;
     assert.equal(await compareWithBaseline(fleet, firstHead, { log: first.log, signal: stopped }), undefined);
-    assert.match(first.text(), /"runId":"compared-1".*is the first stored run of plan compared: nothing to compare with/);
+    assert.match(
+      first.text(),
+      /"runId":"compared-1".*is the first stored run of plan compared: nothing to compare with/,
+    );
     assert.doesNotMatch(first.text(), /was stopped/);
     // Stopped (the coordinator closing): nothing stored, and its log says how to make it later.
     const stopping = new AbortController();

@@ -7,7 +7,6 @@ import { existsSync, readdirSync, readFileSync, statSync, utimesSync } from 'nod
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { asciiOnly } from '../../cli/ascii-only.js';
 import {
   CLI_BUNDLE,
   CLI_CODE_CACHE,
@@ -85,15 +84,7 @@ test('the bundle answers as its modules do: output, errors and exit status', asy
   }
 });
 
-test('the bundle is ASCII only: a character outside it in a comment is escaped, in code it stops the build', () => {
+test('the bundle is ASCII only (V8 would hold it as a two-byte string otherwise)', () => {
   const outside = readFileSync(CLI_BUNDLE).findIndex((byte) => byte > 0x7f);
   assert.equal(outside, -1, `dist/cli/probefleet.bundle.cjs has a byte outside ASCII at ${outside}`);
-  assert.equal(
-    asciiOnly('// 5 µs — fast\n/**\n * 1 → 2\n */\nconst a = 1;\n'),
-    '// 5 \\u{b5}s \\u{2014} fast\n/**\n * 1 \\u{2192} 2\n */\nconst a = 1;\n',
-  );
-  assert.throws(
-    () => asciiOnly('const a = 1;\nconst dash = "—";\n'),
-    /line 2 has a character outside ASCII, and is not a comment: const dash = "—";/,
-  );
 });

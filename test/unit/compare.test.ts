@@ -455,6 +455,24 @@ describe('compareRuns on known samples', () => {
     assert.equal(`${row(fine).verdict} ${row(fine).reason}`, 'unchanged machine-busy');
   });
 
+  test('a job twice in an earlier run (a hand-merged run file) counts once: its first record', async () => {
+    const before = await earlierRuns(REUSE_PLAN, ({ mode }) => around(mode === 'new' ? 2 : 1));
+    const after = await runOf('after', REUSE_PLAN, ({ mode }) => around(mode === 'new' ? 2 : 5));
+    const once = await compareRuns(before, after);
+    // The newest earlier run again, each job followed by a copy of it that measured ten times
+    // slower and waited 5 s for a CPU.
+    const [newest, ...rest] = before as [RunReport, ...RunReport[]];
+    const slowCopy = (r: ProbeResult) => {
+      const samples = (r.details as { samples: RequestSample[] }).samples.map((x) => ({
+        ...x,
+        phases: { ...x.phases, total: x.phases.total! * 10 },
+      }));
+      return { ...r, details: { ...r.details, samples }, worker: { ...r.worker, cpuWaitMs: 5_000 } } as ProbeResult;
+    };
+    const twice = { ...newest, results: newest.results.flatMap((r) => [r, slowCopy(r)]) };
+    assert.deepEqual(await compareRuns([twice, ...rest], after), once);
+  });
+
   test('loopback-sized changes are not regressions: 0.4 ms to 0.8 ms is real, and under the minimum', async () => {
     const { row } = await cost({ reused: 0.4, new: 1 }, { reused: 0.8, new: 1 });
     const total = row('phase_total_p50', 'reused');
