@@ -4,8 +4,6 @@ import { REDACTED } from '../contracts/secrets.js';
 import { printableJson } from './printable.js';
 import { requireCommonJs } from './require-commonjs.js';
 
-const { pino } = requireCommonJs('pino') as typeof import('pino');
-
 export type { Logger };
 
 /**
@@ -18,8 +16,9 @@ export const REDACTED_PATHS = ['headers.*', '*.headers.*', '*.*.headers.*'];
 export function createLogger(
   name: string,
   level = process.env.PROBEFLEET_LOG_LEVEL ?? 'info',
-  destination: DestinationStream = pino.destination(2),
+  destination?: DestinationStream,
 ): Logger {
+  const { pino } = requireCommonJs('pino') as typeof import('pino');
   return pino(
     {
       name,
@@ -28,6 +27,24 @@ export function createLogger(
       // JSON escapes C0 controls itself; C1 controls and bidi overrides a server sent would reach a terminal raw.
       hooks: { streamWrite: printableJson },
     },
-    destination,
+    destination ?? pino.destination(2),
   );
+}
+
+/**
+ * The logger of a command that ends (`schedule list`, `runs`, `run`, ...): at PROBEFLEET_LOG_LEVEL,
+ * else warn. It is made, and pino loaded (~25 ms of a start), when something first uses it, which
+ * for most of these commands is when something goes wrong.
+ */
+export function commandLogger(name: string): Logger {
+  let logger: Logger | undefined;
+  const made = () => (logger ??= createLogger(name, process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
+  return new Proxy({} as Logger, {
+    get: (_, key) => {
+      const value = Reflect.get(made(), key);
+      return typeof value === 'function' ? value.bind(made()) : value;
+    },
+    set: (_, key, value) => Reflect.set(made(), key, value),
+    has: (_, key) => Reflect.has(made(), key),
+  });
 }

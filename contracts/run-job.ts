@@ -7,6 +7,7 @@ import { JOB_LIMITS } from './limits.js';
 import { distinct, nameSchema } from './common.js';
 import { planAsRunSchema } from './plan.js';
 import { type JobRef, jobRefSchema, RUN_SCHEMA } from './result.js';
+import { scheduleSummarySchema } from './schedule-summary.js';
 
 export const RUN_JOB_SCHEMA = 'probefleet.run-job/v2';
 export const SCHEDULED_RUN_SCHEMA = 'probefleet.scheduled-run/v1';
@@ -114,6 +115,8 @@ export const scheduledRunDataSchema = z.strictObject({
   tls: z.record(nameSchema, jobTlsSchema),
   /** Seconds from firing to the run's deadline; derived from the plan when absent. */
   deadlineSeconds: z.int().min(1).optional(),
+  /** What `schedule list` shows; absent from schedules added before it was kept. */
+  summary: scheduleSummarySchema.optional(),
   /** A plan with `targetFiles`: what reading them again at each firing needs (docs/plan.md, "Targets from files"). */
   targetFiles: z
     .strictObject({

@@ -4,7 +4,8 @@
 // client (fleet-client.ts), without BullMQ.
 import { FlowProducer, Queue, type ConnectionOptions } from 'bullmq';
 import { regionQueueName, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
-import { closeFleetConnections, openFleetClient, type FleetClient, type FleetClientOptions } from './fleet-client.js';
+import { openFleetClient, type FleetClient, type FleetClientOptions } from './fleet-client.js';
+import { closeFleetConnections } from './fleet-connection.js';
 
 /**
  * Events each queue keeps in its BullMQ event stream. Every completed batch's event carries its

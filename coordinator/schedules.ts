@@ -1,18 +1,18 @@
 // Nightly (or any cron) runs as BullMQ job schedulers on the runs queue, one per plan name:
 // adding a plan's schedule again replaces it. When one fires, the coordinator submits a run.
 import { scheduleSchema } from '../contracts/plan.js';
-import { JOB_NAMES, RUNS_QUEUE, schedulerKeys } from '../contracts/queues.js';
+import { JOB_NAMES } from '../contracts/queues.js';
 import { SCHEDULED_RUN_SCHEMA, scheduledRunDataSchema, type ScheduledRunData } from '../contracts/run-job.js';
 import { formatIssuePath } from '../common/issue-path.js';
-import { openSignedData, signData } from '../common/job-signature.js';
+import { signData } from '../common/job-signature.js';
 import type { LabAddress } from '../contracts/lab-roles.js';
 import { printable } from '../common/printable.js';
 import { plural } from '../common/plural.js';
 import type { Fleet } from './fleet.js';
-import type { FleetClient } from './fleet-client.js';
 import { withLabTargets } from './lab-targets.js';
 import type { LoadedPlan } from './loaded-plan.js';
-import { countJobs } from './split.js';
+import { listSchedules, type ScheduleInfo } from './schedule-list.js';
+import { summaryOf } from './schedule-summary.js';
 
 export class ScheduleError extends Error {
   override name = 'ScheduleError';
@@ -20,17 +20,6 @@ export class ScheduleError extends Error {
 
 /** When a plan runs: a cron expression in a time zone, or a fixed interval. */
 export type ScheduleSpec = { cron: string; tz: string } | { everyMs: number };
-
-export interface ScheduleInfo {
-  name: string;
-  cron?: string;
-  tz?: string;
-  everyMs?: number;
-  /** When it fires next (absent for a schedule that will not fire again). */
-  next?: Date;
-  regions: string[];
-  jobs: number;
-}
 
 /** The schedule from the command line, else from the plan's `schedule:`; checked like the plan's. */
 export function scheduleSpecFor(
@@ -75,6 +64,7 @@ export async function addSchedule(
       Object.entries(loaded.tls).filter(([name, tls]) => tls !== undefined && !fromFiles.has(name)),
     ) as ScheduledRunData['tls'],
     ...(deadlineSeconds ? { deadlineSeconds } : {}),
+    summary: summaryOf(loaded.plan),
     ...(loaded.targetFiles
       ? { targetFiles: { ...loaded.targetFiles, ...(loaded.lab ? { lab: loaded.lab } : {}) } }
       : {}),
@@ -90,35 +80,6 @@ export async function addSchedule(
   const info = (await listSchedules(fleet)).find((s) => s.name === name);
   if (!info) throw new ScheduleError(`schedule "${name}" was added but cannot be read back`);
   return info;
-}
-
-/**
- * The schedules, the next to fire first. Read from BullMQ's keys (contracts/queues.ts,
- * schedulerKeys) with the fleet's client, as Queue.getJobSchedulers reads them, so that
- * `schedule list` does not load BullMQ; test/integration/schedules.test.ts holds the two to the
- * same answer. A scheduler removed between the two reads is left out.
- */
-export async function listSchedules(fleet: FleetClient): Promise<ScheduleInfo[]> {
-  const { client, prefix } = fleet;
-  const byNext = await client.zrange(schedulerKeys.index(prefix, RUNS_QUEUE), 0, '-1', 'WITHSCORES');
-  const ids = byNext.filter((_, i) => i % 2 === 0);
-  const settings = await Promise.all(ids.map((id) => client.hgetall(schedulerKeys.scheduler(prefix, RUNS_QUEUE, id))));
-  return ids.flatMap((id, i) => {
-    const s = settings[i]!;
-    if (Object.keys(s).length === 0) return [];
-    const template = s.data === undefined ? undefined : JSON.parse(s.data);
-    const data = scheduledRunDataSchema.safeParse(openSignedData(template, undefined));
-    const plan = data.success ? data.data.plan : undefined;
-    const next = Number(byNext[2 * i + 1]);
-    return {
-      name: id,
-      ...(s.pattern ? { cron: s.pattern, tz: s.tz || 'UTC' } : {}),
-      ...(s.every ? { everyMs: Number(s.every) } : {}),
-      ...(next ? { next: new Date(next) } : {}),
-      regions: plan?.regions ?? [],
-      jobs: data.success ? countJobs(data.data.plan).total : 0,
-    };
-  });
 }
 
 /**

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from '../options/args.js';
-import { createLogger } from '../../common/log.js';
+import { commandLogger } from '../../common/log.js';
 import { freeLoopbackPort } from '../../common/redis-server.js';
 import { startRegions, type Regions } from '../../regions/harness.js';
 import { checkRegionsSupported, RegionsUnavailableError } from '../../regions/preflight.js';
@@ -157,7 +157,7 @@ export const demoCommand: CommandModule<object, ArgsOf<typeof options>> = {
     'A fleet on this machine: emulated regions, Redis, a coordinator and a worker per region; runs a plan across the regions, prints the comparison, tears down (root)',
   builder: options,
   handler: async (args) => {
-    const log = createLogger('demo', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
+    const log = commandLogger('demo');
     // A bad plan is bad input (exit 2), before anything is built; the run's `probefleet run` reads PROBEFLEET_MAX_JOBS too.
     const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf({}) });
     const specs = regionSpecs(args.region, args.delay);

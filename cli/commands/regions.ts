@@ -2,7 +2,7 @@
 // namespaces with a real round-trip time to a target host running the lab. Needs root.
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from '../options/args.js';
-import { createLogger } from '../../common/log.js';
+import { commandLogger } from '../../common/log.js';
 import { printable } from '../../common/printable.js';
 import { cleanupStaleRegions } from '../../regions/cleanup.js';
 import { runPlanInRegions } from '../../regions/fleet-run.js';
@@ -113,7 +113,7 @@ const run: CommandModule<object, ArgsOf<typeof runOptions>> = {
     'Bring up emulated regions, run the plan from each of them against the lab on the target host, print the report, tear down',
   builder: runOptions,
   handler: async (args) => {
-    const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
+    const log = commandLogger('regions');
     const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) });
     const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
@@ -141,7 +141,7 @@ const up: CommandModule<object, ArgsOf<typeof upOptions>> = {
   describe: 'Bring up emulated regions (and the lab on the target host) until Ctrl-C, to explore with ip netns exec',
   builder: upOptions,
   handler: async (args) => {
-    const log = createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
+    const log = commandLogger('regions');
     const specs = regionSpecs(args.region, args.delay);
     if (!specs) return;
     const regions = await startRegions({
@@ -194,7 +194,7 @@ const cleanup: CommandModule = {
   describe: 'Remove emulated regions left behind by runs that were killed (runs remove their own otherwise)',
   handler: () => {
     checkRegionsSupported();
-    const removed = cleanupStaleRegions(createLogger('regions', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn'));
+    const removed = cleanupStaleRegions(commandLogger('regions'));
     process.stdout.write(
       removed.length > 0
         ? `removed the leftovers of ${removed.length} run(s): ${removed.join(', ')}\n`

@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { Registry } from 'prom-client';
 import type { ArgumentsCamelCase, Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from '../options/args.js';
-import { createLogger } from '../../common/log.js';
+import { commandLogger } from '../../common/log.js';
 import type { Lab } from '../../lab/index.js';
 import { RUN_END_SLACK_SECONDS, runEndOf, waitForRunParts } from '../../coordinator/distributed-run.js';
 import { EMBEDDED_REGION, runEmbedded } from '../../coordinator/embedded-runner.js';
@@ -96,7 +96,7 @@ export const runCommand: CommandModule<object, ArgsOf<typeof options>> = {
   describe: "Run a plan and print the report (embedded in this process, or with --redis on the regions' workers)",
   builder: (y) => options(y).epilog(EXIT_CODES_HELP),
   handler: async (args) => {
-    const log = createLogger('run', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
+    const log = commandLogger('run');
     const loaded = await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) });
     if (args.lab && args.labAt !== undefined) throw new BadArgumentError('--lab and --lab-at exclude each other');
     if (args.labPort !== undefined && !args.lab) throw new BadArgumentError('--lab-port needs --lab');

@@ -2,7 +2,7 @@
 // `run` command that waited for its run).
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from '../options/args.js';
-import { createLogger } from '../../common/log.js';
+import { commandLogger } from '../../common/log.js';
 import { renderRunReport, renderRunSummary } from '../../coordinator/report/text.js';
 import { isWhole, wholeReport } from '../../coordinator/run-parts.js';
 import { renderTable } from '../../coordinator/report/table.js';
@@ -20,14 +20,14 @@ const showOptions = (y: Argv) =>
     .positional('id', { type: 'string', demandOption: true, describe: 'run id (see: probefleet runs list)' })
     .option('json', { type: 'boolean', describe: 'print the whole run (probefleet.run/v1) as JSON' });
 
-const log = () => createLogger('runs', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
+const log = commandLogger('runs');
 
 const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
   command: 'list',
   describe: 'List stored runs, newest first',
   builder: listOptions,
   handler: async (args) => {
-    const runs = await withFleetClient(args, log(), (fleet) => fleet.store.list(Math.max(1, Math.floor(args.limit))));
+    const runs = await withFleetClient(args, log, (fleet) => fleet.store.list(Math.max(1, Math.floor(args.limit))));
     if (args.json) {
       process.stdout.write(`${printableJsonText(runs, 2)}\n`);
     } else if (runs.length === 0) {
@@ -71,7 +71,7 @@ const show: CommandModule<object, ArgsOf<typeof showOptions>> = {
   builder: showOptions,
   handler: async (args) => {
     // Shown while the client is open: a big run's results are read a page at a time.
-    await withFleetClient(args, log(), async (fleet) => {
+    await withFleetClient(args, log, async (fleet) => {
       const run = await fleet.store.parts(args.id);
       if (!run) {
         process.stderr.write(

@@ -2,19 +2,12 @@
 // Redis; `probefleet coordinator` turns each firing into a run).
 import type { Argv, CommandModule } from 'yargs';
 import type { ArgsOf } from '../options/args.js';
-import { createLogger } from '../../common/log.js';
+import { commandLogger } from '../../common/log.js';
 import { renderTable } from '../../coordinator/report/table.js';
-import {
-  addSchedule,
-  listSchedules,
-  removeSchedule,
-  scheduleSpecFor,
-  type ScheduleInfo,
-} from '../../coordinator/schedules.js';
+import { listSchedules, type ScheduleInfo } from '../../coordinator/schedule-list.js';
 import { redisArgs, redisTimeoutArg } from '../options/redis.js';
-import { withFleet, withFleetClient } from '../options/fleet.js';
+import { withFleet, withFleetConnection } from '../options/fleet.js';
 import { BadArgumentError } from '../../common/bad-input.js';
-import { withLabTargets } from '../../coordinator/lab-targets.js';
 import { labAtArg, labAtOf } from '../options/lab.js';
 import { maxJobsArgs, maxJobsOf } from '../options/max-jobs.js';
 import { plural } from '../../common/plural.js';
@@ -44,7 +37,7 @@ const removeOptions = (y: Argv) =>
     describe: "schedule name (the plan's name)",
   });
 
-const log = () => createLogger('schedule', process.env.PROBEFLEET_LOG_LEVEL ?? 'warn');
+const log = commandLogger('schedule');
 
 function when(info: ScheduleInfo): string {
   return info.cron ? `cron "${info.cron}" ${info.tz}` : `every ${(info.everyMs ?? 0) / 1000} s`;
@@ -55,8 +48,12 @@ const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
   describe: 'Run a plan on a schedule (one schedule per plan name: adding again replaces it)',
   builder: addOptions,
   handler: async (args) => {
-    // Loaded here: `list` and `remove` read no plan (its loader brings the YAML parser).
-    const { loadPlanFile } = await import('../../coordinator/plan-loader.js');
+    // Loaded here: `list` and `remove` read no plan (the plan's schemas, and the YAML parser).
+    const [{ loadPlanFile }, { withLabTargets }, { addSchedule, scheduleSpecFor }] = await Promise.all([
+      import('../../coordinator/plan-loader.js'),
+      import('../../coordinator/lab-targets.js'),
+      import('../../coordinator/schedules.js'),
+    ]);
     // The schedule keeps the plan as it will run: lab targets where --lab-at says the lab is.
     const loaded = withLabTargets(
       await loadPlanFile(args.plan, { maxJobs: maxJobsOf(args) }),
@@ -71,7 +68,7 @@ const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
     } catch (err) {
       throw new BadArgumentError((err as Error).message);
     }
-    const info = await withFleet(args, log(), (fleet) => addSchedule(fleet, loaded, spec, args.deadline));
+    const info = await withFleet(args, log, (fleet) => addSchedule(fleet, loaded, spec, args.deadline));
     process.stdout.write(
       `schedule ${info.name}: ${when(info)}, ${plural(info.jobs, 'job')} over ${info.regions.join(', ')}; next run ${info.next?.toISOString() ?? '-'}\n`,
     );
@@ -83,7 +80,7 @@ const list: CommandModule<object, ArgsOf<typeof listOptions>> = {
   describe: 'List schedules with their next fire time',
   builder: listOptions,
   handler: async (args) => {
-    const schedules = await withFleetClient(args, log(), listSchedules);
+    const schedules = await withFleetConnection(args, log, listSchedules);
     if (args.json) {
       process.stdout.write(
         `${JSON.stringify(
@@ -113,7 +110,8 @@ const remove: CommandModule<object, ArgsOf<typeof removeOptions>> = {
   describe: "Remove a plan's schedule (runs already started go on)",
   builder: removeOptions,
   handler: async (args) => {
-    const removed = await withFleet(args, log(), (fleet) => removeSchedule(fleet, args.name));
+    const { removeSchedule } = await import('../../coordinator/schedules.js');
+    const removed = await withFleet(args, log, (fleet) => removeSchedule(fleet, args.name));
     if (!removed) {
       process.stderr.write(`probefleet: no schedule named "${args.name}" (see: probefleet schedule list)\n`);
       process.exitCode = 1;

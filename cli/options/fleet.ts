@@ -1,13 +1,14 @@
 // How a command reaches a fleet's Redis from its options (cli/options/redis.ts): the settings, and
 // for a command that ends, a fleet bounded in time whatever Redis does, an unreachable Redis said
-// as such (exit 4). withFleetClient opens the client alone (ioredis); withFleet the queues too,
-// loading BullMQ only then.
+// as such (exit 4). withFleetConnection opens the client alone (ioredis); withFleetClient the
+// report store too; withFleet the queues too, loading BullMQ only then.
 import type { RetentionSettings } from '../../contracts/retention.js';
 import type { Logger } from '../../common/log.js';
 import { redisSettingsFrom, type RedisSettings } from '../../common/redis.js';
 import { DEFAULT_REDIS_URL } from '../../common/redis-defaults.js';
 import { RedisUnreachableError } from '../../common/redis-errors.js';
-import { openFleetClient, whileReachable, type FleetClient } from '../../coordinator/fleet-client.js';
+import type { FleetClient } from '../../coordinator/fleet-client.js';
+import { openFleetConnection, whileReachable, type FleetConnection } from '../../coordinator/fleet-connection.js';
 import type { Fleet, FleetOptions } from '../../coordinator/fleet.js';
 import {
   jobKeyOf,
@@ -41,7 +42,7 @@ export function fleetOptionsOf(
   };
 }
 
-/** A command that ends, on the fleet's queues (BullMQ): as withFleetClient, with the queues open too. */
+/** A command that ends, on the fleet's queues (BullMQ): as withFleetConnection, with the report store and the queues open too. */
 export async function withFleet<T>(
   args: RedisArgs,
   log: Logger,
@@ -52,20 +53,30 @@ export async function withFleet<T>(
   return bounded(openFleet(fleetOptionsOf(args, log, { ...options, bounded: true })), args, work);
 }
 
-/**
- * A command that ends, on the fleet's client: Redis answers first (else RedisUnreachableError,
- * exit 4), every command is bounded by --redis-timeout, and closing is bounded too. A failure
- * while Redis does not answer is reported as Redis being unreachable, whatever the command was doing.
- */
+/** A command that ends, on the fleet's client (its connection and the report store): as withFleetConnection. */
 export async function withFleetClient<T>(
   args: RedisArgs,
   log: Logger,
   work: (fleet: FleetClient) => Promise<T>,
 ): Promise<T> {
+  const { openFleetClient } = await import('../../coordinator/fleet-client.js');
   return bounded(openFleetClient(fleetOptionsOf(args, log, { bounded: true })), args, work);
 }
 
-async function bounded<F extends FleetClient, T>(
+/**
+ * A command that ends, on the fleet's connection: Redis answers first (else RedisUnreachableError,
+ * exit 4), every command is bounded by --redis-timeout, and closing is bounded too. A failure
+ * while Redis does not answer is reported as Redis being unreachable, whatever the command was doing.
+ */
+export async function withFleetConnection<T>(
+  args: RedisArgs,
+  log: Logger,
+  work: (fleet: FleetConnection) => Promise<T>,
+): Promise<T> {
+  return bounded(openFleetConnection(fleetOptionsOf(args, log, { bounded: true })), args, work);
+}
+
+async function bounded<F extends FleetConnection, T>(
   fleet: F,
   args: RedisArgs,
   work: (fleet: F) => Promise<T>,

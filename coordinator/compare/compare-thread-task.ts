@@ -64,7 +64,10 @@ export async function makeComparison(request: ComparisonRequest, log: Logger): P
     });
   }
   // Loaded here: comparing run files needs no Redis client.
-  const { openFleetClient, whileReachable } = await import('../fleet-client.js');
+  const [{ openFleetClient }, { whileReachable }] = await Promise.all([
+    import('../fleet-client.js'),
+    import('../fleet-connection.js'),
+  ]);
   const fleet = openFleetClient({ ...request.stored, log });
   const compare = async (): Promise<RunComparison | NoBaseline> => {
     if ('runs' in request) {

@@ -12,7 +12,7 @@ import { createLogger } from '../../common/log.js';
 import { startCoordinator } from '../../coordinator/coordinator-service.js';
 import { RUN_END_SLACK_SECONDS } from '../../coordinator/distributed-run.js';
 import { openFleet } from '../../coordinator/fleet.js';
-import { FLEET_CLOSE_BOUND_MS } from '../../coordinator/fleet-client.js';
+import { FLEET_CLOSE_BOUND_MS } from '../../coordinator/fleet-connection.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { captureLog } from '../helpers/logs.js';
 import { writePlan } from '../helpers/plans.js';

@@ -8,9 +8,11 @@ import { COORDINATOR_METRICS } from '../../contracts/metric-names.js';
 import { createLogger } from '../../common/log.js';
 import { startCoordinator, type RunningCoordinator } from '../../coordinator/coordinator-service.js';
 import { openFleet, type Fleet } from '../../coordinator/fleet.js';
-import { listSchedules } from '../../coordinator/schedules.js';
+import { listSchedules } from '../../coordinator/schedule-list.js';
+import { parsePlan } from '../../coordinator/plan-loader.js';
 import { countJobs } from '../../coordinator/split.js';
-import { scheduledRunDataSchema } from '../../contracts/run-job.js';
+import { SCHEDULED_RUN_SCHEMA, scheduledRunDataSchema } from '../../contracts/run-job.js';
+import { JOB_NAMES } from '../../contracts/queues.js';
 import { openSignedData } from '../../common/job-signature.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { startRegionWorker, type RegionWorker } from '../../worker/queue-worker.js';
@@ -222,5 +224,31 @@ experiments: [{ probe: reuse, requests: 1, modes: [reused] }]
       JSON.parse(listed.stdout),
       byBullmq.map((s) => ({ ...s, next: s.next?.toISOString() })),
     );
+  });
+
+  test('lists a schedule kept without a summary from its plan, and one whose data is not a schedule with none', async () => {
+    // As a schedule added before summaries were kept stores it: the plan, and nothing of what listing shows.
+    const { plan } = await parsePlan(
+      `
+name: earlier
+regions: [x, y, z]
+targets: [{ name: http, url: "http://127.0.0.1:9/" }]
+experiments: [{ probe: reuse, requests: 1, modes: [reused, new] }]
+`,
+      'earlier.yaml',
+    );
+    await fleet.runs.upsertJobScheduler(
+      'earlier',
+      { every: 7_200_000 },
+      { name: JOB_NAMES.scheduledRun, data: { schema: SCHEDULED_RUN_SCHEMA, plan, tls: {} } },
+    );
+    await fleet.runs.upsertJobScheduler(
+      'garbled',
+      { every: 7_200_000 },
+      { name: JOB_NAMES.scheduledRun, data: { schema: 'something else', summary: { regions: ['-'], jobs: -1 } } },
+    );
+    const listed = new Map((await listSchedules(fleet)).map((s) => [s.name, s]));
+    assert.deepEqual([listed.get('earlier')?.regions, listed.get('earlier')?.jobs], [['x', 'y', 'z'], 6]);
+    assert.deepEqual([listed.get('garbled')?.regions, listed.get('garbled')?.jobs], [[], 0]);
   });
 });

@@ -1,7 +1,7 @@
 // A command loads only what it uses (docs/development.md, "Start-up"): each command below runs as
 // `probefleet` does, in a process of its own that records every module it loads
 // (helpers/record-modules.ts), and may load BullMQ, ioredis, undici and prom-client only where it
-// needs them. The commands that talk to Redis run against a stand-in that answers as an empty
+// needs them, and pino only once it logs. The commands that talk to Redis run against a stand-in that answers as an empty
 // Redis, so their whole path runs, connecting included. No timing: start-up times are
 // bench/cli-startup.ts's.
 import assert from 'node:assert/strict';
@@ -18,6 +18,8 @@ import { tempDir } from '../helpers/temp-dir.js';
 /** The packages whose loading a command pays for when it has no use for them. */
 const HEAVY = ['bullmq', 'ioredis', 'prom-client', 'undici'] as const;
 type Heavy = (typeof HEAVY)[number];
+/** Loaded when something first logs (common/log.ts, commandLogger): none of the commands below logs. */
+const LOGGER = 'pino';
 
 const RECORDER = new URL('../helpers/record-modules.js', import.meta.url).href;
 const dir = tempDir('probefleet-module-graph-');
@@ -26,7 +28,7 @@ let recorded = 0;
 /** The heavy packages among the modules `probefleet ARGS` loads, with its exit code and output. */
 async function heavyLoadedBy(
   args: string[],
-): Promise<{ heavy: Heavy[]; code: number; stdout: string; stderr: string }> {
+): Promise<{ heavy: Heavy[]; logger: boolean; code: number; stdout: string; stderr: string }> {
   const list = path.join(dir, `modules-${++recorded}.txt`);
   await writeFile(list, '');
   const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -39,8 +41,8 @@ async function heavyLoadedBy(
     );
   });
   const urls = (await readFile(list, 'utf8')).split('\n');
-  const heavy = HEAVY.filter((name) => urls.some((url) => url.includes(`/node_modules/${name}/`)));
-  return { heavy, code, stdout, stderr };
+  const loaded = (name: string) => urls.some((url) => url.includes(`/node_modules/${name}/`));
+  return { heavy: HEAVY.filter(loaded), logger: loaded(LOGGER), code, stdout, stderr };
 }
 
 /**
@@ -139,12 +141,23 @@ experiments: [{ probe: reuse, requests: 1, modes: [reused] }]
   ];
   for (const { args, stdout: expected, needs } of cases) {
     test(`probefleet ${args.join(' ')} loads ${needs.join(', ') || 'none of them'}`, async () => {
-      const { heavy, code, stdout, stderr } = await heavyLoadedBy(args.map((arg) => given[arg] ?? arg));
+      const { heavy, logger, code, stdout, stderr } = await heavyLoadedBy(args.map((arg) => given[arg] ?? arg));
       assert.equal(code, 0, stderr);
       assert.match(stdout, expected);
       assert.deepEqual(heavy, needs);
+      assert.equal(logger, false, `${LOGGER} loaded, with nothing logged`);
     });
   }
+
+  test('a command that logs loads pino then: schedule list logs why a Redis that is not there cannot be reached', async () => {
+    const gone = await startEmptyRedis();
+    const url = gone.url;
+    await gone.close();
+    const { logger, code, stderr } = await heavyLoadedBy(['schedule', 'list', '--redis', url, '--redis-timeout', '1']);
+    assert.equal(code, 4, stderr);
+    assert.match(stderr, /"level":40,.*"name":"schedule",.*redis error/);
+    assert.equal(logger, true);
+  });
 
   test('what needs them loads them: the recording sees each of these packages', async () => {
     const { heavy, code, stderr } = await heavyLoadedBy(['worker', '--help']);
