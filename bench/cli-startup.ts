@@ -13,9 +13,11 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CLI_CODE_CACHE, cliBundleIsCurrent } from '../cli/bundle-script.js';
+import bundleScript from '../cli/bundle-script.cjs';
 import { median } from '../common/stats.js';
 import { startBenchRedis } from './queue.js';
+
+const { CLI_CODE_CACHE, cliBundleIsCurrent } = bundleScript;
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TARGET_MS = 300;

@@ -13,7 +13,9 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
-import { CLI_BUNDLE, CLI_BUNDLE_INPUTS, CLI_CODE_CACHE_NAME, CLI_MODULES_ENTRY } from './bundle-script.js';
+import bundleScript from './bundle-script.cjs';
+
+const { CLI_BUNDLE, CLI_BUNDLE_INPUTS, CLI_CODE_CACHE_NAME, CLI_MODULES_ENTRY } = bundleScript;
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -42,6 +44,10 @@ const importMetaOfEachFile: Plugin = {
     });
   },
 };
+
+/** The bundle is written as the function CommonJS wraps a file in: compiling it makes no 2 MB
+ * copy of the source to wrap it at every start (cli/bundle-script.cts). */
+const COMMONJS_WRAPPER = { start: '(function (exports, require, module, __filename, __dirname) {', end: '\n})' };
 
 /** `import.meta` of the file at `fromBundle`, for the plugin above. Strict mode first, as esbuild's
  * own prologue would have it (ES modules are strict). The bundle's directory is kept at once: a
@@ -74,7 +80,8 @@ async function buildCliBundle(): Promise<void> {
     external: Object.keys(dependencies).filter((name) => !BUNDLED_PACKAGES.includes(name)),
     // `await import('undici')` made require(): a script run by vm has no loader for import().
     supported: { 'dynamic-import': false },
-    banner: { js: IMPORT_META_OF },
+    banner: { js: `${COMMONJS_WRAPPER.start}${IMPORT_META_OF}` },
+    footer: { js: COMMONJS_WRAPPER.end },
     plugins: [importMetaOfEachFile],
     logLevel: 'warning',
     metafile: true,

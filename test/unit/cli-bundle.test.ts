@@ -7,15 +7,11 @@ import { existsSync, readdirSync, readFileSync, statSync, utimesSync } from 'nod
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import {
-  CLI_BUNDLE,
-  CLI_CODE_CACHE,
-  CLI_CODE_CACHE_NAME,
-  CLI_MODULES_ENTRY,
-  cliBundleIsCurrent,
-} from '../../cli/bundle-script.js';
+import bundleScript from '../../cli/bundle-script.cjs';
 import { CLI, REPO_ROOT, runCli, type CliOutcome } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
+
+const { CLI_BUNDLE, CLI_CODE_CACHE, CLI_CODE_CACHE_NAME, CLI_MODULES_ENTRY, cliBundleIsCurrent } = bundleScript;
 
 test('the build left a bundle as new as its modules, and V8 takes its code cache in a process started as probefleet is', async (t) => {
   assert.ok(cliBundleIsCurrent(), 'dist/cli/probefleet.bundle.cjs is older than tsc output: run npm run build');
@@ -33,7 +29,7 @@ test('the build left a bundle as new as its modules, and V8 takes its code cache
   // A process of its own, with node's flags as bin/probefleet.js has them: V8 refuses a cache made
   // under other flags, and the test runner's are not a user's.
   const check = `
-    const { compileCliBundle, readCliCodeCache } = await import(${JSON.stringify(new URL('../../cli/bundle-script.js', import.meta.url).href)});
+    const { compileCliBundle, readCliCodeCache } = await import(${JSON.stringify(new URL('../../cli/bundle-script.cjs', import.meta.url).href)});
     const cache = readCliCodeCache();
     process.stdout.write(JSON.stringify({ bytes: cache?.length ?? 0, rejected: compileCliBundle(cache).cachedDataRejected }));`;
   const outcome = await new Promise<CliOutcome>((resolve) => {
