@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { REPO_ROOT } from './repo.js';
+import bundleScript from '../../cli/bundle-script.cjs';
 
 export const DEPLOY_DIR = path.join(REPO_ROOT, 'deploy');
 export const K8S_DIR = path.join(DEPLOY_DIR, 'k8s');
@@ -314,14 +315,24 @@ export function containersOf(spec: Yaml): Yaml[] {
 
 // ---- What a script needs at run time ------------------------------------------------------------
 
-/** Relative module specifiers and `new URL('...', import.meta.url)` paths in a compiled file. */
-const RELATIVE_REFERENCE = /(?:\bfrom\s*|\bimport\s*\(\s*|\bnew URL\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
+/** Relative module specifiers (import, require) and `new URL('...', import.meta.url)` paths in a
+ * compiled file (group 1), and `path.join(__dirname, '...')` paths in a CommonJS one (group 2). */
+const RELATIVE_REFERENCE =
+  /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\(\s*|\bnew URL\(\s*)['"](\.{1,2}\/[^'"]+)['"]|\bpath\.join\(\s*__dirname,\s*['"]([^'"]+)['"]/g;
 
 /**
- * Every repository file a script loads, following relative imports and `new URL(..., import.meta.url)`
- * from `entry` (an absolute path), paths relative to the repository root. Packages in
- * node_modules are left out (the image installs them with npm ci).
+ * Every repository file a script loads, following relative imports and requires, `new URL(...,
+ * import.meta.url)` and `path.join(__dirname, ...)` from `entry` (an absolute path), with the
+ * package.json nearest each (its `type` makes a .js file CommonJS or an ES module); paths relative
+ * to the repository root. Packages in node_modules are left out (the image installs them with npm ci).
  */
+function nearestPackageJson(directory: string): string {
+  const here = path.join(directory, 'package.json');
+  return existsSync(here) || path.relative(REPO_ROOT, directory) === ''
+    ? here
+    : nearestPackageJson(path.dirname(directory));
+}
+
 export function runtimeFiles(entry: string): Set<string> {
   const seen = new Set<string>();
   const pending = [entry];
@@ -331,9 +342,11 @@ export function runtimeFiles(entry: string): Set<string> {
     if (seen.has(relative)) continue;
     if (!existsSync(file)) throw new Error(`${relative} is referenced but does not exist (npm run build?)`);
     seen.add(relative);
-    if (!file.endsWith('.js')) continue;
+    // The CLI's bundle names files relative to each module it holds: those modules are followed instead.
+    if (!/\.c?js$/.test(file) || file === bundleScript.CLI_BUNDLE) continue;
+    pending.push(nearestPackageJson(path.dirname(file)));
     for (const match of readFileSync(file, 'utf8').matchAll(RELATIVE_REFERENCE))
-      pending.push(path.resolve(path.dirname(file), match[1]!));
+      pending.push(path.resolve(path.dirname(file), (match[1] ?? match[2])!));
   }
   return seen;
 }

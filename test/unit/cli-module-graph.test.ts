@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parsePlan } from '../../coordinator/plan-loader.js';
 import { buildRunReport } from '../../coordinator/run-report.js';
+import bundleScript from '../../cli/bundle-script.cjs';
 import { CLI, REPO_ROOT } from '../helpers/repo.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -21,20 +22,23 @@ type Heavy = (typeof HEAVY)[number];
 /** Loaded when something first logs (common/log.ts, commandLogger): none of the commands below logs. */
 const LOGGER = 'pino';
 
+const { CLI_MODULES_ENTRY } = bundleScript;
 const RECORDER = new URL('../helpers/record-modules.js', import.meta.url).href;
 const dir = tempDir('probefleet-module-graph-');
 let recorded = 0;
 
-/** The heavy packages among the modules `probefleet ARGS` loads, with its exit code and output. */
+/** The heavy packages among the modules `probefleet ARGS` loads (run from `entry`), with every URL
+ * loaded, its exit code and output. */
 async function heavyLoadedBy(
   args: string[],
-): Promise<{ heavy: Heavy[]; logger: boolean; code: number; stdout: string; stderr: string }> {
+  entry = CLI,
+): Promise<{ heavy: Heavy[]; logger: boolean; urls: string[]; code: number; stdout: string; stderr: string }> {
   const list = path.join(dir, `modules-${++recorded}.txt`);
   await writeFile(list, '');
   const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile(
       process.execPath,
-      ['--import', RECORDER, CLI, ...args],
+      ['--import', RECORDER, entry, ...args],
       { cwd: REPO_ROOT, env: { ...process.env, PROBEFLEET_MODULES_FILE: list }, timeout: 60_000 },
       (err, out, errOut) =>
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout: out, stderr: errOut }),
@@ -42,7 +46,7 @@ async function heavyLoadedBy(
   });
   const urls = (await readFile(list, 'utf8')).split('\n');
   const loaded = (name: string) => urls.some((url) => url.includes(`/node_modules/${name}/`));
-  return { heavy: HEAVY.filter(loaded), logger: loaded(LOGGER), code, stdout, stderr };
+  return { heavy: HEAVY.filter(loaded), logger: loaded(LOGGER), urls, code, stdout, stderr };
 }
 
 /**
@@ -148,6 +152,22 @@ experiments: [{ probe: reuse, requests: 1, modes: [reused] }]
       assert.equal(logger, false, `${LOGGER} loaded, with nothing logged`);
     });
   }
+
+  test("schedule list builds none of the plan's or the report store's schemas: run as modules, it loads neither", async () => {
+    // The bundle holds our modules, so the modules are run to see ours.
+    const { urls, code, stdout, stderr } = await heavyLoadedBy(
+      ['schedule', 'list', '--redis', given.REDIS!],
+      CLI_MODULES_ENTRY,
+    );
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^no schedules/);
+    assert.ok(
+      urls.some((url) => url.endsWith('/dist/coordinator/schedule-list.js')),
+      'the recording sees our modules',
+    );
+    for (const heavy of ['/dist/contracts/plan.js', '/dist/contracts/run-job.js', '/dist/coordinator/report-store.js'])
+      assert.ok(!urls.some((url) => url.endsWith(heavy)), `${heavy} loaded`);
+  });
 
   test('a command that logs loads pino then: schedule list logs why a Redis that is not there cannot be reached', async () => {
     const gone = await startEmptyRedis();
