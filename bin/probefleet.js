@@ -9,7 +9,7 @@ const { pathToFileURL } = require('node:url');
 
 const bundleScript = path.join(__dirname, '../dist/cli/bundle-script.cjs');
 if (!existsSync(bundleScript)) {
-  process.stderr.write('probefleet: dist/ is missing; run `npm run build` (npm ci does it for you)\n');
+  process.stderr.write('probefleet: dist/ is missing or out of date; run `npm run build` (npm ci does it for you)\n');
   process.exit(1);
 }
 const { CLI_MODULES_ENTRY, cliBundleIsCurrent, readCliCodeCache, runCliBundle } = require(bundleScript);

@@ -3,7 +3,8 @@
 import { once } from 'node:events';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { BadInputError } from '../common/bad-input.js';
+import { BadArgumentError, BadInputError } from '../common/bad-input.js';
+import { LOG_LEVELS } from '../common/log.js';
 import { printable } from '../common/printable.js';
 import { RedisFullError, RedisUnreachableError } from '../common/redis-errors.js';
 import { commandsFor } from './commands/index.js';
@@ -40,11 +41,15 @@ export async function main(given: string[]): Promise<void> {
     .usage('$0 <command> [options]\n\nMeasures what HTTP transport choices cost, from one machine or many regions.')
     .option('log-level', {
       type: 'string',
-      choices: ['trace', 'debug', 'info', 'warn', 'error', 'silent'],
+      choices: LOG_LEVELS,
       describe: 'Log level of the structured logs on stderr (default: warn for run and plan, info otherwise)',
     })
     .middleware((args) => {
       if (args.logLevel) process.env.PROBEFLEET_LOG_LEVEL = args.logLevel as string;
+      // Checked here: a command that ends makes its logger only when something goes wrong.
+      const level = process.env.PROBEFLEET_LOG_LEVEL;
+      if (level !== undefined && !LOG_LEVELS.includes(level))
+        throw new BadArgumentError(`PROBEFLEET_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${level}")`);
     })
     .command(await commandsFor(argv))
     .demandCommand(1, 'Name a command; see --help.')

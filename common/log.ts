@@ -6,6 +6,9 @@ import { requireCommonJs } from './require-commonjs.js';
 
 export type { Logger };
 
+/** pino's levels, and silent: what --log-level and PROBEFLEET_LOG_LEVEL may name. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
 /**
  * Header values never reach a log line: any header of a plan may carry a credential, and header
  * names come in any case (pino's paths are case-sensitive), so every value under a `headers`
@@ -33,8 +36,9 @@ export function createLogger(
 
 /**
  * The logger of a command that ends (`schedule list`, `runs`, `run`, ...): at PROBEFLEET_LOG_LEVEL,
- * else warn. It is made, and pino loaded (~25 ms of a start), when something first uses it, which
- * for most of these commands is when something goes wrong.
+ * else warn. It is made, and pino loaded (~25 ms of a start), when something first uses it (a log
+ * line, or a look at its level), which for most of these commands is when something goes wrong.
+ * Each use reads the logger's property anew: pino replaces its level methods when the level changes.
  */
 export function commandLogger(name: string): Logger {
   let logger: Logger | undefined;

@@ -1,7 +1,7 @@
 // The coordinator side's connections to a fleet's Redis: the runs queue, a flow producer, a
 // client of its own and the report store, all under one prefix. One object, so commands and
-// the coordinator service open and close them the same way. What needs no queue opens only the
-// client (fleet-client.ts), without BullMQ.
+// the coordinator service open and close them the same way. What needs no queue opens, without
+// BullMQ, the client with the report store (fleet-client.ts) or the client alone (fleet-connection.ts).
 import { FlowProducer, Queue, type ConnectionOptions } from 'bullmq';
 import { regionQueueName, RUNS_QUEUE, SUBMISSIONS_QUEUE } from '../contracts/queues.js';
 import { openFleetClient, type FleetClient, type FleetClientOptions } from './fleet-client.js';

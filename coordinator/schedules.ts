@@ -92,8 +92,8 @@ export async function planOfFiring(data: ScheduledRunData, maxJobs?: number): Pr
   const loaded: LoadedPlan = { plan: data.plan, file, tls: data.tls, ...(maxJobs !== undefined ? { maxJobs } : {}) };
   if (!data.targetFiles) return loaded;
   const { lab, ...source } = data.targetFiles;
-  // Loaded here, for a firing with target files: `schedule list` loads this module too, and needs
-  // neither the file readers nor the YAML parser they bring.
+  // Loaded here, for a firing with target files: a firing without them, and `schedule remove`,
+  // need neither the file readers nor the YAML parser they bring.
   const [{ formatProblem }, { expandTargetFiles, isFileProblem, writtenPlanOf }, { withDualStackTargets }] =
     await Promise.all([import('./plan-loader.js'), import('./target-files.js'), import('./dual-stack.js')]);
   const expanded = await expandTargetFiles(writtenPlanOf(data.plan), source);

@@ -48,7 +48,7 @@ const add: CommandModule<object, ArgsOf<typeof addOptions>> = {
   describe: 'Run a plan on a schedule (one schedule per plan name: adding again replaces it)',
   builder: addOptions,
   handler: async (args) => {
-    // Loaded here: `list` and `remove` read no plan (the plan's schemas, and the YAML parser).
+    // Loaded here, not at the top: `list` needs none of them (the plan's schemas, the YAML parser).
     const [{ loadPlanFile }, { withLabTargets }, { addSchedule, scheduleSpecFor }] = await Promise.all([
       import('../../coordinator/plan-loader.js'),
       import('../../coordinator/lab-targets.js'),

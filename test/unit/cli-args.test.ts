@@ -52,3 +52,20 @@ test("run --help and the README give the wait the code uses: the deadline's slac
   const readme = await readFile(path.join(REPO_ROOT, 'README.md'), 'utf8');
   assert.match(readme, new RegExp(`the deadline \\+ \`jobTimeoutSeconds\` \\+ ${RUN_END_SLACK_SECONDS} s`));
 });
+
+test('a log level the environment names that pino has not is bad input at once, whatever the command', async () => {
+  // Before anything logs: `schedule list` against a Redis that is not there would log first from
+  // a connection's error event, where a throw is no exit 2.
+  const { code, stdout, stderr } = await runCli(
+    ['schedule', 'list', '--redis', 'redis://127.0.0.1:9', '--redis-timeout', '1'],
+    {
+      env: { PROBEFLEET_LOG_LEVEL: 'bogus' },
+    },
+  );
+  assert.equal(code, 2, stderr);
+  assert.equal(stdout, '');
+  assert.match(
+    stderr,
+    /^PROBEFLEET_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got "bogus"\)\n$/,
+  );
+});

@@ -1,9 +1,9 @@
 // A command loads only what it uses (docs/development.md, "Start-up"): each command below runs as
 // `probefleet` does, in a process of its own that records every module it loads
 // (helpers/record-modules.ts), and may load BullMQ, ioredis, undici and prom-client only where it
-// needs them, and pino only once it logs. The commands that talk to Redis run against a stand-in that answers as an empty
-// Redis, so their whole path runs, connecting included. No timing: start-up times are
-// bench/cli-startup.ts's.
+// needs them, and pino only once it logs. The commands that talk to Redis run against a stand-in
+// that answers as a Redis holding one schedule, so their whole path runs, connecting included. No
+// timing: start-up times are bench/cli-startup.ts's.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -49,13 +49,29 @@ async function heavyLoadedBy(
   return { heavy: HEAVY.filter(loaded), logger: loaded(LOGGER), urls, code, stdout, stderr };
 }
 
+/** The one schedule the stand-in below holds, as `schedule add` keeps it: its summary, beside a plan
+ * that is not read (a plan's schemas are what listing does without). */
+const SCHEDULE = {
+  name: 'nightly',
+  data: JSON.stringify({
+    schema: 'probefleet.scheduled-run/v1',
+    plan: {},
+    tls: {},
+    summary: { regions: ['eu-west', 'us-east'], jobs: 18 },
+  }),
+};
+
+/** A RESP array of bulk strings. */
+const respArray = (items: string[]) =>
+  `*${items.length}\r\n${items.map((item) => `$${Buffer.byteLength(item)}\r\n${item}\r\n`).join('')}`;
+
 /**
- * A stand-in for Redis on loopback that answers as an empty Redis would, as far as the commands
- * below ask (PING with PONG, INFO with no cluster, CLIENT and QUIT with OK, anything else, HELLO
- * and every read, with an empty list), so that `schedule list` and `runs list` run to their end
- * without a server.
+ * A stand-in for Redis on loopback that answers as a Redis holding one schedule and nothing else
+ * would, as far as the commands below ask (PING with PONG, INFO with no cluster, CLIENT and QUIT
+ * with OK, the schedulers' index and hash with SCHEDULE, anything else, HELLO and every other read,
+ * with an empty list), so that `schedule list` and `runs list` run to their end without a server.
  */
-async function startEmptyRedis(): Promise<{ url: string; close(): Promise<void> }> {
+async function startStandInRedis(): Promise<{ url: string; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
@@ -67,8 +83,13 @@ async function startEmptyRedis(): Promise<{ url: string; close(): Promise<void> 
       for (let command = readCommand(pending); command; command = readCommand(pending)) {
         pending = pending.slice(command.length);
         const name = command.args[0]?.toLowerCase();
+        const key = command.args[1] ?? '';
         if (name === 'ping') socket.write('+PONG\r\n');
         else if (name === 'info') socket.write('$11\r\nloading:0\r\n\r\n');
+        else if (name === 'zrange' && key.endsWith(':runs:repeat'))
+          socket.write(respArray([SCHEDULE.name, '1767225600000']));
+        else if (name === 'hgetall' && key.endsWith(`:runs:repeat:${SCHEDULE.name}`))
+          socket.write(respArray(['pattern', '0 2 * * *', 'tz', 'UTC', 'data', SCHEDULE.data]));
         else if (name === 'client' || name === 'quit') socket.write('+OK\r\n');
         else socket.write('*0\r\n');
       }
@@ -103,7 +124,7 @@ function readCommand(text: string): { args: string[]; length: number } | undefin
 }
 
 describe("a command's module graph", () => {
-  let redis: Awaited<ReturnType<typeof startEmptyRedis>>;
+  let redis: Awaited<ReturnType<typeof startStandInRedis>>;
   /** What the commands below name in capitals: files written here, the stand-in's URL. */
   const given: Record<string, string> = {
     PLAN: path.join(dir, 'tiny.yaml'),
@@ -112,7 +133,7 @@ describe("a command's module graph", () => {
   };
 
   before(async () => {
-    redis = await startEmptyRedis();
+    redis = await startStandInRedis();
     given.REDIS = redis.url;
     const planText = `
 name: tiny
@@ -140,7 +161,11 @@ experiments: [{ probe: reuse, requests: 1, modes: [reused] }]
     { args: ['compare', 'EARLIER', 'AFTER'], stdout: /^compare tiny-2 with the earlier run tiny-1/, needs: [] },
     { args: ['alerts', 'PLAN'], stdout: /^groups:/, needs: [] },
     // They read Redis with ioredis; BullMQ is for adding and removing schedules, and for runs.
-    { args: ['schedule', 'list', '--redis', 'REDIS'], stdout: /^no schedules/, needs: ['ioredis'] },
+    {
+      args: ['schedule', 'list', '--redis', 'REDIS'],
+      stdout: /^ +nightly +cron "0 2 \* \* \*" UTC .* eu-west, us-east +18$/m,
+      needs: ['ioredis'],
+    },
     { args: ['runs', 'list', '--redis', 'REDIS'], stdout: /^no stored runs/, needs: ['ioredis'] },
   ];
   for (const { args, stdout: expected, needs } of cases) {
@@ -160,7 +185,7 @@ experiments: [{ probe: reuse, requests: 1, modes: [reused] }]
       CLI_MODULES_ENTRY,
     );
     assert.equal(code, 0, stderr);
-    assert.match(stdout, /^no schedules/);
+    assert.match(stdout, /^ +nightly .* eu-west, us-east +18$/m);
     assert.ok(
       urls.some((url) => url.endsWith('/dist/coordinator/schedule-list.js')),
       'the recording sees our modules',
@@ -170,7 +195,7 @@ experiments: [{ probe: reuse, requests: 1, modes: [reused] }]
   });
 
   test('a command that logs loads pino then: schedule list logs why a Redis that is not there cannot be reached', async () => {
-    const gone = await startEmptyRedis();
+    const gone = await startStandInRedis();
     const url = gone.url;
     await gone.close();
     const { logger, code, stderr } = await heavyLoadedBy(['schedule', 'list', '--redis', url, '--redis-timeout', '1']);
