@@ -335,6 +335,28 @@ export function refuseOtherKind(settings: RedisSettings, info: string): void {
   );
 }
 
+/**
+ * Refuses the Redis a fleet process reached, once, before relying on it, when it is not what the
+ * URL names: a node of a Cluster for another kind of URL (refuseOtherKind), or a server without the
+ * URL's database. ioredis tells the latter only as an error event, then goes on in database 0,
+ * where every key would be read and written: a SELECT of its own fails instead.
+ */
+export async function refuseOtherRedis(settings: RedisSettings, client: RedisClient): Promise<void> {
+  refuseOtherKind(settings, await client.info('cluster'));
+  const target = redisTarget(settings);
+  const db = target.kind === 'cluster' ? 0 : (target.options.db ?? 0);
+  if (db === 0) return;
+  try {
+    await (client as Redis).select(db);
+  } catch (err) {
+    const message = (err as Error).message;
+    if (!message.includes('DB index is out of range')) throw err;
+    throw new RedisKindError(
+      `the Redis at ${redactRedisUrl(settings.url)} has no database ${db} (${message}): name one below its \`databases\` setting, 0 by default`,
+    );
+  }
+}
+
 /** What emits a Redis connection's errors: an ioredis client, or a BullMQ queue, worker or flow producer. */
 interface ErrorSource {
   on(event: 'error', listener: (err: Error) => void): unknown;

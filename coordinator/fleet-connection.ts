@@ -7,7 +7,7 @@ import {
   createRedisClient,
   pingWithin,
   redactRedisUrl,
-  refuseOtherKind,
+  refuseOtherRedis,
   warnOnRedisErrors,
   type RedisClient,
   type RedisSettings,
@@ -114,7 +114,7 @@ export function openFleetConnection(options: FleetConnectionOptions): FleetConne
       if (!(await pingWithin(client, timeoutMs)))
         throw unreachable(`no answer within ${Math.round(timeoutMs / 100) / 10} s`);
       if (kindChecked) return;
-      refuseOtherKind(options.redis, await client.info('cluster'));
+      await refuseOtherRedis(options.redis, client);
       kindChecked = true;
     },
     unreachable,

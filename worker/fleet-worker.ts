@@ -9,7 +9,7 @@ import { UnrecoverableError, Worker, type Job, type JobJson, type Processor, typ
 import type { JobFailureCode } from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Logger } from '../common/log.js';
-import { refuseOtherKind, type RedisSettings } from '../common/redis.js';
+import { refuseOtherRedis, type RedisClient, type RedisSettings } from '../common/redis.js';
 import { Backoff, redisErrorKind } from '../common/redis-errors.js';
 import { settlesWithin } from '../common/settle.js';
 
@@ -125,12 +125,13 @@ export class FleetWorker extends Worker {
 
   /**
    * Starts taking jobs once Redis answers (waiting out a Redis that is down, as BullMQ does) and is
-   * of the kind its URL says: a Cluster node reached with a single-server URL is refused
-   * (RedisKindError) before any job is asked for, rather than answering MOVED to every try.
+   * what its URL names: a Cluster node reached with a single-server URL, or a server without the
+   * URL's database, is refused (RedisKindError) before any job is asked for.
    */
   async start(redis: RedisSettings): Promise<void> {
     await this.waitUntilReady();
-    refuseOtherKind(redis, await (await this.getBackend().client).info());
+    // BullMQ's ioredis adapter is the ioredis client itself, its interface added.
+    await refuseOtherRedis(redis, (await this.getBackend().client) as unknown as RedisClient);
     this.run().catch((err: Error) => this.emit('error', err));
   }
 

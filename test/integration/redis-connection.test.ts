@@ -1,6 +1,7 @@
 // Connection settings: a Redis that wants TLS (rediss://, a private CA) and an ACL user with a
 // password. A redis-server of the test's own; a run goes through it end to end.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -14,6 +15,9 @@ import { startLab, type Lab } from '../../lab/index.js';
 import { startRegionWorker } from '../../worker/queue-worker.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
 import { answers, needsRedis, requireRedis, startOwnRedis, testPrefix, type OwnRedis } from '../helpers/redis.js';
+import { exitWithin } from '../helpers/failover-runs.js';
+import { writePlan } from '../helpers/plans.js';
+import { spawnCli, type CliProcess } from '../helpers/processes.js';
 import { runCli } from '../helpers/repo.js';
 
 const log = createLogger('test', 'silent');
@@ -109,5 +113,59 @@ experiments: [{ probe: reuse, requests: 3, modes: [reused, new] }]
     const cli = await runCli(['runs', 'list', '--redis', redis.url, '--redis-ca', caFile, '--prefix', prefix]);
     assert.equal(cli.code, 0, cli.stderr);
     assert.match(cli.stdout, /over-tls-run\s+distributed/);
+  });
+});
+
+describe('a database the Redis does not have', needsRedis, () => {
+  let redis: OwnRedis;
+  const started: CliProcess[] = [];
+  before(async () => {
+    requireRedis();
+    redis = await startOwnRedis({ args: () => ['--databases', '2'] });
+  });
+  after(async () => {
+    await Promise.all(started.map((p) => p.stop('SIGKILL')));
+    await redis?.stop();
+  });
+
+  test('worker, coordinator, run, runs and schedule end with one message naming the database (exit 2), and write no job, run or schedule to database 0', async () => {
+    // ioredis reports a failed SELECT as an error event and goes on in database 0.
+    const url = `${redis.url}/5`;
+    const prefix = testPrefix();
+    const args = ['--redis', url, '--prefix', prefix];
+    const plan = await writePlan(
+      'name: no-such-db\nregions: [a]\ntargets: [{ name: t, url: "http://127.0.0.1:1" }]\nexperiments: [{ probe: reuse, requests: 1, modes: [reused] }]\nschedule: { cron: "0 2 * * *" }\n',
+    );
+    const worker = spawnCli(['worker', '--region', 'a', ...args, '--allow-loopback']);
+    const coordinator = spawnCli(['coordinator', ...args, '--port', '0']);
+    started.push(worker, coordinator);
+    for (const [what, ended] of [
+      ['worker', { code: await exitWithin(worker, 60_000), stderr: worker.stderr() }],
+      ['coordinator', { code: await exitWithin(coordinator, 60_000), stderr: coordinator.stderr() }],
+      ['run', await runCli(['run', plan, ...args])],
+      ['runs list', await runCli(['runs', 'list', ...args])],
+      ['schedule add', await runCli(['schedule', 'add', plan, ...args])],
+      ['schedule list', await runCli(['schedule', 'list', ...args])],
+    ] as const) {
+      assert.equal(ended.code, 2, `${what}: exit 2\n${ended.stderr}`);
+      assert.match(
+        ended.stderr,
+        new RegExp(
+          `^the Redis at redis://127\\.0\\.0\\.1:${redis.port}/5 has no database 5 \\(ERR DB index is out of range\\)`,
+          'm',
+        ),
+        what,
+      );
+    }
+    // The one key in database 0: BullMQ's marker of the runs queue, which the coordinator's queue
+    // writes as it opens, before the check; no job, run or schedule.
+    const keys = execFileSync('redis-cli', ['-p', String(redis.port), '--scan'], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
+    assert.deepEqual(
+      keys.filter((key) => key !== `${prefix}:runs:meta`),
+      [],
+      'keys in database 0',
+    );
   });
 });
