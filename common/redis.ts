@@ -317,7 +317,38 @@ export function createRedisClient(settings: RedisSettings, connectionName: strin
       ...target.options,
       redisOptions: { ...target.options.redisOptions, connectionName },
     });
-  return new ioredis.Redis({ ...target.options, connectionName });
+  return reconnectWhenCutShort(new ioredis.Redis({ ...target.options, connectionName }));
+}
+
+/** ioredis's message for a command or connect on a connection that is closed. */
+const CONNECTION_CLOSED = 'Connection is closed.';
+
+/** How long a client ioredis ended waits before connecting again (a connector that fails at once
+ * would otherwise spin). */
+const RECONNECT_AFTER_END_MS = 200;
+
+/**
+ * ioredis ends a client for good when its connector's connect is cut short, and every command
+ * fails from then on ("Connection is closed."): a failover announced (+switch-master, which
+ * `failoverDetector` answers by cutting the connector) while the client, having lost the old
+ * primary, asks a sentinel for the new one. A client ended so, not closed by its owner, connects
+ * again. test/integration/redis-sentinel.test.ts cuts a connect short as the detector does.
+ */
+export function reconnectWhenCutShort(client: Redis): Redis {
+  // What ioredis says just before it ends a client so: the connect's rejection, while connecting
+  // (a connect its owner cut short, closing the client, says nothing).
+  let cutShort = false;
+  client.on('error', (err: Error) => {
+    cutShort = client.status === 'connecting' && err.message === CONNECTION_CLOSED;
+  });
+  client.on('end', () => {
+    if (!cutShort) return;
+    cutShort = false;
+    setTimeout(() => {
+      if (client.status === 'end') client.connect().catch(() => {}); // its errors reach its listeners
+    }, RECONNECT_AFTER_END_MS).unref();
+  });
+  return client;
 }
 
 /**

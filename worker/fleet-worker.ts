@@ -5,13 +5,30 @@
 // Redis (so a worker cut off from Redis stops before another takes the job), taking jobs backs off
 // while Redis refuses it, and closing ends whatever Redis does.
 import { performance } from 'node:perf_hooks';
-import { UnrecoverableError, Worker, type Job, type JobJson, type Processor, type WorkerOptions } from 'bullmq';
+import {
+  createIORedisClient,
+  RedisConnection,
+  UnrecoverableError,
+  Worker,
+  type Job,
+  type JobJson,
+  type Processor,
+  type WorkerOptions,
+} from 'bullmq';
 import type { JobFailureCode } from '../contracts/job.js';
 import { JOB_LIMITS } from '../contracts/limits.js';
 import type { Logger } from '../common/log.js';
-import { refuseOtherRedis, type RedisClient, type RedisSettings } from '../common/redis.js';
+import { reconnectWhenCutShort, refuseOtherRedis, type RedisClient, type RedisSettings } from '../common/redis.js';
+import { requireCommonJs } from '../common/require-commonjs.js';
 import { Backoff, redisErrorKind } from '../common/redis-errors.js';
 import { settlesWithin } from '../common/settle.js';
+
+const ioredis = requireCommonJs('ioredis') as typeof import('ioredis');
+
+// BullMQ makes a worker's connections (its blocking one too) from our options, and through this
+// each connects again when ioredis ends it in a failover (reconnectWhenCutShort).
+RedisConnection.clientFactory = ({ url, ...options }) =>
+  createIORedisClient(reconnectWhenCutShort(url ? new ioredis.Redis(url, options) : new ioredis.Redis(options)));
 
 /** How long each step of leaving without Redis may take: BullMQ's close, cutting the connections. */
 const LEAVE_MS = 2_000;

@@ -5,7 +5,12 @@
 // "Operating it").
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RedisConnection } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { createLogger } from '../../common/log.js';
+import { createRedisClient, redisOptions } from '../../common/redis.js';
 import { startLab, type Lab } from '../../lab/index.js';
 import { everyJobOnce, startFailoverRun } from '../helpers/failover-runs.js';
 import { spawnCli, startWorkerProcess, type CliProcess } from '../helpers/processes.js';
@@ -83,5 +88,31 @@ describe('Redis Sentinel: a primary, a replica and three sentinels', needsSentin
       /probefleet: cannot reach Redis at redis-sentinel:\/\/probe:\*\*\*@127\.0\.0\.1:\d+,.*\/pfprimary-unknown: no answer within 1 s \(last error: All sentinels are unreachable/,
     );
     assert.doesNotMatch(ended.stderr, /s3cret/);
+  });
+
+  test("a connect cut short as ioredis's failover detector cuts it: our client and a BullMQ worker's connect again", async () => {
+    // +switch-master while a client that lost its primary asks a sentinel for the new one: ioredis
+    // rejects the connect ("Connection is closed.") and ends the client for good
+    // (reconnectWhenCutShort, common/redis.ts). Cut here as the detector cuts it, at once.
+    await sentinels.settled();
+    await import('../../worker/fleet-worker.js'); // where BullMQ is told how to make a worker's clients
+    const ours = createRedisClient({ url: sentinels.url }, 'cut-short') as Redis; // one server's client, not a Cluster's
+    const workers = RedisConnection.clientFactory!(redisOptions({ url: sentinels.url }) as never) as unknown as Redis;
+    for (const [who, client] of [
+      ['ours', ours],
+      ['a worker', workers],
+    ] as const) {
+      const errors: string[] = [];
+      client.on('error', (err: Error) => errors.push(err.message));
+      assert.equal(await client.ping(), 'PONG', who);
+      client.disconnect(true);
+      await once(client, 'connecting');
+      (client as unknown as { connector: { disconnect(): void } }).connector.disconnect();
+      for (let waited = 0; client.status !== 'ready' && waited < 15_000; waited += 50) await sleep(50);
+      assert.ok(errors.includes('Connection is closed.'), `${who}: the connect was cut short (${errors.join('; ')})`);
+      assert.equal(client.status, 'ready', `${who}: connected again`);
+      assert.equal(await client.ping(), 'PONG', who);
+      client.disconnect();
+    }
   });
 });
