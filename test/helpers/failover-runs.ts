@@ -27,6 +27,30 @@ export async function exitWithin(process: CliProcess, ms: number): Promise<numbe
   return code;
 }
 
+/**
+ * How each of a fleet's commands ends on `args` (--redis ... --prefix ...): a worker and a
+ * coordinator (added to `started`, for the test to stop), `run` of `plan`, `runs list`, then each of
+ * `more` (a command's arguments). For a Redis every command must refuse, each with its own message.
+ */
+export async function howFleetCommandsEnd(
+  args: string[],
+  plan: string,
+  started: CliProcess[],
+  more: string[][] = [],
+): Promise<[what: string, ended: { code: number | null; stderr: string }][]> {
+  const worker = spawnCli(['worker', '--region', 'a', ...args, '--allow-loopback']);
+  const coordinator = spawnCli(['coordinator', ...args, '--port', '0']);
+  started.push(worker, coordinator);
+  const ended: [string, { code: number | null; stderr: string }][] = [
+    ['worker', { code: await exitWithin(worker, 60_000), stderr: worker.stderr() }],
+    ['coordinator', { code: await exitWithin(coordinator, 60_000), stderr: coordinator.stderr() }],
+    ['run', await runCli(['run', plan, ...args])],
+    ['runs list', await runCli(['runs', 'list', ...args])],
+  ];
+  for (const command of more) ended.push([command.slice(0, 2).join(' '), await runCli([...command, ...args])]);
+  return ended;
+}
+
 export interface FailoverRun {
   run: CliProcess;
   /** Where `run --json` writes the report. */

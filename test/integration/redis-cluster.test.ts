@@ -12,7 +12,7 @@ import { createLogger } from '../../common/log.js';
 import { openFleet } from '../../coordinator/fleet.js';
 import { createLabCa } from '../../lab/certs.js';
 import { startLab, type Lab } from '../../lab/index.js';
-import { everyJobOnce, exitWithin, startFailoverRun } from '../helpers/failover-runs.js';
+import { everyJobOnce, howFleetCommandsEnd, startFailoverRun } from '../helpers/failover-runs.js';
 import { writePlan } from '../helpers/plans.js';
 import { spawnCli, startWorkerProcess, type CliProcess } from '../helpers/processes.js';
 import { answers, startOwnRedis, testPrefix, type OwnRedis } from '../helpers/redis.js';
@@ -134,15 +134,8 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
     const planFile = await writePlan(
       'name: wrong-kind\nregions: [a]\ntargets: [{ name: t, url: "http://127.0.0.1:1" }]\nexperiments: [{ probe: reuse, requests: 1, modes: [reused] }]\n',
     );
-    const worker = spawnCli(['worker', '--region', 'a', ...redis, '--allow-loopback']);
-    const coordinator = spawnCli(['coordinator', ...redis, '--port', '0']);
-    processes.push(worker, coordinator);
-    for (const [what, ended] of [
-      ['worker', { code: await exitWithin(worker, 60_000), stderr: worker.stderr() }],
-      ['coordinator', { code: await exitWithin(coordinator, 60_000), stderr: coordinator.stderr() }],
-      ['run', await runCli(['run', planFile, ...redis])],
-      ['runs list', await runCli(['runs', 'list', ...redis])],
-    ] as const) {
+    const endings = await howFleetCommandsEnd(redis, planFile, processes);
+    for (const [what, ended] of endings) {
       assert.equal(ended.code, 2, `${what}: exit 2\n${ended.stderr}`);
       assert.match(
         ended.stderr,
@@ -153,7 +146,7 @@ experiments: [{ probe: reuse, requests: 2, modes: [reused] }]
         what,
       );
     }
-    assert.doesNotMatch(worker.stderr(), /MOVED/, 'the worker asked for no job');
+    assert.doesNotMatch(endings[0]![1].stderr, /MOVED/, 'the worker asked for no job');
   });
 
   test('redis-cluster:// to a Redis that is not a cluster: runs ends within --redis-timeout and says why (exit 4)', async () => {

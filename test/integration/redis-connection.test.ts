@@ -15,9 +15,9 @@ import { startLab, type Lab } from '../../lab/index.js';
 import { startRegionWorker } from '../../worker/queue-worker.js';
 import { EMBEDDED_POLICY_SETTINGS, TargetPolicy } from '../../worker/target-policy.js';
 import { answers, needsRedis, requireRedis, startOwnRedis, testPrefix, type OwnRedis } from '../helpers/redis.js';
-import { exitWithin } from '../helpers/failover-runs.js';
+import { howFleetCommandsEnd } from '../helpers/failover-runs.js';
 import { writePlan } from '../helpers/plans.js';
-import { spawnCli, type CliProcess } from '../helpers/processes.js';
+import type { CliProcess } from '../helpers/processes.js';
 import { runCli } from '../helpers/repo.js';
 
 const log = createLogger('test', 'silent');
@@ -136,17 +136,10 @@ describe('a database the Redis does not have', needsRedis, () => {
     const plan = await writePlan(
       'name: no-such-db\nregions: [a]\ntargets: [{ name: t, url: "http://127.0.0.1:1" }]\nexperiments: [{ probe: reuse, requests: 1, modes: [reused] }]\nschedule: { cron: "0 2 * * *" }\n',
     );
-    const worker = spawnCli(['worker', '--region', 'a', ...args, '--allow-loopback']);
-    const coordinator = spawnCli(['coordinator', ...args, '--port', '0']);
-    started.push(worker, coordinator);
-    for (const [what, ended] of [
-      ['worker', { code: await exitWithin(worker, 60_000), stderr: worker.stderr() }],
-      ['coordinator', { code: await exitWithin(coordinator, 60_000), stderr: coordinator.stderr() }],
-      ['run', await runCli(['run', plan, ...args])],
-      ['runs list', await runCli(['runs', 'list', ...args])],
-      ['schedule add', await runCli(['schedule', 'add', plan, ...args])],
-      ['schedule list', await runCli(['schedule', 'list', ...args])],
-    ] as const) {
+    for (const [what, ended] of await howFleetCommandsEnd(args, plan, started, [
+      ['schedule', 'add', plan],
+      ['schedule', 'list'],
+    ])) {
       assert.equal(ended.code, 2, `${what}: exit 2\n${ended.stderr}`);
       assert.match(
         ended.stderr,
